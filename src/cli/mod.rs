@@ -1,0 +1,4 @@
+//! Command-line front ends. Each command parses its input, calls the library
+//! and decides output and exit codes; none holds a protocol decision.
+
+pub mod tables;

@@ -1,0 +1,23 @@
+//! The generic finite-state-machine core.
+//!
+//! **Architecture invariant:** this module knows no protocol and imports
+//! nothing else of the crate. It loads total transition tables from RON,
+//! validates them with located findings, runs machines, records traces and
+//! renders tables for reviewers.
+//!
+//! The pipeline is parse → validate → index, as in ripgrep's low/high args:
+//! [`schema`] is what a reviewer writes, [`Table`] is what code runs.
+
+pub mod diff;
+pub mod finding;
+pub mod machine;
+pub mod render;
+pub mod schema;
+pub mod spans;
+pub mod table;
+pub mod validate;
+
+pub use finding::{Code, Finding, Findings};
+pub use machine::{Machine, RestoreError, Snapshot, Step, Violation};
+pub use table::{Row, RowKind, Table};
+pub use validate::{load, BindingNames};

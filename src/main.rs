@@ -1,0 +1,88 @@
+//! The `turnstile` binary: a thin layer of argument parsing over the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use turnstile::cli;
+
+#[derive(Parser)]
+#[command(name = "turnstile", version, about = "Chat orchestration where every protocol is a reviewed transition table")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Validate, render and compare transition tables.
+    Tables {
+        #[command(subcommand)]
+        command: TablesCommand,
+    },
+    /// Run events through a table; print each step, or the violated row and exit 1.
+    Replay {
+        /// Table name (e.g. `frame`) or path to a .ron file.
+        name: String,
+        /// Events, in order.
+        events: Vec<String>,
+        /// Load tables from this directory instead of the compiled-in ones.
+        #[arg(long, env = "TURNSTILE_TABLES")]
+        tables: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TablesCommand {
+    /// Validate every *.ron in DIR; located findings and a non-zero exit on any error.
+    Check {
+        #[arg(default_value = "tables")]
+        dir: PathBuf,
+    },
+    /// Render a table: markdown matrix, mermaid or dot graph, or json.
+    Render {
+        name: String,
+        #[arg(long, default_value = "markdown")]
+        format: String,
+        #[arg(long, env = "TURNSTILE_TABLES")]
+        tables: Option<PathBuf>,
+    },
+    /// Rows whose legality, target or effect changed between two table files.
+    Diff { old: String, new: String },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Tables { command } => match command {
+            TablesCommand::Check { dir } => {
+                let bad = cli::tables::check(&dir)?;
+                Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            }
+            TablesCommand::Render { name, format, tables } => {
+                print!("{}", cli::tables::render(&name, &format, tables.as_deref())?);
+                Ok(ExitCode::SUCCESS)
+            }
+            TablesCommand::Diff { old, new } => {
+                print!("{}", cli::tables::diff(&old, &new)?);
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Replay { name, events, tables } => {
+            let (out, violated) = cli::tables::replay(&name, &events, tables.as_deref())?;
+            print!("{out}");
+            Ok(if violated { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        }
+    }
+}
