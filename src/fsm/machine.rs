@@ -110,11 +110,14 @@ impl Machine {
 
     /// Fires one event (an index into [`Table::events`]). On a forbidden row
     /// the state is unchanged and the violation names the row.
+    ///
+    /// The violation is boxed so that the hot, legal path returns a small
+    /// value in registers.
     #[inline]
-    pub fn fire(&mut self, event: u16) -> Result<Step, Violation> {
+    pub fn fire(&mut self, event: u16) -> Result<Step, Box<Violation>> {
         let cell = self.table.cell(self.state, event);
         if cell.to == FORBIDDEN {
-            return Err(self.violation(cell.row, event));
+            return Err(Box::new(self.violation(cell.row, event)));
         }
         let step = Step {
             row: cell.row,
@@ -127,8 +130,14 @@ impl Machine {
         Ok(step)
     }
 
+    /// Back to the initial state with an empty trace (capacity is kept).
+    pub fn reset(&mut self) {
+        self.state = self.table.initial;
+        self.trace.clear();
+    }
+
     /// What `fire` would do, without doing it.
-    pub fn peek(&self, event: u16) -> Result<Step, Violation> {
+    pub fn peek(&self, event: u16) -> Result<Step, Box<Violation>> {
         self.clone_shallow().fire(event)
     }
 

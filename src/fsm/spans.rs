@@ -123,6 +123,10 @@ fn lex(src: &str) -> Vec<(Tok, Pos)> {
     out
 }
 
+fn in_rows(top_field: &Option<String>) -> bool {
+    top_field.as_deref() == Some("rows")
+}
+
 /// Records where things are in a table file that `ron` parsed successfully.
 pub fn index(src: &str) -> Spans {
     let toks = lex(src);
@@ -151,18 +155,14 @@ pub fn index(src: &str) -> Spans {
                 spans.fields.insert(name.clone(), pos);
                 top_field = Some(name.clone());
             }
-            Tok::Ident(_) if !in_attr && depth == 2 && next_is('(') => {
-                if top_field.as_deref() == Some("rows") {
-                    spans.rows.push(RowSpan {
-                        start: pos,
-                        fields: HashMap::new(),
-                    });
-                }
+            Tok::Ident(_) if !in_attr && depth == 2 && next_is('(') && in_rows(&top_field) => {
+                spans.rows.push(RowSpan {
+                    start: pos,
+                    fields: HashMap::new(),
+                });
             }
-            Tok::Ident(name) if !in_attr && depth == 3 && next_is(':') => {
-                if top_field.as_deref() == Some("rows") {
-                    row_field = Some(name.clone());
-                }
+            Tok::Ident(name) if !in_attr && depth == 3 && next_is(':') && in_rows(&top_field) => {
+                row_field = Some(name.clone());
             }
             Tok::Str if !in_attr && (depth == 1 || depth == 2) => {
                 if let Some(f) = &top_field {

@@ -44,6 +44,9 @@ pub fn load(src: &str, file: &str, binding: Option<BindingNames<'_>>) -> Result<
     Validator::new(file, &spans).run(raw, binding)
 }
 
+/// A resolved (state, event) pair.
+type Pair = (u16, u16);
+
 struct Validator<'a> {
     file: &'a str,
     spans: &'a Spans,
@@ -90,13 +93,15 @@ impl<'a> Validator<'a> {
     fn declare(&mut self, field: &str, names: &[String]) -> HashMap<String, u16> {
         let mut map = HashMap::new();
         for (i, n) in names.iter().enumerate() {
-            if map.insert(n.clone(), i as u16).is_some() {
+            if map.contains_key(n) {
                 self.push(
                     Code::DuplicateDeclaration,
                     self.spans.value(field, i),
                     format!("\"{n}\" is declared twice in `{field}`"),
                     format!("remove the second \"{n}\""),
                 );
+            } else {
+                map.insert(n.clone(), map.len() as u16);
             }
         }
         map
@@ -106,6 +111,13 @@ impl<'a> Validator<'a> {
         let states = self.declare("states", &raw.states);
         let events = self.declare("events", &raw.events);
         let effects = self.declare("effects", &raw.effects);
+        // From here on each name appears once; its index is its first
+        // declaration's rank, so a duplicate cannot cascade into other findings.
+        let mut raw = raw;
+        for list in [&mut raw.states, &mut raw.events, &mut raw.effects] {
+            let mut seen = HashSet::new();
+            list.retain(|n| seen.insert(n.clone()));
+        }
         // `initial` is the table's only string scalar besides name/doc, so its
         // value position is the first string recorded for that field.
         let initial = states.get(&raw.initial).copied();
@@ -134,8 +146,8 @@ impl<'a> Validator<'a> {
             }
         }
 
-        let rows = self.rows(&raw, &states, &events, &effects, &terminal);
-        self.totality(&raw, &rows);
+        let (rows, pairs) = self.rows(&raw, &states, &events, &effects, &terminal);
+        self.totality(&raw, &pairs);
         if let Some(initial) = initial {
             self.graph(&raw, &rows, initial, &terminal);
         }
@@ -144,7 +156,7 @@ impl<'a> Validator<'a> {
         }
 
         if !self.findings.is_empty() {
-            self.findings.sort_by(|a, b| (a.pos, a.code).cmp(&(b.pos, b.code)));
+            self.findings.sort_by_key(|f| (f.pos, f.code));
             return Err(Findings(self.findings));
         }
         let rows: Vec<Row> = rows.into_iter().flatten().collect();
@@ -172,10 +184,11 @@ impl<'a> Validator<'a> {
         events: &HashMap<String, u16>,
         effects: &HashMap<String, u16>,
         terminal: &[bool],
-    ) -> Vec<Option<Row>> {
+    ) -> (Vec<Option<Row>>, Vec<Option<Pair>>) {
         self.row_ids = raw.rows.iter().map(|r| r.id().to_string()).collect();
         let mut ids: HashMap<&str, usize> = HashMap::new();
         let mut out = Vec::with_capacity(raw.rows.len());
+        let mut pairs = Vec::with_capacity(raw.rows.len());
         for (i, r) in raw.rows.iter().enumerate() {
             let id = r.id();
             if !is_kebab(id) {
@@ -199,6 +212,7 @@ impl<'a> Validator<'a> {
             }
             let from = self.resolve(states, r.from(), i, "from", Code::UnknownState, &raw.states, "states");
             let on = self.resolve(events, r.on(), i, "on", Code::UnknownEvent, &raw.events, "events");
+            pairs.push(from.zip(on));
             let kind = match r {
                 RawRow::Legal { to, effect, .. } => {
                     let to = self.resolve(states, to, i, "to", Code::UnknownState, &raw.states, "states");
@@ -252,7 +266,7 @@ impl<'a> Validator<'a> {
             }
             out.push(row);
         }
-        out
+        (out, pairs)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -282,12 +296,12 @@ impl<'a> Validator<'a> {
         found
     }
 
-    fn totality(&mut self, raw: &RawTable, rows: &[Option<Row>]) {
+    fn totality(&mut self, raw: &RawTable, pairs: &[Option<Pair>]) {
         let n_events = raw.events.len();
-        let mut first: HashMap<(u16, u16), usize> = HashMap::new();
-        for (i, r) in rows.iter().enumerate() {
-            let Some(r) = r else { continue };
-            if let Some(&prev) = first.get(&(r.from, r.on)) {
+        let mut first: HashMap<Pair, usize> = HashMap::new();
+        for (i, pair) in pairs.iter().enumerate() {
+            let Some((from, on)) = *pair else { continue };
+            if let Some(&prev) = first.get(&(from, on)) {
                 let prev_id = raw.rows[prev].id().to_string();
                 let prev_line = self.spans.row_field(prev, "id").line;
                 self.push(
@@ -295,12 +309,14 @@ impl<'a> Validator<'a> {
                     self.spans.row_field(i, "id"),
                     format!(
                         "({}, {}) already has row \"{prev_id}\" at line {prev_line}; row \"{}\" is a second one",
-                        raw.states[r.from as usize], raw.events[r.on as usize], r.id
+                        raw.states[from as usize],
+                        raw.events[on as usize],
+                        raw.rows[i].id()
                     ),
                     "keep exactly one row per (state, event) pair: delete one, or change its `from`/`on`".into(),
                 );
             } else {
-                first.insert((r.from, r.on), i);
+                first.insert((from, on), i);
             }
         }
         let rows_pos = self.spans.field("rows");

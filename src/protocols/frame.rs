@@ -38,6 +38,7 @@ crate::names! {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Frame;
 
 impl Protocol for Frame {

@@ -36,6 +36,7 @@ crate::names! {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Harness;
 
 impl Protocol for Harness {

@@ -135,7 +135,7 @@ impl<P: Protocol> Clone for Typed<P> {
 
 impl<P: Protocol> Typed<P> {
     #[inline]
-    pub fn fire(&mut self, event: P::Event) -> Result<TypedStep<P>, Violation> {
+    pub fn fire(&mut self, event: P::Event) -> Result<TypedStep<P>, Box<Violation>> {
         let s = self.inner.fire(event.index())?;
         Ok(TypedStep {
             row: s.row,
