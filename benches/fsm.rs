@@ -142,17 +142,34 @@ fn main() {
     let mut m = Machine::new(t.clone());
 
     let (d_match, a) = best_of(5, || run_match(black_box(&events)));
-    let (d_flat, b) = best_of(5, || run_flat(black_box(&flat), t.events.len(), black_box(&events)));
+    let (d_flat, b) = best_of(5, || {
+        run_flat(black_box(&flat), t.events.len(), black_box(&events))
+    });
     let (d_machine, c) = best_of(5, || run_machine(&mut m, black_box(&events)));
-    assert!(a == b && b == c && a != u64::MAX, "the three implementations disagree");
+    assert!(
+        a == b && b == c && a != u64::MAX,
+        "the three implementations disagree"
+    );
 
     let ns = |d: Duration| d.as_nanos() as f64 / real;
-    println!("frame table, random walk of {} legal events (best of 5)", real as u64);
+    println!(
+        "frame table, random walk of {} legal events (best of 5)",
+        real as u64
+    );
     println!("  compiled match   {:6.2} ns/event", ns(d_match));
     println!("  flat Vec         {:6.2} ns/event", ns(d_flat));
-    println!("  turnstile Machine{:6.2} ns/event (trace on)", ns(d_machine));
-    println!("  machine / flat   {:6.2}x  (goal ≤ 2.0)", ns(d_machine) / ns(d_flat));
-    println!("  machine / match  {:6.2}x  (goal < 1.0)", ns(d_machine) / ns(d_match));
+    println!(
+        "  turnstile Machine{:6.2} ns/event (trace on)",
+        ns(d_machine)
+    );
+    println!(
+        "  machine / flat   {:6.2}x  (goal ≤ 2.0)",
+        ns(d_machine) / ns(d_flat)
+    );
+    println!(
+        "  machine / match  {:6.2}x  (goal < 1.0)",
+        ns(d_machine) / ns(d_match)
+    );
 
     let iters = 200;
     let t0 = Instant::now();

@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 use turnstile::cli;
 
 #[derive(Parser)]
-#[command(name = "turnstile", version, about = "Chat orchestration where every protocol is a reviewed transition table")]
+#[command(
+    name = "turnstile",
+    version,
+    about = "Chat orchestration where every protocol is a reviewed transition table"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -68,10 +72,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tables { command } => match command {
             TablesCommand::Check { dir } => {
                 let bad = cli::tables::check(&dir)?;
-                Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+                Ok(if bad == 0 {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                })
             }
-            TablesCommand::Render { name, format, tables } => {
-                print!("{}", cli::tables::render(&name, &format, tables.as_deref())?);
+            TablesCommand::Render {
+                name,
+                format,
+                tables,
+            } => {
+                print!(
+                    "{}",
+                    cli::tables::render(&name, &format, tables.as_deref())?
+                );
                 Ok(ExitCode::SUCCESS)
             }
             TablesCommand::Diff { old, new } => {
@@ -79,10 +94,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
         },
-        Command::Replay { name, events, tables } => {
+        Command::Replay {
+            name,
+            events,
+            tables,
+        } => {
             let (out, violated) = cli::tables::replay(&name, &events, tables.as_deref())?;
             print!("{out}");
-            Ok(if violated { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+            Ok(if violated {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
     }
 }

@@ -50,7 +50,8 @@ fn every_row_of_every_table_is_exercised() {
     for t in tables() {
         let mut exercised = 0;
         for (i, row) in t.rows.iter().enumerate() {
-            let path = path_to(&t, row.from).unwrap_or_else(|| panic!("{}: row {} unreachable", t.name, row.id));
+            let path = path_to(&t, row.from)
+                .unwrap_or_else(|| panic!("{}: row {} unreachable", t.name, row.id));
             let mut m = Machine::new(t.clone());
             for e in path {
                 m.fire(e).expect("shortest path is legal");
@@ -67,12 +68,25 @@ fn every_row_of_every_table_is_exercised() {
                     assert_eq!(&v.why, why);
                     assert_eq!(m.state(), row.from, "a violation must not move the machine");
                 }
-                (kind, got) => panic!("{}: row {} is {kind:?} but fire gave {got:?}", t.name, row.id),
+                (kind, got) => panic!(
+                    "{}: row {} is {kind:?} but fire gave {got:?}",
+                    t.name, row.id
+                ),
             }
             exercised += 1;
         }
-        assert_eq!(exercised, t.rows.len(), "{}: not every row was exercised", t.name);
-        assert_eq!(t.rows.len(), t.states.len() * t.events.len(), "{} is not total", t.name);
+        assert_eq!(
+            exercised,
+            t.rows.len(),
+            "{}: not every row was exercised",
+            t.name
+        );
+        assert_eq!(
+            t.rows.len(),
+            t.states.len() * t.events.len(),
+            "{} is not total",
+            t.name
+        );
     }
 }
 
@@ -80,14 +94,35 @@ fn every_row_of_every_table_is_exercised() {
 fn the_seed_table_sizes_hold() {
     let set = TableSet::builtin().unwrap();
     let frame = set.get("frame").unwrap();
-    assert_eq!((frame.states.len(), frame.events.len(), frame.rows.len()), (6, 10, 60));
+    assert_eq!(
+        (frame.states.len(), frame.events.len(), frame.rows.len()),
+        (6, 10, 60)
+    );
     let harness = set.get("harness").unwrap();
-    assert_eq!((harness.states.len(), harness.events.len(), harness.rows.len()), (6, 6, 36));
+    assert_eq!(
+        (
+            harness.states.len(),
+            harness.events.len(),
+            harness.rows.len()
+        ),
+        (6, 6, 36)
+    );
     for t in [frame, harness] {
-        assert!(t.rows.len() - t.legal_count() > t.rows.len() / 2, "{}: more than half must be forbidden", t.name);
+        assert!(
+            t.rows.len() - t.legal_count() > t.rows.len() / 2,
+            "{}: more than half must be forbidden",
+            t.name
+        );
     }
-    for id in ["delta-before-start", "plan-after-delta", "unterminated", "duplicate-terminal"] {
-        let r = &frame.rows[frame.row_index(id).unwrap_or_else(|| panic!("{id} missing")) as usize];
+    for id in [
+        "delta-before-start",
+        "plan-after-delta",
+        "unterminated",
+        "duplicate-terminal",
+    ] {
+        let r = &frame.rows[frame
+            .row_index(id)
+            .unwrap_or_else(|| panic!("{id} missing")) as usize];
         assert!(!r.is_legal(), "{id} must be forbidden");
     }
 }
@@ -104,7 +139,11 @@ fn harness_has_no_verdict_without_substrate() {
     let mut stack = vec![(Machine::new(t.clone()), false, 0usize)];
     while let Some((m, passed, depth)) = stack.pop() {
         if t.states[m.state() as usize] == "Verdict" {
-            assert!(passed, "verdict reached without substrate_ok: {:?}", m.trace_ids().collect::<Vec<_>>());
+            assert!(
+                passed,
+                "verdict reached without substrate_ok: {:?}",
+                m.trace_ids().collect::<Vec<_>>()
+            );
         }
         if depth == 6 {
             continue;
@@ -130,7 +169,8 @@ fn violations_snapshot() {
             let v = m.fire(row.on).unwrap_err();
             lines += &format!("{v}\n");
         }
-        common::snapshot_settings().bind(|| insta::assert_snapshot!(format!("violations-{}", t.name), lines));
+        common::snapshot_settings()
+            .bind(|| insta::assert_snapshot!(format!("violations-{}", t.name), lines));
     }
 }
 
@@ -166,7 +206,10 @@ fn snapshot_round_trips_and_a_changed_table_is_refused() {
     );
     let changed = Arc::new(turnstile::protocols::registry_check_source(&src, "frame.ron").unwrap());
     assert_ne!(changed.hash, t.hash);
-    assert!(matches!(Machine::restore(changed, &back), Err(RestoreError::TableChanged { .. })));
+    assert!(matches!(
+        Machine::restore(changed, &back),
+        Err(RestoreError::TableChanged { .. })
+    ));
 }
 
 #[test]
@@ -176,7 +219,10 @@ fn typed_bindings_fire_by_enum() {
     let bound = set.bound::<Frame>().unwrap();
     let mut m = bound.machine();
     let s = m.fire(FrameEvent::Start).unwrap();
-    assert_eq!((s.from, s.to, s.effect), (FrameState::Idle, FrameState::Open, Some(FrameEffect::Emit)));
+    assert_eq!(
+        (s.from, s.to, s.effect),
+        (FrameState::Idle, FrameState::Open, Some(FrameEffect::Emit))
+    );
     let v = m.fire(FrameEvent::Close).unwrap_err();
     assert_eq!(v.row_id, "unterminated");
     assert_eq!(m.state(), FrameState::Open);

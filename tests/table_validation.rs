@@ -21,7 +21,8 @@ fn check_fixture(name: &str, expect: Code) {
         "{name}: expected a {} finding, got:\n{findings}",
         expect.name()
     );
-    common::snapshot_settings().bind(|| insta::assert_snapshot!(format!("broken-{name}"), findings.to_string()));
+    common::snapshot_settings()
+        .bind(|| insta::assert_snapshot!(format!("broken-{name}"), findings.to_string()));
 }
 
 #[test]
@@ -103,8 +104,17 @@ fn empty_reason() {
 fn many_findings_are_all_reported() {
     check_fixture("many-findings", Code::UndeclaredInitial);
     let src = std::fs::read_to_string("tests/fixtures/broken/many-findings.ron").unwrap();
-    let codes: Vec<Code> = fsm::load(&src, "x", Some(DOOR)).unwrap_err().0.iter().map(|f| f.code).collect();
-    for c in [Code::UndeclaredInitial, Code::UnknownState, Code::MalformedId] {
+    let codes: Vec<Code> = fsm::load(&src, "x", Some(DOOR))
+        .unwrap_err()
+        .0
+        .iter()
+        .map(|f| f.code)
+        .collect();
+    for c in [
+        Code::UndeclaredInitial,
+        Code::UnknownState,
+        Code::MalformedId,
+    ] {
         assert!(codes.contains(&c), "{c:?} missing from {codes:?}");
     }
 }
@@ -114,8 +124,17 @@ fn many_findings_are_all_reported() {
 fn every_fixture_has_a_test() {
     let src = std::fs::read_to_string(file!()).unwrap();
     for e in std::fs::read_dir("tests/fixtures/broken").unwrap() {
-        let name = e.unwrap().path().file_stem().unwrap().to_string_lossy().to_string();
-        assert!(src.contains(&format!("\"{name}\"")), "fixture {name} has no test");
+        let name = e
+            .unwrap()
+            .path()
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        assert!(
+            src.contains(&format!("\"{name}\"")),
+            "fixture {name} has no test"
+        );
     }
 }
 
@@ -160,9 +179,11 @@ fn duplicating_any_row_fails_at_the_copy() {
     for (_, file, src) in BUILTIN {
         for (line, text) in row_lines(src) {
             let broken = mutate(src, line, |l| format!("{l}\n{l}"));
-            let f = registry_check_source(&broken, file).expect_err("a duplicated row must not load");
+            let f =
+                registry_check_source(&broken, file).expect_err("a duplicated row must not load");
             assert!(
-                f.0.iter().any(|x| x.code == Code::DuplicatePair && x.pos.line as usize == line + 1),
+                f.0.iter()
+                    .any(|x| x.code == Code::DuplicatePair && x.pos.line as usize == line + 1),
                 "{file}:{line} duplicated ({text}) but got:\n{f}"
             );
         }
@@ -175,9 +196,11 @@ fn misspelling_a_state_in_any_row_fails_at_that_line() {
     for (_, file, src) in BUILTIN {
         for (line, text) in row_lines(src) {
             let broken = mutate(src, line, |l| l.replacen("from: \"", "from: \"X", 1));
-            let f = registry_check_source(&broken, file).expect_err("a misspelt state must not load");
+            let f =
+                registry_check_source(&broken, file).expect_err("a misspelt state must not load");
             assert!(
-                f.0.iter().any(|x| x.code == Code::UnknownState && x.pos.line as usize == line),
+                f.0.iter()
+                    .any(|x| x.code == Code::UnknownState && x.pos.line as usize == line),
                 "{file}:{line} misspelt ({text}) but got:\n{f}"
             );
         }

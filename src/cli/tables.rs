@@ -52,7 +52,8 @@ pub fn summary(t: &Table) -> String {
 /// A table by name (compiled in, or from `dir` when given) or by path.
 pub fn resolve(name_or_path: &str, dir: Option<&Path>) -> Result<Arc<Table>> {
     if name_or_path.ends_with(".ron") || Path::new(name_or_path).is_file() {
-        let src = std::fs::read_to_string(name_or_path).with_context(|| format!("cannot read {name_or_path}"))?;
+        let src = std::fs::read_to_string(name_or_path)
+            .with_context(|| format!("cannot read {name_or_path}"))?;
         return registry_check_source(&src, name_or_path)
             .map(Arc::new)
             .map_err(|f| anyhow::anyhow!("{f}"));
@@ -93,7 +94,11 @@ pub fn replay(name: &str, events: &[String], dir: Option<&Path>) -> Result<(Stri
     let mut out = format!("{}: start in {}\n", table.name, m.state_name());
     for ev in events {
         let Some(e) = table.event_index(ev) else {
-            bail!("unknown event \"{ev}\" for table {}; events: {}", table.name, table.events.join(", "));
+            bail!(
+                "unknown event \"{ev}\" for table {}; events: {}",
+                table.name,
+                table.events.join(", ")
+            );
         };
         let from = m.state_name().to_string();
         match m.fire(e) {

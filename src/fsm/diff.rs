@@ -8,9 +8,19 @@ use super::table::{RowKind, Table};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Added { pair: (String, String), now: String },
-    Removed { pair: (String, String), was: String },
-    Changed { pair: (String, String), was: String, now: String },
+    Added {
+        pair: (String, String),
+        now: String,
+    },
+    Removed {
+        pair: (String, String),
+        was: String,
+    },
+    Changed {
+        pair: (String, String),
+        was: String,
+        now: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -30,7 +40,9 @@ impl fmt::Display for Change {
 fn describe(t: &Table, kind: &RowKind, id: &str) -> (String, String) {
     match kind {
         RowKind::Legal { to, effect } => {
-            let fx = effect.map(|e| format!(" ({})", t.effects[e as usize])).unwrap_or_default();
+            let fx = effect
+                .map(|e| format!(" ({})", t.effects[e as usize]))
+                .unwrap_or_default();
             let key = format!("legal → {}{fx}", t.states[*to as usize]);
             (key.clone(), format!("{key} [{id}]"))
         }
@@ -43,7 +55,10 @@ pub fn diff(old: &Table, new: &Table) -> Vec<Change> {
         t.rows
             .iter()
             .map(|r| {
-                let pair = (t.states[r.from as usize].clone(), t.events[r.on as usize].clone());
+                let pair = (
+                    t.states[r.from as usize].clone(),
+                    t.events[r.on as usize].clone(),
+                );
                 (pair, describe(t, &r.kind, &r.id))
             })
             .collect()

@@ -105,7 +105,9 @@ impl Machine {
     }
 
     pub fn trace_ids(&self) -> impl Iterator<Item = &str> {
-        self.trace.iter().map(|r| self.table.rows[*r as usize].id.as_str())
+        self.trace
+            .iter()
+            .map(|r| self.table.rows[*r as usize].id.as_str())
     }
 
     /// Fires one event (an index into [`Table::events`]). On a forbidden row
@@ -196,8 +198,16 @@ impl Machine {
         let trace = snap
             .trace
             .iter()
-            .map(|id| table.row_index(id).ok_or_else(|| RestoreError::UnknownRow(id.clone())))
+            .map(|id| {
+                table
+                    .row_index(id)
+                    .ok_or_else(|| RestoreError::UnknownRow(id.clone()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Machine { table, state, trace })
+        Ok(Machine {
+            table,
+            state,
+            trace,
+        })
     }
 }

@@ -21,7 +21,9 @@ impl std::str::FromStr for Format {
             "mermaid" => Ok(Format::Mermaid),
             "dot" => Ok(Format::Dot),
             "json" => Ok(Format::Json),
-            other => Err(format!("unknown format \"{other}\": use markdown, mermaid, dot or json")),
+            other => Err(format!(
+                "unknown format \"{other}\": use markdown, mermaid, dot or json"
+            )),
         }
     }
 }
@@ -121,10 +123,17 @@ pub fn mermaid(t: &Table) -> String {
 pub fn dot(t: &Table) -> String {
     let mut out = format!("digraph \"{}\" {{\n    rankdir=LR;\n", t.name);
     for (i, s) in t.states.iter().enumerate() {
-        let shape = if t.terminal[i] { "doublecircle" } else { "circle" };
+        let shape = if t.terminal[i] {
+            "doublecircle"
+        } else {
+            "circle"
+        };
         out += &format!("    \"{s}\" [shape={shape}];\n");
     }
-    out += &format!("    \"__start\" [shape=point];\n    \"__start\" -> \"{}\";\n", t.states[t.initial as usize]);
+    out += &format!(
+        "    \"__start\" [shape=point];\n    \"__start\" -> \"{}\";\n",
+        t.states[t.initial as usize]
+    );
     for r in &t.rows {
         if let RowKind::Legal { to, .. } = r.kind {
             out += &format!(

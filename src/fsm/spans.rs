@@ -32,7 +32,10 @@ pub struct Spans {
 
 impl Spans {
     pub fn field(&self, name: &str) -> Pos {
-        self.fields.get(name).copied().unwrap_or(Pos { line: 1, col: 1 })
+        self.fields
+            .get(name)
+            .copied()
+            .unwrap_or(Pos { line: 1, col: 1 })
     }
 
     /// Position of the `i`-th string in a top-level field, else of the field.

@@ -87,7 +87,10 @@ impl Table {
     }
 
     pub fn effect_index(&self, name: &str) -> Option<u16> {
-        self.effects.iter().position(|s| s == name).map(|i| i as u16)
+        self.effects
+            .iter()
+            .position(|s| s == name)
+            .map(|i| i as u16)
     }
 
     pub fn row_index(&self, id: &str) -> Option<u16> {

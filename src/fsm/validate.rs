@@ -24,7 +24,8 @@ pub struct BindingNames<'a> {
 
 /// Parses and validates one table file. `file` is used in findings only.
 pub fn load(src: &str, file: &str, binding: Option<BindingNames<'_>>) -> Result<Table, Findings> {
-    let opts = ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
+    let opts =
+        ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let raw: RawTable = match opts.from_str(src) {
         Ok(raw) => raw,
         Err(e) => {
@@ -57,14 +58,20 @@ struct Validator<'a> {
 fn is_kebab(id: &str) -> bool {
     !id.is_empty()
         && id.split('-').all(|part| {
-            !part.is_empty() && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         })
         && id.starts_with(|c: char| c.is_ascii_lowercase())
 }
 
 fn did_you_mean(word: &str, declared: &[String], what: &str) -> String {
     match closest(word, declared) {
-        Some(c) => format!("did you mean \"{c}\"? declared {what}: {}", declared.join(", ")),
+        Some(c) => format!(
+            "did you mean \"{c}\"? declared {what}: {}",
+            declared.join(", ")
+        ),
         None => format!("declared {what}: {}", declared.join(", ")),
     }
 }
@@ -126,7 +133,10 @@ impl<'a> Validator<'a> {
             self.push(
                 Code::UndeclaredInitial,
                 self.spans.value("initial", 0),
-                format!("initial state \"{}\" is not declared in `states`", raw.initial),
+                format!(
+                    "initial state \"{}\" is not declared in `states`",
+                    raw.initial
+                ),
                 hint,
             );
         }
@@ -204,22 +214,57 @@ impl<'a> Validator<'a> {
                 self.push(
                     Code::DuplicateId,
                     self.spans.row_field(i, "id"),
-                    format!("row id \"{id}\" is already used by the row at line {}", first_pos.line),
+                    format!(
+                        "row id \"{id}\" is already used by the row at line {}",
+                        first_pos.line
+                    ),
                     "give each row its own id; snapshots and violations refer to rows by id".into(),
                 );
             } else {
                 ids.insert(id, i);
             }
-            let from = self.resolve(states, r.from(), i, "from", Code::UnknownState, &raw.states, "states");
-            let on = self.resolve(events, r.on(), i, "on", Code::UnknownEvent, &raw.events, "events");
+            let from = self.resolve(
+                states,
+                r.from(),
+                i,
+                "from",
+                Code::UnknownState,
+                &raw.states,
+                "states",
+            );
+            let on = self.resolve(
+                events,
+                r.on(),
+                i,
+                "on",
+                Code::UnknownEvent,
+                &raw.events,
+                "events",
+            );
             pairs.push(from.zip(on));
             let kind = match r {
                 RawRow::Legal { to, effect, .. } => {
-                    let to = self.resolve(states, to, i, "to", Code::UnknownState, &raw.states, "states");
+                    let to = self.resolve(
+                        states,
+                        to,
+                        i,
+                        "to",
+                        Code::UnknownState,
+                        &raw.states,
+                        "states",
+                    );
                     let effect = match effect {
                         None => Some(None),
                         Some(e) => self
-                            .resolve(effects, e, i, "effect", Code::UnknownEffect, &raw.effects, "effects")
+                            .resolve(
+                                effects,
+                                e,
+                                i,
+                                "effect",
+                                Code::UnknownEffect,
+                                &raw.effects,
+                                "effects",
+                            )
                             .map(Some),
                     };
                     match (to, effect) {
@@ -233,7 +278,8 @@ impl<'a> Validator<'a> {
                             Code::EmptyReason,
                             self.spans.row_field(i, "why"),
                             format!("forbidden row \"{id}\" gives no reason"),
-                            "write one sentence a reviewer understands: why is this order wrong?".into(),
+                            "write one sentence a reviewer understands: why is this order wrong?"
+                                .into(),
                         );
                     }
                     Some(RowKind::Forbidden { why: why.clone() })
@@ -371,7 +417,10 @@ impl<'a> Validator<'a> {
                 self.push(
                     Code::UnreachableState,
                     self.spans.value("states", s),
-                    format!("state \"{}\" cannot be reached from \"{}\" by legal rows", raw.states[s], raw.initial),
+                    format!(
+                        "state \"{}\" cannot be reached from \"{}\" by legal rows",
+                        raw.states[s], raw.initial
+                    ),
                     "add a legal row into it, or remove the state".into(),
                 );
             } else if !to_terminal[s] {

@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 use crate::fsm::{BindingNames, Machine, RestoreError, Snapshot, Table, Violation};
 
-pub use registry::{binding_for, check_source as registry_check_source, LoadError, TableSet, BUILTIN};
+pub use registry::{
+    binding_for, check_source as registry_check_source, LoadError, TableSet, BUILTIN,
+};
 
 /// A closed set of names bound to a table's states, events or effects.
 pub trait Names: Copy + std::fmt::Debug + PartialEq + 'static {

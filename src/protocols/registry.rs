@@ -12,7 +12,11 @@ use super::{frame::Frame, harness::Harness, Protocol};
 /// Every table compiled into the binary: (name, file name, source).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
     ("frame", "frame.ron", include_str!("../../tables/frame.ron")),
-    ("harness", "harness.ron", include_str!("../../tables/harness.ron")),
+    (
+        "harness",
+        "harness.ron",
+        include_str!("../../tables/harness.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -37,13 +41,20 @@ pub enum LoadError {
     #[error("table \"{0}\" does not match its binding")]
     Binding(String),
     #[error("{file}: no protocol named \"{name}\" exists in this build; known: {known}")]
-    UnknownTable { file: String, name: String, known: String },
+    UnknownTable {
+        file: String,
+        name: String,
+        known: String,
+    },
 }
 
 /// Validates one file's text, using the binding named by its file stem (or,
 /// failing that, by the `name` it declares).
 pub fn check_source(src: &str, file: &str) -> Result<Table, Findings> {
-    let stem = Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let stem = Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("");
     let binding = binding_for(stem).or_else(|| declared_name(src).and_then(|n| binding_for(&n)));
     fsm::load(src, file, binding)
 }
@@ -106,7 +117,9 @@ impl TableSet {
     }
 
     pub fn bound<P: Protocol>(&self) -> Result<super::Bound<P>, LoadError> {
-        let t = self.get(P::NAME).ok_or_else(|| LoadError::Binding(P::NAME.to_string()))?;
+        let t = self
+            .get(P::NAME)
+            .ok_or_else(|| LoadError::Binding(P::NAME.to_string()))?;
         super::Bound::new(t)
     }
 }
