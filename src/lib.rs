@@ -14,5 +14,7 @@
 //! protocols → fsm`. See `docs/architecture.md` for the invariants.
 
 pub mod cli;
+pub mod demo;
 pub mod fsm;
+pub mod mcp;
 pub mod protocols;

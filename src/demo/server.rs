@@ -1,0 +1,137 @@
+//! The demo server: rmcp's streamable-HTTP service mounted at `/mcp` on an
+//! axum router, bound to a loopback address.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::tools::{DemoOptions, DemoState, DemoTools};
+
+/// A running demo MCP server.
+pub struct DemoServer {
+    /// Full MCP endpoint URL with the real port, e.g. `http://127.0.0.1:41234/mcp`.
+    pub url: String,
+    addr: SocketAddr,
+    state: Arc<DemoState>,
+    sessions: Arc<LocalSessionManager>,
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for DemoServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoServer")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DemoServer {
+    /// Bind `addr` (port 0 picks a free port) and serve until [`shutdown`](Self::shutdown).
+    ///
+    /// Only loopback `Host` headers are accepted (rmcp's DNS-rebinding
+    /// protection); bind a loopback address.
+    pub async fn start(addr: SocketAddr, opts: DemoOptions) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding demo MCP server to {addr}"))?;
+        let local = listener.local_addr().context("reading bound address")?;
+        let state = Arc::new(DemoState::new(opts));
+        let sessions = Arc::new(LocalSessionManager::default());
+        let cancel = CancellationToken::new();
+        let service = StreamableHttpService::new(
+            {
+                let state = state.clone();
+                move || Ok(DemoTools::new(state.clone()))
+            },
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_sse_keep_alive(None)
+                .with_cancellation_token(cancel.child_token()),
+        );
+        let router = axum::Router::new().nest_service("/mcp", service);
+        let task = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                let served = axum::serve(listener, router)
+                    .with_graceful_shutdown(cancel.cancelled_owned())
+                    .await;
+                if let Err(e) = served {
+                    tracing::warn!(error = %e, "demo MCP server stopped with an error");
+                }
+            }
+        });
+        // A wildcard bind is reachable on loopback; advertise that.
+        let url_addr = match local.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), local.port())
+            }
+            IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), local.port())
+            }
+            _ => local,
+        };
+        let url = format!("http://{url_addr}/mcp");
+        tracing::info!(%url, faults = ?state_faults(&state), "demo MCP server listening");
+        Ok(DemoServer {
+            url,
+            addr: local,
+            state,
+            sessions,
+            cancel,
+            task,
+        })
+    }
+
+    /// The bound socket address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// How many `search_photos` calls reached the tool handler so far.
+    pub fn search_calls(&self) -> u64 {
+        self.state.search_calls()
+    }
+
+    /// Forget every MCP session, as a restarted or load-balanced server
+    /// would: the next request on an old session gets HTTP 404.
+    pub async fn expire_sessions(&self) {
+        let ids: Vec<_> = self
+            .sessions
+            .sessions
+            .read()
+            .await
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            if let Err(e) = self.sessions.close_session(&id).await {
+                tracing::debug!(error = %e, "closing demo session");
+            }
+        }
+    }
+
+    /// Stop accepting requests, end open sessions, and wait (up to 5 s).
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        let mut task = self.task;
+        if tokio::time::timeout(Duration::from_secs(5), &mut task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("demo MCP server did not stop within 5 s; aborting it");
+            task.abort();
+        }
+    }
+}
+
+fn state_faults(state: &DemoState) -> Vec<String> {
+    state.faults().iter().map(|f| f.to_string()).collect()
+}

@@ -1,0 +1,661 @@
+//! Tool handlers of the demo server: `search_photos`, `get_photo`,
+//! `list_projects`, plus the injectable [`Fault`]s for `search_photos`.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, TextContent,
+};
+use rmcp::service::RequestContext;
+use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::data::{self, floor_name, Date, Filter, Hit};
+
+/// Default `limit` for `search_photos`.
+pub const DEFAULT_LIMIT: usize = 10;
+/// Largest `limit` honoured by `search_photos` (larger values are clamped).
+pub const MAX_LIMIT: usize = 50;
+/// Page size of the server's own `tools/list` (small on purpose, so clients
+/// have to follow `nextCursor`).
+pub const TOOLS_PAGE_SIZE: usize = 2;
+/// How far [`Fault::CursorDrift`] shifts a page back (and inflates the total).
+pub const DRIFT: usize = 3;
+
+/// Failure modes seen in real search adapters, injectable for tests.
+/// All apply to `search_photos` only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// The upstream API failed, and the adapter passed the error text on as a
+    /// *successful* result: one text block, `isError: false`, no `_meta`, no
+    /// structured content.
+    Upstream502,
+    /// An auth failure swallowed into a single text block `{}`
+    /// (`isError: false`, no `_meta`).
+    AuthEmptyObject,
+    /// Every call with a cursor answers the text `invalid cursor`
+    /// (`isError: false`, no `_meta`).
+    CursorRejected,
+    /// A call with a cursor re-runs with the offset shifted back by
+    /// [`DRIFT`], so ids overlap the previous page, and the reported total
+    /// grows by [`DRIFT`].
+    CursorDrift,
+}
+
+impl Fault {
+    /// Every fault, in a stable order.
+    pub const ALL: [Fault; 4] = [
+        Fault::Upstream502,
+        Fault::AuthEmptyObject,
+        Fault::CursorRejected,
+        Fault::CursorDrift,
+    ];
+
+    /// The CLI name: `upstream-502`, `auth-empty-object`, `cursor-rejected`,
+    /// `cursor-drift`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::Upstream502 => "upstream-502",
+            Fault::AuthEmptyObject => "auth-empty-object",
+            Fault::CursorRejected => "cursor-rejected",
+            Fault::CursorDrift => "cursor-drift",
+        }
+    }
+
+    /// Parse a CLI name (see [`Fault::name`]). Usable as a clap `value_parser`.
+    pub fn parse(s: &str) -> Result<Fault, String> {
+        let wanted = s.trim();
+        Fault::ALL
+            .into_iter()
+            .find(|f| f.name() == wanted)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+                format!("unknown fault '{wanted}' (known: {})", known.join(", "))
+            })
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Fault {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Fault::parse(s)
+    }
+}
+
+/// Demo server behaviour.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DemoOptions {
+    pub faults: Vec<Fault>,
+}
+
+/// State shared by every session of one demo server.
+#[derive(Debug, Default)]
+pub struct DemoState {
+    options: DemoOptions,
+    search_calls: AtomicU64,
+}
+
+impl DemoState {
+    pub fn new(options: DemoOptions) -> Self {
+        DemoState {
+            options,
+            search_calls: AtomicU64::new(0),
+        }
+    }
+
+    fn has(&self, fault: Fault) -> bool {
+        self.options.faults.contains(&fault)
+    }
+
+    /// The injected faults.
+    pub fn faults(&self) -> &[Fault] {
+        &self.options.faults
+    }
+
+    /// How many `search_photos` calls reached the handler (for tests that
+    /// must prove a call did, or did not, run).
+    pub fn search_calls(&self) -> u64 {
+        self.search_calls.load(Ordering::SeqCst)
+    }
+}
+
+/// Arguments of `search_photos`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SearchPhotosArgs {
+    /// Keywords matched against annotation kind/title and panorama label. Empty string = filters only.
+    pub query: String,
+    /// Project id (default "tower-a"; see list_projects).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Floor number; basement B1 is -1.
+    #[serde(default)]
+    pub floor: Option<i32>,
+    /// Earliest capture date, inclusive, YYYY-MM-DD.
+    #[serde(default)]
+    pub date_from: Option<String>,
+    /// Latest capture date, inclusive, YYYY-MM-DD.
+    #[serde(default)]
+    pub date_to: Option<String>,
+    /// Hits per page (default 10, max 50).
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// next_cursor from the previous page of the same search.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `get_photo`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct GetPhotoArgs {
+    /// Panorama id, e.g. "TA-00412".
+    pub id: String,
+}
+
+/// The MCP handler: one instance per session, all sharing one [`DemoState`].
+#[derive(Clone)]
+pub struct DemoTools {
+    state: Arc<DemoState>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl fmt::Debug for DemoTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DemoTools")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl DemoTools {
+    pub fn new(state: Arc<DemoState>) -> Self {
+        DemoTools {
+            state,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Keyword search over construction-site panoramas (matches annotation kind/title and panorama label; a stand-in for semantic search). Filters: project (default tower-a), floor (B1 = -1), date_from/date_to (YYYY-MM-DD, inclusive). One text block per hit. _meta reports returned, total (filters only) or total_lower_bound (keyword query), has_more and next_cursor; pass next_cursor back with the same filters for the next page."
+    )]
+    async fn search_photos(
+        &self,
+        Parameters(args): Parameters<SearchPhotosArgs>,
+    ) -> CallToolResult {
+        search_photos(&self.state, args)
+    }
+
+    #[tool(description = "Get one panorama and all its annotations by id (e.g. TA-00412).")]
+    async fn get_photo(&self, Parameters(args): Parameters<GetPhotoArgs>) -> CallToolResult {
+        get_photo(&args.id)
+    }
+
+    #[tool(
+        description = "List projects with their floors, panorama counts and capture date range."
+    )]
+    async fn list_projects(&self) -> CallToolResult {
+        list_projects()
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for DemoTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "turnstile-demo",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Synthetic construction-site photo archive (projects tower-a and annex). Data is generated, not real.",
+            )
+    }
+
+    /// Like today's deployed servers, the demo speaks revisions up to
+    /// 2025-11-25 (see docs/adr/0003-mcp-protocol-version.md).
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    /// Paginated on purpose ([`TOOLS_PAGE_SIZE`] per page) so clients must
+    /// follow `nextCursor`.
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .strip_prefix("tools:")
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&n| n <= tools.len())
+                .ok_or_else(|| ErrorData::invalid_params("invalid tools/list cursor", None))?,
+        };
+        let end = (start + TOOLS_PAGE_SIZE).min(tools.len());
+        let next_cursor = (end < tools.len()).then(|| format!("tools:{end}"));
+        Ok(ListToolsResult {
+            tools: tools[start..end].to_vec(),
+            next_cursor,
+            ..ListToolsResult::default()
+        })
+    }
+}
+
+/// One text block, `isError: false`, nothing else — what a sloppy adapter
+/// returns for an upstream failure.
+fn bare_text(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+/// A tool-level error the caller should see.
+fn tool_error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+fn parse_date(field: &str, value: Option<&str>) -> Result<Option<Date>, CallToolResult> {
+    match value {
+        None => Ok(None),
+        Some(s) if s.trim().is_empty() => Ok(None),
+        Some(s) => Date::parse(s)
+            .map(Some)
+            .ok_or_else(|| tool_error(format!("{field} must be a date YYYY-MM-DD, got '{s}'"))),
+    }
+}
+
+/// Cursor = hex("v1.<offset>.<fingerprint>") — opaque to clients, bound to the
+/// result set (query words + filters, not the page size).
+pub fn encode_cursor(offset: usize, fingerprint: u64) -> String {
+    format!("v1.{offset}.{fingerprint:016x}")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Inverse of [`encode_cursor`]; `None` for anything malformed.
+pub fn decode_cursor(cursor: &str) -> Option<(usize, u64)> {
+    if !cursor.len().is_multiple_of(2) || !cursor.is_ascii() {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..cursor.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&cursor[i..i + 2], 16).ok())
+        .collect();
+    let text = String::from_utf8(bytes?).ok()?;
+    let mut parts = text.split('.');
+    if parts.next()? != "v1" {
+        return None;
+    }
+    let offset = parts.next()?.parse().ok()?;
+    let fingerprint = u64::from_str_radix(parts.next()?, 16).ok()?;
+    parts.next().is_none().then_some((offset, fingerprint))
+}
+
+fn describe(hit: &Hit<'_>) -> String {
+    if hit.matched.is_empty() {
+        return "no annotations".to_string();
+    }
+    hit.matched
+        .iter()
+        .map(|a| format!("{} ({})", a.title, a.kind))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn panorama_json(p: &data::Panorama) -> Value {
+    json!({
+        "id": p.id,
+        "project": p.project,
+        "floor": p.floor,
+        "captured_at": p.captured_at.to_string(),
+        "label": p.label,
+        "annotations": p.annotations.iter().map(|a| json!({
+            "kind": a.kind,
+            "title": a.title,
+            "tier": a.tier,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The `search_photos` handler, transport-free.
+pub fn search_photos(state: &DemoState, args: SearchPhotosArgs) -> CallToolResult {
+    state.search_calls.fetch_add(1, Ordering::SeqCst);
+    let project = args
+        .project
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or("tower-a")
+        .to_string();
+    let cursor = args.cursor.as_deref().filter(|c| !c.is_empty());
+
+    if state.has(Fault::Upstream502) {
+        return bare_text(format!(
+            "Search API error: 502 Server Error: Bad Gateway for url: https://search.upstream.invalid/v2/projects/{project}/photos/search"
+        ));
+    }
+    if state.has(Fault::AuthEmptyObject) {
+        return bare_text("{}");
+    }
+    if cursor.is_some() && state.has(Fault::CursorRejected) {
+        return bare_text("invalid cursor");
+    }
+    let drift = cursor.is_some() && state.has(Fault::CursorDrift);
+
+    let data = data::dataset();
+    if data.project(&project).is_none() {
+        let known: Vec<&str> = data.projects.iter().map(|p| p.id).collect();
+        return tool_error(format!(
+            "unknown project '{project}' (known: {})",
+            known.join(", ")
+        ));
+    }
+    let date_from = match parse_date("date_from", args.date_from.as_deref()) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let date_to = match parse_date("date_to", args.date_to.as_deref()) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let limit = args
+        .limit
+        .map_or(DEFAULT_LIMIT, |l| {
+            usize::try_from(l.max(1)).unwrap_or(MAX_LIMIT)
+        })
+        .min(MAX_LIMIT);
+    let filter = Filter {
+        query: args.query,
+        project,
+        floor: args.floor,
+        date_from,
+        date_to,
+    };
+    let fingerprint = filter.fingerprint();
+    let mut offset = match cursor {
+        None => 0,
+        Some(c) => match decode_cursor(c) {
+            None => return tool_error("malformed cursor; start again without a cursor"),
+            Some((_, fp)) if fp != fingerprint => {
+                return tool_error(
+                    "cursor belongs to a different search; start again without a cursor",
+                )
+            }
+            Some((offset, _)) => offset,
+        },
+    };
+    if drift {
+        offset = offset.saturating_sub(DRIFT);
+    }
+
+    let hits = data::search(data, &filter);
+    let exact = hits.len() + if drift { DRIFT } else { 0 };
+    let page: Vec<&Hit<'_>> = hits.iter().skip(offset).take(limit).collect();
+    let returned = page.len();
+    let end = offset + returned;
+    let has_more = end < hits.len();
+    let next_cursor = has_more.then(|| encode_cursor(end, fingerprint));
+
+    // A keyword ("semantic") search cannot count exactly; it reports a
+    // conservative lower bound. Filters-only searches, and searches with no
+    // hits at all, know their total.
+    let mut accounting = Map::new();
+    accounting.insert("returned".into(), json!(returned));
+    if filter.tokens().is_empty() || hits.is_empty() {
+        accounting.insert("total".into(), json!(exact));
+    } else {
+        let lower_bound = (exact - exact / 64).max(end);
+        accounting.insert("total_lower_bound".into(), json!(lower_bound));
+    }
+    accounting.insert("has_more".into(), json!(has_more));
+    accounting.insert("next_cursor".into(), json!(next_cursor));
+
+    let blocks = page
+        .iter()
+        .enumerate()
+        .map(|(i, hit)| {
+            let p = hit.panorama;
+            ContentBlock::Text(
+                TextContent::new(format!(
+                    "## Image #{} — {}, floor {}, {}: {}",
+                    offset + i + 1,
+                    p.label,
+                    floor_name(p.floor),
+                    p.captured_at,
+                    describe(hit)
+                ))
+                .with_meta(MetaObject(accounting.clone())),
+            )
+        })
+        .collect();
+    let mut structured = accounting.clone();
+    structured.insert(
+        "items".into(),
+        Value::Array(page.iter().map(|h| panorama_json(h.panorama)).collect()),
+    );
+    let mut result = CallToolResult::success(blocks).with_meta(Some(MetaObject(accounting)));
+    result.structured_content = Some(Value::Object(structured));
+    result
+}
+
+/// The `get_photo` handler.
+pub fn get_photo(id: &str) -> CallToolResult {
+    let Some(p) = data::dataset().panorama(id.trim()) else {
+        return tool_error(format!("no panorama with id '{id}'"));
+    };
+    let annotations = if p.annotations.is_empty() {
+        "no annotations".to_string()
+    } else {
+        p.annotations
+            .iter()
+            .map(|a| format!("{} ({}, tier {})", a.title, a.kind, a.tier))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+        "{} ({}), {} floor {}, {}: {}",
+        p.label,
+        p.id,
+        p.project,
+        floor_name(p.floor),
+        p.captured_at,
+        annotations
+    ))]);
+    result.structured_content = Some(panorama_json(p));
+    result
+}
+
+/// The `list_projects` handler.
+pub fn list_projects() -> CallToolResult {
+    let data = data::dataset();
+    let lines: Vec<String> = data
+        .projects
+        .iter()
+        .map(|p| {
+            let floors: Vec<String> = p.floors.iter().map(|&f| floor_name(f)).collect();
+            format!(
+                "{}: {} — {} panoramas, floors {}, {}..{}",
+                p.id,
+                p.name,
+                p.panoramas,
+                floors.join(","),
+                p.first_capture,
+                p.last_capture
+            )
+        })
+        .collect();
+    let projects: Vec<Value> = data
+        .projects
+        .iter()
+        .map(|p| {
+            json!({
+                "id": p.id,
+                "name": p.name,
+                "floors": p.floors,
+                "panoramas": p.panoramas,
+                "first_capture": p.first_capture.to_string(),
+                "last_capture": p.last_capture.to_string(),
+            })
+        })
+        .collect();
+    let mut result = CallToolResult::success(vec![ContentBlock::text(lines.join("\n"))]);
+    result.structured_content = Some(json!({ "projects": projects }));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::ToolOutput;
+
+    fn args(v: Value) -> SearchPhotosArgs {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn run(state: &DemoState, v: Value) -> ToolOutput {
+        ToolOutput::from_call_result(search_photos(state, args(v)))
+    }
+
+    fn meta_of(out: &ToolOutput) -> Map<String, Value> {
+        out.meta.clone().unwrap_or_default()
+    }
+
+    #[test]
+    fn fault_names_round_trip() {
+        for f in Fault::ALL {
+            assert_eq!(Fault::parse(f.name()), Ok(f));
+        }
+        assert!(Fault::parse("nope").is_err());
+    }
+
+    #[test]
+    fn cursor_round_trip() {
+        let c = encode_cursor(20, 0xdead_beef);
+        assert_eq!(decode_cursor(&c), Some((20, 0xdead_beef)));
+        assert_eq!(decode_cursor("zz"), None);
+        assert_eq!(decode_cursor(""), None);
+    }
+
+    #[test]
+    fn floor3_safety_accounting_and_paging() {
+        let state = DemoState::default();
+        let first = run(&state, json!({"query": "safety", "floor": 3}));
+        let m = meta_of(&first);
+        assert_eq!(m["returned"], json!(10));
+        assert_eq!(m["total_lower_bound"], json!(189));
+        assert_eq!(m["has_more"], json!(true));
+        assert!(!m.contains_key("total"));
+        assert_eq!(first.blocks.len(), 10);
+        assert!(first.blocks.iter().all(|b| b.meta() == Some(&m)));
+        assert!(first.text().starts_with("## Image #1 — PANO-003-"));
+        let cursor = m["next_cursor"].as_str().map(str::to_string);
+        let second = run(
+            &state,
+            json!({"query": "safety", "floor": 3, "cursor": cursor, "limit": 50}),
+        );
+        assert!(second.text().starts_with("## Image #11 — "));
+        let first_ids: Vec<Value> = first
+            .json()
+            .map(|v| v["items"].clone())
+            .into_iter()
+            .collect();
+        let second_ids: Vec<Value> = second
+            .json()
+            .map(|v| v["items"].clone())
+            .into_iter()
+            .collect();
+        assert_ne!(first_ids, second_ids);
+        // A cursor replayed against another query is refused.
+        let other = run(
+            &state,
+            json!({"query": "quality", "floor": 3, "cursor": cursor}),
+        );
+        assert!(other.is_error);
+        assert_eq!(state.search_calls(), 3);
+    }
+
+    #[test]
+    fn filters_only_is_exact_and_1999_is_honestly_empty() {
+        let state = DemoState::default();
+        let all = run(&state, json!({"query": "", "project": "annex", "limit": 5}));
+        assert_eq!(meta_of(&all)["total"], json!(data::ANNEX_PANORAMAS));
+        let empty = run(
+            &state,
+            json!({"query": "safety", "date_from": "1999-01-01", "date_to": "1999-12-31"}),
+        );
+        assert!(!empty.is_error);
+        assert!(empty.blocks.is_empty());
+        let m = meta_of(&empty);
+        assert_eq!(m["total"], json!(0));
+        assert_eq!(m["returned"], json!(0));
+        assert_eq!(m["has_more"], json!(false));
+        assert_eq!(m["next_cursor"], Value::Null);
+    }
+
+    #[test]
+    fn faults() {
+        let with = |f: Fault| DemoState::new(DemoOptions { faults: vec![f] });
+        let q = json!({"query": "safety", "floor": 3});
+
+        let out = run(&with(Fault::Upstream502), q.clone());
+        assert!(!out.is_error && out.metas().count() == 0 && out.structured.is_none());
+        assert!(out
+            .text()
+            .starts_with("Search API error: 502 Server Error: Bad Gateway for url: "));
+
+        let out = run(&with(Fault::AuthEmptyObject), q.clone());
+        assert_eq!(
+            (out.text().as_str(), out.is_error, out.metas().count()),
+            ("{}", false, 0)
+        );
+
+        let state = with(Fault::CursorRejected);
+        let first = run(&state, q.clone());
+        let cursor = meta_of(&first)["next_cursor"].clone();
+        let out = run(
+            &state,
+            json!({"query": "safety", "floor": 3, "cursor": cursor}),
+        );
+        assert_eq!(
+            (out.text().as_str(), out.is_error, out.metas().count()),
+            ("invalid cursor", false, 0)
+        );
+
+        let state = with(Fault::CursorDrift);
+        let first = run(&state, q.clone());
+        let cursor = meta_of(&first)["next_cursor"].clone();
+        let second = run(
+            &state,
+            json!({"query": "safety", "floor": 3, "cursor": cursor}),
+        );
+        let ids = |o: &ToolOutput| -> Vec<String> {
+            o.json()
+                .and_then(|v| v["items"].as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|i| i["id"].as_str().map(str::to_string))
+                .collect()
+        };
+        let overlap = ids(&second)
+            .iter()
+            .filter(|id| ids(&first).contains(id))
+            .count();
+        assert_eq!(overlap, DRIFT);
+        assert_eq!(meta_of(&second)["total_lower_bound"], json!(195 - 195 / 64));
+    }
+}

@@ -1,0 +1,67 @@
+"""Small MCP server written with the official Python SDK, for tests/mcp_interop.rs.
+
+Requires the PyPI package pinned in requirements.txt (mcp 2.x, where FastMCP
+is called MCPServer). Serves streamable HTTP at http://127.0.0.1:<port>/mcp.
+
+Tools:
+  add(a, b)            -> text result with the sum
+  weather(city)        -> structured output (structuredContent + JSON text block)
+  fail_tool(reason)    -> raises ToolError: result has isError true, message shown
+  crash_tool()         -> raises ValueError: result has isError true, message hidden
+  rpc_error(reason)    -> raises MCPError: the call fails with a JSON-RPC error
+
+Usage: python3 py_server.py --port 8765
+"""
+
+import argparse
+
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+
+server = MCPServer("turnstile-py-interop", version="1.0.0")
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: float
+    conditions: str
+
+
+@server.tool(description="Add two integers.")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool(description="Fixed weather report for a city, as structured output.")
+def weather(city: str) -> Weather:
+    return Weather(city=city, temperature_c=21.5, conditions="overcast")
+
+
+@server.tool(description="Always fails inside the tool (isError result).")
+def fail_tool(reason: str) -> str:
+    raise ToolError(f"tool failed on purpose: {reason}")
+
+
+@server.tool(description="Crashes with an unexpected exception (isError result, message hidden).")
+def crash_tool() -> str:
+    raise ValueError("internal detail that must not leak")
+
+
+@server.tool(description="Always fails with a JSON-RPC error (-32602).")
+def rpc_error(reason: str) -> str:
+    raise MCPError(code=-32602, message=f"rejected on purpose: {reason}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    server.run(transport="streamable-http", host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    main()
