@@ -1,11 +1,13 @@
 //! The `turnstile` binary: a thin layer of argument parsing over the library.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use turnstile::cli;
+use turnstile::demo::Fault;
 
 #[derive(Parser)]
 #[command(
@@ -20,6 +22,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run everything on embedded defaults: demo tool server, scripted model, SQLite.
+    Demo {
+        /// Address the chat server listens on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: SocketAddr,
+        /// Database: a SQLite file path, or a sqlite:// or postgres:// URL.
+        #[arg(long, default_value = "turnstile-demo.db")]
+        db: String,
+        /// Inject a fault into the demo tool server (repeatable): upstream-502,
+        /// auth-empty-object, cursor-rejected, cursor-drift.
+        #[arg(long = "fault", value_parser = Fault::parse)]
+        faults: Vec<Fault>,
+        #[arg(long, env = "TURNSTILE_TABLES")]
+        tables: Option<PathBuf>,
+    },
+    /// Send one message to a running server and stream the turn's frames.
+    Chat {
+        /// Server base URL, e.g. http://127.0.0.1:8080/
+        url: String,
+        message: String,
+        /// Continue this thread instead of starting a new one.
+        #[arg(long)]
+        thread: Option<String>,
+    },
     /// Validate, render and compare transition tables.
     Tables {
         #[command(subcommand)]
@@ -58,6 +84,13 @@ enum TablesCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,turnstile=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -67,8 +100,31 @@ fn main() -> ExitCode {
     }
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Demo {
+            addr,
+            db,
+            faults,
+            tables,
+        } => {
+            runtime()?.block_on(cli::demo::run(addr, &db, faults, tables.as_deref()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Chat {
+            url,
+            message,
+            thread,
+        } => {
+            runtime()?.block_on(cli::chat::run(&url, &message, thread))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Tables { command } => match command {
             TablesCommand::Check { dir } => {
                 let bad = cli::tables::check(&dir)?;

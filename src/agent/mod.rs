@@ -1,0 +1,16 @@
+//! The turn loop: planner → tool calls → results → responder, every frame
+//! fired through the `frame` table before it is written.
+//!
+//! **Architecture invariant:** no model output reaches a citation. Counts,
+//! grades and absence come from `judge`; the model only proposes calls and
+//! writes sentences.
+
+pub mod context;
+pub mod frames;
+pub mod tools;
+pub mod turn;
+
+pub use context::{BoundedContext, ContextLimits};
+pub use frames::{FrameWriter, OutFrame};
+pub use tools::ToolBelt;
+pub use turn::{Agent, Limits, TurnRequest};

@@ -1,0 +1,48 @@
+//! Assembles a running server from its parts: tables, store, tool servers,
+//! model. Used by `turnstile demo`, `turnstile serve` and the tests.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::agent::{Agent, Limits, ToolBelt};
+use crate::http::AppState;
+use crate::llm::Model;
+use crate::mcp::ServerSpec;
+use crate::protocols::frame::Frame;
+use crate::protocols::TableSet;
+use crate::store::Store;
+
+pub struct AppConfig<'a> {
+    pub database_url: &'a str,
+    pub servers: Vec<ServerSpec>,
+    pub model: Arc<dyn Model>,
+    pub limits: Limits,
+    pub tables_dir: Option<&'a Path>,
+}
+
+pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
+    let tables = TableSet::load(cfg.tables_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let frame_table = tables
+        .bound::<Frame>()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let store = Store::connect(cfg.database_url)
+        .await
+        .with_context(|| "cannot open the database")?;
+    let tools = ToolBelt::connect(&cfg.servers)
+        .await
+        .with_context(|| "cannot connect to the MCP tool servers")?;
+    let agent = Agent {
+        model: cfg.model,
+        tools,
+        store: store.clone(),
+        frame_table,
+        limits: cfg.limits,
+    };
+    Ok(AppState {
+        agent: Arc::new(agent),
+        store,
+        tables: Arc::new(tables),
+    })
+}

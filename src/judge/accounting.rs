@@ -1,0 +1,86 @@
+//! Reading a tool result's accounting: `returned`, `total` or
+//! `total_lower_bound`, `has_more`, `next_cursor`.
+//!
+//! `_meta` is read for these keys, not for its mere presence: newer MCP SDKs
+//! put reserved `io.modelcontextprotocol/*` keys into every result's `_meta`,
+//! so "no `_meta`" in the seed means "no accounting from the server".
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::mcp::{JsonMap, ToolOutput};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Accounting {
+    pub returned: u64,
+    /// Exact population size, when the server knows it.
+    pub total: Option<u64>,
+    /// A conservative lower bound, when the server cannot count exactly.
+    pub total_lower_bound: Option<u64>,
+    pub has_more: bool,
+    pub next_cursor: Option<String>,
+}
+
+fn from_map(m: &JsonMap) -> Option<Accounting> {
+    let returned = m.get("returned")?.as_u64()?;
+    let total = m.get("total").and_then(Value::as_u64);
+    let total_lower_bound = m.get("total_lower_bound").and_then(Value::as_u64);
+    if total.is_none() && total_lower_bound.is_none() && !m.contains_key("has_more") {
+        return None;
+    }
+    Some(Accounting {
+        returned,
+        total,
+        total_lower_bound,
+        has_more: m.get("has_more").and_then(Value::as_bool).unwrap_or(false),
+        next_cursor: m
+            .get("next_cursor")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
+    })
+}
+
+/// The server's accounting for this result: the result-level `_meta` first,
+/// then any block's, then the structured content's top level.
+pub fn read(out: &ToolOutput) -> Option<Accounting> {
+    out.metas().find_map(from_map).or_else(|| {
+        out.structured
+            .as_ref()
+            .and_then(Value::as_object)
+            .and_then(from_map)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(result: Value, expect: Option<(u64, Option<u64>, Option<u64>, bool)>) {
+        let out = ToolOutput::from_value(&result);
+        let got = read(&out).map(|a| (a.returned, a.total, a.total_lower_bound, a.has_more));
+        assert_eq!(got, expect, "{result}");
+    }
+
+    #[test]
+    fn reads_accounting_keys_not_meta_presence() {
+        check(
+            json!({"content": [], "_meta": {"returned": 10, "total_lower_bound": 189, "has_more": true}}),
+            Some((10, None, Some(189), true)),
+        );
+        check(
+            json!({"content": [{"type": "text", "text": "x", "_meta": {"returned": 0, "total": 0, "has_more": false}}]}),
+            Some((0, Some(0), None, false)),
+        );
+        check(
+            json!({"content": [{"type": "text", "text": "x"}], "_meta": {"io.modelcontextprotocol/server": "x"}}),
+            None,
+        );
+        check(
+            json!({"content": [{"type": "text", "text": "Search API error: 502"}]}),
+            None,
+        );
+        check(json!("{}"), None);
+    }
+}

@@ -1,0 +1,335 @@
+//! The scripted model: a deterministic planner and responder that understand
+//! the demo prompts in English and Korean. It is the embedded default, so the
+//! demo and the tests run without a model server; it obeys the anchors the
+//! way a well-behaved model should, which makes them visible in the demo.
+//!
+//! Understood (see README "Demo prompts"):
+//! - "show safety issues on floor 3" / "3층 안전 지적사항 보여줘"
+//! - "show photos from 1999" / "1999년 사진 보여줘"
+//! - "show me 12 photos of floor 2" / "2층 사진 12장 보여줘"
+//! - "show quality issues on this floor" (floor from the host context)
+
+use futures::stream;
+use serde_json::{json, Map, Value};
+
+use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
+use crate::judge::Anchor;
+
+#[derive(Debug, Default, Clone)]
+pub struct Scripted;
+
+fn is_korean(text: &str) -> bool {
+    text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+}
+
+/// Words and numbers of a message, lowercased, punctuation stripped.
+fn tokens(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| c.is_whitespace() || ",.?!\"'".contains(c))
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn leading_number(t: &str) -> Option<i64> {
+    let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// The floor a message names: "floor 3", "3rd floor", "3층", "b1", "지하1층",
+/// or the host context's floor for "this floor" / "이 층".
+fn floor(text: &str, context: Option<&Value>) -> Option<i64> {
+    let toks = tokens(text);
+    for (i, t) in toks.iter().enumerate() {
+        if t == "floor" {
+            if let Some(n) = toks.get(i + 1).and_then(|n| leading_number(n)) {
+                return Some(n);
+            }
+            if let Some(n) = i.checked_sub(1).and_then(|p| leading_number(&toks[p])) {
+                return Some(n);
+            }
+        }
+        if let Some(rest) = t.strip_prefix('b') {
+            if let Ok(n) = rest.parse::<i64>() {
+                return Some(-n);
+            }
+        }
+        if let Some(num) = t.strip_suffix("층") {
+            if let Some(n) = num.strip_prefix("지하").and_then(|n| n.parse::<i64>().ok()) {
+                return Some(-n);
+            }
+            if let Ok(n) = num.parse::<i64>() {
+                return Some(n);
+            }
+        }
+    }
+    let this_floor = text.to_lowercase().contains("this floor") || text.contains("이 층");
+    if this_floor {
+        return context.and_then(|c| c.get("floor")).and_then(|f| {
+            f.as_i64()
+                .or_else(|| f.as_str().and_then(|s| s.parse().ok()))
+        });
+    }
+    None
+}
+
+/// A four-digit year 1900..2100 ("from 1999", "1999년").
+fn year(text: &str) -> Option<i64> {
+    tokens(text).iter().find_map(|t| {
+        let t = t.strip_suffix('년').unwrap_or(t);
+        (t.len() == 4)
+            .then(|| t.parse::<i64>().ok())
+            .flatten()
+            .filter(|y| (1900..2100).contains(y))
+    })
+}
+
+/// "show me 12 …", "12 photos", "12장", "12개" — a requested page size.
+fn requested_limit(text: &str, floor: Option<i64>, year: Option<i64>) -> Option<i64> {
+    let toks = tokens(text);
+    toks.iter().enumerate().find_map(|(i, t)| {
+        let n = if let Some(n) = t.strip_suffix('장').or_else(|| t.strip_suffix('개')) {
+            n.parse::<i64>().ok()
+        } else {
+            let n = t.parse::<i64>().ok()?;
+            let prev = i.checked_sub(1).map(|p| toks[p].as_str());
+            let next = toks.get(i + 1).map(String::as_str);
+            let is_count = prev == Some("me")
+                || prev == Some("show")
+                || matches!(
+                    next,
+                    Some("photos" | "panoramas" | "images" | "pictures" | "issues")
+                );
+            is_count.then_some(n)
+        };
+        n.filter(|n| Some(*n) != floor && Some(*n) != year && (1..=50).contains(n))
+    })
+}
+
+fn topic(text: &str) -> Option<&'static str> {
+    let lower = text.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    if has(&["safety", "안전"]) {
+        Some("safety")
+    } else if has(&["quality", "품질", "defect", "하자"]) {
+        Some("quality")
+    } else if has(&["progress", "공정", "진척"]) {
+        Some("progress")
+    } else {
+        None
+    }
+}
+
+fn wants_photos(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    [
+        "photo",
+        "panorama",
+        "image",
+        "picture",
+        "issue",
+        "show",
+        "find",
+        "사진",
+        "파노라마",
+        "이미지",
+        "지적",
+        "보여",
+        "찾아",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
+impl Scripted {
+    fn plan_for(&self, req: &PlanRequest) -> Plan {
+        let text = &req.user_text;
+        let has_tool = |name: &str| req.tools.iter().any(|t| t.name == name);
+        if !wants_photos(text) || !has_tool("search_photos") {
+            return Plan {
+                calls: vec![],
+                note: "no tool needed".into(),
+            };
+        }
+        let floor = floor(text, req.context.as_ref());
+        let year = year(text);
+        let mut args = Map::new();
+        args.insert("query".into(), json!(topic(text).unwrap_or("")));
+        if let Some(f) = floor {
+            args.insert("floor".into(), json!(f));
+        }
+        if let Some(y) = year {
+            args.insert("date_from".into(), json!(format!("{y}-01-01")));
+            args.insert("date_to".into(), json!(format!("{y}-12-31")));
+        }
+        if let Some(n) = requested_limit(text, floor, year) {
+            args.insert("limit".into(), json!(n));
+        }
+        Plan {
+            calls: vec![PlannedCall {
+                tool: "search_photos".into(),
+                args,
+            }],
+            note: "search the site's panoramas".into(),
+        }
+    }
+}
+
+/// The scripted responder's sentence for one anchor, obeying its phrasing.
+fn sentence(anchor: &Anchor, korean: bool) -> String {
+    match (anchor, korean) {
+        (Anchor::CountExact { total, complete: true, .. }, false) => {
+            format!("There are exactly {total}, and all of them are in the card below.")
+        }
+        (Anchor::CountExact { total, complete: true, .. }, true) => {
+            format!("정확히 {total}건이며, 아래 카드에 전부 있습니다.")
+        }
+        (Anchor::CountExact { total, displayed, .. }, false) => {
+            format!("Exactly {total} match. These {displayed} are shown in the card below.")
+        }
+        (Anchor::CountExact { total, displayed, .. }, true) => {
+            format!("정확히 {total}건이 일치합니다. 이 {displayed}건은 아래 카드에 표시했습니다.")
+        }
+        (Anchor::CountLowerBound { at_least, displayed, .. }, false) => format!(
+            "At least {at_least} match across the project; the exact number is not known. These {displayed} are shown in the card below."
+        ),
+        (Anchor::CountLowerBound { at_least, displayed, .. }, true) => format!(
+            "프로젝트 전체에서 최소 {at_least}건이 일치하며, 정확한 수는 알 수 없습니다. 이 {displayed}건은 아래 카드에 표시했습니다."
+        ),
+        (Anchor::CountShown { displayed, .. }, false) => {
+            format!("These {displayed} are shown in the card below; the total is not known.")
+        }
+        (Anchor::CountShown { displayed, .. }, true) => {
+            format!("이 {displayed}건을 아래 카드에 표시했습니다. 전체 수는 알 수 없습니다.")
+        }
+        (Anchor::CountUnknown { .. }, false) => {
+            "The search answered, but without any count, so I cannot say how many there are.".into()
+        }
+        (Anchor::CountUnknown { .. }, true) => "검색 결과에 개수 정보가 없어 몇 건인지 말씀드릴 수 없습니다.".into(),
+        (Anchor::Empty { .. }, false) => "There are none: the search accounted for its answer and found nothing.".into(),
+        (Anchor::Empty { .. }, true) => "해당하는 항목이 없습니다. 검색 서버가 결과 집계와 함께 0건을 확인했습니다.".into(),
+        (Anchor::ToolFailed { tool }, false) => {
+            format!("The {tool} tool failed, so I cannot answer from it.")
+        }
+        (Anchor::ToolFailed { tool }, true) => format!("{tool} 도구가 실패하여 답변할 수 없습니다."),
+        (Anchor::ContextTruncated { field }, false) => {
+            format!("(The {field} list from your screen may be truncated.)")
+        }
+        (Anchor::ContextTruncated { field }, true) => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
+    }
+}
+
+fn help(korean: bool) -> String {
+    if korean {
+        "현장 파노라마를 찾아 드릴 수 있습니다. 예: \"3층 안전 지적사항 보여줘\", \"1999년 사진 보여줘\".".into()
+    } else {
+        "I can search the site's panoramas. Try \"show safety issues on floor 3\" or \"show photos from 1999\".".into()
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        Ok(self.plan_for(req))
+    }
+
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        let korean = is_korean(&req.user_text);
+        let text = if req.anchors.is_empty() {
+            help(korean)
+        } else {
+            req.anchors
+                .iter()
+                .map(|a| sentence(a, korean))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // Word-sized deltas, like a streaming model.
+        let mut chunks = Vec::new();
+        let mut cur = String::new();
+        for c in text.chars() {
+            cur.push(c);
+            if c == ' ' {
+                chunks.push(Ok(std::mem::take(&mut cur)));
+            }
+        }
+        if !cur.is_empty() {
+            chunks.push(Ok(cur));
+        }
+        Ok(Box::pin(stream::iter(chunks)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Prompt;
+    use crate::mcp::ToolInfo;
+
+    fn plan(text: &str, context: Option<Value>) -> Value {
+        let req = PlanRequest {
+            prompt: Prompt::new(super::super::prompt::PLANNER_FIXED),
+            user_text: text.into(),
+            tools: vec![ToolInfo {
+                name: "search_photos".into(),
+                description: String::new(),
+                input_schema: json!({}),
+            }],
+            context,
+        };
+        let p = Scripted.plan_for(&req);
+        p.calls
+            .first()
+            .map(|c| Value::Object(c.args.clone()))
+            .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn understands_the_demo_prompts() {
+        let cases: &[(&str, Value)] = &[
+            (
+                "show safety issues on floor 3",
+                json!({"query": "safety", "floor": 3}),
+            ),
+            (
+                "3층 안전 지적사항 보여줘",
+                json!({"query": "safety", "floor": 3}),
+            ),
+            (
+                "show photos from 1999",
+                json!({"query": "", "date_from": "1999-01-01", "date_to": "1999-12-31"}),
+            ),
+            (
+                "1999년 사진 보여줘",
+                json!({"query": "", "date_from": "1999-01-01", "date_to": "1999-12-31"}),
+            ),
+            (
+                "show me 12 photos of floor 2",
+                json!({"query": "", "floor": 2, "limit": 12}),
+            ),
+            (
+                "2층 사진 12장 보여줘",
+                json!({"query": "", "floor": 2, "limit": 12}),
+            ),
+            (
+                "safety issues in B1",
+                json!({"query": "safety", "floor": -1}),
+            ),
+            ("hello", Value::Null),
+        ];
+        for (text, expect) in cases {
+            assert_eq!(&plan(text, None), expect, "{text}");
+        }
+        assert_eq!(
+            plan(
+                "show quality issues on this floor",
+                Some(json!({"floor": "4"}))
+            ),
+            json!({"query": "quality", "floor": 4})
+        );
+    }
+}

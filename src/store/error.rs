@@ -1,0 +1,41 @@
+//! Errors of the store.
+
+/// Everything that can go wrong talking to the store.
+///
+/// Messages never contain connection URLs (they may hold passwords) or
+/// message bodies.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The connection string names neither SQLite nor PostgreSQL.
+    #[error("unsupported database URL scheme `{scheme}` (expected sqlite:, postgres:// or postgresql://, or a file path)")]
+    UnsupportedUrl {
+        /// The scheme as written, e.g. `mysql`.
+        scheme: String,
+    },
+
+    /// A step named a thread that does not exist. Nothing was written.
+    #[error("unknown thread `{0}`")]
+    UnknownThread(String),
+
+    /// The database (connection, query, constraint, transaction) failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+
+    /// Applying the embedded migrations failed.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+
+    /// A JSON body or snapshot could not be encoded or decoded.
+    #[error("JSON error: {0}")]
+    Json(#[from] serde_json::Error),
+
+    /// A stored row does not have the shape this code writes.
+    #[error("corrupt row in `{table}`: {detail}")]
+    Corrupt {
+        /// Table the row came from.
+        table: &'static str,
+        /// What is wrong with it.
+        detail: String,
+    },
+}
