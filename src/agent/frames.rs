@@ -43,8 +43,16 @@ impl FrameWriter {
     }
 
     pub async fn emit(&mut self, event: FrameEvent, data: Value) -> Result<(), EmitError> {
+        self.fire(event).await?;
+        self.send(event, data).await
+    }
+
+    /// Moves the machine for `event` without writing the frame yet, so the
+    /// caller can make the step durable first and then [`send`](Self::send)
+    /// it: a client never sees a frame whose step could still be lost.
+    pub async fn fire(&mut self, event: FrameEvent) -> Result<(), EmitError> {
         match self.machine.fire(event) {
-            Ok(_) => self.send(event, data).await,
+            Ok(_) => Ok(()),
             Err(v) => {
                 tracing::error!(
                     table = %v.table, row_id = %v.row_id, state = %v.state, event = %v.event,
@@ -59,7 +67,8 @@ impl FrameWriter {
         }
     }
 
-    async fn send(&mut self, event: FrameEvent, data: Value) -> Result<(), EmitError> {
+    /// Writes a frame whose event was already fired.
+    pub async fn send(&mut self, event: FrameEvent, data: Value) -> Result<(), EmitError> {
         self.seq += 1;
         let frame = OutFrame {
             seq: self.seq,

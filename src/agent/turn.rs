@@ -123,17 +123,36 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// A frame whose step is durable before the client sees it: the
+    /// machine moves, the messages and the machine state are written in one
+    /// transaction, then the frame is sent.
+    async fn step(
+        &mut self,
+        event: FrameEvent,
+        data: Value,
+        messages: Vec<NewMessage>,
+    ) -> Result<(), Stop> {
+        self.frames.fire(event).await?;
+        self.persist(messages).await?;
+        self.frames.send(event, data).await?;
+        Ok(())
+    }
+
     /// Ends the turn with an error frame and records it.
     async fn fail(&mut self, message: String, tool: Option<&str>) -> Result<(), Stop> {
         let mut data = json!({"message": message});
         if let Some(t) = tool {
             data["tool"] = json!(t);
         }
-        self.frames.emit(FrameEvent::Error, data.clone()).await?;
-        self.persist(vec![NewMessage {
-            role: Role::Assistant,
-            body: json!({"error": data}),
-        }])
+        let body = json!({"error": data});
+        self.step(
+            FrameEvent::Error,
+            data,
+            vec![NewMessage {
+                role: Role::Assistant,
+                body,
+            }],
+        )
         .await
     }
 

@@ -191,10 +191,10 @@ fn sentence(anchor: &Anchor, korean: bool) -> String {
             format!("정확히 {total}건이 일치합니다. 이 {displayed}건은 아래 카드에 표시했습니다.")
         }
         (Anchor::CountLowerBound { at_least, displayed, .. }, false) => format!(
-            "At least {at_least} match across the project; the exact number is not known. These {displayed} are shown in the card below."
+            "At least {at_least} match this search; the exact number is not known. These {displayed} are shown in the card below."
         ),
         (Anchor::CountLowerBound { at_least, displayed, .. }, true) => format!(
-            "프로젝트 전체에서 최소 {at_least}건이 일치하며, 정확한 수는 알 수 없습니다. 이 {displayed}건은 아래 카드에 표시했습니다."
+            "이 검색 조건에 최소 {at_least}건이 일치하며, 정확한 수는 알 수 없습니다. 이 {displayed}건은 아래 카드에 표시했습니다."
         ),
         (Anchor::CountShown { displayed, .. }, false) => {
             format!("These {displayed} are shown in the card below; the total is not known.")

@@ -8,3 +8,5 @@ pub fn snapshot_settings() -> insta::Settings {
     s.set_prepend_module_to_snapshot(true);
     s
 }
+
+pub mod server;

@@ -1,0 +1,249 @@
+//! The chat server end to end: real HTTP/SSE, the real demo MCP server, a
+//! real database (SQLite, and PostgreSQL when TURNSTILE_TEST_DATABASE_URL is
+//! set). Every frame is checked against the frame table as it arrives.
+
+mod common;
+
+use common::server::{answer, databases, kinds, stable, TestServer};
+use serde_json::json;
+
+const DEMO_PROMPTS: &[(&str, &str)] = &[
+    ("safety-floor-3", "show safety issues on floor 3"),
+    ("safety-floor-3-ko", "3층 안전 지적사항 보여줘"),
+    ("photos-1999", "show photos from 1999"),
+    ("twelve-photos-floor-2", "show me 12 photos of floor 2"),
+    ("hello", "hello"),
+];
+
+#[tokio::test]
+async fn demo_prompts_stream_frames_in_table_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    for db in databases(&tmp) {
+        let s = TestServer::start(&db, vec![]).await;
+        let thread = s.new_thread().await;
+        for (name, prompt) in DEMO_PROMPTS {
+            let frames = s.say(&thread, prompt).await;
+            assert_eq!(kinds(&frames).last(), Some(&"done"), "{prompt}");
+            common::snapshot_settings()
+                .bind(|| insta::assert_snapshot!(format!("turn-{name}"), stable(&frames)));
+        }
+        s.pass();
+    }
+}
+
+#[tokio::test]
+async fn the_safety_card_is_honest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    let citation = &frames.iter().find(|(k, _)| k == "citation").unwrap().1;
+    assert_eq!(citation["grade"], "LOWER_BOUND");
+    assert_eq!(citation["displayed"], 10);
+    assert_eq!(citation["total"], 189);
+    assert_eq!(citation["total_is_lower_bound"], true);
+    assert_eq!(citation["has_more"], true);
+    let text = answer(&frames);
+    assert!(text.contains("At least 189"), "{text}");
+    assert!(text.contains("These 10"), "{text}");
+    // "show me 12" answered with 12 is never called all when more exist.
+    let frames = s.say(&thread, "show me 12 photos of floor 2").await;
+    let citation = &frames.iter().find(|(k, _)| k == "citation").unwrap().1;
+    assert_eq!(citation["displayed"], 12);
+    assert_eq!(citation["complete"], false);
+    assert!(!answer(&frames).to_lowercase().contains("all of them"));
+    s.pass();
+}
+
+#[tokio::test]
+async fn threads_persist_and_survive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    for db in databases(&tmp) {
+        let s = TestServer::start(&db, vec![]).await;
+        let thread = s.new_thread().await;
+        s.say(&thread, "show safety issues on floor 3").await;
+        s.stop().await;
+
+        let s = TestServer::start(&db, vec![]).await;
+        let (status, v) = s.get(&format!("/v1/threads/{thread}")).await;
+        assert_eq!(status, 200);
+        let roles: Vec<&str> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "tool", "assistant"]);
+        let assistant = &v["messages"][2]["body"];
+        assert_eq!(assistant["citations"][0]["grade"], "LOWER_BOUND");
+        // The thread goes on after the restart.
+        let frames = s.say(&thread, "3층 안전 지적사항 보여줘").await;
+        assert_eq!(kinds(&frames).last(), Some(&"done"));
+        s.pass();
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_4xx() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let thread = s.new_thread().await;
+    let msg = format!("/v1/threads/{thread}/messages");
+    let cases: Vec<(&str, String, u16, &str)> = vec![
+        ("malformed json", "{\"text\": ".into(), 400, "EOF"),
+        ("missing field", "{}".into(), 400, "text"),
+        ("wrong type", "{\"text\": 3}".into(), 400, "text"),
+        (
+            "unknown field",
+            "{\"text\": \"hi\", \"colour\": 1}".into(),
+            400,
+            "colour",
+        ),
+        ("empty text", "{\"text\": \"  \"}".into(), 400, "empty"),
+        (
+            "oversize body",
+            format!("{{\"text\": \"{}\"}}", "x".repeat(70_000)),
+            413,
+            "",
+        ),
+        (
+            "oversize text",
+            format!("{{\"text\": \"{}\"}}", "x".repeat(9_000)),
+            413,
+            "8000",
+        ),
+    ];
+    for (name, body, status, reason) in cases {
+        let (got, v) = s.post_raw(&msg, &body).await;
+        assert_eq!(got, status, "{name}: {v}");
+        assert!(
+            v["error"].as_str().unwrap_or("").contains(reason),
+            "{name}: {v}"
+        );
+    }
+    let (got, v) = s
+        .post_raw("/v1/threads/no-such-thread/messages", "{\"text\": \"hi\"}")
+        .await;
+    assert_eq!((got, v["error"].as_str()), (404, Some("thread not found")));
+    assert_eq!(s.get("/v1/threads/no-such-thread").await.0, 404);
+    assert_eq!(s.get("/v1/tables/no-such-table").await.0, 404);
+    let (got, _) = s
+        .post_raw(
+            &format!("/v1/threads/{thread}/resume"),
+            "{\"interrupt_id\": \"x\", \"decision\": \"approve\"}",
+        )
+        .await;
+    assert_eq!(got, 409);
+    // Nothing was lost: the thread still works.
+    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    s.pass();
+}
+
+#[tokio::test]
+async fn host_context_is_bounded_and_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let thread = s.new_thread().await;
+    let visible: Vec<String> = (0..80).map(|i| format!("ANN-{i}")).collect();
+    let body = json!({
+        "text": "show quality issues on this floor",
+        "context": {"project": "x".repeat(500), "floor": 4, "visible_items": visible}
+    });
+    let frames = s.turn(&thread, body).await;
+    let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+    assert_eq!(
+        plan["steps"][0]["args"]["floor"], 4,
+        "floor came from the host context"
+    );
+    assert!(
+        answer(&frames).contains("may be truncated"),
+        "{}",
+        answer(&frames)
+    );
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    let ctx = &v["messages"][0]["body"]["context"];
+    assert_eq!(ctx["project"].as_str().unwrap().len(), 200);
+    assert_eq!(ctx["visible_items"].as_array().unwrap().len(), 50);
+    assert_eq!(ctx["truncated"], json!(["project", "visible_items"]));
+    s.pass();
+}
+
+#[tokio::test]
+async fn a_tool_server_that_is_down_ends_the_turn_with_an_error_naming_the_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let thread = s.new_thread().await;
+    s.demo.take().unwrap().shutdown().await;
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    let (kind, err) = frames.last().unwrap();
+    assert_eq!(kind, "error");
+    assert_eq!(err["tool"], "search_photos");
+    assert!(!kinds(&frames).contains(&"citation"));
+    // The thread stays usable.
+    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    assert_eq!(
+        v["messages"].as_array().unwrap().len(),
+        5,
+        "user, tool, error, user, assistant"
+    );
+    s.pass();
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_loses_nothing_persisted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let thread = s.new_thread().await;
+    let r = s
+        .http
+        .post(format!("{}/v1/threads/{thread}/messages", s.base))
+        .json(&json!({"text": "show safety issues on floor 3"}))
+        .send()
+        .await
+        .unwrap();
+    // Read until the tool result arrives, then hang up mid-turn.
+    let mut body = r.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("event: tool_result") {
+        let chunk = futures::StreamExt::next(&mut body)
+            .await
+            .expect("stream open")
+            .unwrap();
+        seen += &String::from_utf8_lossy(&chunk);
+    }
+    drop(body);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    let roles: Vec<&str> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    // Every frame the client saw had its step persisted first.
+    assert_eq!(&roles[..2], ["user", "tool"], "{roles:?}");
+    // The thread works after the disconnect.
+    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    s.pass();
+}
+
+#[tokio::test]
+async fn the_page_and_tables_are_served() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let page = s
+        .http
+        .get(format!("{}/", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("/v1/tables/frame"));
+    let (status, tables) = s.get("/v1/tables").await;
+    assert_eq!(status, 200);
+    assert_eq!(tables.as_array().unwrap().len(), 2);
+    s.pass();
+}
