@@ -1,7 +1,7 @@
 //! Persistence for threads, their messages, and machine snapshots.
 //!
 //! One code path serves SQLite (the default: a file, created if missing) and
-//! PostgreSQL, through sqlx's runtime-selected [`Any`](sqlx::Any) driver and
+//! PostgreSQL, through the runtime-selected [`sqlx::Any`] driver and
 //! portable SQL (`$n` placeholders, `TEXT`/`BIGINT` columns, no
 //! `AUTOINCREMENT`/`SERIAL`, `INSERT … ON CONFLICT … DO UPDATE` upserts).
 //! Queries are runtime-checked; building never needs a database. See
@@ -27,8 +27,8 @@
 //!
 //! # Concurrency
 //!
-//! Sequence numbers are allocated by `UPDATE threads SET last_seq = last_seq
-//! + n … RETURNING last_seq` inside the step's transaction. On PostgreSQL the
+//! Sequence numbers are allocated inside the step's transaction by
+//! `UPDATE threads SET last_seq = last_seq + n … RETURNING last_seq`. On PostgreSQL the
 //! update row-locks the thread until commit, so steps on one thread from any
 //! number of processes serialise and get unique, gapless seqs (a rolled-back
 //! step rolls its increment back too). On SQLite the step's transaction is
