@@ -222,7 +222,11 @@ async fn a_client_that_disconnects_loses_nothing_persisted() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     // Every frame the client saw had its step persisted first.
-    assert_eq!(&roles[..2], ["user", "tool"], "{roles:?}");
+    assert_eq!(
+        roles.get(..2),
+        Some(&["user", "tool"][..]),
+        "{roles:?} after seeing {seen}"
+    );
     // The thread works after the disconnect.
     assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
     s.pass();

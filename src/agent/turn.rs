@@ -161,17 +161,12 @@ impl Turn<'_> {
         let context = req
             .context
             .map(|c| BoundedContext::bound(c, limits.context));
-        self.frames
-            .emit(
-                FrameEvent::Start,
-                json!({"turn_id": self.turn_id, "thread_id": self.thread_id}),
-            )
-            .await?;
-        self.persist(vec![NewMessage {
+        let start = json!({"turn_id": self.turn_id, "thread_id": self.thread_id});
+        let user = NewMessage {
             role: Role::User,
             body: json!({"text": req.text, "context": context}),
-        }])
-        .await?;
+        };
+        self.step(FrameEvent::Start, start, vec![user]).await?;
 
         let mut anchors: Vec<Anchor> = Vec::new();
         let mut planner = Prompt::new(PLANNER_FIXED);
@@ -237,20 +232,9 @@ impl Turn<'_> {
                 Ok(out) => out,
                 Err(e) => {
                     tracing::warn!(tool = %call.tool, kind = e.kind(), "tool call failed");
-                    self.frames
-                        .emit(
-                            FrameEvent::ToolResult,
-                            json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": e.kind()}),
-                        )
-                        .await?;
-                    self.persist(vec![tool_message(
-                        &call_id,
-                        &call.tool,
-                        &call.args,
-                        None,
-                        Some(e.kind()),
-                    )])
-                    .await?;
+                    let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": e.kind()});
+                    let msg = tool_message(&call_id, &call.tool, &call.args, None, Some(e.kind()));
+                    self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
                     return self
                         .fail(
                             format!("the tool {} failed: {}", call.tool, e.kind()),
@@ -262,20 +246,9 @@ impl Turn<'_> {
             let shape = out.shape();
             tracing::info!(tool = %call.tool, shape = %shape, "tool result");
             let ok = !out.is_error;
-            self.frames
-                .emit(
-                    FrameEvent::ToolResult,
-                    json!({"call_id": call_id, "tool": call.tool, "ok": ok, "summary": summary(&out), "shape": shape.to_string()}),
-                )
-                .await?;
-            self.persist(vec![tool_message(
-                &call_id,
-                &call.tool,
-                &call.args,
-                Some(&out),
-                None,
-            )])
-            .await?;
+            let data = json!({"call_id": call_id, "tool": call.tool, "ok": ok, "summary": summary(&out), "shape": shape.to_string()});
+            let msg = tool_message(&call_id, &call.tool, &call.args, Some(&out), None);
+            self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
             if !ok {
                 anchors.push(Anchor::ToolFailed {
                     tool: call.tool.clone(),
@@ -354,14 +327,12 @@ impl Turn<'_> {
         if text.is_empty() {
             return self.fail("the model returned no answer".into(), None).await;
         }
-        self.frames
-            .emit(FrameEvent::Done, json!({"turn_id": self.turn_id}))
-            .await?;
-        self.persist(vec![NewMessage {
+        let assistant = NewMessage {
             role: Role::Assistant,
             body: json!({"text": text, "citations": citations, "anchors": anchors}),
-        }])
-        .await
+        };
+        let done = json!({"turn_id": self.turn_id});
+        self.step(FrameEvent::Done, done, vec![assistant]).await
     }
 }
 

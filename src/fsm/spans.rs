@@ -204,7 +204,7 @@ mod tests {
         let s = index(src);
         assert_eq!(s.value("states", 1), Pos { line: 3, col: 19 });
         assert_eq!(s.rows.len(), 2);
-        assert_eq!(s.row_field(0, "effect"), Pos { line: 5, col: 68 });
+        assert_eq!(s.row_field(0, "effect"), Pos { line: 5, col: 67 });
         assert_eq!(s.row_field(1, "on"), Pos { line: 7, col: 23 });
         assert_eq!(s.rows[1].start, Pos { line: 6, col: 9 });
     }

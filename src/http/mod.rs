@@ -53,6 +53,14 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // SSE frames are small and must leave at once: without TCP_NODELAY,
+    // Nagle's algorithm and delayed ACKs hold them back ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await

@@ -99,7 +99,7 @@ impl TestServer {
     async fn probe(&mut self) {
         self.harness.fire(HarnessEvent::Probe).unwrap();
         let health = self.http.get(format!("{}/healthz", self.base)).send().await;
-        let table = self.get(&format!("/v1/tables/frame")).await;
+        let table = self.get("/v1/tables/frame").await;
         let ok = health.map(|r| r.status().is_success()).unwrap_or(false)
             && table.0 == 200
             && table.1["rows"].as_array().map(|r| r.len()) == Some(60);

@@ -1,0 +1,643 @@
+//! Store tests: one suite of checks, each run against SQLite (a fresh temp
+//! file) and against PostgreSQL when `TURNSTILE_TEST_DATABASE_URL` is set,
+//! e.g. `postgres://postgres@127.0.0.1:5432/test`.
+//!
+//! Checks only ever touch threads they create (random UUIDs), so they are
+//! independent of each other and of earlier runs on the same database; the
+//! shared tables are never dropped or truncated.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+use turnstile::store::{Backend, NewMessage, Role, Store, StoreError};
+
+const PG_ENV: &str = "TURNSTILE_TEST_DATABASE_URL";
+
+/// A database the checks may open any number of pools on.
+struct Db {
+    url: String,
+    backend: Backend,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    /// A SQLite file that does not exist yet, named by a bare path.
+    fn sqlite() -> Db {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = dir.path().join("store.db").to_string_lossy().into_owned();
+        Db {
+            url,
+            backend: Backend::Sqlite,
+            _dir: Some(dir),
+        }
+    }
+
+    /// The PostgreSQL database named by the environment, if any.
+    fn postgres() -> Option<Db> {
+        match std::env::var(PG_ENV) {
+            Ok(url) if !url.trim().is_empty() => Some(Db {
+                url,
+                backend: Backend::Postgres,
+                _dir: None,
+            }),
+            _ => {
+                eprintln!(
+                    "skipping PostgreSQL store tests: TURNSTILE_TEST_DATABASE_URL is not set"
+                );
+                None
+            }
+        }
+    }
+
+    /// A new pool: another "process" on the same database.
+    async fn open(&self) -> Store {
+        let store = Store::connect(&self.url).await.expect("connect");
+        assert_eq!(store.backend(), self.backend);
+        store
+    }
+}
+
+/// Runs every listed check once per backend: `sqlite::<check>` and
+/// `postgres::<check>`.
+macro_rules! suite {
+    ($($check:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    super::$check(&super::Db::sqlite()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    let Some(db) = super::Db::postgres() else { return };
+                    super::$check(&db).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    threads_round_trip,
+    step_appends_and_upserts,
+    step_on_unknown_thread_writes_nothing,
+    failed_step_is_atomic,
+    json_bodies_round_trip,
+    data_survives_reconnect,
+    concurrent_steps_in_one_pool,
+    concurrent_steps_from_two_pools,
+);
+
+fn msg(role: Role, body: Value) -> NewMessage {
+    NewMessage { role, body }
+}
+
+fn random_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+// ---------------------------------------------------------------- checks
+
+async fn threads_round_trip(db: &Db) {
+    let store = db.open().await;
+
+    let owned = store.create_thread(Some("alice")).await.expect("create");
+    let anonymous = store.create_thread(None).await.expect("create");
+    assert_ne!(owned.id, anonymous.id);
+    for t in [&owned, &anonymous] {
+        let id = uuid::Uuid::parse_str(&t.id).expect("thread id is a UUID");
+        assert_eq!(id.get_version_num(), 4);
+        assert!(
+            t.created_at > 1_600_000_000_000,
+            "unix ms: {}",
+            t.created_at
+        );
+        assert_eq!(store.thread(&t.id).await.expect("get").as_ref(), Some(t));
+    }
+    assert_eq!(owned.owner.as_deref(), Some("alice"));
+    assert_eq!(anonymous.owner, None);
+
+    let unknown = random_id();
+    assert_eq!(store.thread(&unknown).await.expect("get"), None);
+    assert!(store.messages(&unknown).await.expect("messages").is_empty());
+    assert!(store.machines(&unknown).await.expect("machines").is_empty());
+    assert_eq!(
+        store
+            .machine(&unknown, "t", "frame")
+            .await
+            .expect("machine"),
+        None
+    );
+}
+
+/// A table of steps and what each must return, then the resulting state.
+async fn step_appends_and_upserts(db: &Db) {
+    let store = db.open().await;
+    let a = store.create_thread(Some("a")).await.expect("create").id;
+    let b = store.create_thread(Some("b")).await.expect("create").id;
+
+    type Step = (
+        &'static str,               // thread: "a" or "b"
+        &'static str,               // turn
+        Vec<NewMessage>,            // messages
+        Vec<(&'static str, Value)>, // machines
+        Vec<i64>,                   // expected seqs
+    );
+    let steps: Vec<Step> = vec![
+        (
+            "a",
+            "t1",
+            vec![msg(Role::User, json!("hi"))],
+            vec![("frame", json!({"state": "Planning"}))],
+            vec![1],
+        ),
+        (
+            "b",
+            "t1",
+            vec![msg(Role::User, json!("other thread"))],
+            vec![],
+            vec![1],
+        ),
+        (
+            "a",
+            "t1",
+            vec![
+                msg(Role::Assistant, json!({"call": "search"})),
+                msg(Role::Tool, json!({"hits": 3})),
+            ],
+            vec![
+                ("frame", json!({"state": "Responding"})),
+                ("judge", json!({"count": 3})),
+            ],
+            vec![2, 3],
+        ),
+        (
+            "a",
+            "t2",
+            vec![],
+            vec![("frame", json!({"state": "Idle"}))],
+            vec![],
+        ),
+        (
+            "a",
+            "t2",
+            vec![msg(Role::System, json!("notice"))],
+            vec![],
+            vec![4],
+        ),
+        (
+            "b",
+            "t1",
+            vec![
+                msg(Role::Assistant, json!("ok")),
+                msg(Role::User, json!("thanks")),
+            ],
+            vec![],
+            vec![2, 3],
+        ),
+        (
+            "a",
+            "t1",
+            vec![],
+            vec![("frame", json!({"state": "Done"}))],
+            vec![],
+        ),
+    ];
+
+    let id = |which: &str| if which == "a" { a.as_str() } else { b.as_str() };
+    let mut expected: BTreeMap<&str, Vec<(String, Role, Value)>> = BTreeMap::new();
+    for (which, turn, messages, machines, want) in &steps {
+        let machines: Vec<(&str, Value)> = machines.iter().map(|(n, v)| (*n, v.clone())).collect();
+        let got = store
+            .step(id(which), turn, messages, &machines)
+            .await
+            .expect("step");
+        assert_eq!(&got, want, "seqs for step {which}/{turn}");
+        expected.entry(which).or_default().extend(
+            messages
+                .iter()
+                .map(|m| (turn.to_string(), m.role, m.body.clone())),
+        );
+    }
+
+    for (which, want) in &expected {
+        let got = store.messages(id(which)).await.expect("messages");
+        let seqs: Vec<i64> = got.iter().map(|m| m.seq).collect();
+        assert_eq!(
+            seqs,
+            (1..=want.len() as i64).collect::<Vec<_>>(),
+            "thread {which}"
+        );
+        let rows: Vec<(String, Role, Value)> = got
+            .iter()
+            .map(|m| (m.turn_id.clone(), m.role, m.body.clone()))
+            .collect();
+        assert_eq!(&rows, want, "thread {which}");
+        assert!(got.windows(2).all(|w| w[0].created_at <= w[1].created_at));
+    }
+
+    // Upserts: the last snapshot per (turn, name) wins; turns are separate.
+    assert_eq!(
+        store.machine(&a, "t1", "frame").await.expect("machine"),
+        Some(json!({"state": "Done"}))
+    );
+    assert_eq!(
+        store.machines(&a).await.expect("machines"),
+        vec![
+            (
+                "t1".to_string(),
+                "frame".to_string(),
+                json!({"state": "Done"})
+            ),
+            ("t1".to_string(), "judge".to_string(), json!({"count": 3})),
+            (
+                "t2".to_string(),
+                "frame".to_string(),
+                json!({"state": "Idle"})
+            ),
+        ]
+    );
+    assert!(store.machines(&b).await.expect("machines").is_empty());
+    assert_eq!(
+        store.machine(&a, "t3", "frame").await.expect("machine"),
+        None
+    );
+}
+
+async fn step_on_unknown_thread_writes_nothing(db: &Db) {
+    let store = db.open().await;
+    let unknown = random_id();
+    let err = store
+        .step(
+            &unknown,
+            "t1",
+            &[msg(Role::User, json!("lost"))],
+            &[("frame", json!({"state": "Planning"}))],
+        )
+        .await
+        .expect_err("unknown thread");
+    assert!(
+        matches!(&err, StoreError::UnknownThread(id) if *id == unknown),
+        "{err:?}"
+    );
+    // An empty step is no excuse either.
+    let err = store
+        .step(&unknown, "t1", &[], &[])
+        .await
+        .expect_err("unknown thread");
+    assert!(matches!(err, StoreError::UnknownThread(_)), "{err:?}");
+
+    assert_eq!(store.thread(&unknown).await.expect("get"), None);
+    assert!(store.messages(&unknown).await.expect("messages").is_empty());
+    assert!(store.machines(&unknown).await.expect("machines").is_empty());
+}
+
+/// A step whose last write violates a constraint (an empty machine name)
+/// leaves no trace: no messages, no upserts, no used-up seqs.
+async fn failed_step_is_atomic(db: &Db) {
+    let store = db.open().await;
+    let thread = store.create_thread(None).await.expect("create").id;
+    let first = store
+        .step(
+            &thread,
+            "t1",
+            &[msg(Role::User, json!("q"))],
+            &[("frame", json!(1))],
+        )
+        .await
+        .expect("step");
+    assert_eq!(first, vec![1]);
+
+    let err = store
+        .step(
+            &thread,
+            "t1",
+            &[
+                msg(Role::Assistant, json!("partial")),
+                msg(Role::Tool, json!("partial")),
+            ],
+            &[
+                ("frame", json!(2)),
+                ("other", json!(2)),
+                ("", json!("violates CHECK")),
+            ],
+        )
+        .await
+        .expect_err("constraint violation");
+    assert!(matches!(err, StoreError::Database(_)), "{err:?}");
+
+    let messages = store.messages(&thread).await.expect("messages");
+    assert_eq!(messages.len(), 1, "no partial messages");
+    assert_eq!(
+        store
+            .machine(&thread, "t1", "frame")
+            .await
+            .expect("machine"),
+        Some(json!(1))
+    );
+    assert_eq!(
+        store
+            .machine(&thread, "t1", "other")
+            .await
+            .expect("machine"),
+        None
+    );
+
+    // The rolled-back step did not consume seqs.
+    let next = store
+        .step(&thread, "t1", &[msg(Role::Assistant, json!("a"))], &[])
+        .await
+        .expect("step");
+    assert_eq!(next, vec![2]);
+}
+
+/// Bodies and snapshots come back exactly as given, Korean text included.
+async fn json_bodies_round_trip(db: &Db) {
+    let cases: Vec<Value> = vec![
+        json!("안녕하세요, 세계! 오늘 날씨는 어떤가요?"),
+        json!({"text": "한국어 텍스트와 English가 섞인 문장", "lang": "ko"}),
+        json!({"키": "값", "목록": ["하나", "둘", "셋"], "중첩": {"깊이": 2}}),
+        json!("emoji 🚀🧪 and combining é (e\u{301}) and RTL שלום and 中文"),
+        json!("quotes \" backslash \\ newline \n tab \t nul \u{0} bell \u{7}"),
+        json!("'; DROP TABLE messages; --"),
+        json!(""),
+        json!(null),
+        json!(true),
+        json!(0),
+        json!(i64::MAX),
+        json!(i64::MIN),
+        json!(u64::MAX),
+        json!(1.5),
+        json!(-2.25e-10),
+        json!([]),
+        json!({}),
+        json!([1, "two", null, {"three": [3.0, false]}]),
+        json!({"tool_calls": [{"id": "call_1", "arguments": "{\"q\":\"서울 날씨\"}"}]}),
+        Value::String("긴 문장 ".repeat(2000)),
+    ];
+    let store = db.open().await;
+    let thread = store.create_thread(Some("사용자")).await.expect("create");
+    assert_eq!(
+        store
+            .thread(&thread.id)
+            .await
+            .expect("get")
+            .and_then(|t| t.owner)
+            .as_deref(),
+        Some("사용자")
+    );
+
+    let messages: Vec<NewMessage> = cases
+        .iter()
+        .zip(Role::ALL.into_iter().cycle())
+        .map(|(body, role)| msg(role, body.clone()))
+        .collect();
+    let names: Vec<String> = (0..cases.len()).map(|i| format!("상태기계-{i}")).collect();
+    let machines: Vec<(&str, Value)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(cases.iter().cloned())
+        .collect();
+    let seqs = store
+        .step(&thread.id, "턴-1", &messages, &machines)
+        .await
+        .expect("step");
+    assert_eq!(seqs, (1..=cases.len() as i64).collect::<Vec<_>>());
+
+    let stored = store.messages(&thread.id).await.expect("messages");
+    assert_eq!(stored.len(), cases.len());
+    for ((got, sent), case) in stored.iter().zip(&messages).zip(&cases) {
+        assert_eq!(&got.body, case, "seq {}", got.seq);
+        assert_eq!(got.role, sent.role);
+        assert_eq!(got.turn_id, "턴-1");
+    }
+    for (name, case) in names.iter().zip(&cases) {
+        let got = store
+            .machine(&thread.id, "턴-1", name)
+            .await
+            .expect("machine");
+        assert_eq!(got.as_ref(), Some(case), "{name}");
+    }
+
+    // The serialised shape callers see.
+    let first = serde_json::to_value(&stored[0]).expect("serialise");
+    assert_eq!(first["role"], json!("user"));
+    assert_eq!(first["seq"], json!(1));
+    assert_eq!(first["body"], cases[0]);
+}
+
+async fn data_survives_reconnect(db: &Db) {
+    let thread;
+    let before;
+    {
+        let store = db.open().await;
+        thread = store.create_thread(Some("persist")).await.expect("create");
+        store
+            .step(
+                &thread.id,
+                "t1",
+                &[
+                    msg(Role::User, json!("기억해 주세요")),
+                    msg(Role::Assistant, json!("네")),
+                ],
+                &[("frame", json!({"state": "Done"}))],
+            )
+            .await
+            .expect("step");
+        before = store.messages(&thread.id).await.expect("messages");
+        store.close().await;
+    }
+
+    let store = db.open().await;
+    assert_eq!(
+        store.thread(&thread.id).await.expect("get"),
+        Some(thread.clone())
+    );
+    assert_eq!(store.messages(&thread.id).await.expect("messages"), before);
+    assert_eq!(
+        store.machines(&thread.id).await.expect("machines"),
+        vec![("t1".into(), "frame".into(), json!({"state": "Done"}))]
+    );
+    let seqs = store
+        .step(&thread.id, "t2", &[msg(Role::User, json!("again"))], &[])
+        .await
+        .expect("step");
+    assert_eq!(seqs, vec![3]);
+}
+
+async fn concurrent_steps_in_one_pool(db: &Db) {
+    let store = db.open().await;
+    hammer(&[store.clone(), store.clone()], 4).await;
+}
+
+/// Two pools on one database stand in for two server processes.
+async fn concurrent_steps_from_two_pools(db: &Db) {
+    let one = db.open().await;
+    let two = db.open().await;
+    hammer(&[one, two], 3).await;
+}
+
+/// `tasks_per_store` tasks per store append to one thread at once; every
+/// step must get consecutive seqs and all seqs together must be 1..=n.
+async fn hammer(stores: &[Store], tasks_per_store: usize) {
+    const STEPS: usize = 8;
+    const PER_STEP: usize = 2;
+    let thread = stores[0]
+        .create_thread(Some("hammer"))
+        .await
+        .expect("create")
+        .id;
+
+    let mut tasks = Vec::new();
+    for (s, store) in stores.iter().enumerate() {
+        for t in 0..tasks_per_store {
+            let store = store.clone();
+            let thread = thread.clone();
+            tasks.push(tokio::spawn(async move {
+                let turn = format!("store{s}-task{t}");
+                let mut got = Vec::new();
+                for step in 0..STEPS {
+                    let messages: Vec<NewMessage> = (0..PER_STEP)
+                        .map(|i| msg(Role::Assistant, json!({"step": step, "i": i})))
+                        .collect();
+                    let seqs = store
+                        .step(&thread, &turn, &messages, &[("progress", json!(step))])
+                        .await
+                        .expect("concurrent step");
+                    got.push(seqs);
+                }
+                (turn, got)
+            }));
+        }
+    }
+
+    let mut by_seq: BTreeMap<i64, (String, Value)> = BTreeMap::new();
+    let mut turns = Vec::new();
+    for task in tasks {
+        let (turn, steps) = task.await.expect("task");
+        for (step, seqs) in steps.iter().enumerate() {
+            assert_eq!(seqs.len(), PER_STEP);
+            assert!(
+                seqs.windows(2).all(|w| w[1] == w[0] + 1),
+                "consecutive: {seqs:?}"
+            );
+            for (i, seq) in seqs.iter().enumerate() {
+                let dup = by_seq.insert(*seq, (turn.clone(), json!({"step": step, "i": i})));
+                assert!(dup.is_none(), "seq {seq} handed out twice");
+            }
+        }
+        turns.push(turn);
+    }
+    let total = (stores.len() * tasks_per_store * STEPS * PER_STEP) as i64;
+    assert_eq!(
+        by_seq.keys().copied().collect::<Vec<_>>(),
+        (1..=total).collect::<Vec<_>>()
+    );
+
+    // What is stored is what each step was told.
+    let stored = stores[0].messages(&thread).await.expect("messages");
+    assert_eq!(stored.len() as i64, total);
+    for m in &stored {
+        let (turn, body) = &by_seq[&m.seq];
+        assert_eq!((&m.turn_id, &m.body), (turn, body), "seq {}", m.seq);
+    }
+    for turn in &turns {
+        let progress = stores[0]
+            .machine(&thread, turn, "progress")
+            .await
+            .expect("machine");
+        assert_eq!(progress, Some(json!(STEPS - 1)), "{turn}");
+    }
+}
+
+// ------------------------------------------------------- SQLite specifics
+
+/// Every accepted way of naming a SQLite file creates it if missing.
+#[tokio::test]
+async fn sqlite_url_forms_create_the_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // (file, text before the path, text after it)
+    let forms = [
+        ("bare.db", "", ""),
+        ("rwc.db", "sqlite://", "?mode=rwc"),
+        ("nomode.db", "sqlite://", ""),
+        ("short.db", "sqlite:", ""),
+    ];
+    for (file, before, after) in forms {
+        let path = dir.path().join(file);
+        assert!(!path.exists());
+        let url = format!("{before}{}{after}", path.display());
+        let store = Store::connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(store.backend(), Backend::Sqlite);
+        let thread = store.create_thread(None).await.expect("create").id;
+        let seqs = store
+            .step(&thread, "t", &[msg(Role::User, json!(file))], &[])
+            .await
+            .expect("step");
+        assert_eq!(seqs, vec![1]);
+        assert!(path.exists(), "{url} created {}", path.display());
+        // File databases run in WAL mode.
+        let wal = dir.path().join(format!("{file}-wal"));
+        assert!(wal.exists(), "{url}: no WAL file");
+        store.close().await;
+    }
+}
+
+#[tokio::test]
+async fn sqlite_in_memory_keeps_data_while_open() {
+    let store = Store::connect("sqlite::memory:").await.expect("connect");
+    let thread = store.create_thread(None).await.expect("create").id;
+    let tasks: Vec<_> = (0..4)
+        .map(|i| {
+            let store = store.clone();
+            let thread = thread.clone();
+            tokio::spawn(async move {
+                store
+                    .step(
+                        &thread,
+                        "t",
+                        &[msg(Role::User, json!(i))],
+                        &[("m", json!(i))],
+                    )
+                    .await
+                    .expect("step")
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task");
+    }
+    let seqs: Vec<i64> = store
+        .messages(&thread)
+        .await
+        .expect("messages")
+        .iter()
+        .map(|m| m.seq)
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+
+    // Another in-memory store is another database.
+    let other = Store::connect("sqlite::memory:").await.expect("connect");
+    assert_eq!(other.thread(&thread).await.expect("get"), None);
+}
+
+#[tokio::test]
+async fn unsupported_url_is_an_error() {
+    let err = Store::connect("mysql://root:secret@localhost/db")
+        .await
+        .expect_err("mysql is not supported");
+    assert!(
+        matches!(&err, StoreError::UnsupportedUrl { scheme } if scheme == "mysql"),
+        "{err:?}"
+    );
+    assert!(
+        !err.to_string().contains("secret"),
+        "error leaks the URL: {err}"
+    );
+}
