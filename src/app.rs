@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::agent::{Agent, Limits, ToolBelt};
+use crate::agent::{Agent, Limits, ToolBelt, TurnTables};
+use crate::judge::Contracts;
 use crate::http::AppState;
 use crate::llm::Model;
 use crate::mcp::ServerSpec;
 use crate::protocols::frame::Frame;
+use crate::protocols::narrowing::Narrowing;
+use crate::protocols::paging::Paging;
 use crate::protocols::TableSet;
 use crate::store::Store;
 
@@ -24,9 +27,12 @@ pub struct AppConfig<'a> {
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
     let tables = TableSet::load(cfg.tables_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let frame_table = tables
-        .bound::<Frame>()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let bind = |e: crate::protocols::LoadError| anyhow::anyhow!("{e}");
+    let turn_tables = TurnTables {
+        frame: tables.bound::<Frame>().map_err(bind)?,
+        narrowing: tables.bound::<Narrowing>().map_err(bind)?,
+        paging: tables.bound::<Paging>().map_err(bind)?,
+    };
     let store = Store::connect(cfg.database_url)
         .await
         .with_context(|| "cannot open the database")?;
@@ -37,7 +43,8 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
         model: cfg.model,
         tools,
         store: store.clone(),
-        frame_table,
+        tables: turn_tables,
+        contracts: Contracts::demo(),
         limits: cfg.limits,
     };
     Ok(AppState {

@@ -107,7 +107,10 @@ fn the_seed_table_sizes_hold() {
         ),
         (6, 6, 36)
     );
-    for t in [frame, harness] {
+    let narrowing = set.get("narrowing").unwrap();
+    assert_eq!(narrowing.rows.len(), 20, "the seed's subset-narrowing gate has 20 rows");
+    let paging = set.get("paging").unwrap();
+    for t in [frame, harness, narrowing, paging] {
         assert!(
             t.rows.len() - t.legal_count() > t.rows.len() / 2,
             "{}: more than half must be forbidden",
@@ -232,7 +235,7 @@ proptest! {
     /// Random event sequences: a violation never changes the state, and the
     /// trace is exactly the legal steps taken.
     #[test]
-    fn random_walks_keep_their_invariants(events in proptest::collection::vec(0u16..10, 0..200), which in 0usize..2) {
+    fn random_walks_keep_their_invariants(events in proptest::collection::vec(0u16..10, 0..200), which in 0usize..4) {
         let t = tables()[which].clone();
         let mut m = Machine::new(t.clone());
         let mut legal = Vec::new();

@@ -13,4 +13,4 @@ pub mod turn;
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
 pub use tools::ToolBelt;
-pub use turn::{Agent, Limits, TurnRequest};
+pub use turn::{Agent, Limits, TurnRequest, TurnTables};

@@ -1,7 +1,7 @@
 //! One turn: start → plan → tool calls and results → citations → narration
-//! → done. Each step's messages and the frame machine's state are written to
-//! the store in one transaction, so a dropped connection loses nothing that
-//! was already said.
+//! → done. Each step's messages and the turn's machine states are written to
+//! the store in one transaction before the step's frame is sent, so a
+//! dropped connection loses nothing that was already said.
 
 use std::sync::Arc;
 
@@ -13,11 +13,17 @@ use tracing::Instrument;
 use super::context::{BoundedContext, ContextLimits, RawContext};
 use super::frames::{EmitError, FrameWriter, OutFrame};
 use super::tools::ToolBelt;
-use crate::judge::{self, Anchor};
+use crate::judge::emptiness::{read_result_emptiness, AbsenceCause, Emptiness};
+use crate::judge::in_band::{self, Verdict};
+use crate::judge::narrowing::{self, Gate, Scope};
+use crate::judge::stitch::{StitchEnd, Stitcher};
+use crate::judge::{self, result, Anchor, Contracts};
 use crate::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
-use crate::llm::{Model, PlanRequest, Prompt, RespondRequest};
+use crate::llm::{Model, PlanRequest, PlannedCall, Prompt, RespondRequest};
 use crate::mcp::ToolOutput;
 use crate::protocols::frame::{Frame, FrameEvent};
+use crate::protocols::narrowing::{Narrowing, NarrowingEffect};
+use crate::protocols::paging::Paging;
 use crate::protocols::Bound;
 use crate::store::{NewMessage, Role, Store};
 
@@ -26,6 +32,8 @@ use crate::store::{NewMessage, Role, Store};
 pub struct Limits {
     /// The upstream query cap (`LIMIT 3000`): an external contract, not ours.
     pub limit_sentinel: u64,
+    /// Most pages stitched into one listing.
+    pub page_cap: usize,
     pub context: ContextLimits,
 }
 
@@ -33,6 +41,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             limit_sentinel: 3000,
+            page_cap: 5,
             context: ContextLimits::default(),
         }
     }
@@ -47,11 +56,20 @@ pub struct TurnRequest {
     pub context: Option<RawContext>,
 }
 
+/// The tables a turn runs on, bound to their protocols.
+#[derive(Clone)]
+pub struct TurnTables {
+    pub frame: Bound<Frame>,
+    pub narrowing: Bound<Narrowing>,
+    pub paging: Bound<Paging>,
+}
+
 pub struct Agent {
     pub model: Arc<dyn Model>,
     pub tools: ToolBelt,
     pub store: Store,
-    pub frame_table: Bound<Frame>,
+    pub tables: TurnTables,
+    pub contracts: Contracts,
     pub limits: Limits,
 }
 
@@ -70,6 +88,18 @@ struct Turn<'a> {
     thread_id: String,
     turn_id: String,
     frames: FrameWriter,
+    gate: Gate,
+    calls: usize,
+}
+
+/// What the judged results of a turn leave behind.
+#[derive(Default)]
+struct Findings {
+    anchors: Vec<Anchor>,
+    citations: Vec<Value>,
+    /// The population this turn showed, for a later narrowing follow-up.
+    population: Option<Scope>,
+    released: bool,
 }
 
 impl Agent {
@@ -89,7 +119,9 @@ impl Agent {
             agent: self,
             thread_id: thread_id.to_string(),
             turn_id: turn_id.to_string(),
-            frames: FrameWriter::new(&self.frame_table, tx),
+            frames: FrameWriter::new(&self.tables.frame, tx),
+            gate: Gate::new(&self.tables.narrowing),
+            calls: 0,
         };
         let work = async {
             tokio::select! {
@@ -110,28 +142,16 @@ impl Agent {
 
 impl Turn<'_> {
     async fn persist(&self, messages: Vec<NewMessage>) -> Result<(), Stop> {
-        let snap = serde_json::to_value(self.frames.snapshot()).unwrap_or(Value::Null);
-        self.agent
-            .store
-            .step(
-                &self.thread_id,
-                &self.turn_id,
-                &messages,
-                &[("frame", snap)],
-            )
-            .await?;
+        let snap = |s: crate::fsm::Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
+        let machines = [("frame", snap(self.frames.snapshot())), ("narrowing", snap(self.gate.snapshot()))];
+        self.agent.store.step(&self.thread_id, &self.turn_id, &messages, &machines).await?;
         Ok(())
     }
 
     /// A frame whose step is durable before the client sees it: the
-    /// machine moves, the messages and the machine state are written in one
+    /// machine moves, the messages and the machine states are written in one
     /// transaction, then the frame is sent.
-    async fn step(
-        &mut self,
-        event: FrameEvent,
-        data: Value,
-        messages: Vec<NewMessage>,
-    ) -> Result<(), Stop> {
+    async fn step(&mut self, event: FrameEvent, data: Value, messages: Vec<NewMessage>) -> Result<(), Stop> {
         self.frames.fire(event).await?;
         self.persist(messages).await?;
         self.frames.send(event, data).await?;
@@ -145,22 +165,21 @@ impl Turn<'_> {
             data["tool"] = json!(t);
         }
         let body = json!({"error": data});
-        self.step(
-            FrameEvent::Error,
-            data,
-            vec![NewMessage {
-                role: Role::Assistant,
-                body,
-            }],
-        )
-        .await
+        self.step(FrameEvent::Error, data, vec![NewMessage { role: Role::Assistant, body }]).await
+    }
+
+    /// The population the thread's last answer showed, if it still stands.
+    async fn previous_population(&self) -> Result<Option<Scope>, Stop> {
+        let messages = self.agent.store.messages(&self.thread_id).await?;
+        let last = messages.iter().rev().find(|m| m.role == Role::Assistant && m.body.get("error").is_none());
+        Ok(last
+            .and_then(|m| m.body.get("population"))
+            .and_then(|p| serde_json::from_value(p.clone()).ok()))
     }
 
     async fn run(&mut self, req: TurnRequest) -> Result<(), Stop> {
         let limits = self.agent.limits;
-        let context = req
-            .context
-            .map(|c| BoundedContext::bound(c, limits.context));
+        let context = req.context.map(|c| BoundedContext::bound(c, limits.context));
         let start = json!({"turn_id": self.turn_id, "thread_id": self.thread_id});
         let user = NewMessage {
             role: Role::User,
@@ -168,14 +187,12 @@ impl Turn<'_> {
         };
         self.step(FrameEvent::Start, start, vec![user]).await?;
 
-        let mut anchors: Vec<Anchor> = Vec::new();
+        let mut findings = Findings::default();
         let mut planner = Prompt::new(PLANNER_FIXED);
         if let Some(c) = context.as_ref().filter(|c| !c.is_empty()) {
             planner = planner.block("Host context", c.prompt_text());
             for field in &c.truncated {
-                anchors.push(Anchor::ContextTruncated {
-                    field: field.clone(),
-                });
+                findings.anchors.push(Anchor::ContextTruncated { field: field.clone() });
             }
         }
         let plan_req = PlanRequest {
@@ -188,140 +205,61 @@ impl Turn<'_> {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "planner failed");
-                return self
-                    .fail(format!("the model could not plan this turn: {e}"), None)
-                    .await;
+                return self.fail(format!("the model could not plan this turn: {e}"), None).await;
             }
         };
+
+        // The scope of a narrowing follow-up comes from turn state, never
+        // from the model.
+        let scope = match plan.narrows_previous {
+            true => self.previous_population().await?,
+            false => None,
+        };
+        if scope.is_some() && self.gate.narrow().is_err() {
+            tracing::error!("narrowing gate refused a scope at the start of a turn (server bug)");
+        }
         if !plan.calls.is_empty() {
             let steps: Vec<Value> = plan
                 .calls
                 .iter()
-                .map(|c| json!({"tool": c.tool, "args": c.args}))
+                .map(|c| json!({"tool": c.tool, "args": effective_args(scope.as_ref(), c)}))
                 .collect();
-            self.frames
-                .emit(FrameEvent::Plan, json!({"steps": steps, "note": plan.note}))
-                .await?;
+            let mut data = json!({"steps": steps, "note": plan.note});
+            if let Some(s) = &scope {
+                data["scope"] = json!(s);
+            }
+            self.frames.emit(FrameEvent::Plan, data).await?;
         }
 
-        let mut citations = Vec::new();
-        for (i, call) in plan.calls.iter().enumerate() {
-            let call_id = format!("{}-{}", self.turn_id, i + 1);
-            let server = self.agent.tools.client_for(&call.tool).cloned();
-            self.frames
-                .emit(
-                    FrameEvent::ToolCall,
-                    json!({"call_id": call_id, "tool": call.tool, "server": server.as_ref().map(|s| s.name()), "args": call.args}),
-                )
-                .await?;
-            let Some(server) = server else {
-                // A model that names a tool nobody offers gets a structured
-                // tool error, not a crash.
-                self.frames
-                    .emit(
-                        FrameEvent::ToolResult,
-                        json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": "unknown tool"}),
-                    )
-                    .await?;
-                anchors.push(Anchor::ToolFailed {
-                    tool: call.tool.clone(),
-                });
-                continue;
-            };
-            let out = match server.call(&call.tool, call.args.clone()).await {
-                Ok(out) => out,
-                Err(e) => {
-                    tracing::warn!(tool = %call.tool, kind = e.kind(), "tool call failed");
-                    let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": e.kind()});
-                    let msg = tool_message(&call_id, &call.tool, &call.args, None, Some(e.kind()));
-                    self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-                    return self
-                        .fail(
-                            format!("the tool {} failed: {}", call.tool, e.kind()),
-                            Some(&call.tool),
-                        )
-                        .await;
-                }
-            };
-            let shape = out.shape();
-            tracing::info!(tool = %call.tool, shape = %shape, "tool result");
-            let ok = !out.is_error;
-            let data = json!({"call_id": call_id, "tool": call.tool, "ok": ok, "summary": summary(&out), "shape": shape.to_string()});
-            let msg = tool_message(&call_id, &call.tool, &call.args, Some(&out), None);
-            self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-            if !ok {
-                anchors.push(Anchor::ToolFailed {
-                    tool: call.tool.clone(),
-                });
-                continue;
-            }
-            let items = items(&out);
-            let accounting = judge::accounting::read(&out);
-            let displayed = items
-                .as_ref()
-                .map(|v| v.len() as u64)
-                .or(accounting.as_ref().map(|a| a.returned))
-                .unwrap_or(0);
-            let count = judge::grade(accounting.as_ref(), displayed, limits.limit_sentinel);
-            anchors.push(Anchor::for_count(&call.tool, &count));
-            if items.is_some() || accounting.is_some() {
-                let citation = json!({
-                    "source": call.tool,
-                    "items": items.unwrap_or_default(),
-                    "displayed": count.displayed,
-                    "total": count.total,
-                    "total_is_lower_bound": count.total_is_lower_bound,
-                    "has_more": count.has_more,
-                    "grade": count.grade,
-                    "complete": count.complete,
-                });
-                self.frames
-                    .emit(FrameEvent::Citation, citation.clone())
-                    .await?;
-                citations.push(citation);
+        for call in &plan.calls {
+            if !self.run_call(call, scope.as_ref(), &mut findings).await? {
+                return Ok(());
             }
         }
 
         let mut responder = Prompt::new(RESPONDER_FIXED);
-        if !anchors.is_empty() {
-            responder = responder.block(
-                "Directives",
-                anchors
-                    .iter()
-                    .map(|a| format!("- {}", a.text()))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            );
+        if !findings.anchors.is_empty() {
+            let lines: Vec<String> = findings.anchors.iter().map(|a| format!("- {}", a.text())).collect();
+            responder = responder.block("Directives", lines.join("\n"));
         }
         let respond_req = RespondRequest {
             prompt: responder,
             user_text: req.text.clone(),
-            anchors: anchors.clone(),
+            anchors: findings.anchors.clone(),
         };
         let mut text = String::new();
-        let stream = self.agent.model.respond(&respond_req).await;
-        let mut stream = match stream {
+        let mut stream = match self.agent.model.respond(&respond_req).await {
             Ok(s) => s,
-            Err(e) => {
-                return self
-                    .fail(format!("the model could not answer: {e}"), None)
-                    .await
-            }
+            Err(e) => return self.fail(format!("the model could not answer: {e}"), None).await,
         };
         while let Some(delta) = stream.next().await {
             match delta {
                 Ok(d) if d.is_empty() => {}
                 Ok(d) => {
-                    self.frames
-                        .emit(FrameEvent::Delta, json!({"text": d}))
-                        .await?;
+                    self.frames.emit(FrameEvent::Delta, json!({"text": d})).await?;
                     text += &d;
                 }
-                Err(e) => {
-                    return self
-                        .fail(format!("the model stream broke: {e}"), None)
-                        .await
-                }
+                Err(e) => return self.fail(format!("the model stream broke: {e}"), None).await,
             }
         }
         if text.is_empty() {
@@ -329,41 +267,232 @@ impl Turn<'_> {
         }
         let assistant = NewMessage {
             role: Role::Assistant,
-            body: json!({"text": text, "citations": citations, "anchors": anchors}),
+            body: json!({
+                "text": text,
+                "citations": findings.citations,
+                "anchors": findings.anchors,
+                "population": findings.population,
+                "scope_released": findings.released,
+            }),
         };
         let done = json!({"turn_id": self.turn_id});
         self.step(FrameEvent::Done, done, vec![assistant]).await
     }
+
+    /// Calls one tool (and, for a stitchable listing, its further pages),
+    /// then judges what came back. Returns `false` when the turn has ended.
+    async fn run_call(&mut self, call: &PlannedCall, scope: Option<&Scope>, findings: &mut Findings) -> Result<bool, Stop> {
+        let server = self.agent.tools.client_for(&call.tool).cloned();
+        let scoped = scope.filter(|s| s.tool == call.tool);
+        // A model that names a tool nobody offers, sends arguments that are
+        // not an object, or narrows with another tool than the one that
+        // showed the population, gets a structured tool error; nothing runs.
+        let refusal = match (&server, &call.invalid_args) {
+            (None, _) => Some("unknown tool".to_string()),
+            (Some(_), Some(why)) => Some(format!("invalid arguments: {why}")),
+            _ if scope.is_some() && scoped.is_none() => {
+                Some("a narrowing follow-up must use the tool that showed the previous results".into())
+            }
+            _ => None,
+        };
+        let args = effective_args(scoped, call);
+        let (Some(server), None) = (server, refusal.as_ref()) else {
+            let summary = refusal.unwrap_or_default();
+            let call_id = self.next_call_id();
+            self.emit_call(&call_id, &call.tool, None, &args).await?;
+            let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": summary});
+            let msg = tool_message(&call_id, &call.tool, &args, None, Some(&summary));
+            self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
+            findings.anchors.push(Anchor::ToolFailed { tool: call.tool.clone() });
+            return Ok(true);
+        };
+        let contract = self.agent.contracts.get(&call.tool).cloned();
+        let stitching = contract.as_ref().is_some_and(|c| c.stitch);
+        let mut stitcher = Stitcher::new(&self.agent.tables.paging, self.agent.limits.page_cap);
+        let mut page_args = args.clone();
+        let mut first: Option<ToolOutput> = None;
+        loop {
+            let call_id = self.next_call_id();
+            self.emit_call(&call_id, &call.tool, Some(server.name()), &page_args).await?;
+            let out = match server.call(&call.tool, page_args.clone()).await {
+                Ok(out) => out,
+                Err(e) => {
+                    tracing::warn!(tool = %call.tool, kind = e.kind(), "tool call failed");
+                    let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": e.kind()});
+                    let msg = tool_message(&call_id, &call.tool, &page_args, None, Some(e.kind()));
+                    self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
+                    let message = format!("the tool {} failed: {}", call.tool, e.kind());
+                    self.fail(message, Some(&call.tool)).await?;
+                    return Ok(false);
+                }
+            };
+            let shape = out.shape();
+            // Logs carry the result's shape — block count, kinds, _meta key
+            // names — never its text.
+            tracing::info!(tool = %call.tool, shape = %shape, "tool result");
+            let (verdict, _) = in_band::judge(contract.as_ref(), &out);
+            let ok = !out.is_error && verdict != Verdict::InBandFailure;
+            let summary = match (out.is_error, verdict) {
+                (true, _) => "the tool reported an error".to_string(),
+                (false, Verdict::InBandFailure) => "no accounting and no result structure: treated as a failed data source".into(),
+                _ => summary(&out),
+            };
+            let data = json!({"call_id": call_id, "tool": call.tool, "ok": ok, "summary": summary, "shape": shape.to_string()});
+            let msg = tool_message(&call_id, &call.tool, &page_args, Some(&out), None);
+            self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
+
+            if first.is_none() {
+                if out.is_error {
+                    findings.anchors.push(Anchor::ToolFailed { tool: call.tool.clone() });
+                    return Ok(true);
+                }
+                if verdict == Verdict::InBandFailure {
+                    tracing::warn!(tool = %call.tool, shape = %shape, "in-band failure: no marks of a real answer");
+                    findings.anchors.push(Anchor::InBandFailure { tool: call.tool.clone() });
+                    return Ok(true);
+                }
+            }
+            if !stitching {
+                first = Some(out);
+                break;
+            }
+            let next = match stitcher.push(&out) {
+                Ok(next) => next,
+                Err(v) => {
+                    tracing::error!(row_id = %v.row_id, "paging table refused a page (server bug)");
+                    None
+                }
+            };
+            first.get_or_insert(out);
+            match next {
+                Some(cursor) => {
+                    page_args.insert("cursor".into(), json!(cursor));
+                }
+                None => break,
+            }
+        }
+        let Some(first) = first else { return Ok(true) };
+        self.judge_results(call, scoped, &args, &first, stitching.then(|| stitcher.finish()), findings).await?;
+        Ok(true)
+    }
+
+    async fn judge_results(
+        &mut self,
+        call: &PlannedCall,
+        scope: Option<&Scope>,
+        args: &Map<String, Value>,
+        first: &ToolOutput,
+        stitched: Option<judge::stitch::Stitched>,
+        findings: &mut Findings,
+    ) -> Result<(), Stop> {
+        let tool = call.tool.clone();
+        let contract = self.agent.contracts.get(&tool);
+        // A single-value aggregate is exact and needs no card.
+        if let Some((column, value)) = result::aggregate(first) {
+            let value = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
+            findings.anchors.push(Anchor::Aggregate { source: tool, column, value });
+            return Ok(());
+        }
+        let (items, accounting) = match &stitched {
+            Some(s) => {
+                match s.end {
+                    StitchEnd::Abandoned => findings.anchors.push(Anchor::StitchAbandoned {
+                        anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
+                    }),
+                    StitchEnd::Capped => findings.anchors.push(Anchor::StitchCapped { pages: s.pages }),
+                    StitchEnd::Complete => {}
+                }
+                (Some(s.items.clone()), s.accounting.clone())
+            }
+            None => (result::items(first), judge::accounting::read(first)),
+        };
+        let displayed = items.as_ref().map(|v| v.len() as u64).or(accounting.as_ref().map(|a| a.returned)).unwrap_or(0);
+        let mut count = judge::grade(accounting.as_ref(), displayed, self.agent.limits.limit_sentinel);
+        let items = items.unwrap_or_default();
+
+        // The gate's verdict on this page, once per turn.
+        let page = narrowing::classify(scope, &items, &count);
+        let effect = if self.gate.is_scoped() || scope.is_none() {
+            match self.gate.verdict(page) {
+                Ok(effect) => effect,
+                Err(v) => {
+                    // A forbidden verdict is the table refusing the page:
+                    // results outside the scope are another population.
+                    tracing::warn!(row_id = %v.row_id, "narrowing gate refused the page");
+                    findings.anchors.push(Anchor::OutsideScope { tool: tool.clone() });
+                    return Ok(());
+                }
+            }
+        } else {
+            None
+        };
+        let emptiness = read_result_emptiness(contract, first);
+        match effect {
+            Some(NarrowingEffect::UpgradeExact) => narrowing::upgrade(&mut count),
+            Some(NarrowingEffect::ReleaseScope) => {
+                findings.released = true;
+                findings.anchors.push(Anchor::Absent { cause: AbsenceCause::ZeroAfterNarrowing });
+                findings.anchors.push(Anchor::NarrowingReleased);
+            }
+            _ => {}
+        }
+        if !findings.released {
+            match (emptiness, count.displayed) {
+                (Emptiness::Empty, _) => findings.anchors.push(Anchor::Absent { cause: AbsenceCause::ZeroFromStart }),
+                (Emptiness::Unknown, 0) => findings.anchors.push(Anchor::CountUnknown { source: tool.clone() }),
+                _ => findings.anchors.push(Anchor::for_count(&tool, &count)),
+            }
+            findings.population = Some(Scope::new(&tool, args));
+        }
+        let mut citation = json!({
+            "source": tool,
+            "items": items,
+            "displayed": count.displayed,
+            "total": count.total,
+            "total_is_lower_bound": count.total_is_lower_bound,
+            "has_more": count.has_more,
+            "grade": count.grade,
+            "complete": count.complete,
+            "narrowed": scope.is_some(),
+        });
+        if let Some(s) = &stitched {
+            citation["stitch"] = json!({"end": s.end, "pages": s.pages, "anomaly": s.anomaly});
+        }
+        self.frames.emit(FrameEvent::Citation, citation.clone()).await?;
+        findings.citations.push(citation);
+        Ok(())
+    }
+
+    fn next_call_id(&mut self) -> String {
+        self.calls += 1;
+        format!("{}-{}", self.turn_id, self.calls)
+    }
+
+    async fn emit_call(&mut self, call_id: &str, tool: &str, server: Option<&str>, args: &Map<String, Value>) -> Result<(), Stop> {
+        let data = json!({"call_id": call_id, "tool": tool, "server": server, "args": args});
+        self.frames.emit(FrameEvent::ToolCall, data).await?;
+        Ok(())
+    }
 }
 
-fn tool_message(
-    call_id: &str,
-    tool: &str,
-    args: &Map<String, Value>,
-    out: Option<&ToolOutput>,
-    error: Option<&str>,
-) -> NewMessage {
+/// The arguments that go out: the model's, with the scope spread last.
+fn effective_args(scope: Option<&Scope>, call: &PlannedCall) -> Map<String, Value> {
+    match scope.filter(|s| s.tool == call.tool) {
+        Some(s) => s.apply(&call.args),
+        None => call.args.clone(),
+    }
+}
+
+fn tool_message(call_id: &str, tool: &str, args: &Map<String, Value>, out: Option<&ToolOutput>, error: Option<&str>) -> NewMessage {
     NewMessage {
         role: Role::Tool,
         body: json!({"call_id": call_id, "tool": tool, "args": args, "result": out, "error": error}),
     }
 }
 
-/// Structured items, when the result has them (`structuredContent.items`).
-fn items(out: &ToolOutput) -> Option<Vec<Value>> {
-    out.structured
-        .as_ref()
-        .and_then(|s| s.get("items"))
-        .and_then(Value::as_array)
-        .cloned()
-}
-
 /// A one-line, text-free description for the tool_result frame.
 fn summary(out: &ToolOutput) -> String {
-    if out.is_error {
-        return "the tool reported an error".into();
-    }
-    match items(out) {
+    match result::items(out) {
         Some(items) => format!("{} items", items.len()),
         None => format!("{} content blocks", out.blocks.len()),
     }

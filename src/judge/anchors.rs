@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::emptiness::AbsenceCause;
 use super::grade::{Count, CountGrade};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -26,12 +27,26 @@ pub enum Anchor {
     CountShown { source: String, displayed: u64 },
     /// No accounting: no number may be uttered.
     CountUnknown { source: String },
-    /// The server accounted for its answer and found nothing.
-    Empty { source: String },
     /// The tool failed; nothing about the data may be inferred.
     ToolFailed { tool: String },
     /// A host-context field arrived at or over its bound.
     ContextTruncated { field: String },
+    /// A single-value aggregate: exact, and needs no citation card.
+    Aggregate { source: String, column: String, value: String },
+    /// The result carried none of the marks of a real answer: an upstream
+    /// failure relayed as data. Nothing may be inferred from it.
+    InBandFailure { tool: String },
+    /// Something is absent, for this reason.
+    Absent { cause: AbsenceCause },
+    /// Zero inside the narrowing scope: the scope is released already and
+    /// the next search covers everything. Do not re-run within this turn.
+    NarrowingReleased,
+    /// Results fell outside the narrowing scope and were discarded.
+    OutsideScope { tool: String },
+    /// Stitching pages was abandoned; only the first page is shown.
+    StitchAbandoned { anomaly: String },
+    /// Stitching stopped at the page cap.
+    StitchCapped { pages: usize },
 }
 
 impl Anchor {
@@ -39,7 +54,9 @@ impl Anchor {
     pub fn for_count(source: &str, c: &Count) -> Anchor {
         let source = source.to_string();
         match c.grade {
-            CountGrade::Exact if c.total == Some(0) => Anchor::Empty { source },
+            CountGrade::Exact if c.total == Some(0) => Anchor::Absent {
+                cause: AbsenceCause::ZeroFromStart,
+            },
             CountGrade::Exact => Anchor::CountExact {
                 source,
                 total: c.total.unwrap_or(c.displayed),
@@ -77,14 +94,41 @@ impl Anchor {
             Anchor::CountUnknown { source } => format!(
                 "[{source}] The server gave no accounting. Utter no count at all."
             ),
-            Anchor::Empty { source } => format!(
-                "[{source}] The server accounted for its answer and found nothing: you may say there are none for this query."
-            ),
             Anchor::ToolFailed { tool } => format!(
                 "[{tool}] The tool failed. Say so; infer nothing about the data and do not answer from it."
             ),
             Anchor::ContextTruncated { field } => format!(
                 "The host context field `{field}` arrived at its size bound and may be truncated: its length is a shown count, never a total."
+            ),
+            Anchor::Aggregate { source, column, value } => format!(
+                "[{source}] The single-value aggregate {column} is exactly {value}: you may say \"exactly {value}\"."
+            ),
+            Anchor::InBandFailure { tool } => format!(
+                "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."
+            ),
+            Anchor::Absent { cause: AbsenceCause::ZeroFromStart } => {
+                "Nothing matches in the whole project: say there is no such data.".into()
+            }
+            Anchor::Absent { cause: AbsenceCause::ZeroAfterNarrowing } => {
+                "Nothing matches inside the previous results: say so, and offer to search everything.".into()
+            }
+            Anchor::Absent { cause: AbsenceCause::AuthenticationFailed } => {
+                "Authentication with the data source failed: say so; do not say the data is absent.".into()
+            }
+            Anchor::Absent { cause: AbsenceCause::BlockedByPermission } => {
+                "The request was not sent: it needs access the user does not have. Say it was not searched; do not say the data is absent.".into()
+            }
+            Anchor::NarrowingReleased => {
+                "The narrowing scope is already released: the next search covers everything. Do not re-run the search in this turn.".into()
+            }
+            Anchor::OutsideScope { tool } => format!(
+                "[{tool}] The results fell outside the scope of the previous results and were discarded: say the narrowed search could not be answered."
+            ),
+            Anchor::StitchAbandoned { anomaly } => format!(
+                "Combining result pages was abandoned because {anomaly}; only the first page is shown. Say so, and never present a combined count."
+            ),
+            Anchor::StitchCapped { pages } => format!(
+                "Only the first {pages} pages were combined; more may exist. Never present the combined length as a total."
             ),
         }
     }

@@ -2,12 +2,25 @@
 //! absence and failure is decided here, from structured fields, before the
 //! model speaks. The model never grades a number itself.
 //!
+//! One file per judgement: [`accounting`] (reading `_meta`), [`grade`]
+//! (count grades), [`emptiness`] (the right to say "none"), [`in_band`]
+//! (failures disguised as 200), [`narrowing`] (the subset gate),
+//! [`stitch`] (page stitching), [`anchors`] (what the narration may say),
+//! [`contracts`] and [`result`] (what a tool's real answer looks like).
+//!
 //! **Architecture invariant:** nothing in this module reads model output.
 
 pub mod accounting;
 pub mod anchors;
+pub mod contracts;
+pub mod emptiness;
 pub mod grade;
+pub mod in_band;
+pub mod narrowing;
+pub mod result;
+pub mod stitch;
 
 pub use accounting::Accounting;
 pub use anchors::Anchor;
+pub use contracts::{Contract, Contracts};
 pub use grade::{grade, Count, CountGrade};

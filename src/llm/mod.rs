@@ -40,6 +40,10 @@ pub struct PlanRequest {
 pub struct PlannedCall {
     pub tool: String,
     pub args: Map<String, Value>,
+    /// Why the model's arguments could not be used (not a JSON object, …);
+    /// such a call is answered with a structured tool error, never run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_args: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -47,6 +51,10 @@ pub struct Plan {
     pub calls: Vec<PlannedCall>,
     /// A short note for the plan frame.
     pub note: String,
+    /// The user narrows the population the previous answer showed ("only
+    /// those from April"). The scope itself comes from turn state.
+    #[serde(default)]
+    pub narrows_previous: bool,
 }
 
 /// What the responder sees: the user's words and the anchors code derived.

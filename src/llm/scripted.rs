@@ -13,6 +13,7 @@ use futures::stream;
 use serde_json::{json, Map, Value};
 
 use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
+use crate::judge::emptiness::AbsenceCause;
 use crate::judge::Anchor;
 
 #[derive(Debug, Default, Clone)]
@@ -141,37 +142,159 @@ fn wants_photos(text: &str) -> bool {
     .any(|w| lower.contains(w))
 }
 
+/// A month named in the text ("April", "apr", "4월").
+fn month(text: &str) -> Option<u32> {
+    const NAMES: [&str; 12] = [
+        "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+        "december",
+    ];
+    let toks = tokens(text);
+    toks.iter().find_map(|t| {
+        if let Some(n) = t.strip_suffix('월').and_then(|n| n.parse::<u32>().ok()) {
+            return (1..=12).contains(&n).then_some(n);
+        }
+        NAMES.iter().position(|m| t == m || (t.len() == 3 && m.starts_with(t.as_str()))).map(|i| i as u32 + 1)
+    })
+}
+
+/// The most recent year in which `month` has begun (today's date decides).
+fn recent_year_for(month: u32) -> i64 {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm), enough for year and month.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    if i64::from(month) <= m { y } else { y - 1 }
+}
+
+fn month_range(year: i64, month: u32) -> (String, String) {
+    let last = match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    (format!("{year}-{month:02}-01"), format!("{year}-{month:02}-{last:02}"))
+}
+
+fn has_any(text: &str, words: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    words.iter().any(|w| lower.contains(w))
+}
+
+fn is_narrowing(text: &str) -> bool {
+    has_any(text, &["only those", "just those", "of those", "those from", "those on", "그중", "그 중", "이 중", "그 가운데"])
+}
+
+fn is_count(text: &str) -> bool {
+    has_any(text, &["how many", "count", "number of", "몇 장", "몇장", "몇 개", "몇개", "몇 건", "몇건", "개수"])
+}
+
+fn is_list_all(text: &str) -> bool {
+    has_any(text, &["list all", "all panoramas", "all photos", "every panorama", "모든 파노라마", "전체 파노라마", "모든 사진", "전체 사진"])
+}
+
+fn call(tool: &str, args: Map<String, Value>) -> PlannedCall {
+    PlannedCall {
+        tool: tool.into(),
+        args,
+        invalid_args: None,
+    }
+}
+
+fn plan(calls: Vec<PlannedCall>, note: &str, narrows_previous: bool) -> Plan {
+    Plan {
+        calls,
+        note: note.into(),
+        narrows_previous,
+    }
+}
+
 impl Scripted {
     fn plan_for(&self, req: &PlanRequest) -> Plan {
         let text = &req.user_text;
         let has_tool = |name: &str| req.tools.iter().any(|t| t.name == name);
-        if !wants_photos(text) || !has_tool("search_photos") {
-            return Plan {
-                calls: vec![],
-                note: "no tool needed".into(),
-            };
-        }
         let floor = floor(text, req.context.as_ref());
         let year = year(text);
+        let month = month(text);
+
+        // "only those from April": narrow the previous answer's population.
+        // The scope (what "those" are) is the agent's, from turn state.
+        if is_narrowing(text) && has_tool("search_photos") {
+            let mut args = Map::new();
+            if let Some(m) = month {
+                let (from, to) = month_range(year.unwrap_or_else(|| recent_year_for(m)), m);
+                args.insert("date_from".into(), json!(from));
+                args.insert("date_to".into(), json!(to));
+            }
+            if let Some(f) = floor {
+                args.insert("floor".into(), json!(f));
+            }
+            // A page large enough to hold a narrowed scope whole.
+            args.insert("limit".into(), json!(50));
+            return plan(vec![call("search_photos", args)], "narrow the previous results", true);
+        }
+        // "how many …": a single-value aggregate is exact; a listing is not.
+        if is_count(text) && has_tool("query_data") {
+            let mut q = match topic(text) {
+                Some(t) => format!("count {t} issues"),
+                None => "how many photos are there".to_string(),
+            };
+            if let Some(f) = floor {
+                q += &format!(" on floor {f}");
+            }
+            if let Some(m) = month {
+                let (from, _) = month_range(year.unwrap_or_else(|| recent_year_for(m)), m);
+                q += &format!(" in {}", &from[..7]);
+            } else if let Some(y) = year {
+                q += &format!(" in {y}");
+            }
+            let mut args = Map::new();
+            args.insert("question".into(), json!(q));
+            return plan(vec![call("query_data", args)], "count with a single-value aggregate", false);
+        }
+        if is_list_all(text) && has_tool("query_data") {
+            let mut args = Map::new();
+            let mut q = "list all panoramas".to_string();
+            if let Some(f) = floor {
+                q += &format!(" on floor {f}");
+            }
+            args.insert("question".into(), json!(q));
+            args.insert("limit".into(), json!(50));
+            return plan(vec![call("query_data", args)], "list every panorama, page by page", false);
+        }
+        if !wants_photos(text) || !has_tool("search_photos") {
+            return plan(vec![], "no tool needed", false);
+        }
         let mut args = Map::new();
         args.insert("query".into(), json!(topic(text).unwrap_or("")));
         if let Some(f) = floor {
             args.insert("floor".into(), json!(f));
         }
-        if let Some(y) = year {
-            args.insert("date_from".into(), json!(format!("{y}-01-01")));
-            args.insert("date_to".into(), json!(format!("{y}-12-31")));
+        match (year, month) {
+            (y, Some(m)) => {
+                let (from, to) = month_range(y.unwrap_or_else(|| recent_year_for(m)), m);
+                args.insert("date_from".into(), json!(from));
+                args.insert("date_to".into(), json!(to));
+            }
+            (Some(y), None) => {
+                args.insert("date_from".into(), json!(format!("{y}-01-01")));
+                args.insert("date_to".into(), json!(format!("{y}-12-31")));
+            }
+            (None, None) => {}
         }
         if let Some(n) = requested_limit(text, floor, year) {
             args.insert("limit".into(), json!(n));
         }
-        Plan {
-            calls: vec![PlannedCall {
-                tool: "search_photos".into(),
-                args,
-            }],
-            note: "search the site's panoramas".into(),
-        }
+        plan(vec![call("search_photos", args)], "search the site's panoramas", false)
     }
 }
 
@@ -206,8 +329,6 @@ fn sentence(anchor: &Anchor, korean: bool) -> String {
             "The search answered, but without any count, so I cannot say how many there are.".into()
         }
         (Anchor::CountUnknown { .. }, true) => "검색 결과에 개수 정보가 없어 몇 건인지 말씀드릴 수 없습니다.".into(),
-        (Anchor::Empty { .. }, false) => "There are none: the search accounted for its answer and found nothing.".into(),
-        (Anchor::Empty { .. }, true) => "해당하는 항목이 없습니다. 검색 서버가 결과 집계와 함께 0건을 확인했습니다.".into(),
         (Anchor::ToolFailed { tool }, false) => {
             format!("The {tool} tool failed, so I cannot answer from it.")
         }
@@ -216,6 +337,42 @@ fn sentence(anchor: &Anchor, korean: bool) -> String {
             format!("(The {field} list from your screen may be truncated.)")
         }
         (Anchor::ContextTruncated { field }, true) => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
+        (Anchor::Aggregate { value, .. }, false) => format!("There are exactly {value}."),
+        (Anchor::Aggregate { value, .. }, true) => format!("정확히 {value}건입니다."),
+        (Anchor::InBandFailure { tool }, false) => format!(
+            "The data source behind {tool} did not return a usable answer, so I cannot tell you anything about this data right now. Nothing here is inferred from it."
+        ),
+        (Anchor::InBandFailure { tool }, true) => {
+            format!("{tool} 데이터 소스가 사용할 수 있는 응답을 주지 않아 지금은 이 데이터에 대해 말씀드릴 수 없습니다.")
+        }
+        (Anchor::Absent { cause }, false) => match cause {
+            AbsenceCause::ZeroFromStart => "There are none: the search accounted for its answer and found nothing.".into(),
+            AbsenceCause::ZeroAfterNarrowing => "None of the previous results match.".into(),
+            AbsenceCause::AuthenticationFailed => "Authentication with the data source failed, so nothing was searched.".into(),
+            AbsenceCause::BlockedByPermission => "This was not searched: it needs access you do not have.".into(),
+        },
+        (Anchor::Absent { cause }, true) => match cause {
+            AbsenceCause::ZeroFromStart => "해당하는 항목이 없습니다. 검색 서버가 결과 집계와 함께 0건을 확인했습니다.".into(),
+            AbsenceCause::ZeroAfterNarrowing => "이전 결과 중에는 해당하는 항목이 없습니다.".into(),
+            AbsenceCause::AuthenticationFailed => "데이터 소스 인증에 실패하여 검색하지 못했습니다.".into(),
+            AbsenceCause::BlockedByPermission => "접근 권한이 없어 검색하지 않았습니다.".into(),
+        },
+        (Anchor::NarrowingReleased, false) => {
+            "I have let go of that narrowing: your next search covers the whole project. Shall I search everything?".into()
+        }
+        (Anchor::NarrowingReleased, true) => "좁힌 범위는 해제했습니다. 다음 검색은 전체를 대상으로 합니다. 전체에서 다시 찾을까요?".into(),
+        (Anchor::OutsideScope { .. }, false) => {
+            "The narrowed search returned results outside your previous results, so I discarded them and cannot answer the narrowed question.".into()
+        }
+        (Anchor::OutsideScope { .. }, true) => "좁힌 검색 결과가 이전 결과 범위를 벗어나 버렸습니다. 좁힌 질문에는 답할 수 없습니다.".into(),
+        (Anchor::StitchAbandoned { anomaly }, false) => {
+            format!("I stopped combining result pages because {anomaly}; only the first page is shown.")
+        }
+        (Anchor::StitchAbandoned { anomaly }, true) => {
+            format!("결과 페이지를 이어 붙이다가 중단했습니다({anomaly}). 첫 페이지만 표시합니다.")
+        }
+        (Anchor::StitchCapped { pages }, false) => format!("Only the first {pages} pages are combined here."),
+        (Anchor::StitchCapped { pages }, true) => format!("처음 {pages}페이지만 이어 붙였습니다."),
     }
 }
 

@@ -11,6 +11,8 @@
 
 pub mod frame;
 pub mod harness;
+pub mod narrowing;
+pub mod paging;
 mod registry;
 
 use std::marker::PhantomData;

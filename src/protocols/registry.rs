@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::fsm::{self, BindingNames, Findings, Table};
 
-use super::{frame::Frame, harness::Harness, Protocol};
+use super::{frame::Frame, harness::Harness, narrowing::Narrowing, paging::Paging, Protocol};
 
 /// Every table compiled into the binary: (name, file name, source).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
@@ -17,6 +17,12 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "harness.ron",
         include_str!("../../tables/harness.ron"),
     ),
+    (
+        "narrowing",
+        "narrowing.ron",
+        include_str!("../../tables/narrowing.ron"),
+    ),
+    ("paging", "paging.ron", include_str!("../../tables/paging.ron")),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -24,6 +30,8 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
     match name {
         Frame::NAME => Some(Frame::binding()),
         Harness::NAME => Some(Harness::binding()),
+        Narrowing::NAME => Some(Narrowing::binding()),
+        Paging::NAME => Some(Paging::binding()),
         _ => None,
     }
 }

@@ -1,0 +1,93 @@
+//! Failures disguised as HTTP 200 (seed 003 §4.4). An upstream failure
+//! relayed as text with `isError: false` is detected by the absence of the
+//! marks every real answer carries — never by its wording. The error text is
+//! never classified: keying the verdict on wording would put it one
+//! rewording away from silently restoring the false green.
+//!
+//! A real answer of a tool with a result contract carries at least one of:
+//! 1. (the contract itself — without one, plain text is the right answer)
+//! 2. accounting in `_meta` (any block or the result), or structured content;
+//! 3. a result structure: a result table (zero rows pass) or ≥ 1 counted hit;
+//! 4. a text block starting with the upstream program's fixed prefix — this
+//!    mark may only clear a result, never condemn it.
+//!
+//! The predicate errs toward reading a failure as an answer: a false positive
+//! would suppress a real answer and tell the user their data source is broken.
+
+use serde::Serialize;
+
+use super::accounting;
+use super::contracts::Contract;
+use super::result;
+use crate::mcp::{Block, ToolOutput};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Marks {
+    pub accounting_or_structured: bool,
+    pub structure: bool,
+    pub fixed_prefix: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// A real answer (at least one mark).
+    Answer,
+    /// The tool has no result contract: plain text is its answer.
+    NotJudged,
+    /// No mark at all: an upstream failure relayed as data.
+    InBandFailure,
+}
+
+pub fn judge(contract: Option<&Contract>, out: &ToolOutput) -> (Verdict, Marks) {
+    let marks = Marks {
+        accounting_or_structured: accounting::read(out).is_some() || out.structured.is_some(),
+        structure: result::has_structure(out) || accounting::read(out).is_some_and(|a| a.returned > 0),
+        fixed_prefix: contract.is_some_and(|c| {
+            out.blocks.iter().any(|b| match b {
+                Block::Text { text, .. } => c.fixed_prefixes.iter().any(|p| text.starts_with(p.as_str())),
+                Block::Other { .. } => false,
+            })
+        }),
+    };
+    let verdict = match contract {
+        None => Verdict::NotJudged,
+        Some(_) if marks.accounting_or_structured || marks.structure || marks.fixed_prefix => Verdict::Answer,
+        Some(_) => Verdict::InBandFailure,
+    };
+    (verdict, marks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(result: serde_json::Value, expect: Verdict) {
+        let c = Contract { fixed_prefixes: vec!["## Image #".into()], stitch: false };
+        let out = ToolOutput::from_value(&result);
+        assert_eq!(judge(Some(&c), &out).0, expect, "{result}");
+    }
+
+    #[test]
+    fn by_marks_not_by_wording() {
+        use Verdict::*;
+        // The measured 502: text, isError false, no _meta.
+        check(json!({"content": [{"type": "text", "text": "Search API error: 502 Server Error: Bad Gateway"}]}), InBandFailure);
+        // The same failure reworded is still a failure; a reworded error is never read.
+        check(json!({"content": [{"type": "text", "text": "upstream unavailable"}]}), InBandFailure);
+        // "{}" from a 401 is a failure, not an empty search.
+        check(json!({"content": [{"type": "text", "text": "{}"}]}), InBandFailure);
+        // An accounted zero is an answer.
+        check(json!({"content": [], "_meta": {"returned": 0, "total": 0, "has_more": false}}), Answer);
+        // A zero-row table is an answer.
+        check(json!({"content": [], "structuredContent": {"columns": ["id"], "rows": []}}), Answer);
+        // The fixed prefix clears a result without _meta (a presentation the
+        // upstream's program prints).
+        check(json!({"content": [{"type": "text", "text": "## Image #1 — PANO-1"}]}), Answer);
+        // Reserved SDK keys are not accounting.
+        check(json!({"content": [{"type": "text", "text": "x"}], "_meta": {"io.modelcontextprotocol/related-task": {}}}), InBandFailure);
+        let out = ToolOutput::from_value(&json!("plain text"));
+        assert_eq!(judge(None, &out).0, NotJudged);
+    }
+}

@@ -1,0 +1,165 @@
+//! The narrowing gate (seed 003 §4.2–§4.3; `tables/narrowing.ron`).
+//!
+//! A narrowing follow-up runs inside the population the previous turn
+//! showed. The scope comes from turn state and is spread *last* over the
+//! model's arguments, so whatever the model put in the same keys, the call
+//! that goes out is narrowed. Results must be a subset of the scope; zero
+//! inside the scope releases it at the end of the turn; a narrowed page that
+//! fits with nothing beyond is the whole scope, so its count is exact.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::grade::{Count, CountGrade};
+use crate::fsm::Violation;
+use crate::protocols::narrowing::{Narrowing, NarrowingEffect, NarrowingEvent};
+use crate::protocols::{Bound, Typed};
+
+/// A population a previous turn showed: the tool and the arguments that
+/// define it. Persisted with the turn; the model never writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scope {
+    pub tool: String,
+    pub args: Map<String, Value>,
+}
+
+/// Keys that select a page rather than a population; a scope never carries them.
+const PAGING_KEYS: &[&str] = &["cursor", "limit"];
+
+impl Scope {
+    pub fn new(tool: &str, args: &Map<String, Value>) -> Scope {
+        let args = args.iter().filter(|(k, _)| !PAGING_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+        Scope { tool: tool.to_string(), args }
+    }
+
+    /// The model's arguments with the scope spread over them last.
+    pub fn apply(&self, model_args: &Map<String, Value>) -> Map<String, Value> {
+        let mut out = model_args.clone();
+        for (k, v) in &self.args {
+            out.insert(k.clone(), v.clone());
+        }
+        out
+    }
+
+    /// Whether an item lies inside the scope, for the filters an item can
+    /// show: project, floor, capture date range, query words. Filters an item
+    /// cannot show are not held against it.
+    pub fn contains(&self, item: &Value) -> bool {
+        let arg = |k: &str| self.args.get(k).filter(|v| !v.is_null());
+        let field = |k: &str| item.get(k);
+        if let (Some(want), Some(got)) = (arg("project"), field("project")) {
+            if want != got {
+                return false;
+            }
+        }
+        if let (Some(want), Some(got)) = (arg("floor"), field("floor")) {
+            if want.as_i64() != got.as_i64() {
+                return false;
+            }
+        }
+        let date = field("captured_at").and_then(Value::as_str).map(|d| d.get(..10).unwrap_or(d));
+        if let Some(date) = date {
+            if arg("date_from").and_then(Value::as_str).is_some_and(|from| date < from) {
+                return false;
+            }
+            if arg("date_to").and_then(Value::as_str).is_some_and(|to| date > to) {
+                return false;
+            }
+        }
+        if let Some(query) = arg("query").and_then(Value::as_str).filter(|q| !q.trim().is_empty()) {
+            let haystack = item.to_string().to_lowercase();
+            if !query.to_lowercase().split_whitespace().all(|w| haystack.contains(w)) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// What one page was, as far as the gate is concerned.
+pub fn classify(scope: Option<&Scope>, items: &[Value], count: &Count) -> NarrowingEvent {
+    if let Some(scope) = scope {
+        if !items.iter().all(|i| scope.contains(i)) {
+            return NarrowingEvent::PageOutsideScope;
+        }
+    }
+    if count.displayed == 0 {
+        NarrowingEvent::PageEmpty
+    } else if !count.has_more && count.grade != CountGrade::Unknown {
+        NarrowingEvent::PageExhaustive
+    } else {
+        NarrowingEvent::PagePartial
+    }
+}
+
+/// A narrowed page that fits with nothing beyond is the whole scope: the
+/// shown count *is* exact for that scope, and the card is complete.
+pub fn upgrade(count: &mut Count) {
+    count.grade = CountGrade::Exact;
+    count.total = Some(count.displayed);
+    count.total_is_lower_bound = false;
+    count.has_more = false;
+    count.complete = true;
+}
+
+/// One turn's gate: a `narrowing` machine.
+pub struct Gate {
+    machine: Typed<Narrowing>,
+}
+
+impl Gate {
+    pub fn new(table: &Bound<Narrowing>) -> Gate {
+        Gate { machine: table.machine() }
+    }
+
+    pub fn narrow(&mut self) -> Result<(), Box<Violation>> {
+        self.machine.fire(NarrowingEvent::Narrow).map(|_| ())
+    }
+
+    pub fn is_scoped(&self) -> bool {
+        self.machine.state() == crate::protocols::narrowing::NarrowingState::Scoped
+    }
+
+    /// The table's verdict on one classified page.
+    pub fn verdict(&mut self, page: NarrowingEvent) -> Result<Option<NarrowingEffect>, Box<Violation>> {
+        self.machine.fire(page).map(|s| s.effect)
+    }
+
+    pub fn snapshot(&self) -> crate::fsm::Snapshot {
+        self.machine.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scope() -> Scope {
+        let args = json!({"query": "safety", "floor": 3, "limit": 10}).as_object().cloned().unwrap();
+        Scope::new("search_photos", &args)
+    }
+
+    #[test]
+    fn the_scope_is_applied_last_and_drops_paging_keys() {
+        let s = scope();
+        assert!(s.args.get("limit").is_none());
+        let model = json!({"query": "everything", "floor": 7, "date_from": "2026-04-01", "limit": 50}).as_object().cloned().unwrap();
+        let out = s.apply(&model);
+        assert_eq!(Value::Object(out), json!({"query": "safety", "floor": 3, "date_from": "2026-04-01", "limit": 50}));
+    }
+
+    #[test]
+    fn subset_checks() {
+        let s = scope();
+        let inside = json!({"floor": 3, "captured_at": "2026-04-02", "annotations": [{"kind": "safety", "title": "no hard hat"}]});
+        let other_floor = json!({"floor": 4, "annotations": [{"kind": "safety"}]});
+        let other_kind = json!({"floor": 3, "annotations": [{"kind": "quality"}]});
+        assert!(s.contains(&inside));
+        assert!(!s.contains(&other_floor));
+        assert!(!s.contains(&other_kind));
+        let mut april = s.clone();
+        april.args.insert("date_from".into(), json!("2026-05-01"));
+        assert!(!april.contains(&inside));
+    }
+}

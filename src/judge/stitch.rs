@@ -1,0 +1,189 @@
+//! Page stitching (seed 003 §4.9; `tables/paging.ron`).
+//!
+//! Invariants checked on every page against the first: I-a equal totals,
+//! including whether the total is a lower bound; I-b no id overlap; a page
+//! without accounting is untrusted. On any anomaly the stitch is discarded
+//! and the first page alone is answered, with the fact stated — never a
+//! blended population. A stitched count is never a sum of pages: the
+//! verified per-page total is kept and only "displayed" accumulates.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::accounting::{self, Accounting};
+use super::result;
+use crate::fsm::Violation;
+use crate::mcp::ToolOutput;
+use crate::protocols::paging::{Paging, PagingEffect, PagingEvent, PagingState};
+use crate::protocols::{Bound, Typed};
+
+/// The four ways a stitch goes wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Anomaly {
+    /// I-a: the total changed between pages.
+    TotalChanged { first: u64, now: u64 },
+    /// I-a: one page called its total exact and another a lower bound.
+    BoundKindChanged,
+    /// I-b: a page repeated ids an earlier page already delivered.
+    IdOverlap { repeated: usize },
+    /// A page came without accounting: it cannot be trusted to continue.
+    Unaccounted,
+}
+
+impl Anomaly {
+    pub fn describe(&self) -> String {
+        match self {
+            Anomaly::TotalChanged { first, now } => format!("the total changed between pages ({first} → {now})"),
+            Anomaly::BoundKindChanged => "one page gave an exact total and another a lower bound".into(),
+            Anomaly::IdOverlap { repeated } => format!("a later page repeated {repeated} items of an earlier one"),
+            Anomaly::Unaccounted => "a page arrived without accounting".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StitchEnd {
+    Complete,
+    Abandoned,
+    Capped,
+}
+
+/// What a stitch produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stitched {
+    pub end: StitchEnd,
+    pub pages: usize,
+    /// On `Abandoned`, the first page only.
+    pub items: Vec<Value>,
+    /// The first page's accounting: the population's verified total.
+    pub accounting: Option<Accounting>,
+    pub anomaly: Option<Anomaly>,
+}
+
+pub struct Stitcher {
+    machine: Typed<Paging>,
+    cap: usize,
+    pages: usize,
+    first: Option<Accounting>,
+    first_items: Vec<Value>,
+    items: Vec<Value>,
+    ids: HashSet<String>,
+    anomaly: Option<Anomaly>,
+    next_cursor: Option<String>,
+}
+
+impl Stitcher {
+    pub fn new(table: &Bound<Paging>, cap: usize) -> Stitcher {
+        Stitcher {
+            machine: table.machine(),
+            cap: cap.max(1),
+            pages: 0,
+            first: None,
+            first_items: Vec::new(),
+            items: Vec::new(),
+            ids: HashSet::new(),
+            anomaly: None,
+            next_cursor: None,
+        }
+    }
+
+    fn classify(&mut self, acc: Option<&Accounting>, items: &[Value]) -> PagingEvent {
+        let Some(acc) = acc else {
+            self.anomaly = Some(Anomaly::Unaccounted);
+            return PagingEvent::Unaccounted;
+        };
+        if let Some(first) = &self.first {
+            let lb = |a: &Accounting| a.total.is_none() && a.total_lower_bound.is_some();
+            let value = |a: &Accounting| a.total.or(a.total_lower_bound);
+            if lb(first) != lb(acc) {
+                self.anomaly = Some(Anomaly::BoundKindChanged);
+                return PagingEvent::TotalMismatch;
+            }
+            if value(first) != value(acc) {
+                self.anomaly = Some(Anomaly::TotalChanged {
+                    first: value(first).unwrap_or(0),
+                    now: value(acc).unwrap_or(0),
+                });
+                return PagingEvent::TotalMismatch;
+            }
+            let repeated = items.iter().filter_map(result::id).filter(|id| self.ids.contains(id)).count();
+            if repeated > 0 {
+                self.anomaly = Some(Anomaly::IdOverlap { repeated });
+                return PagingEvent::IdOverlap;
+            }
+        }
+        if acc.has_more && acc.next_cursor.is_some() {
+            PagingEvent::PageMore
+        } else {
+            PagingEvent::PageLast
+        }
+    }
+
+    /// Takes one page; returns the cursor of the next page to fetch, if the
+    /// table says stitching goes on.
+    pub fn push(&mut self, out: &ToolOutput) -> Result<Option<String>, Box<Violation>> {
+        let acc = accounting::read(out);
+        let items = result::items(out).unwrap_or_default();
+        let event = self.classify(acc.as_ref(), &items);
+        let step = self.machine.fire(event)?;
+        self.pages += 1;
+        match step.effect {
+            Some(PagingEffect::KeepPage) => {
+                self.first = acc.clone();
+                self.first_items = items.clone();
+                self.append(items);
+            }
+            Some(PagingEffect::AppendPage) => self.append(items),
+            Some(PagingEffect::DiscardStitch) | Some(PagingEffect::StopAtCap) | None => {}
+        }
+        self.next_cursor = acc.and_then(|a| a.next_cursor);
+        if self.machine.state() == PagingState::Stitching && self.pages >= self.cap {
+            self.machine.fire(PagingEvent::CapReached)?;
+        }
+        Ok(match self.machine.state() {
+            PagingState::Stitching => self.next_cursor.clone(),
+            _ => None,
+        })
+    }
+
+    fn append(&mut self, items: Vec<Value>) {
+        for i in &items {
+            if let Some(id) = result::id(i) {
+                self.ids.insert(id);
+            }
+        }
+        self.items.extend(items);
+    }
+
+    pub fn finish(self) -> Stitched {
+        let end = match self.machine.state() {
+            PagingState::Abandoned => StitchEnd::Abandoned,
+            PagingState::Capped | PagingState::Stitching => StitchEnd::Capped,
+            PagingState::Complete | PagingState::Start => StitchEnd::Complete,
+        };
+        let (items, accounting) = match end {
+            // Discard the stitch; the first page stands alone.
+            StitchEnd::Abandoned => (self.first_items, self.first),
+            _ => (self.items, self.first),
+        };
+        let accounting = accounting.map(|mut a| {
+            // The population's total is the verified first-page total; only
+            // what is displayed accumulates. More may exist unless the stitch
+            // reached the listing's end.
+            a.returned = items.len() as u64;
+            a.has_more = end != StitchEnd::Complete;
+            a
+        });
+        Stitched {
+            end,
+            pages: self.pages,
+            items,
+            accounting,
+            anomaly: self.anomaly,
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! `tables/paging.ron`: page stitching invariants.
+
+use super::Protocol;
+
+crate::names! {
+    pub enum PagingState {
+        Start = "Start",
+        Stitching = "Stitching",
+        Complete = "Complete",
+        Abandoned = "Abandoned",
+        Capped = "Capped",
+    }
+}
+
+crate::names! {
+    pub enum PagingEvent {
+        PageMore = "page_more",
+        PageLast = "page_last",
+        TotalMismatch = "total_mismatch",
+        IdOverlap = "id_overlap",
+        Unaccounted = "unaccounted",
+        CapReached = "cap_reached",
+    }
+}
+
+crate::names! {
+    pub enum PagingEffect {
+        KeepPage = "keep-page",
+        AppendPage = "append-page",
+        DiscardStitch = "discard-stitch",
+        StopAtCap = "stop-at-cap",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paging;
+
+impl Protocol for Paging {
+    const NAME: &'static str = "paging";
+    type State = PagingState;
+    type Event = PagingEvent;
+    type Effect = PagingEffect;
+}
