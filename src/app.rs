@@ -7,8 +7,8 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::agent::{Agent, Limits, ToolBelt, TurnTables};
-use crate::judge::Contracts;
 use crate::http::AppState;
+use crate::judge::Contracts;
 use crate::llm::Model;
 use crate::mcp::ServerSpec;
 use crate::protocols::frame::Frame;

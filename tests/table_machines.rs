@@ -108,7 +108,11 @@ fn the_seed_table_sizes_hold() {
         (6, 6, 36)
     );
     let narrowing = set.get("narrowing").unwrap();
-    assert_eq!(narrowing.rows.len(), 20, "the seed's subset-narrowing gate has 20 rows");
+    assert_eq!(
+        narrowing.rows.len(),
+        20,
+        "the seed's subset-narrowing gate has 20 rows"
+    );
     let paging = set.get("paging").unwrap();
     for t in [frame, harness, narrowing, paging] {
         assert!(

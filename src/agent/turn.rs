@@ -143,15 +143,26 @@ impl Agent {
 impl Turn<'_> {
     async fn persist(&self, messages: Vec<NewMessage>) -> Result<(), Stop> {
         let snap = |s: crate::fsm::Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
-        let machines = [("frame", snap(self.frames.snapshot())), ("narrowing", snap(self.gate.snapshot()))];
-        self.agent.store.step(&self.thread_id, &self.turn_id, &messages, &machines).await?;
+        let machines = [
+            ("frame", snap(self.frames.snapshot())),
+            ("narrowing", snap(self.gate.snapshot())),
+        ];
+        self.agent
+            .store
+            .step(&self.thread_id, &self.turn_id, &messages, &machines)
+            .await?;
         Ok(())
     }
 
     /// A frame whose step is durable before the client sees it: the
     /// machine moves, the messages and the machine states are written in one
     /// transaction, then the frame is sent.
-    async fn step(&mut self, event: FrameEvent, data: Value, messages: Vec<NewMessage>) -> Result<(), Stop> {
+    async fn step(
+        &mut self,
+        event: FrameEvent,
+        data: Value,
+        messages: Vec<NewMessage>,
+    ) -> Result<(), Stop> {
         self.frames.fire(event).await?;
         self.persist(messages).await?;
         self.frames.send(event, data).await?;
@@ -165,13 +176,24 @@ impl Turn<'_> {
             data["tool"] = json!(t);
         }
         let body = json!({"error": data});
-        self.step(FrameEvent::Error, data, vec![NewMessage { role: Role::Assistant, body }]).await
+        self.step(
+            FrameEvent::Error,
+            data,
+            vec![NewMessage {
+                role: Role::Assistant,
+                body,
+            }],
+        )
+        .await
     }
 
     /// The population the thread's last answer showed, if it still stands.
     async fn previous_population(&self) -> Result<Option<Scope>, Stop> {
         let messages = self.agent.store.messages(&self.thread_id).await?;
-        let last = messages.iter().rev().find(|m| m.role == Role::Assistant && m.body.get("error").is_none());
+        let last = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && m.body.get("error").is_none());
         Ok(last
             .and_then(|m| m.body.get("population"))
             .and_then(|p| serde_json::from_value(p.clone()).ok()))
@@ -179,7 +201,9 @@ impl Turn<'_> {
 
     async fn run(&mut self, req: TurnRequest) -> Result<(), Stop> {
         let limits = self.agent.limits;
-        let context = req.context.map(|c| BoundedContext::bound(c, limits.context));
+        let context = req
+            .context
+            .map(|c| BoundedContext::bound(c, limits.context));
         let start = json!({"turn_id": self.turn_id, "thread_id": self.thread_id});
         let user = NewMessage {
             role: Role::User,
@@ -192,7 +216,9 @@ impl Turn<'_> {
         if let Some(c) = context.as_ref().filter(|c| !c.is_empty()) {
             planner = planner.block("Host context", c.prompt_text());
             for field in &c.truncated {
-                findings.anchors.push(Anchor::ContextTruncated { field: field.clone() });
+                findings.anchors.push(Anchor::ContextTruncated {
+                    field: field.clone(),
+                });
             }
         }
         let plan_req = PlanRequest {
@@ -205,7 +231,9 @@ impl Turn<'_> {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "planner failed");
-                return self.fail(format!("the model could not plan this turn: {e}"), None).await;
+                return self
+                    .fail(format!("the model could not plan this turn: {e}"), None)
+                    .await;
             }
         };
 
@@ -239,7 +267,11 @@ impl Turn<'_> {
 
         let mut responder = Prompt::new(RESPONDER_FIXED);
         if !findings.anchors.is_empty() {
-            let lines: Vec<String> = findings.anchors.iter().map(|a| format!("- {}", a.text())).collect();
+            let lines: Vec<String> = findings
+                .anchors
+                .iter()
+                .map(|a| format!("- {}", a.text()))
+                .collect();
             responder = responder.block("Directives", lines.join("\n"));
         }
         let respond_req = RespondRequest {
@@ -250,16 +282,26 @@ impl Turn<'_> {
         let mut text = String::new();
         let mut stream = match self.agent.model.respond(&respond_req).await {
             Ok(s) => s,
-            Err(e) => return self.fail(format!("the model could not answer: {e}"), None).await,
+            Err(e) => {
+                return self
+                    .fail(format!("the model could not answer: {e}"), None)
+                    .await
+            }
         };
         while let Some(delta) = stream.next().await {
             match delta {
                 Ok(d) if d.is_empty() => {}
                 Ok(d) => {
-                    self.frames.emit(FrameEvent::Delta, json!({"text": d})).await?;
+                    self.frames
+                        .emit(FrameEvent::Delta, json!({"text": d}))
+                        .await?;
                     text += &d;
                 }
-                Err(e) => return self.fail(format!("the model stream broke: {e}"), None).await,
+                Err(e) => {
+                    return self
+                        .fail(format!("the model stream broke: {e}"), None)
+                        .await
+                }
             }
         }
         if text.is_empty() {
@@ -281,7 +323,12 @@ impl Turn<'_> {
 
     /// Calls one tool (and, for a stitchable listing, its further pages),
     /// then judges what came back. Returns `false` when the turn has ended.
-    async fn run_call(&mut self, call: &PlannedCall, scope: Option<&Scope>, findings: &mut Findings) -> Result<bool, Stop> {
+    async fn run_call(
+        &mut self,
+        call: &PlannedCall,
+        scope: Option<&Scope>,
+        findings: &mut Findings,
+    ) -> Result<bool, Stop> {
         let server = self.agent.tools.client_for(&call.tool).cloned();
         let scoped = scope.filter(|s| s.tool == call.tool);
         // A model that names a tool nobody offers, sends arguments that are
@@ -290,9 +337,9 @@ impl Turn<'_> {
         let refusal = match (&server, &call.invalid_args) {
             (None, _) => Some("unknown tool".to_string()),
             (Some(_), Some(why)) => Some(format!("invalid arguments: {why}")),
-            _ if scope.is_some() && scoped.is_none() => {
-                Some("a narrowing follow-up must use the tool that showed the previous results".into())
-            }
+            _ if scope.is_some() && scoped.is_none() => Some(
+                "a narrowing follow-up must use the tool that showed the previous results".into(),
+            ),
             _ => None,
         };
         let args = effective_args(scoped, call);
@@ -300,10 +347,13 @@ impl Turn<'_> {
             let summary = refusal.unwrap_or_default();
             let call_id = self.next_call_id();
             self.emit_call(&call_id, &call.tool, None, &args).await?;
-            let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": summary});
+            let data =
+                json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": summary});
             let msg = tool_message(&call_id, &call.tool, &args, None, Some(&summary));
             self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-            findings.anchors.push(Anchor::ToolFailed { tool: call.tool.clone() });
+            findings.anchors.push(Anchor::ToolFailed {
+                tool: call.tool.clone(),
+            });
             return Ok(true);
         };
         let contract = self.agent.contracts.get(&call.tool).cloned();
@@ -313,7 +363,8 @@ impl Turn<'_> {
         let mut first: Option<ToolOutput> = None;
         loop {
             let call_id = self.next_call_id();
-            self.emit_call(&call_id, &call.tool, Some(server.name()), &page_args).await?;
+            self.emit_call(&call_id, &call.tool, Some(server.name()), &page_args)
+                .await?;
             let out = match server.call(&call.tool, page_args.clone()).await {
                 Ok(out) => out,
                 Err(e) => {
@@ -334,7 +385,9 @@ impl Turn<'_> {
             let ok = !out.is_error && verdict != Verdict::InBandFailure;
             let summary = match (out.is_error, verdict) {
                 (true, _) => "the tool reported an error".to_string(),
-                (false, Verdict::InBandFailure) => "no accounting and no result structure: treated as a failed data source".into(),
+                (false, Verdict::InBandFailure) => {
+                    "no accounting and no result structure: treated as a failed data source".into()
+                }
                 _ => summary(&out),
             };
             let data = json!({"call_id": call_id, "tool": call.tool, "ok": ok, "summary": summary, "shape": shape.to_string()});
@@ -343,12 +396,16 @@ impl Turn<'_> {
 
             if first.is_none() {
                 if out.is_error {
-                    findings.anchors.push(Anchor::ToolFailed { tool: call.tool.clone() });
+                    findings.anchors.push(Anchor::ToolFailed {
+                        tool: call.tool.clone(),
+                    });
                     return Ok(true);
                 }
                 if verdict == Verdict::InBandFailure {
                     tracing::warn!(tool = %call.tool, shape = %shape, "in-band failure: no marks of a real answer");
-                    findings.anchors.push(Anchor::InBandFailure { tool: call.tool.clone() });
+                    findings.anchors.push(Anchor::InBandFailure {
+                        tool: call.tool.clone(),
+                    });
                     return Ok(true);
                 }
             }
@@ -372,7 +429,15 @@ impl Turn<'_> {
             }
         }
         let Some(first) = first else { return Ok(true) };
-        self.judge_results(call, scoped, &args, &first, stitching.then(|| stitcher.finish()), findings).await?;
+        self.judge_results(
+            call,
+            scoped,
+            &args,
+            &first,
+            stitching.then(|| stitcher.finish()),
+            findings,
+        )
+        .await?;
         Ok(true)
     }
 
@@ -389,8 +454,15 @@ impl Turn<'_> {
         let contract = self.agent.contracts.get(&tool);
         // A single-value aggregate is exact and needs no card.
         if let Some((column, value)) = result::aggregate(first) {
-            let value = value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string());
-            findings.anchors.push(Anchor::Aggregate { source: tool, column, value });
+            let value = value
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| value.to_string());
+            findings.anchors.push(Anchor::Aggregate {
+                source: tool,
+                column,
+                value,
+            });
             return Ok(());
         }
         let (items, accounting) = match &stitched {
@@ -399,15 +471,25 @@ impl Turn<'_> {
                     StitchEnd::Abandoned => findings.anchors.push(Anchor::StitchAbandoned {
                         anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
                     }),
-                    StitchEnd::Capped => findings.anchors.push(Anchor::StitchCapped { pages: s.pages }),
+                    StitchEnd::Capped => findings
+                        .anchors
+                        .push(Anchor::StitchCapped { pages: s.pages }),
                     StitchEnd::Complete => {}
                 }
                 (Some(s.items.clone()), s.accounting.clone())
             }
             None => (result::items(first), judge::accounting::read(first)),
         };
-        let displayed = items.as_ref().map(|v| v.len() as u64).or(accounting.as_ref().map(|a| a.returned)).unwrap_or(0);
-        let mut count = judge::grade(accounting.as_ref(), displayed, self.agent.limits.limit_sentinel);
+        let displayed = items
+            .as_ref()
+            .map(|v| v.len() as u64)
+            .or(accounting.as_ref().map(|a| a.returned))
+            .unwrap_or(0);
+        let mut count = judge::grade(
+            accounting.as_ref(),
+            displayed,
+            self.agent.limits.limit_sentinel,
+        );
         let items = items.unwrap_or_default();
 
         // The gate's verdict on this page, once per turn.
@@ -419,7 +501,9 @@ impl Turn<'_> {
                     // A forbidden verdict is the table refusing the page:
                     // results outside the scope are another population.
                     tracing::warn!(row_id = %v.row_id, "narrowing gate refused the page");
-                    findings.anchors.push(Anchor::OutsideScope { tool: tool.clone() });
+                    findings
+                        .anchors
+                        .push(Anchor::OutsideScope { tool: tool.clone() });
                     return Ok(());
                 }
             }
@@ -431,15 +515,21 @@ impl Turn<'_> {
             Some(NarrowingEffect::UpgradeExact) => narrowing::upgrade(&mut count),
             Some(NarrowingEffect::ReleaseScope) => {
                 findings.released = true;
-                findings.anchors.push(Anchor::Absent { cause: AbsenceCause::ZeroAfterNarrowing });
+                findings.anchors.push(Anchor::Absent {
+                    cause: AbsenceCause::ZeroAfterNarrowing,
+                });
                 findings.anchors.push(Anchor::NarrowingReleased);
             }
             _ => {}
         }
         if !findings.released {
             match (emptiness, count.displayed) {
-                (Emptiness::Empty, _) => findings.anchors.push(Anchor::Absent { cause: AbsenceCause::ZeroFromStart }),
-                (Emptiness::Unknown, 0) => findings.anchors.push(Anchor::CountUnknown { source: tool.clone() }),
+                (Emptiness::Empty, _) => findings.anchors.push(Anchor::Absent {
+                    cause: AbsenceCause::ZeroFromStart,
+                }),
+                (Emptiness::Unknown, 0) => findings.anchors.push(Anchor::CountUnknown {
+                    source: tool.clone(),
+                }),
                 _ => findings.anchors.push(Anchor::for_count(&tool, &count)),
             }
             findings.population = Some(Scope::new(&tool, args));
@@ -458,7 +548,9 @@ impl Turn<'_> {
         if let Some(s) = &stitched {
             citation["stitch"] = json!({"end": s.end, "pages": s.pages, "anomaly": s.anomaly});
         }
-        self.frames.emit(FrameEvent::Citation, citation.clone()).await?;
+        self.frames
+            .emit(FrameEvent::Citation, citation.clone())
+            .await?;
         findings.citations.push(citation);
         Ok(())
     }
@@ -468,7 +560,13 @@ impl Turn<'_> {
         format!("{}-{}", self.turn_id, self.calls)
     }
 
-    async fn emit_call(&mut self, call_id: &str, tool: &str, server: Option<&str>, args: &Map<String, Value>) -> Result<(), Stop> {
+    async fn emit_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        server: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<(), Stop> {
         let data = json!({"call_id": call_id, "tool": tool, "server": server, "args": args});
         self.frames.emit(FrameEvent::ToolCall, data).await?;
         Ok(())
@@ -483,7 +581,13 @@ fn effective_args(scope: Option<&Scope>, call: &PlannedCall) -> Map<String, Valu
     }
 }
 
-fn tool_message(call_id: &str, tool: &str, args: &Map<String, Value>, out: Option<&ToolOutput>, error: Option<&str>) -> NewMessage {
+fn tool_message(
+    call_id: &str,
+    tool: &str,
+    args: &Map<String, Value>,
+    out: Option<&ToolOutput>,
+    error: Option<&str>,
+) -> NewMessage {
     NewMessage {
         role: Role::Tool,
         body: json!({"call_id": call_id, "tool": tool, "args": args, "result": out, "error": error}),

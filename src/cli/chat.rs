@@ -69,6 +69,7 @@ fn describe(kind: &str, d: &Value) -> Option<String> {
             let displayed = d.get("displayed").and_then(Value::as_u64).unwrap_or(0);
             let total = d.get("total").and_then(Value::as_u64);
             let count = match (s("grade").as_str(), total) {
+                ("EXACT", Some(0)) => "none (the source counted exactly 0)".to_string(),
                 ("EXACT", Some(t)) if d.get("complete").and_then(Value::as_bool) == Some(true) => {
                     format!("all {t}")
                 }

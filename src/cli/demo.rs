@@ -30,7 +30,7 @@ pub async fn run(
     let state = app::build(AppConfig {
         database_url: db,
         servers: vec![ServerSpec::http("demo", demo.url.clone())],
-        model: Arc::new(Scripted),
+        model: Arc::new(Scripted::demo()),
         limits: Limits::default(),
         tables_dir,
     })

@@ -1,10 +1,23 @@
 //! Embedded demo MCP tool server (streamable HTTP on loopback).
 //!
 //! Serves a deterministic synthetic construction-site photo archive
-//! ([`data`]) through three tools ([`tools`]): `search_photos`, `get_photo`,
-//! `list_projects`. `search_photos` reports its accounting (`returned`,
-//! `total` or `total_lower_bound`, `has_more`, `next_cursor`) in `_meta`, and
-//! can be made to misbehave like real adapters do with [`Fault`]s.
+//! ([`data`]) through four tools ([`tools`]):
+//!
+//! * `search_photos` — keyword search (a stand-in for semantic search) with
+//!   accounting in `_meta`: `returned`, `total` (filters only, or at most
+//!   [`EXACT_TOTAL_MAX`](tools::EXACT_TOTAL_MAX) hits) or `total_lower_bound`,
+//!   `has_more`, `next_cursor`.
+//! * `query_data` — a natural-language question translated into SQL
+//!   ([`query`]) and run, the way the upstream data tool does: every listing
+//!   gets `LIMIT` [`INJECTED_ROW_LIMIT`], so "list all panoramas" of tower-a
+//!   (7,961) reports `total: 3000` and ends with `has_more: false` — confidently
+//!   wrong, for the client to detect; single-value aggregates are exempt and
+//!   exact. Its cursor carries the question, and every page re-runs it.
+//! * `get_photo`, `list_projects`.
+//!
+//! Both list tools can be made to misbehave like real adapters do with
+//! [`Fault`]s (an in-band 502, an auth failure as `{}`, a rejected cursor, a
+//! drifting cursor).
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -16,9 +29,11 @@
 //! ```
 
 pub mod data;
+pub mod query;
 pub mod server;
 pub mod tools;
 
 pub use data::dataset;
+pub use query::INJECTED_ROW_LIMIT;
 pub use server::DemoServer;
 pub use tools::{DemoOptions, Fault};

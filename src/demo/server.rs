@@ -100,6 +100,11 @@ impl DemoServer {
         self.state.search_calls()
     }
 
+    /// How many `query_data` calls reached the tool handler so far.
+    pub fn query_calls(&self) -> u64 {
+        self.state.query_calls()
+    }
+
     /// Forget every MCP session, as a restarted or load-balanced server
     /// would: the next request on an old session gets HTTP 404.
     pub async fn expire_sessions(&self) {

@@ -1,5 +1,22 @@
-//! Tool handlers of the demo server: `search_photos`, `get_photo`,
-//! `list_projects`, plus the injectable [`Fault`]s for `search_photos`.
+//! Tool handlers of the demo server: `search_photos`, `query_data`,
+//! `get_photo`, `list_projects`, plus the injectable [`Fault`]s for the two
+//! list tools (`search_photos` and `query_data`).
+//!
+//! Both list tools page with an opaque `cursor` and report their accounting
+//! (`returned`, `total` or `total_lower_bound`, `has_more`, `next_cursor`) in
+//! the result's `_meta` and in `structuredContent`:
+//!
+//! * `search_photos` cursors are bound to the result set (query words and
+//!   filters). A keyword search reports `total_lower_bound` unless it has at
+//!   most [`EXACT_TOTAL_MAX`] hits, which the server enumerates and counts
+//!   exactly (`total`); a filters-only search always reports `total`.
+//! * `query_data` cursors carry the *question* and an offset, not the SQL:
+//!   every page re-translates and re-runs the question, as the upstream does.
+//!   Its listings are capped by
+//!   [`INJECTED_ROW_LIMIT`](query::INJECTED_ROW_LIMIT) and report the capped
+//!   count as `total` with `has_more: false` on the last page — the
+//!   upstream's confidently wrong completion signal, which the client has to
+//!   detect.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,15 +31,23 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::data::{self, floor_name, Date, Filter, Hit};
+use super::query;
 
 /// Default `limit` for `search_photos`.
 pub const DEFAULT_LIMIT: usize = 10;
 /// Largest `limit` honoured by `search_photos` (larger values are clamped).
 pub const MAX_LIMIT: usize = 50;
+/// A keyword search with at most this many hits reports an exact `total`
+/// (the server can enumerate them); more hits get a `total_lower_bound`.
+pub const EXACT_TOTAL_MAX: usize = 50;
+/// Default `limit` (page size) for `query_data`.
+pub const QUERY_DEFAULT_LIMIT: usize = 50;
+/// Largest `limit` honoured by `query_data` (larger values are clamped).
+pub const QUERY_MAX_LIMIT: usize = 200;
 /// Page size of the server's own `tools/list` (small on purpose, so clients
 /// have to follow `nextCursor`).
 pub const TOOLS_PAGE_SIZE: usize = 2;
@@ -30,7 +55,7 @@ pub const TOOLS_PAGE_SIZE: usize = 2;
 pub const DRIFT: usize = 3;
 
 /// Failure modes seen in real search adapters, injectable for tests.
-/// All apply to `search_photos` only.
+/// All apply to both list tools, `search_photos` and `query_data`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fault {
     /// The upstream API failed, and the adapter passed the error text on as a
@@ -45,7 +70,8 @@ pub enum Fault {
     CursorRejected,
     /// A call with a cursor re-runs with the offset shifted back by
     /// [`DRIFT`], so ids overlap the previous page, and the reported total
-    /// grows by [`DRIFT`].
+    /// grows by [`DRIFT`]. For `query_data` the re-translated SQL also
+    /// differs (its `ORDER BY` loses the `p.id` tiebreak).
     CursorDrift,
 }
 
@@ -106,6 +132,7 @@ pub struct DemoOptions {
 pub struct DemoState {
     options: DemoOptions,
     search_calls: AtomicU64,
+    query_calls: AtomicU64,
 }
 
 impl DemoState {
@@ -113,6 +140,7 @@ impl DemoState {
         DemoState {
             options,
             search_calls: AtomicU64::new(0),
+            query_calls: AtomicU64::new(0),
         }
     }
 
@@ -129,6 +157,11 @@ impl DemoState {
     /// must prove a call did, or did not, run).
     pub fn search_calls(&self) -> u64 {
         self.search_calls.load(Ordering::SeqCst)
+    }
+
+    /// How many `query_data` calls reached the handler.
+    pub fn query_calls(&self) -> u64 {
+        self.query_calls.load(Ordering::SeqCst)
     }
 }
 
@@ -153,6 +186,22 @@ pub struct SearchPhotosArgs {
     #[serde(default)]
     pub limit: Option<i64>,
     /// next_cursor from the previous page of the same search.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Arguments of `query_data`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct QueryDataArgs {
+    /// The question in plain language, e.g. "how many photos are on floor 3?" or "safety issues on floor 3 from April". It is translated into SQL over panoramas and their annotations.
+    pub question: String,
+    /// Project id (default "tower-a"; see list_projects).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Rows per page (default 50, max 200).
+    #[serde(default)]
+    pub limit: Option<i64>,
+    /// next_cursor from the previous page of the same question.
     #[serde(default)]
     pub cursor: Option<String>,
 }
@@ -189,13 +238,20 @@ impl DemoTools {
     }
 
     #[tool(
-        description = "Keyword search over construction-site panoramas (matches annotation kind/title and panorama label; a stand-in for semantic search). Filters: project (default tower-a), floor (B1 = -1), date_from/date_to (YYYY-MM-DD, inclusive). One text block per hit. _meta reports returned, total (filters only) or total_lower_bound (keyword query), has_more and next_cursor; pass next_cursor back with the same filters for the next page."
+        description = "Keyword search over construction-site panoramas (matches annotation kind/title and panorama label; a stand-in for semantic search). Filters: project (default tower-a), floor (B1 = -1), date_from/date_to (YYYY-MM-DD, inclusive). One text block per hit. _meta reports returned, total (filters only, or a keyword query with at most 50 hits) or total_lower_bound (other keyword queries), has_more and next_cursor; pass next_cursor back with the same filters for the next page."
     )]
     async fn search_photos(
         &self,
         Parameters(args): Parameters<SearchPhotosArgs>,
     ) -> CallToolResult {
         search_photos(&self.state, args)
+    }
+
+    #[tool(
+        description = "Answer a question about the site's data by translating it into SQL over panoramas and their annotations and running it. Understands filters (floor, month, year, annotation kind safety/quality/progress) and single-value aggregates (how many / count, sum, average, earliest/latest capture, lowest/highest floor). Listings return columns id, label, floor, captured_at and an annotation count; a LIMIT 3000 is added to every listing (aggregates are not limited). structuredContent has sql, columns, rows, returned, total, has_more, next_cursor; _meta has the accounting. Pass next_cursor back with the same question for the next page."
+    )]
+    async fn query_data(&self, Parameters(args): Parameters<QueryDataArgs>) -> CallToolResult {
+        query_data(&self.state, args)
     }
 
     #[tool(description = "Get one panorama and all its annotations by id (e.g. TA-00412).")]
@@ -278,25 +334,30 @@ fn parse_date(field: &str, value: Option<&str>) -> Result<Option<Date>, CallTool
     }
 }
 
-/// Cursor = hex("v1.<offset>.<fingerprint>") — opaque to clients, bound to the
+fn hex_encode(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hex_decode(hex: &str) -> Option<String> {
+    if !hex.len().is_multiple_of(2) || !hex.is_ascii() {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+/// Cursor = `hex("v1.<offset>.<fingerprint>")` — opaque to clients, bound to the
 /// result set (query words + filters, not the page size).
 pub fn encode_cursor(offset: usize, fingerprint: u64) -> String {
-    format!("v1.{offset}.{fingerprint:016x}")
-        .bytes()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex_encode(&format!("v1.{offset}.{fingerprint:016x}"))
 }
 
 /// Inverse of [`encode_cursor`]; `None` for anything malformed.
 pub fn decode_cursor(cursor: &str) -> Option<(usize, u64)> {
-    if !cursor.len().is_multiple_of(2) || !cursor.is_ascii() {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..cursor.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&cursor[i..i + 2], 16).ok())
-        .collect();
-    let text = String::from_utf8(bytes?).ok()?;
+    let text = hex_decode(cursor)?;
     let mut parts = text.split('.');
     if parts.next()? != "v1" {
         return None;
@@ -412,11 +473,12 @@ pub fn search_photos(state: &DemoState, args: SearchPhotosArgs) -> CallToolResul
     let next_cursor = has_more.then(|| encode_cursor(end, fingerprint));
 
     // A keyword ("semantic") search cannot count exactly; it reports a
-    // conservative lower bound. Filters-only searches, and searches with no
-    // hits at all, know their total.
+    // conservative lower bound. Filters-only searches, and keyword searches
+    // narrow enough to enumerate (at most EXACT_TOTAL_MAX hits, zero
+    // included), know their total.
     let mut accounting = Map::new();
     accounting.insert("returned".into(), json!(returned));
-    if filter.tokens().is_empty() || hits.is_empty() {
+    if filter.tokens().is_empty() || hits.len() <= EXACT_TOTAL_MAX {
         accounting.insert("total".into(), json!(exact));
     } else {
         let lower_bound = (exact - exact / 64).max(end);
@@ -449,6 +511,173 @@ pub fn search_photos(state: &DemoState, args: SearchPhotosArgs) -> CallToolResul
         Value::Array(page.iter().map(|h| panorama_json(h.panorama)).collect()),
     );
     let mut result = CallToolResult::success(blocks).with_meta(Some(MetaObject(accounting)));
+    result.structured_content = Some(Value::Object(structured));
+    result
+}
+
+/// What a `query_data` cursor carries: the question to re-run and where the
+/// next page starts. Never the SQL.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueryCursor {
+    pub offset: usize,
+    pub project: String,
+    pub question: String,
+}
+
+const QUERY_CURSOR_VERSION: &str = "q1";
+
+/// `query_data` cursor = hex("q1:" + JSON of [`QueryCursor`]).
+pub fn encode_query_cursor(cursor: &QueryCursor) -> String {
+    let body = serde_json::to_string(cursor).unwrap_or_default();
+    hex_encode(&format!("{QUERY_CURSOR_VERSION}:{body}"))
+}
+
+/// Inverse of [`encode_query_cursor`]; `None` for anything malformed.
+pub fn decode_query_cursor(cursor: &str) -> Option<QueryCursor> {
+    let text = hex_decode(cursor)?;
+    let body = text.strip_prefix(QUERY_CURSOR_VERSION)?.strip_prefix(':')?;
+    serde_json::from_str(body).ok()
+}
+
+/// Questions that differ only in case and spacing are the same question.
+fn same_question(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    norm(a) == norm(b)
+}
+
+fn cell_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "NULL".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The `query_data` handler, transport-free.
+///
+/// Every call (first page or not) translates the question into SQL and runs
+/// it; a cursor only says which question and from which row. Listings are
+/// capped at [`INJECTED_ROW_LIMIT`](query::INJECTED_ROW_LIMIT) by the
+/// generated SQL, and the capped row count is reported as `total`.
+pub fn query_data(state: &DemoState, args: QueryDataArgs) -> CallToolResult {
+    state.query_calls.fetch_add(1, Ordering::SeqCst);
+    let project = args
+        .project
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or("tower-a")
+        .to_string();
+    let cursor = args.cursor.as_deref().filter(|c| !c.is_empty());
+
+    if state.has(Fault::Upstream502) {
+        return bare_text(format!(
+            "Search API error: 502 Server Error: Bad Gateway for url: https://search.upstream.invalid/v2/projects/{project}/query"
+        ));
+    }
+    if state.has(Fault::AuthEmptyObject) {
+        return bare_text("{}");
+    }
+    if cursor.is_some() && state.has(Fault::CursorRejected) {
+        return bare_text("invalid cursor");
+    }
+    let drift = cursor.is_some() && state.has(Fault::CursorDrift);
+
+    let data = data::dataset();
+    if data.project(&project).is_none() {
+        let known: Vec<&str> = data.projects.iter().map(|p| p.id).collect();
+        return tool_error(format!(
+            "unknown project '{project}' (known: {})",
+            known.join(", ")
+        ));
+    }
+    let limit = args
+        .limit
+        .map_or(QUERY_DEFAULT_LIMIT, |l| {
+            usize::try_from(l.max(1)).unwrap_or(QUERY_MAX_LIMIT)
+        })
+        .min(QUERY_MAX_LIMIT);
+    // The question to run: the cursor's (it re-runs the natural-language
+    // question), which must be the one this call asks.
+    let (question, mut offset) = match cursor {
+        None => (args.question, 0),
+        Some(c) => match decode_query_cursor(c) {
+            None => return tool_error("malformed cursor; start again without a cursor"),
+            Some(qc) if qc.project != project || !same_question(&qc.question, &args.question) => {
+                return tool_error(
+                    "cursor belongs to a different question; start again without a cursor",
+                )
+            }
+            Some(qc) => (qc.question, qc.offset),
+        },
+    };
+    let mut translated = match query::translate(&question, &project) {
+        Ok(q) => q,
+        Err(message) => return tool_error(message),
+    };
+    if drift {
+        // The re-translation came out differently this time.
+        translated.tiebreak = false;
+        offset = offset.saturating_sub(DRIFT);
+    }
+    let sql = translated.sql();
+    let table = query::execute(data, &translated);
+
+    let available = table.rows.len();
+    let total = available + if drift { DRIFT } else { 0 };
+    let page: Vec<&Vec<Value>> = table.rows.iter().skip(offset).take(limit).collect();
+    let returned = page.len();
+    let end = offset + returned;
+    let has_more = end < available;
+    let next_cursor = has_more.then(|| {
+        encode_query_cursor(&QueryCursor {
+            offset: end,
+            project: project.clone(),
+            question: question.clone(),
+        })
+    });
+
+    let mut accounting = Map::new();
+    accounting.insert("returned".into(), json!(returned));
+    accounting.insert("total".into(), json!(total));
+    accounting.insert("has_more".into(), json!(has_more));
+    accounting.insert("next_cursor".into(), json!(next_cursor));
+
+    let mut text = if returned == 0 {
+        format!("Showing 0 rows of {total}.")
+    } else if translated.aggregate.is_some() {
+        format!("Showing {returned} row.")
+    } else {
+        format!(
+            "Showing {returned} rows (rows {}–{end} of {total}).",
+            offset + 1
+        )
+    };
+    text.push_str(&format!("\nSQL: {sql}\n{}", table.columns.join(" | ")));
+    for row in &page {
+        let cells: Vec<String> = row.iter().map(cell_text).collect();
+        text.push('\n');
+        text.push_str(&cells.join(" | "));
+    }
+    if has_more {
+        text.push_str("\nMore rows: pass next_cursor with the same question.");
+    }
+
+    let mut structured = Map::new();
+    structured.insert("sql".into(), json!(sql));
+    structured.insert("columns".into(), json!(table.columns));
+    structured.insert(
+        "rows".into(),
+        Value::Array(page.iter().map(|r| Value::Array(r.to_vec())).collect()),
+    );
+    structured.extend(accounting.clone());
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)])
+        .with_meta(Some(MetaObject(accounting)));
     result.structured_content = Some(Value::Object(structured));
     result
 }
@@ -541,6 +770,64 @@ mod tests {
             assert_eq!(Fault::parse(f.name()), Ok(f));
         }
         assert!(Fault::parse("nope").is_err());
+    }
+
+    #[test]
+    fn query_cursor_carries_the_question_not_the_sql() {
+        let qc = QueryCursor {
+            offset: 150,
+            project: "tower-a".into(),
+            question: "list all panoramas: \"every\" one".into(),
+        };
+        let encoded = encode_query_cursor(&qc);
+        assert!(encoded.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(decode_query_cursor(&encoded), Some(qc));
+        // A search_photos cursor is not a query_data cursor, and vice versa.
+        assert_eq!(decode_query_cursor(&encode_cursor(1, 2)), None);
+        assert_eq!(decode_cursor(&encoded), None);
+        assert!(same_question("How many  photos?", " how many photos? "));
+        assert!(!same_question("how many photos?", "how many images?"));
+    }
+
+    #[test]
+    fn query_data_pages_re_run_the_question() {
+        let state = DemoState::default();
+        let call = |v: Value| {
+            let args: QueryDataArgs = serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+            ToolOutput::from_call_result(query_data(&state, args))
+        };
+        let q = "panoramas on floor 3 in April";
+        let first = call(json!({"question": q, "limit": 60}));
+        let m = meta_of(&first);
+        assert_eq!(
+            (&m["returned"], &m["total"], &m["has_more"]),
+            (&json!(60), &json!(81), &json!(true))
+        );
+        assert!(first
+            .text()
+            .starts_with("Showing 60 rows (rows 1–60 of 81)."));
+        let cursor = m["next_cursor"].as_str().unwrap_or_default().to_string();
+        assert_eq!(
+            decode_query_cursor(&cursor).map(|c| (c.offset, c.question)),
+            Some((60, q.to_string()))
+        );
+        let second = call(json!({"question": q, "limit": 60, "cursor": cursor}));
+        let m = meta_of(&second);
+        assert_eq!(
+            (
+                &m["returned"],
+                &m["total"],
+                &m["has_more"],
+                &m["next_cursor"]
+            ),
+            (&json!(21), &json!(81), &json!(false), &Value::Null)
+        );
+        let other = call(json!({"question": "list all panoramas", "cursor": cursor}));
+        assert!(other.is_error && other.meta.is_none());
+        let nonsense = call(json!({"question": "what's the weather?"}));
+        assert!(nonsense.is_error && nonsense.meta.is_none());
+        assert_eq!(state.query_calls(), 4);
+        assert_eq!(state.search_calls(), 0);
     }
 
     #[test]

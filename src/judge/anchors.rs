@@ -32,7 +32,11 @@ pub enum Anchor {
     /// A host-context field arrived at or over its bound.
     ContextTruncated { field: String },
     /// A single-value aggregate: exact, and needs no citation card.
-    Aggregate { source: String, column: String, value: String },
+    Aggregate {
+        source: String,
+        column: String,
+        value: String,
+    },
     /// The result carried none of the marks of a real answer: an upstream
     /// failure relayed as data. Nothing may be inferred from it.
     InBandFailure { tool: String },

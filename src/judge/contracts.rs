@@ -23,8 +23,20 @@ impl Contracts {
     /// The contracts of the embedded demo tool server.
     pub fn demo() -> Self {
         let mut c = Contracts::default();
-        c.insert("search_photos", Contract { fixed_prefixes: vec!["## Image #".into()], stitch: false });
-        c.insert("query_data", Contract { fixed_prefixes: vec!["Showing ".into()], stitch: true });
+        c.insert(
+            "search_photos",
+            Contract {
+                fixed_prefixes: vec!["## Image #".into()],
+                stitch: false,
+            },
+        );
+        c.insert(
+            "query_data",
+            Contract {
+                fixed_prefixes: vec!["Showing ".into()],
+                stitch: true,
+            },
+        );
         c
     }
 

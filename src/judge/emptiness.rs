@@ -25,7 +25,10 @@ pub fn read_result_emptiness(contract: Option<&Contract>, out: &ToolOutput) -> E
     }
     // 2. A result with findings in it is not empty whatever else it lacks.
     let acc = accounting::read(out);
-    let counted = result::items(out).map(|i| i.len() as u64).unwrap_or(0).max(acc.as_ref().map_or(0, |a| a.returned));
+    let counted = result::items(out)
+        .map(|i| i.len() as u64)
+        .unwrap_or(0)
+        .max(acc.as_ref().map_or(0, |a| a.returned));
     if counted > 0 {
         return Emptiness::NonEmpty;
     }
@@ -63,21 +66,60 @@ mod tests {
     use serde_json::json;
 
     fn check(contract: bool, result: serde_json::Value, expect: Emptiness) {
-        let c = Contract { fixed_prefixes: vec![], stitch: false };
+        let c = Contract {
+            fixed_prefixes: vec![],
+            stitch: false,
+        };
         let out = ToolOutput::from_value(&result);
-        assert_eq!(read_result_emptiness(contract.then_some(&c), &out), expect, "{result}");
+        assert_eq!(
+            read_result_emptiness(contract.then_some(&c), &out),
+            expect,
+            "{result}"
+        );
     }
 
     #[test]
     fn in_the_seeds_order() {
         let acc0 = json!({"returned": 0, "total": 0, "has_more": false});
-        check(false, json!({"content": [], "_meta": acc0}), Emptiness::Unknown);
-        check(true, json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"items": [{"id": 1}]}}), Emptiness::NonEmpty);
-        check(true, json!({"content": [], "isError": true, "_meta": {"returned": 3, "total": 3}}), Emptiness::NonEmpty);
-        check(true, json!({"content": [], "isError": true, "_meta": acc0}), Emptiness::Unknown);
-        check(true, json!({"content": [], "_meta": acc0}), Emptiness::Empty);
-        check(true, json!({"content": [{"type": "text", "text": "{}"}]}), Emptiness::Unknown);
-        check(true, json!({"content": [{"type": "text", "text": "Search API error: 502 Server Error"}]}), Emptiness::Unknown);
-        check(true, json!({"content": [], "structuredContent": {"items": []}}), Emptiness::Unknown);
+        check(
+            false,
+            json!({"content": [], "_meta": acc0}),
+            Emptiness::Unknown,
+        );
+        check(
+            true,
+            json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"items": [{"id": 1}]}}),
+            Emptiness::NonEmpty,
+        );
+        check(
+            true,
+            json!({"content": [], "isError": true, "_meta": {"returned": 3, "total": 3}}),
+            Emptiness::NonEmpty,
+        );
+        check(
+            true,
+            json!({"content": [], "isError": true, "_meta": acc0}),
+            Emptiness::Unknown,
+        );
+        check(
+            true,
+            json!({"content": [], "_meta": acc0}),
+            Emptiness::Empty,
+        );
+        check(
+            true,
+            json!({"content": [{"type": "text", "text": "{}"}]}),
+            Emptiness::Unknown,
+        );
+        check(
+            true,
+            json!({"content": [{"type": "text", "text": "Search API error: 502 Server Error"}]}),
+            Emptiness::Unknown,
+        );
+        check(
+            true,
+            json!({"content": [], "structuredContent": {"items": []}}),
+            Emptiness::Unknown,
+        );
     }
 }

@@ -42,17 +42,23 @@ pub enum Verdict {
 pub fn judge(contract: Option<&Contract>, out: &ToolOutput) -> (Verdict, Marks) {
     let marks = Marks {
         accounting_or_structured: accounting::read(out).is_some() || out.structured.is_some(),
-        structure: result::has_structure(out) || accounting::read(out).is_some_and(|a| a.returned > 0),
+        structure: result::has_structure(out)
+            || accounting::read(out).is_some_and(|a| a.returned > 0),
         fixed_prefix: contract.is_some_and(|c| {
             out.blocks.iter().any(|b| match b {
-                Block::Text { text, .. } => c.fixed_prefixes.iter().any(|p| text.starts_with(p.as_str())),
+                Block::Text { text, .. } => c
+                    .fixed_prefixes
+                    .iter()
+                    .any(|p| text.starts_with(p.as_str())),
                 Block::Other { .. } => false,
             })
         }),
     };
     let verdict = match contract {
         None => Verdict::NotJudged,
-        Some(_) if marks.accounting_or_structured || marks.structure || marks.fixed_prefix => Verdict::Answer,
+        Some(_) if marks.accounting_or_structured || marks.structure || marks.fixed_prefix => {
+            Verdict::Answer
+        }
         Some(_) => Verdict::InBandFailure,
     };
     (verdict, marks)
@@ -64,7 +70,10 @@ mod tests {
     use serde_json::json;
 
     fn check(result: serde_json::Value, expect: Verdict) {
-        let c = Contract { fixed_prefixes: vec!["## Image #".into()], stitch: false };
+        let c = Contract {
+            fixed_prefixes: vec!["## Image #".into()],
+            stitch: false,
+        };
         let out = ToolOutput::from_value(&result);
         assert_eq!(judge(Some(&c), &out).0, expect, "{result}");
     }
@@ -73,20 +82,41 @@ mod tests {
     fn by_marks_not_by_wording() {
         use Verdict::*;
         // The measured 502: text, isError false, no _meta.
-        check(json!({"content": [{"type": "text", "text": "Search API error: 502 Server Error: Bad Gateway"}]}), InBandFailure);
+        check(
+            json!({"content": [{"type": "text", "text": "Search API error: 502 Server Error: Bad Gateway"}]}),
+            InBandFailure,
+        );
         // The same failure reworded is still a failure; a reworded error is never read.
-        check(json!({"content": [{"type": "text", "text": "upstream unavailable"}]}), InBandFailure);
+        check(
+            json!({"content": [{"type": "text", "text": "upstream unavailable"}]}),
+            InBandFailure,
+        );
         // "{}" from a 401 is a failure, not an empty search.
-        check(json!({"content": [{"type": "text", "text": "{}"}]}), InBandFailure);
+        check(
+            json!({"content": [{"type": "text", "text": "{}"}]}),
+            InBandFailure,
+        );
         // An accounted zero is an answer.
-        check(json!({"content": [], "_meta": {"returned": 0, "total": 0, "has_more": false}}), Answer);
+        check(
+            json!({"content": [], "_meta": {"returned": 0, "total": 0, "has_more": false}}),
+            Answer,
+        );
         // A zero-row table is an answer.
-        check(json!({"content": [], "structuredContent": {"columns": ["id"], "rows": []}}), Answer);
+        check(
+            json!({"content": [], "structuredContent": {"columns": ["id"], "rows": []}}),
+            Answer,
+        );
         // The fixed prefix clears a result without _meta (a presentation the
         // upstream's program prints).
-        check(json!({"content": [{"type": "text", "text": "## Image #1 — PANO-1"}]}), Answer);
+        check(
+            json!({"content": [{"type": "text", "text": "## Image #1 — PANO-1"}]}),
+            Answer,
+        );
         // Reserved SDK keys are not accounting.
-        check(json!({"content": [{"type": "text", "text": "x"}], "_meta": {"io.modelcontextprotocol/related-task": {}}}), InBandFailure);
+        check(
+            json!({"content": [{"type": "text", "text": "x"}], "_meta": {"io.modelcontextprotocol/related-task": {}}}),
+            InBandFailure,
+        );
         let out = ToolOutput::from_value(&json!("plain text"));
         assert_eq!(judge(None, &out).0, NotJudged);
     }

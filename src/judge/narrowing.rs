@@ -28,15 +28,34 @@ const PAGING_KEYS: &[&str] = &["cursor", "limit"];
 
 impl Scope {
     pub fn new(tool: &str, args: &Map<String, Value>) -> Scope {
-        let args = args.iter().filter(|(k, _)| !PAGING_KEYS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-        Scope { tool: tool.to_string(), args }
+        let args = args
+            .iter()
+            .filter(|(k, _)| !PAGING_KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Scope {
+            tool: tool.to_string(),
+            args,
+        }
     }
 
-    /// The model's arguments with the scope spread over them last.
+    /// The model's arguments with the scope spread over them last. A date
+    /// range can only shrink: the later start and the earlier end win, so
+    /// "January" inside an April scope is an empty range (zero after
+    /// narrowing), never April again and never wider than the scope.
     pub fn apply(&self, model_args: &Map<String, Value>) -> Map<String, Value> {
         let mut out = model_args.clone();
         for (k, v) in &self.args {
-            out.insert(k.clone(), v.clone());
+            let narrowed = match (
+                k.as_str(),
+                model_args.get(k).and_then(Value::as_str),
+                v.as_str(),
+            ) {
+                ("date_from", Some(m), Some(s)) => Value::from(m.max(s)),
+                ("date_to", Some(m), Some(s)) => Value::from(m.min(s)),
+                _ => v.clone(),
+            };
+            out.insert(k.clone(), narrowed);
         }
         out
     }
@@ -57,18 +76,33 @@ impl Scope {
                 return false;
             }
         }
-        let date = field("captured_at").and_then(Value::as_str).map(|d| d.get(..10).unwrap_or(d));
+        let date = field("captured_at")
+            .and_then(Value::as_str)
+            .map(|d| d.get(..10).unwrap_or(d));
         if let Some(date) = date {
-            if arg("date_from").and_then(Value::as_str).is_some_and(|from| date < from) {
+            if arg("date_from")
+                .and_then(Value::as_str)
+                .is_some_and(|from| date < from)
+            {
                 return false;
             }
-            if arg("date_to").and_then(Value::as_str).is_some_and(|to| date > to) {
+            if arg("date_to")
+                .and_then(Value::as_str)
+                .is_some_and(|to| date > to)
+            {
                 return false;
             }
         }
-        if let Some(query) = arg("query").and_then(Value::as_str).filter(|q| !q.trim().is_empty()) {
+        if let Some(query) = arg("query")
+            .and_then(Value::as_str)
+            .filter(|q| !q.trim().is_empty())
+        {
             let haystack = item.to_string().to_lowercase();
-            if !query.to_lowercase().split_whitespace().all(|w| haystack.contains(w)) {
+            if !query
+                .to_lowercase()
+                .split_whitespace()
+                .all(|w| haystack.contains(w))
+            {
                 return false;
             }
         }
@@ -109,7 +143,9 @@ pub struct Gate {
 
 impl Gate {
     pub fn new(table: &Bound<Narrowing>) -> Gate {
-        Gate { machine: table.machine() }
+        Gate {
+            machine: table.machine(),
+        }
     }
 
     pub fn narrow(&mut self) -> Result<(), Box<Violation>> {
@@ -121,7 +157,10 @@ impl Gate {
     }
 
     /// The table's verdict on one classified page.
-    pub fn verdict(&mut self, page: NarrowingEvent) -> Result<Option<NarrowingEffect>, Box<Violation>> {
+    pub fn verdict(
+        &mut self,
+        page: NarrowingEvent,
+    ) -> Result<Option<NarrowingEffect>, Box<Violation>> {
         self.machine.fire(page).map(|s| s.effect)
     }
 
@@ -136,7 +175,10 @@ mod tests {
     use serde_json::json;
 
     fn scope() -> Scope {
-        let args = json!({"query": "safety", "floor": 3, "limit": 10}).as_object().cloned().unwrap();
+        let args = json!({"query": "safety", "floor": 3, "limit": 10})
+            .as_object()
+            .cloned()
+            .unwrap();
         Scope::new("search_photos", &args)
     }
 
@@ -144,9 +186,34 @@ mod tests {
     fn the_scope_is_applied_last_and_drops_paging_keys() {
         let s = scope();
         assert!(s.args.get("limit").is_none());
-        let model = json!({"query": "everything", "floor": 7, "date_from": "2026-04-01", "limit": 50}).as_object().cloned().unwrap();
+        let model =
+            json!({"query": "everything", "floor": 7, "date_from": "2026-04-01", "limit": 50})
+                .as_object()
+                .cloned()
+                .unwrap();
         let out = s.apply(&model);
-        assert_eq!(Value::Object(out), json!({"query": "safety", "floor": 3, "date_from": "2026-04-01", "limit": 50}));
+        assert_eq!(
+            Value::Object(out),
+            json!({"query": "safety", "floor": 3, "date_from": "2026-04-01", "limit": 50})
+        );
+    }
+
+    #[test]
+    fn a_date_range_only_shrinks() {
+        let april = json!({"query": "safety", "date_from": "2026-04-01", "date_to": "2026-04-30"});
+        let s = Scope::new("search_photos", april.as_object().unwrap());
+        let january = json!({"date_from": "2026-01-01", "date_to": "2026-01-31"});
+        let out = s.apply(january.as_object().unwrap());
+        assert_eq!(
+            (out["date_from"].as_str(), out["date_to"].as_str()),
+            (Some("2026-04-01"), Some("2026-01-31"))
+        );
+        let whole_year = json!({"date_from": "2026-01-01", "date_to": "2026-12-31"});
+        let out = s.apply(whole_year.as_object().unwrap());
+        assert_eq!(
+            (out["date_from"].as_str(), out["date_to"].as_str()),
+            (Some("2026-04-01"), Some("2026-04-30"))
+        );
     }
 
     #[test]

@@ -23,7 +23,11 @@ pub fn items(out: &ToolOutput) -> Option<Vec<Value>> {
         rows.iter()
             .map(|r| match r.as_array() {
                 Some(cells) if !columns.is_empty() => Value::Object(
-                    columns.iter().zip(cells).map(|(c, v)| (c.to_string(), v.clone())).collect(),
+                    columns
+                        .iter()
+                        .zip(cells)
+                        .map(|(c, v)| (c.to_string(), v.clone()))
+                        .collect(),
                 ),
                 _ => r.clone(),
             })
@@ -33,15 +37,19 @@ pub fn items(out: &ToolOutput) -> Option<Vec<Value>> {
 
 /// An item's id, for overlap checks.
 pub fn id(item: &Value) -> Option<String> {
-    item.get("id").map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+    item.get("id").map(|v| {
+        v.as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string())
+    })
 }
 
 /// Whether the result carries a result structure at all (a table with zero
 /// rows counts: "a table is the server having answered with a result set").
 pub fn has_structure(out: &ToolOutput) -> bool {
-    out.structured
-        .as_ref()
-        .is_some_and(|s| s.get("items").is_some_and(Value::is_array) || s.get("rows").is_some_and(Value::is_array))
+    out.structured.as_ref().is_some_and(|s| {
+        s.get("items").is_some_and(Value::is_array) || s.get("rows").is_some_and(Value::is_array)
+    })
 }
 
 /// A single-value aggregate: exactly one row with exactly one column.
@@ -51,7 +59,11 @@ pub fn aggregate(out: &ToolOutput) -> Option<(String, Value)> {
     let rows = s.get("rows")?.as_array()?;
     match (columns.as_slice(), rows.as_slice()) {
         ([c], [row]) => {
-            let v = row.as_array().and_then(|r| r.first()).cloned().unwrap_or_else(|| row.clone());
+            let v = row
+                .as_array()
+                .and_then(|r| r.first())
+                .cloned()
+                .unwrap_or_else(|| row.clone());
             Some((c.as_str().unwrap_or("value").to_string(), v))
         }
         _ => None,

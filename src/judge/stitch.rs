@@ -36,9 +36,15 @@ pub enum Anomaly {
 impl Anomaly {
     pub fn describe(&self) -> String {
         match self {
-            Anomaly::TotalChanged { first, now } => format!("the total changed between pages ({first} → {now})"),
-            Anomaly::BoundKindChanged => "one page gave an exact total and another a lower bound".into(),
-            Anomaly::IdOverlap { repeated } => format!("a later page repeated {repeated} items of an earlier one"),
+            Anomaly::TotalChanged { first, now } => {
+                format!("the total changed between pages ({first} → {now})")
+            }
+            Anomaly::BoundKindChanged => {
+                "one page gave an exact total and another a lower bound".into()
+            }
+            Anomaly::IdOverlap { repeated } => {
+                format!("a later page repeated {repeated} items of an earlier one")
+            }
             Anomaly::Unaccounted => "a page arrived without accounting".into(),
         }
     }
@@ -110,7 +116,11 @@ impl Stitcher {
                 });
                 return PagingEvent::TotalMismatch;
             }
-            let repeated = items.iter().filter_map(result::id).filter(|id| self.ids.contains(id)).count();
+            let repeated = items
+                .iter()
+                .filter_map(result::id)
+                .filter(|id| self.ids.contains(id))
+                .count();
             if repeated > 0 {
                 self.anomaly = Some(Anomaly::IdOverlap { repeated });
                 return PagingEvent::IdOverlap;

@@ -17,7 +17,34 @@ use crate::judge::emptiness::AbsenceCause;
 use crate::judge::Anchor;
 
 #[derive(Debug, Default, Clone)]
-pub struct Scripted;
+pub struct Scripted {
+    /// The (year, month) a bare month name is read against: "April" is the
+    /// most recent April up to it. `None` means today.
+    reference: Option<(i64, u32)>,
+}
+
+/// The last month of the demo site's data: the demo model reads bare months
+/// as of then, so "only those from April" means April 2026 in every year the
+/// demo is run.
+pub const DEMO_REFERENCE: (i64, u32) = (2026, 8);
+
+impl Scripted {
+    /// The scripted model as the demo and the tests use it.
+    pub fn demo() -> Self {
+        Scripted {
+            reference: Some(DEMO_REFERENCE),
+        }
+    }
+
+    fn year_for(&self, month: u32) -> i64 {
+        let (y, m) = self.reference.unwrap_or_else(today);
+        if month <= m {
+            y
+        } else {
+            y - 1
+        }
+    }
+}
 
 fn is_korean(text: &str) -> bool {
     text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
@@ -145,7 +172,17 @@ fn wants_photos(text: &str) -> bool {
 /// A month named in the text ("April", "apr", "4월").
 fn month(text: &str) -> Option<u32> {
     const NAMES: [&str; 12] = [
-        "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
         "december",
     ];
     let toks = tokens(text);
@@ -153,12 +190,15 @@ fn month(text: &str) -> Option<u32> {
         if let Some(n) = t.strip_suffix('월').and_then(|n| n.parse::<u32>().ok()) {
             return (1..=12).contains(&n).then_some(n);
         }
-        NAMES.iter().position(|m| t == m || (t.len() == 3 && m.starts_with(t.as_str()))).map(|i| i as u32 + 1)
+        NAMES
+            .iter()
+            .position(|m| t == m || (t.len() == 3 && m.starts_with(t.as_str())))
+            .map(|i| i as u32 + 1)
     })
 }
 
-/// The most recent year in which `month` has begun (today's date decides).
-fn recent_year_for(month: u32) -> i64 {
+/// Today's (year, month), from the system clock.
+fn today() -> (i64, u32) {
     let days = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() / 86_400)
@@ -171,8 +211,7 @@ fn recent_year_for(month: u32) -> i64 {
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    if i64::from(month) <= m { y } else { y - 1 }
+    (yoe + era * 400 + i64::from(m <= 2), m as u32)
 }
 
 fn month_range(year: i64, month: u32) -> (String, String) {
@@ -182,7 +221,10 @@ fn month_range(year: i64, month: u32) -> (String, String) {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     };
-    (format!("{year}-{month:02}-01"), format!("{year}-{month:02}-{last:02}"))
+    (
+        format!("{year}-{month:02}-01"),
+        format!("{year}-{month:02}-{last:02}"),
+    )
 }
 
 fn has_any(text: &str, words: &[&str]) -> bool {
@@ -191,15 +233,54 @@ fn has_any(text: &str, words: &[&str]) -> bool {
 }
 
 fn is_narrowing(text: &str) -> bool {
-    has_any(text, &["only those", "just those", "of those", "those from", "those on", "그중", "그 중", "이 중", "그 가운데"])
+    has_any(
+        text,
+        &[
+            "only those",
+            "just those",
+            "of those",
+            "those from",
+            "those on",
+            "그중",
+            "그 중",
+            "이 중",
+            "그 가운데",
+        ],
+    )
 }
 
 fn is_count(text: &str) -> bool {
-    has_any(text, &["how many", "count", "number of", "몇 장", "몇장", "몇 개", "몇개", "몇 건", "몇건", "개수"])
+    has_any(
+        text,
+        &[
+            "how many",
+            "count",
+            "number of",
+            "몇 장",
+            "몇장",
+            "몇 개",
+            "몇개",
+            "몇 건",
+            "몇건",
+            "개수",
+        ],
+    )
 }
 
 fn is_list_all(text: &str) -> bool {
-    has_any(text, &["list all", "all panoramas", "all photos", "every panorama", "모든 파노라마", "전체 파노라마", "모든 사진", "전체 사진"])
+    has_any(
+        text,
+        &[
+            "list all",
+            "all panoramas",
+            "all photos",
+            "every panorama",
+            "모든 파노라마",
+            "전체 파노라마",
+            "모든 사진",
+            "전체 사진",
+        ],
+    )
 }
 
 fn call(tool: &str, args: Map<String, Value>) -> PlannedCall {
@@ -231,7 +312,7 @@ impl Scripted {
         if is_narrowing(text) && has_tool("search_photos") {
             let mut args = Map::new();
             if let Some(m) = month {
-                let (from, to) = month_range(year.unwrap_or_else(|| recent_year_for(m)), m);
+                let (from, to) = month_range(year.unwrap_or_else(|| self.year_for(m)), m);
                 args.insert("date_from".into(), json!(from));
                 args.insert("date_to".into(), json!(to));
             }
@@ -240,7 +321,11 @@ impl Scripted {
             }
             // A page large enough to hold a narrowed scope whole.
             args.insert("limit".into(), json!(50));
-            return plan(vec![call("search_photos", args)], "narrow the previous results", true);
+            return plan(
+                vec![call("search_photos", args)],
+                "narrow the previous results",
+                true,
+            );
         }
         // "how many …": a single-value aggregate is exact; a listing is not.
         if is_count(text) && has_tool("query_data") {
@@ -252,14 +337,18 @@ impl Scripted {
                 q += &format!(" on floor {f}");
             }
             if let Some(m) = month {
-                let (from, _) = month_range(year.unwrap_or_else(|| recent_year_for(m)), m);
+                let (from, _) = month_range(year.unwrap_or_else(|| self.year_for(m)), m);
                 q += &format!(" in {}", &from[..7]);
             } else if let Some(y) = year {
                 q += &format!(" in {y}");
             }
             let mut args = Map::new();
             args.insert("question".into(), json!(q));
-            return plan(vec![call("query_data", args)], "count with a single-value aggregate", false);
+            return plan(
+                vec![call("query_data", args)],
+                "count with a single-value aggregate",
+                false,
+            );
         }
         if is_list_all(text) && has_tool("query_data") {
             let mut args = Map::new();
@@ -269,7 +358,11 @@ impl Scripted {
             }
             args.insert("question".into(), json!(q));
             args.insert("limit".into(), json!(50));
-            return plan(vec![call("query_data", args)], "list every panorama, page by page", false);
+            return plan(
+                vec![call("query_data", args)],
+                "list every panorama, page by page",
+                false,
+            );
         }
         if !wants_photos(text) || !has_tool("search_photos") {
             return plan(vec![], "no tool needed", false);
@@ -281,7 +374,7 @@ impl Scripted {
         }
         match (year, month) {
             (y, Some(m)) => {
-                let (from, to) = month_range(y.unwrap_or_else(|| recent_year_for(m)), m);
+                let (from, to) = month_range(y.unwrap_or_else(|| self.year_for(m)), m);
                 args.insert("date_from".into(), json!(from));
                 args.insert("date_to".into(), json!(to));
             }
@@ -294,7 +387,11 @@ impl Scripted {
         if let Some(n) = requested_limit(text, floor, year) {
             args.insert("limit".into(), json!(n));
         }
-        plan(vec![call("search_photos", args)], "search the site's panoramas", false)
+        plan(
+            vec![call("search_photos", args)],
+            "search the site's panoramas",
+            false,
+        )
     }
 }
 
@@ -438,7 +535,7 @@ mod tests {
             }],
             context,
         };
-        let p = Scripted.plan_for(&req);
+        let p = Scripted::demo().plan_for(&req);
         p.calls
             .first()
             .map(|c| Value::Object(c.args.clone()))

@@ -22,7 +22,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "narrowing.ron",
         include_str!("../../tables/narrowing.ron"),
     ),
-    ("paging", "paging.ron", include_str!("../../tables/paging.ron")),
+    (
+        "paging",
+        "paging.ron",
+        include_str!("../../tables/paging.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.

@@ -61,7 +61,7 @@ impl TestServer {
         let state = app::build(AppConfig {
             database_url: db_url,
             servers,
-            model: Arc::new(Scripted),
+            model: Arc::new(Scripted::demo()),
             limits: Limits::default(),
             tables_dir: None,
         })

@@ -1,0 +1,169 @@
+//! The honesty layer through the real path: HTTP/SSE, the real demo MCP
+//! server (with its fault switches), SQLite. The seed's measured cases.
+
+mod common;
+
+use common::server::{answer, databases, kinds, stable, TestServer};
+use serde_json::Value;
+use turnstile::demo::Fault;
+
+fn citation(frames: &[(String, Value)]) -> Option<&Value> {
+    frames.iter().find(|(k, _)| k == "citation").map(|(_, d)| d)
+}
+
+async fn server(faults: Vec<Fault>) -> (TestServer, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], faults).await;
+    (s, tmp)
+}
+
+#[tokio::test]
+async fn a_requested_page_is_never_called_all() {
+    let (s, _tmp) = server(vec![]).await;
+    let t = s.new_thread().await;
+    let frames = s.say(&t, "show me 12 safety issues on floor 3").await;
+    let c = citation(&frames).unwrap();
+    assert_eq!(
+        (c["displayed"].as_u64(), c["complete"].as_bool()),
+        (Some(12), Some(false))
+    );
+    assert_eq!(c["grade"], "LOWER_BOUND");
+    let text = answer(&frames);
+    assert!(
+        text.contains("At least 189") && text.contains("These 12"),
+        "{text}"
+    );
+    assert!(!text.to_lowercase().contains("all of them"), "{text}");
+    s.pass();
+}
+
+#[tokio::test]
+async fn an_accounted_zero_is_empty() {
+    let (s, _tmp) = server(vec![]).await;
+    let t = s.new_thread().await;
+    for prompt in ["show photos from 1999", "1999년 사진 보여줘"] {
+        let frames = s.say(&t, prompt).await;
+        let c = citation(&frames).unwrap();
+        assert_eq!(
+            (
+                c["grade"].as_str(),
+                c["total"].as_u64(),
+                c["displayed"].as_u64()
+            ),
+            (Some("EXACT"), Some(0), Some(0))
+        );
+        let text = answer(&frames);
+        assert!(
+            text.contains("There are none") || text.contains("해당하는 항목이 없습니다"),
+            "{text}"
+        );
+    }
+    s.pass();
+}
+
+/// Each fault gives its own notice and no invented answer: no citation, no
+/// number, no "none".
+#[tokio::test]
+async fn failures_disguised_as_200_are_failures() {
+    for (fault, name) in [
+        (Fault::Upstream502, "upstream-502"),
+        (Fault::AuthEmptyObject, "auth-empty-object"),
+    ] {
+        let (s, _tmp) = server(vec![fault]).await;
+        let t = s.new_thread().await;
+        let frames = s.say(&t, "show safety issues on floor 3").await;
+        let result = &frames.iter().find(|(k, _)| k == "tool_result").unwrap().1;
+        assert_eq!(result["ok"], false, "{name}");
+        assert!(
+            citation(&frames).is_none(),
+            "{name}: a failure must not produce a card"
+        );
+        let text = answer(&frames);
+        assert!(
+            text.contains("did not return a usable answer"),
+            "{name}: {text}"
+        );
+        assert!(
+            !text.chars().any(|c| c.is_ascii_digit()),
+            "{name}: no number may be uttered: {text}"
+        );
+        assert!(
+            !text.contains("none"),
+            "{name}: a failure is not an absence: {text}"
+        );
+        assert_eq!(kinds(&frames).last(), Some(&"done"));
+        common::snapshot_settings()
+            .bind(|| insta::assert_snapshot!(format!("fault-{name}"), stable(&frames)));
+        s.pass();
+    }
+}
+
+/// Narrowing a lower-bound population to a scope that fits upgrades the
+/// count to EXACT with a complete card; narrowing to nothing releases it.
+#[tokio::test]
+async fn narrowing_upgrades_and_releases() {
+    let tmp = tempfile::tempdir().unwrap();
+    for db in databases(&tmp) {
+        let s = TestServer::start(&db, vec![]).await;
+        let t = s.new_thread().await;
+        let wide = s.say(&t, "show safety issues on floor 3").await;
+        assert_eq!(citation(&wide).unwrap()["grade"], "LOWER_BOUND");
+
+        for (name, prompt) in [("en", "only those from April"), ("ko", "그중 4월 것만")] {
+            let frames = s.say(&t, prompt).await;
+            let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+            // The scope came from turn state, not from the model.
+            assert_eq!(plan["scope"]["args"]["floor"], 3);
+            assert_eq!(plan["steps"][0]["args"]["query"], "safety");
+            let c = citation(&frames).unwrap();
+            assert_eq!(c["grade"], "EXACT", "{prompt}");
+            assert_eq!(c["complete"], true, "{prompt}");
+            assert_eq!(c["narrowed"], true);
+            assert_eq!(c["total"], c["displayed"]);
+            for item in c["items"].as_array().unwrap() {
+                assert_eq!(item["floor"], 3);
+                assert!(
+                    item["captured_at"].as_str().unwrap().starts_with("2026-04"),
+                    "{item}"
+                );
+            }
+            common::snapshot_settings().bind(|| {
+                insta::assert_snapshot!(format!("narrowed-april-{name}"), stable(&frames))
+            });
+        }
+        // January inside the April scope is empty: zero after narrowing.
+        let frames = s.say(&t, "only those from January").await;
+        let text = answer(&frames);
+        assert!(
+            text.contains("None of the previous results match"),
+            "{text}"
+        );
+        assert!(
+            text.contains("next search covers the whole project"),
+            "{text}"
+        );
+        // The scope was released: the next follow-up has no scope.
+        let frames = s.say(&t, "only those from April").await;
+        let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+        assert!(
+            plan.get("scope").is_none(),
+            "released scope must not come back: {plan}"
+        );
+        s.pass();
+    }
+}
+
+/// The model cannot widen a scope: whatever it puts in the scope's keys,
+/// the call that goes out is narrowed.
+#[tokio::test]
+async fn the_scope_is_applied_last() {
+    let (s, _tmp) = server(vec![]).await;
+    let t = s.new_thread().await;
+    s.say(&t, "show safety issues on floor 3").await;
+    // The scripted planner puts floor 5 into the call; the scope says 3.
+    let frames = s.say(&t, "only those on floor 5 from April").await;
+    let call = &frames.iter().find(|(k, _)| k == "tool_call").unwrap().1;
+    assert_eq!(call["args"]["floor"], 3);
+    assert_eq!(call["args"]["query"], "safety");
+    s.pass();
+}
