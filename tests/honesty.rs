@@ -167,3 +167,90 @@ async fn the_scope_is_applied_last() {
     assert_eq!(call["args"]["query"], "safety");
     s.pass();
 }
+
+/// 7,961 panoramas under the upstream's `LIMIT 3000`: the server reports
+/// total 3000 and, on its last page, has_more false. That is LOWER_BOUND
+/// "at least 3000", never EXACT.
+#[tokio::test]
+async fn a_saturated_listing_is_a_lower_bound() {
+    let (s, _tmp) = server(vec![]).await;
+    let t = s.new_thread().await;
+    for prompt in ["list all panoramas", "모든 파노라마 목록 보여줘"] {
+        let frames = s.say(&t, prompt).await;
+        let c = citation(&frames).unwrap();
+        assert_eq!(c["grade"], "LOWER_BOUND", "{prompt}");
+        assert_eq!(c["total"], 3000);
+        assert_eq!(c["total_is_lower_bound"], true);
+        assert_eq!(
+            c["has_more"], true,
+            "a saturated page's has_more: false is overridden"
+        );
+        // Stitched up to the page cap; the count is the verified total, not a sum.
+        assert_eq!(c["stitch"]["pages"], 5);
+        assert_eq!(c["stitch"]["end"], "capped");
+        assert_eq!(c["displayed"], 250);
+        let text = answer(&frames);
+        assert!(
+            text.contains("At least 3000") || text.contains("최소 3000"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("7961") && !text.contains("Exactly"),
+            "{text}"
+        );
+    }
+    s.pass();
+}
+
+/// A single-value aggregate is exempt from the cap and EXACT.
+#[tokio::test]
+async fn counting_uses_an_exact_aggregate() {
+    let (s, _tmp) = server(vec![]).await;
+    let t = s.new_thread().await;
+    for prompt in ["how many photos are on floor 3?", "3층 사진은 몇 장이야?"] {
+        let frames = s.say(&t, prompt).await;
+        let call = &frames.iter().find(|(k, _)| k == "tool_call").unwrap().1;
+        assert_eq!(call["tool"], "query_data");
+        assert!(citation(&frames).is_none(), "an aggregate needs no card");
+        let text = answer(&frames);
+        assert!(text.contains("613"), "{prompt}: {text}");
+        common::snapshot_settings().bind(|| {
+            insta::assert_snapshot!(format!("count-floor-3-{}", prompt.len()), stable(&frames))
+        });
+    }
+    s.pass();
+}
+
+/// A cursor that re-runs the query and drifts: stitching is abandoned with
+/// the anomaly named, and the first page is answered alone. A rejected
+/// cursor (no accounting) is an untrusted page: the same.
+#[tokio::test]
+async fn cursor_anomalies_abandon_the_stitch() {
+    for (fault, anomaly, words) in [
+        (
+            Fault::CursorDrift,
+            "total_changed",
+            "the total changed between pages",
+        ),
+        (
+            Fault::CursorRejected,
+            "unaccounted",
+            "a page arrived without accounting",
+        ),
+    ] {
+        let (s, _tmp) = server(vec![fault]).await;
+        let t = s.new_thread().await;
+        let frames = s.say(&t, "list all panoramas").await;
+        let c = citation(&frames).unwrap();
+        assert_eq!(c["stitch"]["end"], "abandoned");
+        assert_eq!(c["stitch"]["anomaly"]["kind"], anomaly);
+        assert_eq!(c["displayed"], 50, "the first page alone, never a blend");
+        assert_eq!(
+            c["total"], 3000,
+            "the first page's verified total, never a sum"
+        );
+        let text = answer(&frames);
+        assert!(text.contains(words), "{text}");
+        s.pass();
+    }
+}

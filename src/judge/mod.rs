@@ -2,7 +2,7 @@
 //! absence and failure is decided here, from structured fields, before the
 //! model speaks. The model never grades a number itself.
 //!
-//! One file per judgement: [`accounting`] (reading `_meta`), [`grade`]
+//! One file per judgement: [`accounting`] (reading `_meta`), [`grade`](mod@grade)
 //! (count grades), [`emptiness`] (the right to say "none"), [`in_band`]
 //! (failures disguised as 200), [`narrowing`] (the subset gate),
 //! [`stitch`] (page stitching), [`anchors`] (what the narration may say),
