@@ -89,6 +89,7 @@ struct Turn<'a> {
     turn_id: String,
     frames: FrameWriter,
     gate: Gate,
+    verdict_given: bool,
     calls: usize,
 }
 
@@ -121,6 +122,7 @@ impl Agent {
             turn_id: turn_id.to_string(),
             frames: FrameWriter::new(&self.tables.frame, tx),
             gate: Gate::new(&self.tables.narrowing),
+            verdict_given: false,
             calls: 0,
         };
         let work = async {
@@ -494,7 +496,10 @@ impl Turn<'_> {
 
         // The gate's verdict on this page, once per turn.
         let page = narrowing::classify(scope, &items, &count);
-        let effect = if self.gate.is_scoped() || scope.is_none() {
+        // The gate gives one verdict per turn, on the first judged listing;
+        // later listings of the same turn are graded on their own.
+        let effect = if !self.verdict_given {
+            self.verdict_given = true;
             match self.gate.verdict(page) {
                 Ok(effect) => effect,
                 Err(v) => {

@@ -152,10 +152,6 @@ impl Gate {
         self.machine.fire(NarrowingEvent::Narrow).map(|_| ())
     }
 
-    pub fn is_scoped(&self) -> bool {
-        self.machine.state() == crate::protocols::narrowing::NarrowingState::Scoped
-    }
-
     /// The table's verdict on one classified page.
     pub fn verdict(
         &mut self,
