@@ -18,6 +18,8 @@
 //!   renderer. Knows no protocol.
 //! - [`demo`]: the embedded demo MCP tool server with fault switches.
 //! - [`app`], [`cli`]: assembly and command-line front ends.
+//! - [`config`]: the `turnstile serve` config file and its environment
+//!   overrides, validated with located messages.
 //!
 //! Imports point one way: `http → agent → {judge, mcp, llm, store} →
 //! protocols → fsm`. See `docs/architecture.md` for the invariants.
@@ -25,6 +27,7 @@
 pub mod agent;
 pub mod app;
 pub mod cli;
+pub mod config;
 pub mod demo;
 pub mod fsm;
 pub mod http;

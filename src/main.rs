@@ -37,6 +37,16 @@ enum Command {
         #[arg(long, env = "TURNSTILE_TABLES")]
         tables: Option<PathBuf>,
     },
+    /// Serve chats with an OpenAI-compatible model and the configured MCP servers.
+    Serve {
+        /// The config file (TOML); environment variables override it. See
+        /// docs/configuration.md.
+        #[arg(long, default_value = "turnstile.toml")]
+        config: PathBuf,
+        /// Validate the config and the tables, print a summary and exit.
+        #[arg(long)]
+        check: bool,
+    },
     /// Send one message to a running server and stream the turn's frames.
     Chat {
         /// Server base URL, e.g. http://127.0.0.1:8080/
@@ -115,6 +125,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tables,
         } => {
             runtime()?.block_on(cli::demo::run(addr, &db, faults, tables.as_deref()))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { config, check } => {
+            let config = turnstile::config::Config::load(&config)?;
+            if check {
+                print!("{}", cli::serve::check(&config)?);
+            } else {
+                runtime()?.block_on(cli::serve::run(config))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Chat {

@@ -3,4 +3,5 @@
 
 pub mod chat;
 pub mod demo;
+pub mod serve;
 pub mod tables;

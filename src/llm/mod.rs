@@ -1,10 +1,12 @@
 //! Model adapters behind one trait: the scripted planner/responder (the
-//! embedded default, deterministic) and, later, an OpenAI-compatible adapter.
+//! embedded default, deterministic) and an OpenAI-compatible streaming
+//! adapter ([`openai`]).
 //!
 //! **Architecture invariant:** a model only proposes tool calls and writes
 //! sentences. Nothing a model returns becomes a count, a citation or a
 //! permission decision.
 
+pub mod openai;
 pub mod prompt;
 pub mod scripted;
 
@@ -15,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::judge::Anchor;
 use crate::mcp::ToolInfo;
 
+pub use openai::{ApiKey, OpenAi, OpenAiConfig, OpenAiError};
 pub use prompt::Prompt;
 pub use scripted::Scripted;
 

@@ -9,4 +9,5 @@ pub fn snapshot_settings() -> insta::Settings {
     s
 }
 
+pub mod fake_openai;
 pub mod server;

@@ -13,7 +13,7 @@ use turnstile::agent::Limits;
 use turnstile::app::{self, AppConfig};
 use turnstile::demo::{DemoOptions, DemoServer, Fault};
 use turnstile::fsm::Machine;
-use turnstile::llm::Scripted;
+use turnstile::llm::{Model, Scripted};
 use turnstile::mcp::ServerSpec;
 use turnstile::protocols::harness::{Harness, HarnessEvent};
 use turnstile::protocols::{TableSet, Typed};
@@ -58,10 +58,42 @@ impl TestServer {
         servers: Vec<ServerSpec>,
         demo: Option<DemoServer>,
     ) -> TestServer {
+        Self::start_full(db_url, servers, demo, Arc::new(Scripted::demo())).await
+    }
+
+    /// The demo tool server (with `faults`) and `model` instead of the
+    /// scripted one.
+    pub async fn start_with_model(
+        db_url: &str,
+        faults: Vec<Fault>,
+        model: Arc<dyn Model>,
+    ) -> TestServer {
+        let demo = DemoServer::start(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            DemoOptions { faults },
+        )
+        .await
+        .expect("demo server starts");
+        let url = demo.url.clone();
+        Self::start_full(
+            db_url,
+            vec![ServerSpec::http("demo", url)],
+            Some(demo),
+            model,
+        )
+        .await
+    }
+
+    pub async fn start_full(
+        db_url: &str,
+        servers: Vec<ServerSpec>,
+        demo: Option<DemoServer>,
+        model: Arc<dyn Model>,
+    ) -> TestServer {
         let state = app::build(AppConfig {
             database_url: db_url,
             servers,
-            model: Arc::new(Scripted::demo()),
+            model,
             limits: Limits::default(),
             tables_dir: None,
         })

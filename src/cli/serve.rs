@@ -1,0 +1,99 @@
+//! `turnstile serve --config FILE`: the chat server with an OpenAI-compatible
+//! model and the configured MCP servers. The config and the tables are
+//! validated before anything is connected; `--check` stops there.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::app::{self, AppConfig};
+use crate::config::{Config, KeySource};
+use crate::llm::OpenAi;
+use crate::mcp::Transport;
+use crate::protocols::TableSet;
+
+/// Loads the tables (compiled-in, or the override directory) and describes
+/// what `run` would start. Never prints a secret.
+pub fn check(config: &Config) -> anyhow::Result<String> {
+    let tables =
+        TableSet::load(config.tables_dir.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = format!("{}: ok\n", config.path.display());
+    out += &format!("  listen: {}\n", config.addr);
+    out += &format!("  database: {}\n", database_kind(&config.database_url));
+    let key = match &config.model.key_source {
+        KeySource::Env(var) => format!("from ${var}"),
+        KeySource::File => "written in the file".into(),
+    };
+    out += &format!(
+        "  model: {} at {} (key {key})\n",
+        config.model.name, config.model.base_url
+    );
+    let names: Vec<&str> = tables.names().collect();
+    match &config.tables_dir {
+        Some(d) => {
+            out += &format!(
+                "  tables: {} (overrides from {})\n",
+                names.join(", "),
+                d.display()
+            )
+        }
+        None => out += &format!("  tables: {} (compiled in)\n", names.join(", ")),
+    }
+    for s in &config.mcp_servers {
+        let how = match &s.transport {
+            Transport::Http { url } => url.clone(),
+            Transport::Stdio { command, args } => format!("stdio: {command} {}", args.join(" "))
+                .trim_end()
+                .to_string(),
+        };
+        out += &format!("  mcp server {}: {how}\n", s.name);
+    }
+    for w in &config.warnings {
+        out += &format!("  warning: {w}\n");
+    }
+    Ok(out)
+}
+
+/// The database's kind only: a URL may hold a password.
+fn database_kind(url: &str) -> &'static str {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    }
+}
+
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    for w in &config.warnings {
+        tracing::warn!(key = %w.key, "{}", w.message);
+    }
+    // Tables first: a broken override stops start-up before any connection.
+    check(&config)?;
+    let model = OpenAi::new(config.openai()).context("cannot set up the model client")?;
+    let state = app::build(AppConfig {
+        database_url: &config.database_url,
+        servers: config.server_specs(),
+        model: Arc::new(model),
+        limits: config.agent_limits(),
+        tables_dir: config.tables_dir.as_deref(),
+    })
+    .await?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.addr))?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    println!("turnstile is serving on {url}");
+    println!(
+        "  model: {} at {}",
+        config.model.name, config.model.base_url
+    );
+    println!("  database: {}", database_kind(&config.database_url));
+    for s in &config.mcp_servers {
+        println!("  mcp server: {}", s.name);
+    }
+    crate::http::serve(listener, state, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    Ok(())
+}

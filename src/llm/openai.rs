@@ -1,0 +1,1141 @@
+//! An OpenAI-compatible chat-completions adapter behind the [`Model`] seam.
+//!
+//! Both roles stream (`stream: true`, `stream_options.include_usage`):
+//!
+//! - **planner**: the system message is the planner prompt (`Prompt::render`,
+//!   fixed part first so a provider's prompt cache holds across turns), the
+//!   user message is the user's text, the tools are OpenAI function
+//!   definitions. Tool calls are assembled from deltas (arguments arrive in
+//!   pieces, several calls interleave by `index`) and become a [`Plan`] only
+//!   when the stream has finished. One extra function,
+//!   [`NARROW_PREVIOUS_TOOL`], lets the model say that the user narrows the
+//!   previous answer's results ([`Plan::narrows_previous`]); it is never run
+//!   and carries nothing: the scope itself comes from turn state.
+//! - **responder**: the responder prompt, no tools; content deltas are
+//!   forwarded as they arrive.
+//!
+//! Failure policy (ADR 0007): connect errors, 429 and 5xx are retried with
+//! exponential backoff, but only while no byte of a success response has
+//! been read — once a stream is open nothing is ever re-sent, so a delta the
+//! user has seen is never repeated. A connect timeout and a per-chunk idle
+//! timeout bound every wait; a broken or stalled stream is an
+//! [`LlmError::Stream`], never a hang.
+//!
+//! The API key is only ever written into the `Authorization` header (marked
+//! sensitive). It has no `Display`, its `Debug` is redacted, and every error
+//! message is scrubbed of it before it leaves this module.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
+use crate::mcp::ToolInfo;
+
+/// The function offered to the planner besides the MCP tools. Calling it
+/// sets [`Plan::narrows_previous`]; it takes no arguments, because which
+/// results are meant is the agent's knowledge, never the model's.
+pub const NARROW_PREVIOUS_TOOL: &str = "narrow_previous_results";
+
+const NARROW_PREVIOUS_DESCRIPTION: &str = "Call this together with the search when the user \
+restricts the results of the previous answer (\"only those from April\", \"just the ones on floor 5\"). \
+It takes no arguments and runs nothing: which results are meant is already known.";
+
+/// An API key. Deliberately not `Display` and not `Serialize`; `Debug`
+/// prints a placeholder, so a key cannot reach a log line or an error by
+/// accident. It can be deserialised (a literal key in a config file).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// The key itself, for the one place that needs it: the request header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+/// Endpoint, model and failure-handling knobs.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// The API base, e.g. `https://api.openai.com/v1`; `/chat/completions`
+    /// is appended.
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer …`; `None` sends no header (local
+    /// servers without authentication).
+    pub api_key: Option<ApiKey>,
+    /// Bound on opening the TCP/TLS connection.
+    pub connect_timeout: Duration,
+    /// Bound on the wait for the response headers and for each chunk of the
+    /// stream after them.
+    pub idle_timeout: Duration,
+    /// Extra attempts after the first, for connect errors, 429 and 5xx.
+    pub max_retries: u32,
+    /// First backoff delay; doubled per attempt, capped at `backoff_max`.
+    pub backoff_initial: Duration,
+    /// Largest delay we wait before a retry. A `Retry-After` longer than this
+    /// ends the retries: the user's turn should fail, not sit silent.
+    pub backoff_max: Duration,
+}
+
+impl OpenAiConfig {
+    /// Defaults: connect 10 s, idle 60 s, 3 retries, backoff 0.5 s … 8 s.
+    pub fn new(
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+        api_key: Option<ApiKey>,
+    ) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_retries: 3,
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(8),
+        }
+    }
+}
+
+/// What went wrong talking to the model endpoint. Messages never contain
+/// the API key.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenAiError {
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("cannot reach the model endpoint: {0}")]
+    Connect(String),
+    #[error("the model request failed: {0}")]
+    Send(String),
+    #[error("the model endpoint sent no response within {0:?}")]
+    HeaderTimeout(Duration),
+    #[error("the model endpoint answered HTTP {status}{}", detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Status { status: u16, detail: Option<String> },
+    #[error("no data from the model for {0:?}")]
+    IdleTimeout(Duration),
+    #[error("the connection to the model broke: {0}")]
+    Broken(String),
+    #[error("the model sent a malformed chunk: {0}")]
+    Malformed(String),
+    #[error("the model reported an error mid-stream: {0}")]
+    Provider(String),
+    #[error("the model stream ended before the model finished")]
+    Unfinished,
+    #[error("the model stopped at its length limit in the middle of a tool call")]
+    TruncatedToolCall,
+    #[error("the answer was cut at the model's length limit")]
+    TruncatedAnswer,
+    #[error("the model's content filter stopped the output")]
+    ContentFilter,
+}
+
+impl OpenAiError {
+    /// True when the error happened after a response stream was opened.
+    fn is_stream(&self) -> bool {
+        matches!(
+            self,
+            OpenAiError::IdleTimeout(_)
+                | OpenAiError::Broken(_)
+                | OpenAiError::Malformed(_)
+                | OpenAiError::Provider(_)
+                | OpenAiError::Unfinished
+                | OpenAiError::TruncatedAnswer
+                | OpenAiError::TruncatedToolCall
+                | OpenAiError::ContentFilter
+        )
+    }
+}
+
+impl From<OpenAiError> for LlmError {
+    fn from(e: OpenAiError) -> Self {
+        if e.is_stream() {
+            LlmError::Stream(e.to_string())
+        } else {
+            LlmError::Request(e.to_string())
+        }
+    }
+}
+
+/// The adapter. Cheap to share behind an `Arc<dyn Model>`.
+pub struct OpenAi {
+    http: reqwest::Client,
+    endpoint: String,
+    cfg: OpenAiConfig,
+}
+
+impl fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAi")
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.cfg.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAi {
+    pub fn new(cfg: OpenAiConfig) -> Result<OpenAi, OpenAiError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(cfg.connect_timeout)
+            .build()
+            .map_err(|e| OpenAiError::Client(describe(e)))?;
+        let endpoint = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+        Ok(OpenAi {
+            http,
+            endpoint,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.cfg
+    }
+
+    fn scrub(&self, text: String) -> String {
+        self.redactor().text(text)
+    }
+
+    fn scrub_err(&self, e: OpenAiError) -> OpenAiError {
+        self.redactor().error(e)
+    }
+
+    fn redactor(&self) -> Redactor {
+        Redactor {
+            key: self.cfg.api_key.clone(),
+        }
+    }
+
+    fn body(&self, system: String, user: &str, tools: &[WireTool]) -> Value {
+        let mut body = json!({
+            "model": self.cfg.model,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+            ],
+        });
+        // An empty `tools` array is rejected by some providers; no tools
+        // means no key at all.
+        if !tools.is_empty() {
+            let mut defs: Vec<Value> = tools.iter().map(WireTool::definition).collect();
+            // Last, after the MCP tools, so the list is stable per tool set.
+            defs.push(json!({"type": "function", "function": {
+                "name": NARROW_PREVIOUS_TOOL,
+                "description": NARROW_PREVIOUS_DESCRIPTION,
+                "parameters": {"type": "object", "properties": {}},
+            }}));
+            body["tools"] = Value::Array(defs);
+            body["tool_choice"] = json!("auto");
+        }
+        body
+    }
+
+    /// Sends the request, retrying connect errors, 429 and 5xx before any
+    /// byte of a success response is read; returns the open stream.
+    async fn open(&self, body: &Value, role: &'static str) -> Result<ChunkReader, OpenAiError> {
+        let mut attempt: u32 = 0;
+        loop {
+            let mut req = self.http.post(&self.endpoint).json(body);
+            if let Some(key) = &self.cfg.api_key {
+                // `bearer_auth` marks the header sensitive (hidden from Debug).
+                req = req.bearer_auth(key.expose());
+            }
+            let sent = tokio::time::timeout(self.cfg.idle_timeout, req.send()).await;
+            let (err, retry_after) = match sent {
+                Err(_) => return Err(OpenAiError::HeaderTimeout(self.cfg.idle_timeout)),
+                Ok(Err(e)) if e.is_connect() => {
+                    (OpenAiError::Connect(self.scrub(describe(e))), None)
+                }
+                Ok(Err(e)) => return Err(self.scrub_err(OpenAiError::Send(describe(e)))),
+                Ok(Ok(resp)) if resp.status().is_success() => {
+                    return Ok(ChunkReader::new(resp, self.cfg.idle_timeout));
+                }
+                Ok(Ok(resp)) => {
+                    let status = resp.status();
+                    let retry_after = retry_after(&resp);
+                    let detail = if matches!(status.as_u16(), 401 | 403) {
+                        // Providers quote (parts of) the rejected key here.
+                        None
+                    } else {
+                        error_detail(resp, self.cfg.idle_timeout).await
+                    };
+                    let err = self.scrub_err(OpenAiError::Status {
+                        status: status.as_u16(),
+                        detail,
+                    });
+                    if !(status.as_u16() == 429 || status.is_server_error()) {
+                        return Err(err);
+                    }
+                    (err, retry_after)
+                }
+            };
+            if attempt >= self.cfg.max_retries {
+                return Err(err);
+            }
+            let delay = match retry_after {
+                Some(d) if d > self.cfg.backoff_max => {
+                    tracing::warn!(
+                        role,
+                        attempt,
+                        retry_after_ms = d.as_millis() as u64,
+                        "model endpoint asks to wait longer than backoff_max; giving up"
+                    );
+                    return Err(err);
+                }
+                Some(d) => d,
+                None => backoff(attempt, self.cfg.backoff_initial, self.cfg.backoff_max),
+            };
+            attempt += 1;
+            tracing::warn!(role, attempt, delay_ms = delay.as_millis() as u64, error = %err, "retrying the model request");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn plan_inner(&self, req: &PlanRequest) -> Result<Plan, OpenAiError> {
+        let tools = wire_tools(&req.tools);
+        let body = self.body(req.prompt.render(), &req.user_text, &tools);
+        let mut reader = self.open(&body, "planner").await?;
+        let mut calls = ToolCallAssembler::default();
+        let mut content = String::new();
+        let mut finish: Option<String> = None;
+        let mut usage = None;
+        let mut done = false;
+        while let Some(event) = reader.next().await? {
+            let chunk = match event {
+                Event::Done => {
+                    done = true;
+                    break;
+                }
+                Event::Chunk(c) => c,
+            };
+            if chunk.usage.is_some() {
+                usage = chunk.usage;
+            }
+            for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+                if let Some(text) = choice.delta.content {
+                    content += &text;
+                }
+                for d in choice.delta.tool_calls.unwrap_or_default() {
+                    calls.push(&d);
+                }
+                if choice.finish_reason.is_some() {
+                    finish = choice.finish_reason;
+                }
+            }
+        }
+        log_usage(
+            &self.cfg.model,
+            "planner",
+            usage.as_ref(),
+            finish.as_deref(),
+        );
+        match finish.as_deref() {
+            Some("length") if !calls.arguments_complete() => {
+                return Err(OpenAiError::TruncatedToolCall)
+            }
+            Some("content_filter") => return Err(OpenAiError::ContentFilter),
+            None if !done => return Err(OpenAiError::Unfinished),
+            _ => {}
+        }
+        let (marks, calls): (Vec<PlannedCall>, Vec<PlannedCall>) = calls
+            .into_calls()
+            .into_iter()
+            .partition(|c| c.tool == NARROW_PREVIOUS_TOOL);
+        let calls: Vec<PlannedCall> = calls
+            .into_iter()
+            .map(|mut c| {
+                // Back from the wire name to the tool's own name.
+                if let Some(t) = tools.iter().find(|t| t.wire == c.tool) {
+                    c.tool = t.name.clone();
+                }
+                c
+            })
+            .collect();
+        let note = if calls.is_empty() {
+            "no tool needed".to_string()
+        } else {
+            let text: String = content.trim().chars().take(200).collect();
+            if text.is_empty() {
+                format!("tool calls proposed by {}", self.cfg.model)
+            } else {
+                text
+            }
+        };
+        Ok(Plan {
+            calls,
+            note,
+            narrows_previous: !marks.is_empty(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for OpenAi {
+    fn name(&self) -> &str {
+        &self.cfg.model
+    }
+
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        self.plan_inner(req)
+            .await
+            .map_err(|e| LlmError::from(self.scrub_err(e)))
+    }
+
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        let body = self.body(req.prompt.render(), &req.user_text, &[]);
+        let reader = self
+            .open(&body, "responder")
+            .await
+            .map_err(|e| LlmError::from(self.scrub_err(e)))?;
+        let state = Responding {
+            reader,
+            finish: None,
+            usage: None,
+            redactor: self.redactor(),
+            model: self.cfg.model.clone(),
+        };
+        Ok(Box::pin(futures::stream::unfold(
+            Some(state),
+            |st| async move {
+                let mut st = st?;
+                match st.next_text().await {
+                    Ok(Some(text)) => Some((Ok(text), Some(st))),
+                    Ok(None) => None,
+                    Err(e) => Some((Err(LlmError::from(st.redactor.error(e))), None)),
+                }
+            },
+        )))
+    }
+}
+
+/// Removes the key from messages that may quote something the server or a
+/// library said.
+#[derive(Clone)]
+struct Redactor {
+    key: Option<ApiKey>,
+}
+
+impl Redactor {
+    fn text(&self, text: String) -> String {
+        match &self.key {
+            Some(k) if !k.0.is_empty() && text.contains(&k.0) => text.replace(&k.0, "[redacted]"),
+            _ => text,
+        }
+    }
+
+    fn error(&self, e: OpenAiError) -> OpenAiError {
+        use OpenAiError::*;
+        match e {
+            Client(m) => Client(self.text(m)),
+            Connect(m) => Connect(self.text(m)),
+            Send(m) => Send(self.text(m)),
+            Status { status, detail } => Status {
+                status,
+                detail: detail.map(|d| self.text(d)),
+            },
+            Broken(m) => Broken(self.text(m)),
+            Malformed(m) => Malformed(self.text(m)),
+            Provider(m) => Provider(self.text(m)),
+            other => other,
+        }
+    }
+}
+
+struct Responding {
+    reader: ChunkReader,
+    finish: Option<String>,
+    usage: Option<Usage>,
+    redactor: Redactor,
+    model: String,
+}
+
+impl Responding {
+    /// The next non-empty text delta; `None` at a clean end.
+    async fn next_text(&mut self) -> Result<Option<String>, OpenAiError> {
+        loop {
+            let chunk = match self.reader.next().await? {
+                Some(Event::Chunk(c)) => c,
+                Some(Event::Done) => return self.end(true),
+                None => return self.end(false),
+            };
+            if chunk.usage.is_some() {
+                self.usage = chunk.usage;
+            }
+            let mut text = String::new();
+            for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+                if let Some(t) = choice.delta.content {
+                    text += &t;
+                }
+                // A refusal is a sentence for the user like any other.
+                if let Some(t) = choice.delta.refusal {
+                    text += &t;
+                }
+                if choice.finish_reason.is_some() {
+                    self.finish = choice.finish_reason;
+                }
+            }
+            if !text.is_empty() {
+                return Ok(Some(text));
+            }
+        }
+    }
+
+    fn end(&mut self, done: bool) -> Result<Option<String>, OpenAiError> {
+        let finish = self.finish.as_deref();
+        log_usage(&self.model, "responder", self.usage.as_ref(), finish);
+        match finish {
+            Some("length") => Err(OpenAiError::TruncatedAnswer),
+            Some("content_filter") => Err(OpenAiError::ContentFilter),
+            None if !done => Err(OpenAiError::Unfinished),
+            _ => Ok(None),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tools on the wire
+
+/// A tool as the provider sees it. OpenAI function names must match
+/// `^[a-zA-Z0-9_-]{1,64}$`; MCP tool names need not, so names are mapped and
+/// mapped back.
+struct WireTool {
+    wire: String,
+    name: String,
+    description: String,
+    parameters: Value,
+}
+
+impl WireTool {
+    fn definition(&self) -> Value {
+        let mut f = json!({"name": self.wire, "parameters": self.parameters});
+        if !self.description.is_empty() {
+            f["description"] = json!(self.description);
+        }
+        json!({"type": "function", "function": f})
+    }
+}
+
+fn wire_tools(tools: &[ToolInfo]) -> Vec<WireTool> {
+    let mut out: Vec<WireTool> = Vec::with_capacity(tools.len());
+    let taken =
+        |out: &[WireTool], w: &str| w == NARROW_PREVIOUS_TOOL || out.iter().any(|t| t.wire == w);
+    for t in tools {
+        let mut base: String = t
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        if base.is_empty() {
+            base = "tool".into();
+        }
+        let mut wire = base.clone();
+        let mut n = 2;
+        while taken(&out, &wire) {
+            wire = format!("{base}_{n}");
+            n += 1;
+        }
+        // The provider requires an object schema; MCP promises one, but a
+        // server that sends something else should not break every request.
+        let parameters = match &t.input_schema {
+            Value::Object(m) if m.get("type").and_then(Value::as_str) == Some("object") => {
+                t.input_schema.clone()
+            }
+            _ => json!({"type": "object", "properties": {}}),
+        };
+        out.push(WireTool {
+            wire,
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters,
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Tool-call assembly
+
+#[derive(Debug, Default, Clone, Deserialize)]
+struct ToolCallDelta {
+    /// Which call this piece belongs to; absent with some providers.
+    index: Option<usize>,
+    id: Option<String>,
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    name: String,
+    arguments: String,
+}
+
+/// Collects tool-call pieces: a call's name and arguments arrive split over
+/// many chunks, and calls of one response interleave by `index`.
+#[derive(Debug, Default)]
+struct ToolCallAssembler {
+    calls: Vec<PartialCall>,
+    by_index: HashMap<usize, usize>,
+}
+
+impl ToolCallAssembler {
+    fn push(&mut self, d: &ToolCallDelta) {
+        let slot = match d.index {
+            Some(i) => *self.by_index.entry(i).or_insert_with(|| {
+                self.calls.push(PartialCall::default());
+                self.calls.len() - 1
+            }),
+            // Without an index, an id starts a new call; anything else
+            // continues the last one.
+            None if d.id.is_some() || self.calls.is_empty() => {
+                self.calls.push(PartialCall::default());
+                self.calls.len() - 1
+            }
+            None => self.calls.len() - 1,
+        };
+        let call = &mut self.calls[slot];
+        if let Some(f) = &d.function {
+            if let Some(n) = &f.name {
+                call.name += n;
+            }
+            if let Some(a) = &f.arguments {
+                call.arguments += a;
+            }
+        }
+    }
+
+    /// Whether every call's arguments are a complete JSON value (a call cut
+    /// at the length limit is not).
+    fn arguments_complete(&self) -> bool {
+        self.calls.iter().all(|c| {
+            c.arguments.trim().is_empty() || serde_json::from_str::<Value>(&c.arguments).is_ok()
+        })
+    }
+
+    fn into_calls(self) -> Vec<PlannedCall> {
+        self.calls
+            .into_iter()
+            .map(|c| {
+                let (args, invalid_args) = parse_arguments(&c.arguments);
+                PlannedCall {
+                    tool: c.name,
+                    args,
+                    invalid_args,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A call's arguments must be a JSON object; empty means no arguments.
+fn parse_arguments(raw: &str) -> (Map<String, Value>, Option<String>) {
+    if raw.trim().is_empty() {
+        return (Map::new(), None);
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(m)) => (m, None),
+        Ok(other) => (
+            Map::new(),
+            Some(format!(
+                "the arguments are a JSON {}, not an object",
+                json_kind(&other)
+            )),
+        ),
+        Err(e) => (
+            Map::new(),
+            Some(format!("the arguments are not valid JSON ({e})")),
+        ),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The stream: bytes → SSE events → chunks
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    delta: Delta,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    total_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+enum Event {
+    Chunk(Chunk),
+    Done,
+}
+
+/// Server-sent events from a byte stream. Bytes are buffered until a full
+/// line is there, so a chunk boundary inside a line (or inside a UTF-8
+/// sequence) is harmless.
+#[derive(Debug, Default)]
+struct SseDecoder {
+    buf: Vec<u8>,
+    data: Option<String>,
+    ready: std::collections::VecDeque<String>,
+}
+
+impl SseDecoder {
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        while let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.buf.drain(..=pos).collect();
+            self.line(&line[..line.len() - 1]);
+        }
+    }
+
+    /// End of input: a last line without its newline and an event without
+    /// its blank line are still delivered.
+    fn finish(&mut self) {
+        if !self.buf.is_empty() {
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line);
+        }
+        self.line(b"");
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            if let Some(data) = self.data.take() {
+                self.ready.push_back(data);
+            }
+            return;
+        }
+        if line[0] == b':' {
+            return; // a comment (keep-alive)
+        }
+        let text = String::from_utf8_lossy(line);
+        let (field, value) = match text.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (text.as_ref(), ""),
+        };
+        if field == "data" {
+            match &mut self.data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => self.data = Some(value.to_string()),
+            }
+        }
+    }
+
+    fn next(&mut self) -> Option<String> {
+        self.ready.pop_front()
+    }
+}
+
+struct ChunkReader {
+    body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    sse: SseDecoder,
+    idle: Duration,
+    eof: bool,
+}
+
+impl ChunkReader {
+    fn new(resp: reqwest::Response, idle: Duration) -> Self {
+        ChunkReader {
+            body: resp.bytes_stream().map(|r| r.map(|b| b.to_vec())).boxed(),
+            sse: SseDecoder::default(),
+            idle,
+            eof: false,
+        }
+    }
+
+    /// The next chunk or `[DONE]`; `None` when the body ended.
+    async fn next(&mut self) -> Result<Option<Event>, OpenAiError> {
+        loop {
+            if let Some(data) = self.sse.next() {
+                return parse_event(&data).map(Some);
+            }
+            if self.eof {
+                return Ok(None);
+            }
+            match tokio::time::timeout(self.idle, self.body.next()).await {
+                Err(_) => return Err(OpenAiError::IdleTimeout(self.idle)),
+                Ok(None) => {
+                    self.eof = true;
+                    self.sse.finish();
+                }
+                Ok(Some(Err(e))) => return Err(OpenAiError::Broken(describe(e))),
+                Ok(Some(Ok(bytes))) => self.sse.push(&bytes),
+            }
+        }
+    }
+}
+
+fn parse_event(data: &str) -> Result<Event, OpenAiError> {
+    if data.trim() == "[DONE]" {
+        return Ok(Event::Done);
+    }
+    let value: Value =
+        serde_json::from_str(data).map_err(|e| OpenAiError::Malformed(e.to_string()))?;
+    if let Some(err) = value.get("error") {
+        let msg = err
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| err.to_string());
+        return Err(OpenAiError::Provider(bounded(&msg)));
+    }
+    serde_json::from_value(value)
+        .map(Event::Chunk)
+        .map_err(|e| OpenAiError::Malformed(e.to_string()))
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// A reqwest error as one line: its chain of causes, without the URL.
+fn describe(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut out = e.to_string();
+    let mut cur = std::error::Error::source(&e);
+    while let Some(err) = cur {
+        out += ": ";
+        out += &err.to_string();
+        cur = err.source();
+    }
+    out
+}
+
+/// Token usage as fields only: no prompt or answer text.
+fn log_usage(model: &str, role: &'static str, usage: Option<&Usage>, finish: Option<&str>) {
+    let Some(u) = usage else {
+        tracing::debug!(role, model, "the model sent no usage figures");
+        return;
+    };
+    let cached = u
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cached_tokens)
+        .unwrap_or(0);
+    tracing::info!(
+        role,
+        model,
+        prompt_tokens = u.prompt_tokens,
+        completion_tokens = u.completion_tokens,
+        total_tokens = u.total_tokens,
+        cached_tokens = cached,
+        finish_reason = finish.unwrap_or(""),
+        "model usage"
+    );
+}
+
+/// Provider error text, at most 300 characters, on one line.
+fn bounded(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect()
+}
+
+fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
+    resp.headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+/// The provider's `error.message`, if the body says one.
+async fn error_detail(resp: reqwest::Response, wait: Duration) -> Option<String> {
+    let text = tokio::time::timeout(wait, resp.text()).await.ok()?.ok()?;
+    let msg = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or(text);
+    let msg = bounded(msg.trim());
+    (!msg.is_empty()).then_some(msg)
+}
+
+/// Exponential backoff with jitter: `initial · 2^attempt`, capped, then a
+/// random point in its upper half so that clients rate-limited together do
+/// not come back together.
+fn backoff(attempt: u32, initial: Duration, max: Duration) -> Duration {
+    let exp = initial.saturating_mul(1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX));
+    let capped = exp.min(max);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % 1000) as u32; // 0..1000
+    capped / 2 + (capped / 2) * jitter / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(
+        index: Option<usize>,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<&str>,
+    ) -> ToolCallDelta {
+        ToolCallDelta {
+            index,
+            id: id.map(str::to_string),
+            function: Some(FunctionDelta {
+                name: name.map(str::to_string),
+                arguments: args.map(str::to_string),
+            }),
+        }
+    }
+
+    #[test]
+    fn assembles_two_interleaved_calls_from_pieces() {
+        let mut a = ToolCallAssembler::default();
+        a.push(&delta(
+            Some(0),
+            Some("call_a"),
+            Some("search_photos"),
+            Some(""),
+        ));
+        a.push(&delta(Some(0), None, None, Some("{\"que")));
+        a.push(&delta(
+            Some(1),
+            Some("call_b"),
+            Some("get_photo"),
+            Some("{\"id\":"),
+        ));
+        a.push(&delta(
+            Some(0),
+            None,
+            None,
+            Some("ry\": \"safety\", \"floor\": 3}"),
+        ));
+        a.push(&delta(Some(1), None, None, Some(" \"PANO-1\"}")));
+        assert!(a.arguments_complete());
+        let calls = a.into_calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].tool, "search_photos");
+        assert_eq!(
+            Value::Object(calls[0].args.clone()),
+            json!({"query": "safety", "floor": 3})
+        );
+        assert_eq!(calls[1].tool, "get_photo");
+        assert_eq!(
+            Value::Object(calls[1].args.clone()),
+            json!({"id": "PANO-1"})
+        );
+        assert!(calls.iter().all(|c| c.invalid_args.is_none()));
+    }
+
+    #[test]
+    fn calls_without_index_follow_their_id() {
+        let mut a = ToolCallAssembler::default();
+        a.push(&delta(None, Some("x"), Some("a"), Some("{\"k\":")));
+        a.push(&delta(None, None, None, Some("1}")));
+        a.push(&delta(None, Some("y"), Some("b"), Some("{}")));
+        let calls = a.into_calls();
+        assert_eq!(
+            calls.iter().map(|c| c.tool.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(calls[0].args.get("k"), Some(&json!(1)));
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_are_marked_not_run() {
+        let cases = [
+            ("{not json", "not valid JSON"),
+            ("[1, 2]", "JSON array, not an object"),
+            ("\"floor 3\"", "JSON string"),
+            ("null", "JSON null"),
+        ];
+        for (raw, why) in cases {
+            let (args, invalid) = parse_arguments(raw);
+            assert!(args.is_empty(), "{raw}");
+            let invalid = invalid.unwrap_or_default();
+            assert!(invalid.contains(why), "{raw}: {invalid}");
+        }
+        assert_eq!(parse_arguments("  "), (Map::new(), None));
+        let mut cut = ToolCallAssembler::default();
+        cut.push(&delta(
+            Some(0),
+            Some("c"),
+            Some("search_photos"),
+            Some("{\"query\": \"saf"),
+        ));
+        assert!(!cut.arguments_complete());
+    }
+
+    #[test]
+    fn sse_survives_any_split_of_the_bytes() {
+        let wire = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"안녕 하세요\"}}]}\r\n\r\n\
+                    : keep-alive\n\n\
+                    event: message\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n\
+                    data: [DONE]\n\n";
+        let bytes = wire.as_bytes();
+        for step in 1..=bytes.len() {
+            let mut d = SseDecoder::default();
+            let mut events = Vec::new();
+            for piece in bytes.chunks(step) {
+                d.push(piece);
+                while let Some(e) = d.next() {
+                    events.push(e);
+                }
+            }
+            d.finish();
+            while let Some(e) = d.next() {
+                events.push(e);
+            }
+            assert_eq!(events.len(), 3, "split every {step} bytes");
+            assert!(
+                events[0].contains("안녕 하세요"),
+                "split every {step} bytes"
+            );
+            assert_eq!(events[2], "[DONE]");
+        }
+    }
+
+    #[test]
+    fn a_last_event_without_its_blank_line_is_delivered() {
+        let mut d = SseDecoder::default();
+        d.push(b"data: [DONE]");
+        assert_eq!(d.next(), None);
+        d.finish();
+        assert_eq!(d.next().as_deref(), Some("[DONE]"));
+    }
+
+    #[test]
+    fn tool_names_are_mapped_to_the_wire_and_schemas_are_objects() {
+        let tools = [
+            ToolInfo {
+                name: "files.read/v2".into(),
+                description: String::new(),
+                input_schema: json!({}),
+            },
+            ToolInfo {
+                name: "files_read_v2".into(),
+                description: "d".into(),
+                input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            },
+            ToolInfo {
+                name: NARROW_PREVIOUS_TOOL.into(),
+                description: String::new(),
+                input_schema: json!({"type": "object"}),
+            },
+        ];
+        let w = wire_tools(&tools);
+        assert_eq!(w[0].wire, "files_read_v2");
+        assert_eq!(w[1].wire, "files_read_v2_2");
+        assert_eq!(
+            w[2].wire,
+            format!("{NARROW_PREVIOUS_TOOL}_2"),
+            "the marker name is reserved"
+        );
+        assert_eq!(
+            w[0].definition()["function"]["parameters"]["type"],
+            "object"
+        );
+        assert!(w[0].definition()["function"].get("description").is_none());
+        assert_eq!(
+            w[1].definition()["function"]["parameters"]["properties"]["x"]["type"],
+            "string"
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_within_its_cap() {
+        let (i, m) = (Duration::from_millis(100), Duration::from_millis(1000));
+        for attempt in 0..40 {
+            let d = backoff(attempt, i, m);
+            let full = (i * 2u32.saturating_pow(attempt.min(16))).min(m);
+            assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn the_key_has_no_visible_form() {
+        let k = ApiKey::new("sk-very-secret");
+        let cfg = OpenAiConfig::new("http://x", "m", Some(k));
+        assert!(!format!("{cfg:?}").contains("sk-very-secret"));
+        let a = OpenAi::new(cfg).expect("client builds");
+        assert!(!format!("{a:?}").contains("sk-very-secret"));
+        let scrubbed = a.scrub("echo: sk-very-secret!".into());
+        assert_eq!(scrubbed, "echo: [redacted]!");
+    }
+}

@@ -1,0 +1,445 @@
+//! An in-process OpenAI-compatible model server (axum on 127.0.0.1:0) that
+//! speaks the chat-completions streaming wire format byte for byte:
+//! `data: {json}\n\n` chunks of `chat.completion.chunk` objects, tool-call
+//! arguments split over several chunks, a finish chunk, a usage chunk, then
+//! `data: [DONE]\n\n`. Each SSE event is written as two body chunks cut at
+//! an arbitrary byte (inside JSON, sometimes inside a UTF-8 sequence).
+//!
+//! By default it answers the way the scripted model would:
+//! - a planner request (system prompt not the responder's) is planned by
+//!   the real `turnstile::llm::Scripted` planner (as the demo configures
+//!   it), fed with the user message, the request's `tools` and the floor of
+//!   the prompt's host-context block; a plan that narrows the previous
+//!   results calls the adapter's `narrow_previous_results` function;
+//! - a responder request streams text built from the directive lines it
+//!   finds in the system prompt.
+//!
+//! Tests queue [`Action`]s per role to make one request misbehave. Every
+//! request is captured for inspection.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use turnstile::llm::openai::NARROW_PREVIOUS_TOOL;
+use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
+use turnstile::llm::{ApiKey, Model, OpenAi, OpenAiConfig, PlanRequest, Prompt, Scripted};
+use turnstile::mcp::ToolInfo;
+
+/// The key the tests configure; it must reach the `Authorization` header
+/// and nothing else.
+pub const KEY: &str = "sk-test-7f3a9c0e-DO-NOT-LOG-b41d";
+pub const FAKE_MODEL: &str = "fake-model-1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Planner,
+    Responder,
+}
+
+/// One request as the fake received it.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    pub role: Role,
+    pub authorization: Option<String>,
+    pub raw: String,
+    pub body: Value,
+}
+
+impl Captured {
+    pub fn message(&self, role: &str) -> &str {
+        self.body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["role"] == role))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+    }
+
+    pub fn system(&self) -> &str {
+        self.message("system")
+    }
+
+    pub fn user(&self) -> &str {
+        self.message("user")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// Answer with this status and JSON body instead of a stream.
+    Status(u16, Value),
+    /// HTTP 429 with a `Retry-After` of this many seconds.
+    RateLimited { retry_after_secs: u64 },
+    /// Plan exactly these calls: (function name, raw arguments text).
+    ToolCalls(Vec<(String, String)>),
+    /// A tool call whose arguments stop halfway, `finish_reason: "length"`.
+    LengthMidArguments,
+    /// Send this many content chunks, then break the connection.
+    CutAfter(usize),
+    /// Send this many content chunks, then go silent with the connection open.
+    StallAfter(usize),
+}
+
+#[derive(Default)]
+struct Shared {
+    requests: Mutex<Vec<Captured>>,
+    planner: Mutex<VecDeque<Action>>,
+    responder: Mutex<VecDeque<Action>>,
+}
+
+pub struct FakeOpenAi {
+    /// The API base (`…/v1`) to configure the adapter with.
+    pub base_url: String,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeOpenAi {
+    pub async fn start() -> FakeOpenAi {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeOpenAi {
+            base_url,
+            shared,
+            task,
+        }
+    }
+
+    /// The adapter configured for this fake: short timeouts and backoff.
+    pub fn config(&self) -> OpenAiConfig {
+        let mut c = OpenAiConfig::new(&self.base_url, FAKE_MODEL, Some(ApiKey::new(KEY)));
+        c.connect_timeout = Duration::from_secs(2);
+        c.idle_timeout = Duration::from_secs(5);
+        c.max_retries = 2;
+        c.backoff_initial = Duration::from_millis(10);
+        c.backoff_max = Duration::from_millis(200);
+        c
+    }
+
+    pub fn model(&self) -> Arc<dyn Model> {
+        Arc::new(OpenAi::new(self.config()).expect("adapter builds"))
+    }
+
+    /// The next request of `role` gets `action` instead of the default.
+    pub fn on(&self, role: Role, action: Action) {
+        let q = match role {
+            Role::Planner => &self.shared.planner,
+            Role::Responder => &self.shared.responder,
+        };
+        q.lock().unwrap().push_back(action);
+    }
+
+    pub fn requests(&self) -> Vec<Captured> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+}
+
+async fn completions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    raw: String,
+) -> Response {
+    let body: Value = match serde_json::from_str(&raw) {
+        Ok(v) => v,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    let captured = Captured {
+        role: Role::Planner,
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        raw: raw.clone(),
+        body,
+    };
+    let role = if captured.system().starts_with(RESPONDER_FIXED) {
+        Role::Responder
+    } else {
+        Role::Planner
+    };
+    let captured = Captured { role, ..captured };
+    shared.requests.lock().unwrap().push(captured.clone());
+    let queued = match role {
+        Role::Planner => shared.planner.lock().unwrap().pop_front(),
+        Role::Responder => shared.responder.lock().unwrap().pop_front(),
+    };
+    match (role, queued) {
+        (_, Some(Action::Status(status, body))) => (
+            StatusCode::from_u16(status).unwrap(),
+            [("content-type", "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+        (_, Some(Action::RateLimited { retry_after_secs })) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [
+                ("content-type", "application/json".to_string()),
+                ("retry-after", retry_after_secs.to_string()),
+            ],
+            json!({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}})
+                .to_string(),
+        )
+            .into_response(),
+        (_, Some(Action::ToolCalls(calls))) => {
+            sse(tool_call_events(&calls, "tool_calls"), End::Clean)
+        }
+        (_, Some(Action::LengthMidArguments)) => {
+            let args = r#"{"query": "safety", "flo"#.to_string();
+            sse(
+                tool_call_events(&[("search_photos".into(), args)], "length"),
+                End::Clean,
+            )
+        }
+        (_, Some(Action::CutAfter(n))) => sse(
+            text_events(&responder_text(&captured))
+                .into_iter()
+                .take(n + 1)
+                .collect(),
+            End::Cut,
+        ),
+        (_, Some(Action::StallAfter(n))) => sse(
+            text_events(&responder_text(&captured))
+                .into_iter()
+                .take(n + 1)
+                .collect(),
+            End::Stall,
+        ),
+        (Role::Planner, None) => plan_like_scripted(&captured).await,
+        (Role::Responder, None) => sse(text_events(&responder_text(&captured)), End::Clean),
+    }
+}
+
+/// The real scripted planner, run on what the request says.
+async fn plan_like_scripted(req: &Captured) -> Response {
+    let tools: Vec<ToolInfo> = req.body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| ToolInfo {
+                    name: t["function"]["name"].as_str().unwrap_or("").into(),
+                    description: t["function"]["description"].as_str().unwrap_or("").into(),
+                    input_schema: t["function"]["parameters"].clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let plan_req = PlanRequest {
+        prompt: Prompt::new(PLANNER_FIXED),
+        user_text: req.user().to_string(),
+        tools,
+        context: host_floor(req.system()).map(|f| json!({"floor": f})),
+    };
+    let offered = |name: &str| plan_req.tools.iter().any(|t| t.name == name);
+    let narrow_offered = offered(NARROW_PREVIOUS_TOOL);
+    let plan = Scripted::demo()
+        .plan(&plan_req)
+        .await
+        .expect("scripted plans");
+    if plan.calls.is_empty() {
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        events.push(chunk(json!({"content": "No tool is needed."}), None));
+        events.push(chunk(json!({}), Some("stop")));
+        events.push(usage_chunk());
+        return sse(events, End::Clean);
+    }
+    let mut calls: Vec<(String, String)> = plan
+        .calls
+        .iter()
+        .map(|c| (c.tool.clone(), Value::Object(c.args.clone()).to_string()))
+        .collect();
+    // A model says "these narrow the previous results" with the function
+    // the adapter offers for it; if it is not offered, it cannot be said.
+    if plan.narrows_previous && narrow_offered {
+        calls.insert(0, (NARROW_PREVIOUS_TOOL.to_string(), "{}".to_string()));
+    }
+    sse(tool_call_events(&calls, "tool_calls"), End::Clean)
+}
+
+/// `floor: X` from the prompt's host-context block.
+fn host_floor(system: &str) -> Option<String> {
+    let block = system.split("\n\n## Host context\n").nth(1)?;
+    let block = block.split("\n\n## ").next()?;
+    block
+        .lines()
+        .find_map(|l| l.strip_prefix("floor: "))
+        .map(str::to_string)
+}
+
+/// The directive lines of the responder prompt.
+pub fn directives(system: &str) -> Vec<String> {
+    let Some(block) = system.split("\n\n## Directives\n").nth(1) else {
+        return vec![];
+    };
+    let block = block.split("\n\n## ").next().unwrap_or("");
+    block
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// One sentence per directive, so the answer visibly follows them.
+fn responder_text(req: &Captured) -> String {
+    let korean = req
+        .user()
+        .chars()
+        .any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c));
+    let lead = if korean { "알겠습니다. " } else { "" };
+    let d = directives(req.system());
+    if d.is_empty() {
+        return format!("{lead}I can search the site's panoramas.");
+    }
+    format!("{lead}{}", d.join(" "))
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({
+        "id": "chatcmpl-fake0001",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": FAKE_MODEL,
+        "service_tier": "default",
+        "system_fingerprint": "fp_fake01",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        "usage": null,
+    })
+}
+
+fn usage_chunk() -> Value {
+    json!({
+        "id": "chatcmpl-fake0001",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": FAKE_MODEL,
+        "service_tier": "default",
+        "system_fingerprint": "fp_fake01",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": 123,
+            "completion_tokens": 45,
+            "total_tokens": 168,
+            "prompt_tokens_details": {"cached_tokens": 64, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+        },
+    })
+}
+
+/// Calls the way OpenAI streams them: one call after another, each opened
+/// by a chunk with its index, id, type and name, then its arguments in
+/// pieces of a few characters.
+fn tool_call_events(calls: &[(String, String)], finish: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (i, (name, args)) in calls.iter().enumerate() {
+        let head = json!({"index": i, "id": format!("call_fake{i:02}"), "type": "function", "function": {"name": name, "arguments": ""}});
+        if i == 0 {
+            out.push(chunk(
+                json!({"role": "assistant", "content": null, "tool_calls": [head], "refusal": null}),
+                None,
+            ));
+        } else {
+            out.push(chunk(json!({"tool_calls": [head]}), None));
+        }
+        let chars: Vec<char> = args.chars().collect();
+        for piece in chars.chunks(4) {
+            let piece: String = piece.iter().collect();
+            out.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    out.push(chunk(json!({}), Some(finish)));
+    out.push(usage_chunk());
+    out
+}
+
+/// Word-sized content deltas, then the finish and usage chunks.
+fn text_events(text: &str) -> Vec<Value> {
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": "", "refusal": null}),
+        None,
+    )];
+    let mut cur = String::new();
+    for c in text.chars() {
+        cur.push(c);
+        if c == ' ' {
+            out.push(chunk(json!({"content": std::mem::take(&mut cur)}), None));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(chunk(json!({"content": cur}), None));
+    }
+    out.push(chunk(json!({}), Some("stop")));
+    out.push(usage_chunk());
+    out
+}
+
+enum End {
+    /// `data: [DONE]` and a proper end of the body.
+    Clean,
+    /// The connection breaks after the events.
+    Cut,
+    /// Nothing more is sent; the connection stays open.
+    Stall,
+}
+
+fn sse(events: Vec<Value>, end: End) -> Response {
+    let mut pieces: Vec<Bytes> = Vec::new();
+    let mut wire: Vec<Vec<u8>> = events
+        .iter()
+        .map(|e| format!("data: {e}\n\n").into_bytes())
+        .collect();
+    if matches!(end, End::Clean) {
+        wire.push(b"data: [DONE]\n\n".to_vec());
+    }
+    for (i, bytes) in wire.into_iter().enumerate() {
+        // Cut each event at an arbitrary byte: the client must buffer.
+        let at = (bytes.len() * (i % 5 + 1) / 7).max(1);
+        pieces.push(Bytes::copy_from_slice(&bytes[..at]));
+        pieces.push(Bytes::copy_from_slice(&bytes[at..]));
+    }
+    let paced = !matches!(end, End::Clean);
+    let body = futures::stream::iter(pieces).then(move |b| async move {
+        if paced {
+            // Let each piece leave before the break, so the client really
+            // sees deltas first.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok::<Bytes, std::io::Error>(b)
+    });
+    let body = match end {
+        End::Clean => Body::from_stream(body),
+        End::Cut => Body::from_stream(body.chain(futures::stream::once(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Err(std::io::Error::other("connection cut by the fake"))
+        }))),
+        End::Stall => Body::from_stream(body.chain(futures::stream::pending())),
+    };
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .unwrap()
+}

@@ -1,0 +1,785 @@
+//! The OpenAI-compatible adapter end to end: real HTTP/SSE turns through the
+//! chat server, the real demo MCP server and SQLite, with the model played by
+//! an in-process fake that speaks the chat-completions streaming wire format
+//! (`common::fake_openai`). The fake plans with the real scripted planner, so
+//! every demo flow must produce the same frames as with the scripted model.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use common::fake_openai::{directives, Action, Captured, FakeOpenAi, Role, FAKE_MODEL, KEY};
+use common::server::{answer, databases, kinds, TestServer};
+use serde_json::{json, Value};
+use turnstile::demo::Fault;
+use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
+
+// ---------------------------------------------------------------------------
+// Captured logs: every test's tracing output, all levels of turnstile and
+// the HTTP client, so the key can be looked for in them.
+
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct Capture;
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let filter = tracing_subscriber::EnvFilter::new(
+            "info,turnstile=trace,reqwest=trace,hyper_util=trace",
+        );
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(|| Capture)
+            .init();
+    });
+}
+
+fn logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+fn assert_no_key_in_logs() {
+    let l = logs();
+    assert!(!l.contains(KEY), "the API key appears in the logs");
+}
+
+// ---------------------------------------------------------------------------
+// Demo flows: the adapter must give what the scripted model gives.
+
+/// One conversation: its turns (text, host context) on one thread, with
+/// the demo tool server's faults.
+struct Flow {
+    name: String,
+    turns: Vec<(&'static str, Option<Value>)>,
+    faults: Vec<Fault>,
+}
+
+fn flow(name: &str, turns: &[&'static str]) -> Flow {
+    Flow {
+        name: name.into(),
+        turns: turns.iter().map(|t| (*t, None)).collect(),
+        faults: vec![],
+    }
+}
+
+/// Every flow of tests/http_turns.rs and tests/honesty.rs (and each demo
+/// fault). A flow added here runs against both models.
+fn flows() -> Vec<Flow> {
+    let mut out = vec![
+        flow("safety-floor-3", &["show safety issues on floor 3"]),
+        flow("safety-floor-3-ko", &["3층 안전 지적사항 보여줘"]),
+        flow("photos-1999", &["show photos from 1999"]),
+        flow("photos-1999-ko", &["1999년 사진 보여줘"]),
+        flow("twelve-photos-floor-2", &["show me 12 photos of floor 2"]),
+        flow("twelve-photos-floor-2-ko", &["2층 사진 12장 보여줘"]),
+        flow(
+            "twelve-safety-floor-3",
+            &["show me 12 safety issues on floor 3"],
+        ),
+        flow("hello", &["hello"]),
+        Flow {
+            turns: vec![(
+                "show quality issues on this floor",
+                Some(json!({
+                    "project": "x".repeat(500),
+                    "floor": 4,
+                    "visible_items": (0..80).map(|i| format!("ANN-{i}")).collect::<Vec<_>>(),
+                })),
+            )],
+            ..flow("this-floor-context", &[])
+        },
+        flow(
+            "narrowing-upgrades-and-releases",
+            &[
+                "show safety issues on floor 3",
+                "only those from April",
+                "그중 4월 것만",
+                "only those from January",
+                "only those from April",
+            ],
+        ),
+        flow(
+            "scope-applied-last",
+            &[
+                "show safety issues on floor 3",
+                "only those on floor 5 from April",
+            ],
+        ),
+        flow(
+            "list-all",
+            &["list all panoramas", "모든 파노라마 목록 보여줘"],
+        ),
+        flow(
+            "count",
+            &["how many photos are on floor 3?", "3층 사진은 몇 장이야?"],
+        ),
+    ];
+    for f in Fault::ALL {
+        out.push(Flow {
+            faults: vec![f],
+            ..flow(
+                &format!("fault-{}", f.name()),
+                &["show safety issues on floor 3", "list all panoramas"],
+            )
+        });
+    }
+    out
+}
+
+/// What must agree between the two models: every frame but the text, with
+/// per-run ids and the plan's free-text note left out. A run of deltas
+/// counts once (chunking is the model's); citations keep their counts,
+/// grades, stitch and scope, with items reduced to their number.
+fn signature(frames: &[(String, Value)]) -> Value {
+    let mut out: Vec<Value> = Vec::new();
+    for (kind, d) in frames {
+        if kind == "delta" {
+            if out.last() != Some(&json!("delta")) {
+                out.push(json!("delta"));
+            }
+            continue;
+        }
+        let mut d = d.clone();
+        if let Some(o) = d.as_object_mut() {
+            for key in ["turn_id", "thread_id", "call_id", "note"] {
+                o.remove(key);
+            }
+            if let Some(n) = o.get("items").and_then(Value::as_array).map(Vec::len) {
+                o.insert("items".into(), json!(n));
+            }
+        }
+        out.push(json!({kind.as_str(): d}));
+    }
+    Value::Array(out)
+}
+
+async fn stored_anchors(s: &TestServer, thread: &str) -> Vec<Value> {
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    v["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["body"]["anchors"].as_array())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Requests whose user message is `text`, from index `from` on.
+fn turn_requests<'a>(reqs: &'a [Captured], from: usize, text: &str) -> Vec<&'a Captured> {
+    reqs[from..].iter().filter(|r| r.user() == text).collect()
+}
+
+#[tokio::test]
+async fn every_demo_flow_matches_the_scripted_model() {
+    capture_logs();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let mut checked = 0;
+    for (i, f) in flows().into_iter().enumerate() {
+        let db_a = format!(
+            "sqlite://{}?mode=rwc",
+            tmp.path().join(format!("s{i}.db")).display()
+        );
+        let db_b = format!(
+            "sqlite://{}?mode=rwc",
+            tmp.path().join(format!("o{i}.db")).display()
+        );
+        let scripted = TestServer::start(&db_a, f.faults.clone()).await;
+        let adapter = TestServer::start_with_model(&db_b, f.faults.clone(), fake.model()).await;
+        let t_a = scripted.new_thread().await;
+        let t_b = adapter.new_thread().await;
+        for (n, (text, context)) in f.turns.iter().enumerate() {
+            let at = format!("{} turn {} ({text})", f.name, n + 1);
+            let body = match context {
+                Some(c) => json!({"text": text, "context": c}),
+                None => json!({"text": text}),
+            };
+            let expect = scripted.turn(&t_a, body.clone()).await;
+            let before = fake.requests().len();
+            let got = adapter.turn(&t_b, body).await;
+            assert_eq!(
+                signature(&got),
+                signature(&expect),
+                "{at}: the adapter's turn differs from the scripted model's"
+            );
+
+            // One planner and (on a finished turn) one responder request.
+            let reqs = fake.requests();
+            let mine = turn_requests(&reqs, before, text);
+            let roles: Vec<Role> = mine.iter().map(|r| r.role).collect();
+            if kinds(&got).last() != Some(&"done") {
+                assert_eq!(roles.first(), Some(&Role::Planner), "{at}");
+                continue;
+            }
+            assert_eq!(roles, [Role::Planner, Role::Responder], "{at}");
+            // The responder saw every anchor code derived, as a directive.
+            let lines = directives(mine[1].system());
+            let anchors = stored_anchors(&adapter, &t_b).await;
+            assert_eq!(lines.len(), anchors.len(), "{at}: {lines:?} vs {anchors:?}");
+            for (line, a) in lines.iter().zip(&anchors) {
+                for (key, v) in a.as_object().into_iter().flatten() {
+                    if let Some(n) = v.as_u64().filter(|_| key != "pages") {
+                        assert!(
+                            line.contains(&n.to_string()),
+                            "{at}: {key} {n} not in {line}"
+                        );
+                    }
+                }
+            }
+            // The answer streamed through is the one the fake wrote from them.
+            for line in &lines {
+                assert!(answer(&got).contains(line.as_str()), "{at}: {line}");
+            }
+        }
+        scripted.pass();
+        adapter.pass();
+        checked += 1;
+    }
+    assert!(checked >= 17, "the flow table shrank");
+
+    // Across every turn: the request shape, the prompt-cache order, no
+    // licence words, and the key only in its header.
+    let reqs = fake.requests();
+    let mut fixed = std::collections::BTreeMap::new();
+    let mut tools_seen = std::collections::BTreeSet::new();
+    for r in &reqs {
+        assert_eq!(r.body["model"], FAKE_MODEL);
+        assert_eq!(r.body["stream"], true);
+        assert_eq!(r.body["stream_options"]["include_usage"], true);
+        let roles: Vec<&str> = r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user"]);
+        let head = r.system().split("\n\n## ").next().unwrap().to_string();
+        let expected = match r.role {
+            Role::Planner => {
+                assert!(r.body["tools"].as_array().is_some_and(|t| !t.is_empty()));
+                tools_seen.insert(r.body["tools"].to_string());
+                PLANNER_FIXED
+            }
+            Role::Responder => {
+                assert!(r.body.get("tools").is_none(), "the responder gets no tools");
+                RESPONDER_FIXED
+            }
+        };
+        assert!(
+            r.system().starts_with(expected),
+            "the fixed part comes first"
+        );
+        fixed
+            .entry(r.role as u8)
+            .or_insert_with(Vec::new)
+            .push(head);
+        let lower = r.raw.to_lowercase();
+        for word in ["licence", "license", "tier", "subscription"] {
+            assert!(!lower.contains(word), "\"{word}\" in a prompt: {}", r.raw);
+        }
+        assert!(!r.raw.contains(KEY), "the key is in a request body");
+        assert_eq!(
+            r.authorization.as_deref(),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+    }
+    for heads in fixed.values() {
+        assert!(
+            heads.windows(2).all(|w| w[0] == w[1]),
+            "the fixed part changed between turns"
+        );
+    }
+    assert_eq!(tools_seen.len(), 1, "the tool list changed between turns");
+    assert_eq!(fixed.len(), 2);
+
+    // Usage is recorded as fields, and the captured logs are real.
+    let l = logs();
+    assert!(l.contains("model usage"), "no usage line in the logs");
+    assert!(
+        l.contains("prompt_tokens=123") && l.contains("cached_tokens=64"),
+        "usage fields missing"
+    );
+    assert_no_key_in_logs();
+}
+
+// ---------------------------------------------------------------------------
+// Failures
+
+async fn adapter_server(tmp: &tempfile::TempDir, fake: &FakeOpenAi) -> TestServer {
+    TestServer::start_with_model(&databases(tmp)[0], vec![], fake.model()).await
+}
+
+fn count(reqs: &[Captured], role: Role) -> usize {
+    reqs.iter().filter(|r| r.role == role).count()
+}
+
+#[tokio::test]
+async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frames() {
+    capture_logs();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let s = adapter_server(&tmp, &fake).await;
+    let thread = s.new_thread().await;
+    let limited = json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}});
+    fake.on(Role::Planner, Action::Status(429, limited));
+    fake.on(
+        Role::Responder,
+        Action::Status(503, json!({"error": {"message": "overloaded"}})),
+    );
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert_eq!(
+        kinds(&frames)
+            .iter()
+            .filter(|k| **k != "delta")
+            .copied()
+            .collect::<Vec<_>>(),
+        [
+            "start",
+            "plan",
+            "tool_call",
+            "tool_result",
+            "citation",
+            "done"
+        ]
+    );
+    assert!(
+        answer(&frames).contains("At least 189"),
+        "{}",
+        answer(&frames)
+    );
+    let reqs = fake.requests();
+    assert_eq!(
+        (count(&reqs, Role::Planner), count(&reqs, Role::Responder)),
+        (2, 2)
+    );
+
+    // Retries run out: three 500s with max_retries = 2 → an error frame.
+    for _ in 0..3 {
+        fake.on(
+            Role::Planner,
+            Action::Status(500, json!({"error": {"message": "boom"}})),
+        );
+    }
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert_eq!(kinds(&frames), ["start", "error"]);
+    let msg = frames[1].1["message"].as_str().unwrap();
+    assert!(msg.contains("HTTP 500"), "{msg}");
+    assert_eq!(count(&fake.requests(), Role::Planner), 5);
+
+    // Retry-After is honoured; one longer than backoff_max ends the retries.
+    fake.on(
+        Role::Planner,
+        Action::RateLimited {
+            retry_after_secs: 0,
+        },
+    );
+    let frames = s.say(&thread, "hello").await;
+    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    assert_eq!(count(&fake.requests(), Role::Planner), 7);
+    fake.on(
+        Role::Planner,
+        Action::RateLimited {
+            retry_after_secs: 60,
+        },
+    );
+    let started = std::time::Instant::now();
+    let frames = s.say(&thread, "hello").await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert!(frames[1].1["message"]
+        .as_str()
+        .unwrap()
+        .contains("HTTP 429"));
+    assert_eq!(count(&fake.requests(), Role::Planner), 8, "not retried");
+    s.pass();
+    assert_no_key_in_logs();
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried_and_never_show_the_key() {
+    capture_logs();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let s = adapter_server(&tmp, &fake).await;
+    let thread = s.new_thread().await;
+    // A provider that quotes the key back, in a 401 and in a 400.
+    let echo = json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}});
+    fake.on(Role::Planner, Action::Status(401, echo.clone()));
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert_eq!(kinds(&frames), ["start", "error"]);
+    let msg = frames[1].1.to_string();
+    assert!(msg.contains("HTTP 401") && !msg.contains(KEY), "{msg}");
+
+    fake.on(Role::Planner, Action::Status(400, echo));
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    let msg = frames[1].1.to_string();
+    assert!(
+        msg.contains("HTTP 400") && msg.contains("[redacted]") && !msg.contains(KEY),
+        "{msg}"
+    );
+    assert_eq!(
+        count(&fake.requests(), Role::Planner),
+        2,
+        "4xx is not retried"
+    );
+
+    // Nothing of it is stored either.
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    assert!(!v.to_string().contains(KEY));
+    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    s.pass();
+    assert_no_key_in_logs();
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent() {
+    capture_logs();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let s = adapter_server(&tmp, &fake).await;
+    let thread = s.new_thread().await;
+    fake.on(Role::Responder, Action::CutAfter(3));
+    let frames = tokio::time::timeout(
+        Duration::from_secs(20),
+        s.say(&thread, "show safety issues on floor 3"),
+    )
+    .await
+    .expect("no hang");
+    let k = kinds(&frames);
+    assert_eq!(k.last(), Some(&"error"), "{k:?}");
+    assert!(k.contains(&"citation"));
+    assert_eq!(k.iter().filter(|k| **k == "delta").count(), 3, "{k:?}");
+    let msg = frames.last().unwrap().1["message"].as_str().unwrap();
+    assert!(msg.contains("stream broke"), "{msg}");
+    assert_eq!(
+        count(&fake.requests(), Role::Responder),
+        1,
+        "never re-sent after a delta"
+    );
+    // The thread stays usable and kept the error.
+    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    let roles: Vec<&str> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "tool", "assistant", "user", "assistant"]);
+    assert!(v["messages"][2]["body"]["error"].is_object());
+    s.pass();
+    assert_no_key_in_logs();
+}
+
+#[tokio::test]
+async fn a_stalled_stream_times_out_instead_of_hanging() {
+    capture_logs();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let mut cfg = fake.config();
+    cfg.idle_timeout = Duration::from_millis(400);
+    let model = std::sync::Arc::new(turnstile::llm::OpenAi::new(cfg).unwrap());
+    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], model).await;
+    let thread = s.new_thread().await;
+    fake.on(Role::Responder, Action::StallAfter(2));
+    let started = std::time::Instant::now();
+    let frames = tokio::time::timeout(Duration::from_secs(20), s.say(&thread, "hello"))
+        .await
+        .expect("no hang");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(kinds(&frames), ["start", "delta", "delta", "error"]);
+    let msg = frames[3].1["message"].as_str().unwrap();
+    assert!(msg.contains("no data from the model"), "{msg}");
+    // A planner that stalls is bounded too.
+    fake.on(Role::Planner, Action::StallAfter(1));
+    let frames = tokio::time::timeout(Duration::from_secs(20), s.say(&thread, "hello"))
+        .await
+        .expect("no hang");
+    assert_eq!(kinds(&frames), ["start", "error"]);
+    s.pass();
+}
+
+#[tokio::test]
+async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
+    capture_logs();
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let s = adapter_server(&tmp, &fake).await;
+    let thread = s.new_thread().await;
+    fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![
+            (
+                "search_photos".into(),
+                r#"{"query": "safety", "floor": 3}"#.into(),
+            ),
+            (
+                "search_photos".into(),
+                r#"{"query": "safety", "floor": "#.into(),
+            ),
+            ("search_photos".into(), "[3]".into()),
+            (
+                "search_photos".into(),
+                r#"{"query": "", "floor": 2, "limit": 12}"#.into(),
+            ),
+        ]),
+    );
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    let k: Vec<&str> = kinds(&frames)
+        .into_iter()
+        .filter(|k| *k != "delta")
+        .collect();
+    assert_eq!(
+        k,
+        [
+            "start",
+            "plan",
+            "tool_call",
+            "tool_result",
+            "citation",
+            "tool_call",
+            "tool_result",
+            "tool_call",
+            "tool_result",
+            "tool_call",
+            "tool_result",
+            "citation",
+            "done"
+        ]
+    );
+    let plan = &frames[1].1["steps"];
+    assert_eq!(plan[0]["args"], json!({"query": "safety", "floor": 3}));
+    assert_eq!(
+        plan[3]["args"],
+        json!({"query": "", "floor": 2, "limit": 12})
+    );
+    let results: Vec<&Value> = frames
+        .iter()
+        .filter(|(k, _)| k == "tool_result")
+        .map(|(_, d)| d)
+        .collect();
+    let oks: Vec<bool> = results.iter().map(|d| d["ok"].as_bool().unwrap()).collect();
+    assert_eq!(oks, [true, false, false, true]);
+    let why = results[1]["summary"].as_str().unwrap();
+    assert!(
+        why.contains("invalid arguments") && why.contains("not valid JSON"),
+        "{why}"
+    );
+    let why = results[2]["summary"].as_str().unwrap();
+    assert!(why.contains("array, not an object"), "{why}");
+    let citations: Vec<&Value> = frames
+        .iter()
+        .filter(|(k, _)| k == "citation")
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        (
+            citations[0]["grade"].as_str(),
+            citations[0]["total"].as_u64()
+        ),
+        (Some("LOWER_BOUND"), Some(189))
+    );
+    assert_eq!(
+        (
+            citations[1]["displayed"].as_u64(),
+            citations[1]["total"].as_u64()
+        ),
+        (Some(12), Some(613))
+    );
+    // The failed calls reached the responder as directives.
+    let responder = fake
+        .requests()
+        .into_iter()
+        .rfind(|r| r.role == Role::Responder)
+        .unwrap();
+    let lines = directives(responder.system());
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("tool failed")).count(),
+        2,
+        "{lines:?}"
+    );
+
+    // A tool call cut at the length limit is a planner error, not a call.
+    fake.on(Role::Planner, Action::LengthMidArguments);
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert_eq!(kinds(&frames), ["start", "error"]);
+    let msg = frames[1].1["message"].as_str().unwrap();
+    assert!(msg.contains("length limit"), "{msg}");
+    s.pass();
+    assert_no_key_in_logs();
+}
+
+// ---------------------------------------------------------------------------
+// The binary: `turnstile serve --config`
+
+const BIN: &str = env!("CARGO_BIN_EXE_turnstile");
+
+#[test]
+fn serve_check_validates_the_example_and_locates_errors() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/turnstile.example.toml");
+    let out = std::process::Command::new(BIN)
+        .args(["serve", "--config", example, "--check"])
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("TURNSTILE_TABLES")
+        .env_remove("DATABASE_URL")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(": ok") && stdout.contains("from $OPENAI_API_KEY"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.toml");
+    let cases = [
+        (
+            "database_url = \"x\"\ncolour = \"red\"\n",
+            "bad.toml:2:1: unknown field `colour`",
+        ),
+        (
+            "[model]\nname = \"m\"\n",
+            "`model.base_url`: missing required value",
+        ),
+    ];
+    for (src, expect) in cases {
+        std::fs::write(&bad, src).unwrap();
+        let out = std::process::Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(&bad)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("TURNSTILE_MODEL_BASE_URL")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expect), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn serve_runs_a_turn_against_the_fake_model() {
+    use tokio::io::AsyncBufReadExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let demo = turnstile::demo::DemoServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        turnstile::demo::DemoOptions::default(),
+    )
+    .await
+    .unwrap();
+    let config = tmp.path().join("turnstile.toml");
+    // The file names a wrong model and a key variable; the environment
+    // overrides the model, and the key comes from the named variable.
+    std::fs::write(
+        &config,
+        format!(
+            "addr = \"127.0.0.1:1\"\ndatabase_url = \"sqlite://{}?mode=rwc\"\n\n[model]\nbase_url = \"{}\"\nname = \"not-this-one\"\napi_key_env = \"FAKE_PROVIDER_KEY\"\nidle_timeout_secs = 5\n\n[[mcp_servers]]\nname = \"demo\"\nurl = \"{}\"\ntrusted_origin = \"https://viewer.example.com\"\n[mcp_servers.tools.search_photos]\nlicence_tier = \"pro\"\n",
+            tmp.path().join("serve.db").display(),
+            fake.base_url,
+            demo.url
+        ),
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("TURNSTILE_ADDR", "127.0.0.1:0")
+        .env("TURNSTILE_MODEL", FAKE_MODEL)
+        .env("FAKE_PROVIDER_KEY", KEY)
+        .env("RUST_LOG", "trace")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = tokio::spawn(async move {
+        let mut s = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut s).await;
+        s
+    });
+    let base = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("turnstile is serving on ") {
+                return url.trim_end_matches('/').to_string();
+            }
+        }
+        panic!("serve exited before listening");
+    })
+    .await
+    .expect("serve starts");
+    let http = reqwest::Client::new();
+    let thread: Value = http
+        .post(format!("{base}/v1/threads"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let thread = thread["thread_id"].as_str().unwrap();
+    let sse = http
+        .post(format!("{base}/v1/threads/{thread}/messages"))
+        .json(&json!({"text": "show safety issues on floor 3"}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        sse.contains("event: citation") && sse.contains("LOWER_BOUND"),
+        "{sse}"
+    );
+    assert!(sse.contains("event: done"), "{sse}");
+    let reqs = fake.requests();
+    assert_eq!(
+        reqs[0].body["model"], FAKE_MODEL,
+        "TURNSTILE_MODEL overrides the file"
+    );
+    assert_eq!(
+        reqs[0].authorization.as_deref(),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    // ctrl-c (SIGINT, sent to this child by its id) stops it cleanly.
+    let pid = child.id().expect("running").to_string();
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(interrupted, "could not send SIGINT");
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("serve stops on ctrl-c")
+        .unwrap();
+    assert!(status.success(), "serve exited with {status}");
+    let errors = errors.await.unwrap();
+    assert!(
+        errors.contains("model usage"),
+        "trace logs were captured: {errors}"
+    );
+    assert!(
+        !errors.contains(KEY),
+        "the API key appears in the server's logs"
+    );
+    demo.shutdown().await;
+}
