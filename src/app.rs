@@ -45,6 +45,7 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
         store: store.clone(),
         tables: turn_tables,
         contracts: Contracts::demo(),
+        claims: Default::default(),
         limits: cfg.limits,
     };
     Ok(AppState {

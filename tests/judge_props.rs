@@ -96,8 +96,9 @@ fn output(p: &Page, n: usize) -> ToolOutput {
         .map(|i| json!({"id": format!("P-{i}")}))
         .collect();
     if !p.accounted {
+        // Rows, but no accounting: an untrusted page.
         return ToolOutput::from_value(
-            &json!({"content": [{"type": "text", "text": "invalid cursor"}]}),
+            &json!({"content": [{"type": "text", "text": "rows"}], "structuredContent": {"items": items}}),
         );
     }
     let mut meta = json!({"returned": items.len(), "has_more": p.has_more, "next_cursor": p.has_more.then(|| format!("c{n}"))});
@@ -118,11 +119,16 @@ proptest! {
         let bound = TableSet::builtin().unwrap().bound::<Paging>().unwrap();
         let mut s = Stitcher::new(&bound, cap);
         let mut fed = Vec::new();
+        // The caller stopped while the table still said "fetch on".
+        let mut interrupted = false;
         for (n, p) in pages.iter().enumerate() {
             fed.push(p.clone());
             match s.push(&output(p, n)).unwrap() {
-                Some(_) => continue,
-                None => break,
+                Some(_) => interrupted = true,
+                None => {
+                    interrupted = false;
+                    break;
+                }
             }
         }
         let out = s.finish();
@@ -132,14 +138,12 @@ proptest! {
         let first_ids: Vec<String> = first.ids.iter().map(|i| format!("P-{i}")).collect();
         match out.end {
             StitchEnd::Abandoned => {
-                // The first page alone, never a blend.
+                // The first page alone, never a blend — with or without
+                // accounting, its rows survive.
                 let ids: Vec<String> = out.items.iter().map(|i| i["id"].as_str().unwrap().to_string()).collect();
-                if first.accounted {
-                    prop_assert_eq!(ids, first_ids);
-                } else {
-                    prop_assert!(out.accounting.is_none());
-                }
-                prop_assert!(out.anomaly.is_some());
+                prop_assert_eq!(ids, first_ids);
+                prop_assert_eq!(out.accounting.is_none(), !first.accounted);
+                prop_assert!(out.anomaly.is_some() || interrupted);
             }
             StitchEnd::Complete | StitchEnd::Capped => {
                 // No page after the first disagreed, so no id repeats across pages.

@@ -102,6 +102,17 @@ impl FrameWriter {
             })
     }
 
+    /// The machine as it is now, to [`restore`](Self::restore) if the step
+    /// a fired event belongs to could not be made durable.
+    pub fn checkpoint(&self) -> Typed<Frame> {
+        self.machine.clone()
+    }
+
+    /// Puts back a checkpoint. Only for an event whose frame was never sent.
+    pub fn restore(&mut self, checkpoint: Typed<Frame>) {
+        self.machine = checkpoint;
+    }
+
     pub fn is_terminal(&self) -> bool {
         self.machine.is_terminal()
     }

@@ -5,11 +5,13 @@
 //! grades and absence come from `judge`; the model only proposes calls and
 //! writes sentences.
 
+pub mod claims;
 pub mod context;
 pub mod frames;
 pub mod tools;
 pub mod turn;
 
+pub use claims::{Claim, ThreadClaims};
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
 pub use tools::ToolBelt;

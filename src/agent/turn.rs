@@ -71,6 +71,7 @@ pub struct Agent {
     pub tables: TurnTables,
     pub contracts: Contracts,
     pub limits: Limits,
+    pub claims: Arc<super::claims::ThreadClaims>,
 }
 
 /// Why a turn stopped early. Every variant has already been reported to the
@@ -88,9 +89,19 @@ struct Turn<'a> {
     thread_id: String,
     turn_id: String,
     frames: FrameWriter,
-    gate: Gate,
-    verdict_given: bool,
+    /// The narrowing machine of the latest listing, persisted with each step.
+    narrowing: Option<crate::fsm::Snapshot>,
     calls: usize,
+}
+
+/// One call's listing as the judge sees it: the tool, the scope it ran in
+/// (if the narrowing table applied one), that listing's narrowing machine,
+/// and the arguments that went out.
+struct Listing<'a> {
+    tool: &'a str,
+    scope: Option<&'a Scope>,
+    gate: Gate,
+    args: &'a Map<String, Value>,
 }
 
 /// What the judged results of a turn leave behind.
@@ -100,6 +111,7 @@ struct Findings {
     citations: Vec<Value>,
     /// The population this turn showed, for a later narrowing follow-up.
     population: Option<Scope>,
+    /// A listing released its scope: the thread's population is cleared.
     released: bool,
 }
 
@@ -121,8 +133,7 @@ impl Agent {
             thread_id: thread_id.to_string(),
             turn_id: turn_id.to_string(),
             frames: FrameWriter::new(&self.tables.frame, tx),
-            gate: Gate::new(&self.tables.narrowing),
-            verdict_given: false,
+            narrowing: None,
             calls: 0,
         };
         let work = async {
@@ -130,6 +141,7 @@ impl Agent {
                 r = turn.run(req) => {
                     if let Err(e) = r {
                         tracing::warn!(error = %e, "turn stopped early");
+                        turn.report(&e).await;
                     }
                     if let Err(e) = turn.frames.close().await {
                         tracing::warn!(error = %e, "closing the stream");
@@ -145,15 +157,29 @@ impl Agent {
 impl Turn<'_> {
     async fn persist(&self, messages: Vec<NewMessage>) -> Result<(), Stop> {
         let snap = |s: crate::fsm::Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
-        let machines = [
-            ("frame", snap(self.frames.snapshot())),
-            ("narrowing", snap(self.gate.snapshot())),
-        ];
+        let mut machines = vec![("frame", snap(self.frames.snapshot()))];
+        if let Some(n) = &self.narrowing {
+            machines.push(("narrowing", snap(n.clone())));
+        }
         self.agent
             .store
             .step(&self.thread_id, &self.turn_id, &messages, &machines)
             .await?;
         Ok(())
+    }
+
+    /// Tells the client why the turn stopped, from the frame state the client
+    /// actually saw. Nothing is persisted here: the store may be what failed.
+    async fn report(&mut self, stop: &Stop) {
+        let Stop::Store(_) = stop else { return };
+        let data = json!({"message": "storage is unavailable; this turn was not saved"});
+        if self.frames.allows(FrameEvent::Start) {
+            let start = json!({"turn_id": self.turn_id, "thread_id": self.thread_id});
+            let _ = self.frames.emit(FrameEvent::Start, start).await;
+        }
+        if self.frames.allows(FrameEvent::Error) {
+            let _ = self.frames.emit(FrameEvent::Error, data).await;
+        }
     }
 
     /// A frame whose step is durable before the client sees it: the
@@ -165,8 +191,14 @@ impl Turn<'_> {
         data: Value,
         messages: Vec<NewMessage>,
     ) -> Result<(), Stop> {
+        let before = self.frames.checkpoint();
         self.frames.fire(event).await?;
-        self.persist(messages).await?;
+        if let Err(e) = self.persist(messages).await {
+            // The frame was never sent: the machine goes back to what the
+            // client saw, so the failure can still be reported in order.
+            self.frames.restore(before);
+            return Err(e);
+        }
         self.frames.send(event, data).await?;
         Ok(())
     }
@@ -245,9 +277,6 @@ impl Turn<'_> {
             true => self.previous_population().await?,
             false => None,
         };
-        if scope.is_some() && self.gate.narrow().is_err() {
-            tracing::error!("narrowing gate refused a scope at the start of a turn (server bug)");
-        }
         if !plan.calls.is_empty() {
             let steps: Vec<Value> = plan
                 .calls
@@ -332,7 +361,20 @@ impl Turn<'_> {
         findings: &mut Findings,
     ) -> Result<bool, Stop> {
         let server = self.agent.tools.client_for(&call.tool).cloned();
-        let scoped = scope.filter(|s| s.tool == call.tool);
+        // One narrowing machine per listing. The scope is applied only if
+        // the table's `narrow` row says so (effect `apply-scope`).
+        let mut gate = Gate::new(&self.agent.tables.narrowing);
+        let scoped = match scope.filter(|s| s.tool == call.tool) {
+            Some(s) => match gate.narrow() {
+                Ok(Some(NarrowingEffect::ApplyScope)) => Some(s),
+                Ok(_) => None,
+                Err(v) => {
+                    tracing::error!(row_id = %v.row_id, "narrowing table refused the scope");
+                    None
+                }
+            },
+            None => None,
+        };
         // A model that names a tool nobody offers, sends arguments that are
         // not an object, or narrows with another tool than the one that
         // showed the population, gets a structured tool error; nothing runs.
@@ -374,9 +416,18 @@ impl Turn<'_> {
                     let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": e.kind()});
                     let msg = tool_message(&call_id, &call.tool, &page_args, None, Some(e.kind()));
                     self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-                    let message = format!("the tool {} failed: {}", call.tool, e.kind());
-                    self.fail(message, Some(&call.tool)).await?;
-                    return Ok(false);
+                    if first.is_none() {
+                        let message = format!("the tool {} failed: {}", call.tool, e.kind());
+                        self.fail(message, Some(&call.tool)).await?;
+                        return Ok(false);
+                    }
+                    // A later page that failed (a rejected cursor may come
+                    // as a JSON-RPC error) is an untrusted page: the stitch
+                    // is abandoned and the first page stands alone.
+                    if let Err(v) = stitcher.push(&ToolOutput::default()) {
+                        tracing::error!(row_id = %v.row_id, "paging table refused a page (server bug)");
+                    }
+                    break;
                 }
             };
             let shape = out.shape();
@@ -431,40 +482,50 @@ impl Turn<'_> {
             }
         }
         let Some(first) = first else { return Ok(true) };
-        self.judge_results(
-            call,
-            scoped,
-            &args,
-            &first,
-            stitching.then(|| stitcher.finish()),
-            findings,
-        )
-        .await?;
+        let stitched = stitching.then(|| stitcher.finish());
+        let listing = Listing {
+            tool: &call.tool,
+            scope: scoped,
+            gate,
+            args: &args,
+        };
+        self.judge_results(listing, &first, stitched, findings)
+            .await?;
         Ok(true)
     }
 
     async fn judge_results(
         &mut self,
-        call: &PlannedCall,
-        scope: Option<&Scope>,
-        args: &Map<String, Value>,
+        listing: Listing<'_>,
         first: &ToolOutput,
         stitched: Option<judge::stitch::Stitched>,
         findings: &mut Findings,
     ) -> Result<(), Stop> {
-        let tool = call.tool.clone();
+        let Listing {
+            tool,
+            scope,
+            mut gate,
+            args,
+        } = listing;
+        let tool = tool.to_string();
         let contract = self.agent.contracts.get(&tool);
-        // A single-value aggregate is exact and needs no card.
+        // A single-value aggregate is exact and needs no card. An aggregate
+        // over no rows (MAX of nothing is NULL) has no value to state.
         if let Some((column, value)) = result::aggregate(first) {
-            let value = value
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| value.to_string());
-            findings.anchors.push(Anchor::Aggregate {
-                source: tool,
-                column,
-                value,
-            });
+            let anchor = match value {
+                Value::Null => Anchor::Absent {
+                    cause: AbsenceCause::ZeroFromStart,
+                },
+                v => Anchor::Aggregate {
+                    source: tool,
+                    column,
+                    value: v
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| v.to_string()),
+                },
+            };
+            findings.anchors.push(anchor);
             return Ok(());
         }
         let (items, accounting) = match &stitched {
@@ -494,28 +555,25 @@ impl Turn<'_> {
         );
         let items = items.unwrap_or_default();
 
-        // The gate's verdict on this page, once per turn.
-        let page = narrowing::classify(scope, &items, &count);
-        // The gate gives one verdict per turn, on the first judged listing;
-        // later listings of the same turn are graded on their own.
-        let effect = if !self.verdict_given {
-            self.verdict_given = true;
-            match self.gate.verdict(page) {
-                Ok(effect) => effect,
-                Err(v) => {
-                    // A forbidden verdict is the table refusing the page:
-                    // results outside the scope are another population.
-                    tracing::warn!(row_id = %v.row_id, "narrowing gate refused the page");
-                    findings
-                        .anchors
-                        .push(Anchor::OutsideScope { tool: tool.clone() });
-                    return Ok(());
-                }
-            }
-        } else {
-            None
-        };
+        // The listing's narrowing verdict, decided by the table.
         let emptiness = read_result_emptiness(contract, first);
+        let page = narrowing::classify(scope, &items, &count, emptiness);
+        let verdict = gate.verdict(page);
+        self.narrowing = Some(gate.snapshot());
+        let effect = match verdict {
+            Ok(effect) => effect,
+            Err(v) => {
+                // The table refused the page. The only page code can
+                // classify into a forbidden row is one outside the scope:
+                // another population, discarded, never shown as the answer.
+                tracing::warn!(row_id = %v.row_id, "narrowing table refused the page");
+                findings
+                    .anchors
+                    .push(Anchor::OutsideScope { tool: tool.clone() });
+                return Ok(());
+            }
+        };
+        let released = effect == Some(NarrowingEffect::ReleaseScope);
         match effect {
             Some(NarrowingEffect::UpgradeExact) => narrowing::upgrade(&mut count),
             Some(NarrowingEffect::ReleaseScope) => {
@@ -527,7 +585,7 @@ impl Turn<'_> {
             }
             _ => {}
         }
-        if !findings.released {
+        if !released {
             match (emptiness, count.displayed) {
                 (Emptiness::Empty, _) => findings.anchors.push(Anchor::Absent {
                     cause: AbsenceCause::ZeroFromStart,
@@ -537,7 +595,9 @@ impl Turn<'_> {
                 }),
                 _ => findings.anchors.push(Anchor::for_count(&tool, &count)),
             }
-            findings.population = Some(Scope::new(&tool, args));
+            if !findings.released {
+                findings.population = Some(Scope::new(&tool, args));
+            }
         }
         let mut citation = json!({
             "source": tool,

@@ -7,8 +7,12 @@ use anyhow::{bail, Context};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::fsm::Machine;
-use crate::protocols::TableSet;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::fsm::schema::{RawRow, RawTable};
+use crate::fsm::{Machine, Table};
 
 /// Parses SSE text incrementally into (event, data) pairs.
 #[derive(Default)]
@@ -123,6 +127,70 @@ fn describe(kind: &str, d: &Value) -> Option<String> {
     })
 }
 
+/// The server's own `frame` table (it may run with overridden tables),
+/// validated here like any table file.
+async fn server_frame_table(http: &reqwest::Client, base: &str) -> anyhow::Result<Table> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        from: String,
+        on: String,
+        legal: bool,
+        to: Option<String>,
+        effect: Option<String>,
+        why: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Json {
+        name: String,
+        doc: String,
+        initial: String,
+        terminal: Vec<String>,
+        states: Vec<String>,
+        events: Vec<String>,
+        effects: Vec<String>,
+        rows: Vec<Row>,
+    }
+    let url = format!("{base}/v1/tables/frame");
+    let j: Json = http
+        .get(&url)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let raw = RawTable {
+        name: j.name,
+        doc: j.doc,
+        initial: j.initial,
+        terminal: j.terminal,
+        states: j.states,
+        events: j.events,
+        effects: j.effects,
+        rows: j
+            .rows
+            .into_iter()
+            .map(|r| match r.legal {
+                true => RawRow::Legal {
+                    id: r.id,
+                    from: r.from,
+                    on: r.on,
+                    to: r.to.unwrap_or_default(),
+                    effect: r.effect,
+                },
+                false => RawRow::Forbidden {
+                    id: r.id,
+                    from: r.from,
+                    on: r.on,
+                    why: r.why.unwrap_or_default(),
+                },
+            })
+            .collect(),
+    };
+    let text = ron::to_string(&raw)?;
+    crate::protocols::registry_check_source(&text, &url).map_err(|f| anyhow::anyhow!("{f}"))
+}
+
 /// Runs one turn against a server; returns an error if the server answered
 /// with an error frame or broke the frame order.
 pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Result<()> {
@@ -157,8 +225,7 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
         let body = resp.text().await.unwrap_or_default();
         bail!("{status}: {body}");
     }
-    let tables = TableSet::builtin().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let frame = tables.get("frame").context("frame table")?.clone();
+    let frame = Arc::new(server_frame_table(&http, base).await?);
     let mut machine = Machine::new(frame.clone());
     let mut parser = SseParser::default();
     let mut body = resp.bytes_stream();

@@ -50,7 +50,42 @@ fn describe(t: &Table, kind: &RowKind, id: &str) -> (String, String) {
     }
 }
 
+/// Rows whose legality, target or effect changed, pairs added or removed,
+/// and a changed `initial` or `terminal` set (both change behaviour).
 pub fn diff(old: &Table, new: &Table) -> Vec<Change> {
+    let mut out = Vec::new();
+    let terminal = |t: &Table| -> Vec<String> {
+        t.states
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| t.terminal[*i])
+            .map(|(_, s)| s.clone())
+            .collect()
+    };
+    let (a_init, b_init) = (
+        &old.states[old.initial as usize],
+        &new.states[new.initial as usize],
+    );
+    if a_init != b_init {
+        out.push(Change::Changed {
+            pair: ("initial".into(), "-".into()),
+            was: a_init.clone(),
+            now: b_init.clone(),
+        });
+    }
+    let (a_term, b_term) = (terminal(old), terminal(new));
+    if a_term != b_term {
+        out.push(Change::Changed {
+            pair: ("terminal".into(), "-".into()),
+            was: a_term.join(", "),
+            now: b_term.join(", "),
+        });
+    }
+    out.extend(diff_rows(old, new));
+    out
+}
+
+fn diff_rows(old: &Table, new: &Table) -> Vec<Change> {
     let index = |t: &Table| -> BTreeMap<(String, String), (String, String)> {
         t.rows
             .iter()

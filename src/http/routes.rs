@@ -94,12 +94,21 @@ pub async fn post_message(
     if st.store.thread(&id).await?.is_none() {
         return Err(ApiError::not_found("thread"));
     }
+    let Some(claim) = st.agent.claims.claim(&id) else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "a turn is already running on this thread; wait for its done or error frame",
+        ));
+    };
     let turn_id = uuid::Uuid::new_v4().to_string();
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     // The task ends when the turn does or when the client disconnects (the
     // receiver below is dropped with the response stream): no orphans.
-    tokio::spawn(async move { agent.run_turn(&id, &turn_id, req, tx).await });
+    tokio::spawn(async move {
+        agent.run_turn(&id, &turn_id, req, tx).await;
+        drop(claim);
+    });
     let stream = ReceiverStream::new(rx).map(sse_event);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
 }

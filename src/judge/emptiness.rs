@@ -37,11 +37,15 @@ pub fn read_result_emptiness(contract: Option<&Contract>, out: &ToolOutput) -> E
         return Emptiness::Unknown;
     }
     // 4. Only a server that marked the answer as its result set with its
-    //    accounting may be taken to say "nothing".
-    if acc.is_some() {
-        Emptiness::Empty
-    } else {
-        Emptiness::Unknown
+    //    accounting, and counted zero, may be taken to say "nothing". An
+    //    empty page of a non-empty population (total 12, or more beyond) is
+    //    not an absence.
+    match acc {
+        Some(a) if a.total == Some(0) => Emptiness::Empty,
+        Some(a) if a.total.is_none() && a.total_lower_bound.unwrap_or(0) == 0 && !a.has_more => {
+            Emptiness::Empty
+        }
+        _ => Emptiness::Unknown,
     }
 }
 
@@ -105,6 +109,17 @@ mod tests {
             true,
             json!({"content": [], "_meta": acc0}),
             Emptiness::Empty,
+        );
+        // An empty page of a population the server counted is not "none".
+        check(
+            true,
+            json!({"content": [], "_meta": {"returned": 0, "total": 12, "has_more": true}}),
+            Emptiness::Unknown,
+        );
+        check(
+            true,
+            json!({"content": [], "_meta": {"returned": 0, "has_more": true, "next_cursor": "c"}}),
+            Emptiness::Unknown,
         );
         check(
             true,

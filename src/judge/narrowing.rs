@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::emptiness::Emptiness;
 use super::grade::{Count, CountGrade};
 use crate::fsm::Violation;
 use crate::protocols::narrowing::{Narrowing, NarrowingEffect, NarrowingEvent};
@@ -61,8 +62,9 @@ impl Scope {
     }
 
     /// Whether an item lies inside the scope, for the filters an item can
-    /// show: project, floor, capture date range, query words. Filters an item
-    /// cannot show are not held against it.
+    /// show: project, floor, capture date range. Filters an item cannot show
+    /// (a semantic query's relevance) are not held against it: matching
+    /// literal words would call correct semantic hits "outside".
     pub fn contains(&self, item: &Value) -> bool {
         let arg = |k: &str| self.args.get(k).filter(|v| !v.is_null());
         let field = |k: &str| item.get(k);
@@ -93,36 +95,32 @@ impl Scope {
                 return false;
             }
         }
-        if let Some(query) = arg("query")
-            .and_then(Value::as_str)
-            .filter(|q| !q.trim().is_empty())
-        {
-            let haystack = item.to_string().to_lowercase();
-            if !query
-                .to_lowercase()
-                .split_whitespace()
-                .all(|w| haystack.contains(w))
-            {
-                return false;
-            }
-        }
         true
     }
 }
 
-/// What one page was, as far as the gate is concerned.
-pub fn classify(scope: Option<&Scope>, items: &[Value], count: &Count) -> NarrowingEvent {
+/// What one page was, as far as the gate is concerned. "Empty" needs the
+/// emptiness judgement (an accounted zero), not just zero items; a page is
+/// the whole scope only if nothing lies beyond it and no total contradicts it.
+pub fn classify(
+    scope: Option<&Scope>,
+    items: &[Value],
+    count: &Count,
+    emptiness: Emptiness,
+) -> NarrowingEvent {
     if let Some(scope) = scope {
         if !items.iter().all(|i| scope.contains(i)) {
             return NarrowingEvent::PageOutsideScope;
         }
     }
-    if count.displayed == 0 {
-        NarrowingEvent::PageEmpty
-    } else if !count.has_more && count.grade != CountGrade::Unknown {
-        NarrowingEvent::PageExhaustive
-    } else {
-        NarrowingEvent::PagePartial
+    let fits = count.displayed > 0
+        && !count.has_more
+        && count.grade != CountGrade::Unknown
+        && count.total.is_none_or(|t| t == count.displayed);
+    match emptiness {
+        Emptiness::Empty => NarrowingEvent::PageEmpty,
+        _ if fits => NarrowingEvent::PageExhaustive,
+        _ => NarrowingEvent::PagePartial,
     }
 }
 
@@ -148,8 +146,9 @@ impl Gate {
         }
     }
 
-    pub fn narrow(&mut self) -> Result<(), Box<Violation>> {
-        self.machine.fire(NarrowingEvent::Narrow).map(|_| ())
+    /// Applies a scope; the table's effect says what applying means.
+    pub fn narrow(&mut self) -> Result<Option<NarrowingEffect>, Box<Violation>> {
+        self.machine.fire(NarrowingEvent::Narrow).map(|s| s.effect)
     }
 
     /// The table's verdict on one classified page.
@@ -217,10 +216,8 @@ mod tests {
         let s = scope();
         let inside = json!({"floor": 3, "captured_at": "2026-04-02", "annotations": [{"kind": "safety", "title": "no hard hat"}]});
         let other_floor = json!({"floor": 4, "annotations": [{"kind": "safety"}]});
-        let other_kind = json!({"floor": 3, "annotations": [{"kind": "quality"}]});
         assert!(s.contains(&inside));
         assert!(!s.contains(&other_floor));
-        assert!(!s.contains(&other_kind));
         let mut april = s.clone();
         april.args.insert("date_from".into(), json!("2026-05-01"));
         assert!(!april.contains(&inside));

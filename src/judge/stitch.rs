@@ -139,14 +139,16 @@ impl Stitcher {
         let acc = accounting::read(out);
         let items = result::items(out).unwrap_or_default();
         let event = self.classify(acc.as_ref(), &items);
+        if self.pages == 0 {
+            // The first page is what an abandoned stitch falls back to, so it
+            // is kept whatever the table decides about stitching.
+            self.first = acc.clone();
+            self.first_items = items.clone();
+        }
         let step = self.machine.fire(event)?;
         self.pages += 1;
         match step.effect {
-            Some(PagingEffect::KeepPage) => {
-                self.first = acc.clone();
-                self.first_items = items.clone();
-                self.append(items);
-            }
+            Some(PagingEffect::KeepPage) => self.append(items),
             Some(PagingEffect::AppendPage) => self.append(items),
             Some(PagingEffect::DiscardStitch) | Some(PagingEffect::StopAtCap) | None => {}
         }
@@ -171,8 +173,10 @@ impl Stitcher {
 
     pub fn finish(self) -> Stitched {
         let end = match self.machine.state() {
-            PagingState::Abandoned => StitchEnd::Abandoned,
-            PagingState::Capped | PagingState::Stitching => StitchEnd::Capped,
+            // A stitch left mid-way (a refused page) falls back like an
+            // abandoned one: never a blend.
+            PagingState::Abandoned | PagingState::Stitching => StitchEnd::Abandoned,
+            PagingState::Capped => StitchEnd::Capped,
             PagingState::Complete | PagingState::Start => StitchEnd::Complete,
         };
         let (items, accounting) = match end {
