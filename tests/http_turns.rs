@@ -4,8 +4,13 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use common::server::{answer, databases, kinds, stable, TestServer};
+use futures::StreamExt;
 use serde_json::json;
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
 
 const DEMO_PROMPTS: &[(&str, &str)] = &[
     ("safety-floor-3", "show safety issues on floor 3"),
@@ -190,10 +195,32 @@ async fn a_tool_server_that_is_down_ends_the_turn_with_an_error_naming_the_tool(
     s.pass();
 }
 
+/// The scripted model, answering slowly: a turn that is still narrating
+/// when the client hangs up.
+struct Slow(Scripted);
+
+#[async_trait::async_trait]
+impl Model for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        self.0.plan(req).await
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        let words = self.0.respond(req).await?;
+        Ok(Box::pin(words.then(|w| async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            w
+        })))
+    }
+}
+
 #[tokio::test]
-async fn a_client_that_disconnects_loses_nothing_persisted() {
+async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
+    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
     let thread = s.new_thread().await;
     let r = s
         .http
@@ -202,18 +229,25 @@ async fn a_client_that_disconnects_loses_nothing_persisted() {
         .send()
         .await
         .unwrap();
-    // Read until the tool result arrives, then hang up mid-turn.
+    // Read until the answer has begun (≈ 20 words at 100 ms each remain),
+    // then hang up mid-turn.
     let mut body = r.bytes_stream();
     let mut seen = String::new();
-    while !seen.contains("event: tool_result") {
-        let chunk = futures::StreamExt::next(&mut body)
-            .await
-            .expect("stream open")
-            .unwrap();
+    while !seen.contains("event: delta") {
+        let chunk = body.next().await.expect("stream open").unwrap();
         seen += &String::from_utf8_lossy(&chunk);
     }
+    // One turn at a time per thread.
+    let (status, v) = s
+        .post_raw(
+            &format!("/v1/threads/{thread}/messages"),
+            "{\"text\": \"hello\"}",
+        )
+        .await;
+    assert_eq!(status, 409, "{v}");
     drop(body);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Long enough for the whole answer, had the turn gone on.
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
     let roles: Vec<&str> = v["messages"]
         .as_array()
@@ -221,13 +255,10 @@ async fn a_client_that_disconnects_loses_nothing_persisted() {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    // Every frame the client saw had its step persisted first.
-    assert_eq!(
-        roles.get(..2),
-        Some(&["user", "tool"][..]),
-        "{roles:?} after seeing {seen}"
-    );
-    // The thread works after the disconnect.
+    // Every frame the client saw had its step persisted first; the turn was
+    // cancelled, so no answer was written after the client left.
+    assert_eq!(roles, ["user", "tool"], "after seeing {seen}");
+    // No orphan holds the thread: a new turn is accepted and finishes.
     assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
     s.pass();
 }
