@@ -315,6 +315,55 @@ impl ServerHandler for DemoTools {
 
 /// One text block, `isError: false`, nothing else — what a sloppy adapter
 /// returns for an upstream failure.
+/// What every list tool checks first, in the upstream's order: the faults
+/// that replace a real answer, then the project.
+struct Opening<'a> {
+    project: String,
+    cursor: Option<&'a str>,
+    drift: bool,
+    data: &'static data::Dataset,
+}
+
+fn open_call<'a>(
+    state: &DemoState,
+    project: Option<&str>,
+    cursor: Option<&'a str>,
+    endpoint: &str,
+) -> Result<Opening<'a>, CallToolResult> {
+    let project = project
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or("tower-a")
+        .to_string();
+    let cursor = cursor.filter(|c| !c.is_empty());
+    if state.has(Fault::Upstream502) {
+        return Err(bare_text(format!(
+            "Search API error: 502 Server Error: Bad Gateway for url: https://search.upstream.invalid/v2/projects/{project}/{endpoint}"
+        )));
+    }
+    if state.has(Fault::AuthEmptyObject) {
+        return Err(bare_text("{}"));
+    }
+    if cursor.is_some() && state.has(Fault::CursorRejected) {
+        return Err(bare_text("invalid cursor"));
+    }
+    let drift = cursor.is_some() && state.has(Fault::CursorDrift);
+    let data = data::dataset();
+    if data.project(&project).is_none() {
+        let known: Vec<&str> = data.projects.iter().map(|p| p.id).collect();
+        return Err(tool_error(format!(
+            "unknown project '{project}' (known: {})",
+            known.join(", ")
+        )));
+    }
+    Ok(Opening {
+        project,
+        cursor,
+        drift,
+        data,
+    })
+}
+
 fn bare_text(text: impl Into<String>) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
@@ -396,36 +445,20 @@ fn panorama_json(p: &data::Panorama) -> Value {
 /// The `search_photos` handler, transport-free.
 pub fn search_photos(state: &DemoState, args: SearchPhotosArgs) -> CallToolResult {
     state.search_calls.fetch_add(1, Ordering::SeqCst);
-    let project = args
-        .project
-        .as_deref()
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .unwrap_or("tower-a")
-        .to_string();
-    let cursor = args.cursor.as_deref().filter(|c| !c.is_empty());
-
-    if state.has(Fault::Upstream502) {
-        return bare_text(format!(
-            "Search API error: 502 Server Error: Bad Gateway for url: https://search.upstream.invalid/v2/projects/{project}/photos/search"
-        ));
-    }
-    if state.has(Fault::AuthEmptyObject) {
-        return bare_text("{}");
-    }
-    if cursor.is_some() && state.has(Fault::CursorRejected) {
-        return bare_text("invalid cursor");
-    }
-    let drift = cursor.is_some() && state.has(Fault::CursorDrift);
-
-    let data = data::dataset();
-    if data.project(&project).is_none() {
-        let known: Vec<&str> = data.projects.iter().map(|p| p.id).collect();
-        return tool_error(format!(
-            "unknown project '{project}' (known: {})",
-            known.join(", ")
-        ));
-    }
+    let Opening {
+        project,
+        cursor,
+        drift,
+        data,
+    } = match open_call(
+        state,
+        args.project.as_deref(),
+        args.cursor.as_deref(),
+        "photos/search",
+    ) {
+        Ok(o) => o,
+        Err(result) => return result,
+    };
     let date_from = match parse_date("date_from", args.date_from.as_deref()) {
         Ok(d) => d,
         Err(e) => return e,
@@ -566,36 +599,20 @@ fn cell_text(v: &Value) -> String {
 /// generated SQL, and the capped row count is reported as `total`.
 pub fn query_data(state: &DemoState, args: QueryDataArgs) -> CallToolResult {
     state.query_calls.fetch_add(1, Ordering::SeqCst);
-    let project = args
-        .project
-        .as_deref()
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .unwrap_or("tower-a")
-        .to_string();
-    let cursor = args.cursor.as_deref().filter(|c| !c.is_empty());
-
-    if state.has(Fault::Upstream502) {
-        return bare_text(format!(
-            "Search API error: 502 Server Error: Bad Gateway for url: https://search.upstream.invalid/v2/projects/{project}/query"
-        ));
-    }
-    if state.has(Fault::AuthEmptyObject) {
-        return bare_text("{}");
-    }
-    if cursor.is_some() && state.has(Fault::CursorRejected) {
-        return bare_text("invalid cursor");
-    }
-    let drift = cursor.is_some() && state.has(Fault::CursorDrift);
-
-    let data = data::dataset();
-    if data.project(&project).is_none() {
-        let known: Vec<&str> = data.projects.iter().map(|p| p.id).collect();
-        return tool_error(format!(
-            "unknown project '{project}' (known: {})",
-            known.join(", ")
-        ));
-    }
+    let Opening {
+        project,
+        cursor,
+        drift,
+        data,
+    } = match open_call(
+        state,
+        args.project.as_deref(),
+        args.cursor.as_deref(),
+        "query",
+    ) {
+        Ok(o) => o,
+        Err(result) => return result,
+    };
     let limit = args
         .limit
         .map_or(QUERY_DEFAULT_LIMIT, |l| {
