@@ -23,6 +23,9 @@ pub struct AppConfig<'a> {
     pub model: Arc<dyn Model>,
     pub limits: Limits,
     pub tables_dir: Option<&'a Path>,
+    /// Which tools' results are judged for emptiness and in-band failure,
+    /// and which listings may be stitched.
+    pub contracts: Contracts,
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
@@ -44,7 +47,7 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
         tools,
         store: store.clone(),
         tables: turn_tables,
-        contracts: Contracts::demo(),
+        contracts: cfg.contracts,
         claims: Default::default(),
         limits: cfg.limits,
     };

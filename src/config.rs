@@ -132,6 +132,13 @@ struct FileServer {
 #[serde(deny_unknown_fields)]
 struct FileTool {
     licence_tier: Option<String>,
+    /// The tool's results have a result contract (see `judge::contracts`).
+    #[serde(default)]
+    result_contract: bool,
+    #[serde(default)]
+    fixed_prefixes: Vec<String>,
+    #[serde(default)]
+    stitch: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -230,6 +237,8 @@ pub struct McpServer {
 pub struct ToolSettings {
     /// The licence tier a viewer needs for this tool's results.
     pub licence_tier: Option<String>,
+    /// The result contract the judge holds this tool's answers to, if any.
+    pub contract: Option<crate::judge::Contract>,
 }
 
 impl Config {
@@ -332,6 +341,19 @@ impl Config {
     }
 
     /// The MCP servers as the tool belt connects to them.
+    /// The result contracts declared per tool.
+    pub fn contracts(&self) -> crate::judge::Contracts {
+        let mut out = crate::judge::Contracts::default();
+        for s in &self.mcp_servers {
+            for (tool, t) in &s.tools {
+                if let Some(c) = &t.contract {
+                    out.insert(tool, c.clone());
+                }
+            }
+        }
+        out
+    }
+
     pub fn server_specs(&self) -> Vec<ServerSpec> {
         self.mcp_servers
             .iter()
@@ -606,7 +628,23 @@ impl Validator {
                     }
                     other => other.map(str::to_string),
                 };
-                tools.insert(tool.clone(), ToolSettings { licence_tier });
+                if !t.result_contract && (t.stitch || !t.fixed_prefixes.is_empty()) {
+                    self.problem(
+                        &format!("{key}.result_contract"),
+                        "`stitch` and `fixed_prefixes` describe a result contract: set result_contract = true".into(),
+                    );
+                }
+                let contract = t.result_contract.then(|| crate::judge::Contract {
+                    fixed_prefixes: t.fixed_prefixes.clone(),
+                    stitch: t.stitch,
+                });
+                tools.insert(
+                    tool.clone(),
+                    ToolSettings {
+                        licence_tier,
+                        contract,
+                    },
+                );
             }
             if let Some(transport) = transport {
                 out.push(McpServer {
@@ -864,6 +902,30 @@ url = "not a url"
             missing.message.contains("missing required value")
                 && missing.message.contains("TURNSTILE_MODEL")
         );
+    }
+
+    #[test]
+    fn tools_declare_result_contracts() {
+        let src = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.query_data]\nresult_contract = true\nfixed_prefixes = [\"Showing \"]\nstitch = true\n[mcp_servers.tools.notes]\nlicence_tier = \"pro\"\n"
+        );
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap().contracts();
+        let q = c.get("query_data").expect("declared contract");
+        assert_eq!(
+            (q.fixed_prefixes.as_slice(), q.stitch),
+            (&["Showing ".to_string()][..], true)
+        );
+        assert!(c.get("notes").is_none(), "no contract unless declared");
+        let bad = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.q]\nstitch = true\n"
+        );
+        let Err(ConfigError::Invalid { problems, .. }) = load(&bad, &[("OPENAI_API_KEY", KEY)])
+        else {
+            panic!("stitch without a contract must be refused");
+        };
+        assert!(problems
+            .iter()
+            .any(|p| p.key == "mcp_servers[0].tools.q.result_contract"));
     }
 
     #[test]

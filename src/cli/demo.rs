@@ -10,6 +10,7 @@ use anyhow::Context;
 use crate::agent::Limits;
 use crate::app::{self, AppConfig};
 use crate::demo::{DemoOptions, DemoServer, Fault};
+use crate::judge::Contracts;
 use crate::llm::Scripted;
 use crate::mcp::ServerSpec;
 
@@ -33,6 +34,7 @@ pub async fn run(
         model: Arc::new(Scripted::demo()),
         limits: Limits::default(),
         tables_dir,
+        contracts: Contracts::demo(),
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(addr)

@@ -76,6 +76,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         model: Arc::new(model),
         limits: config.agent_limits(),
         tables_dir: config.tables_dir.as_deref(),
+        contracts: config.contracts(),
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(config.addr)

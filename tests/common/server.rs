@@ -96,6 +96,7 @@ impl TestServer {
             model,
             limits: Limits::default(),
             tables_dir: None,
+            contracts: turnstile::judge::Contracts::demo(),
         })
         .await
         .expect("app builds");
