@@ -34,6 +34,10 @@ enum Command {
         /// auth-empty-object, cursor-rejected, cursor-drift.
         #[arg(long = "fault", value_parser = Fault::parse)]
         faults: Vec<Fault>,
+        /// Address of the demo MCP tool server (port 0: any free port). Fix it
+        /// to point `turnstile serve` at the demo tools.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        mcp_addr: SocketAddr,
         #[arg(long, env = "TURNSTILE_TABLES")]
         tables: Option<PathBuf>,
     },
@@ -122,9 +126,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             addr,
             db,
             faults,
+            mcp_addr,
             tables,
         } => {
-            runtime()?.block_on(cli::demo::run(addr, &db, faults, tables.as_deref()))?;
+            let opts = cli::demo::DemoRun {
+                addr,
+                mcp_addr,
+                db: &db,
+                faults,
+                tables_dir: tables.as_deref(),
+            };
+            runtime()?.block_on(cli::demo::run(opts))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve { config, check } => {

@@ -14,14 +14,25 @@ use crate::judge::Contracts;
 use crate::llm::Scripted;
 use crate::mcp::ServerSpec;
 
-pub async fn run(
-    addr: SocketAddr,
-    db: &str,
-    faults: Vec<Fault>,
-    tables_dir: Option<&Path>,
-) -> anyhow::Result<()> {
+/// What `turnstile demo` was asked for.
+pub struct DemoRun<'a> {
+    pub addr: SocketAddr,
+    pub mcp_addr: SocketAddr,
+    pub db: &'a str,
+    pub faults: Vec<Fault>,
+    pub tables_dir: Option<&'a Path>,
+}
+
+pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
+    let DemoRun {
+        addr,
+        mcp_addr,
+        db,
+        faults,
+        tables_dir,
+    } = opts;
     let demo = DemoServer::start(
-        SocketAddr::from(([127, 0, 0, 1], 0)),
+        mcp_addr,
         DemoOptions {
             faults: faults.clone(),
         },
