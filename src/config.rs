@@ -502,9 +502,16 @@ impl Validator {
         } else if let Some(k) = m.api_key.as_ref().filter(|k| !k.expose().trim().is_empty()) {
             Some((ApiKey::new(k.expose().trim()), KeySource::File))
         } else {
+            // Name the variable only when it is the default: a key pasted into
+            // `api_key_env` can look like a variable name, and must not be echoed.
+            let which = if m.api_key_env.is_none() {
+                format!("the environment variable {var} is not set")
+            } else {
+                "the environment variable named by `model.api_key_env` is not set".to_string()
+            };
             self.problem(
                 "model.api_key_env",
-                format!("no API key: the environment variable {var} is not set and the file has no `model.api_key`"),
+                format!("no API key: {which} and the file has no `model.api_key`"),
             );
             None
         };

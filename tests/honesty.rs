@@ -153,24 +153,62 @@ async fn narrowing_upgrades_and_releases() {
     }
 }
 
-/// The model cannot widen a scope: whatever it puts in the scope's keys,
-/// the call that goes out is narrowed.
+/// The model cannot widen a scope, and cannot relabel it either: a follow-up
+/// whose own filter disagrees with the scope (floor 5 inside floor 3) is not
+/// sent with the scope's floor under its own label; it is an empty
+/// intersection, through the narrowing table (zero after narrowing).
 #[tokio::test]
 async fn the_scope_is_applied_last() {
     let (s, _tmp) = server(vec![]).await;
     let t = s.new_thread().await;
     s.say(&t, "show safety issues on floor 3").await;
-    // The scripted planner puts floor 5 into the call; the scope says 3.
     let frames = s.say(&t, "only those on floor 5 from April").await;
+    let result = &frames.iter().find(|(k, _)| k == "tool_result").unwrap().1;
+    assert_eq!(result["ok"], false);
+    assert_eq!(result["conflict"]["kind"], "disjoint");
+    assert_eq!(result["conflict"]["key"], "floor");
+    assert!(
+        citation(&frames).is_none(),
+        "nothing was searched, so nothing is cited"
+    );
+    let text = answer(&frames);
+    assert!(
+        text.contains("None of the previous results match"),
+        "{text}"
+    );
+    // An empty or missing model value cannot widen: the April follow-up is
+    // still inside floor 3 and the safety query.
+    let t2 = s.new_thread().await;
+    s.say(&t2, "show safety issues on floor 3").await;
+    let frames = s.say(&t2, "only those from April").await;
     let call = &frames.iter().find(|(k, _)| k == "tool_call").unwrap().1;
-    assert_eq!(call["args"]["floor"], 3);
-    assert_eq!(call["args"]["query"], "safety");
+    assert_eq!(
+        (
+            call["args"]["floor"].as_i64(),
+            call["args"]["query"].as_str()
+        ),
+        (Some(3), Some("safety"))
+    );
     s.pass();
 }
 
-/// 7,961 panoramas under the upstream's `LIMIT 3000`: the server reports
-/// total 3000 and, on its last page, has_more false. That is LOWER_BOUND
-/// "at least 3000", never EXACT.
+/// Narrowing with nothing to narrow says so, instead of answering a search
+/// of everything as "of those".
+#[tokio::test]
+async fn narrowing_without_previous_results_says_so() {
+    let (s, _tmp) = server(vec![]).await;
+    let t = s.new_thread().await;
+    let frames = s.say(&t, "only those from April").await;
+    let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+    assert!(plan.get("scope").is_none());
+    assert!(
+        answer(&frames).contains("no earlier results to narrow"),
+        "{}",
+        answer(&frames)
+    );
+    s.pass();
+}
+
 #[tokio::test]
 async fn a_saturated_listing_is_a_lower_bound() {
     let (s, _tmp) = server(vec![]).await;

@@ -10,7 +10,9 @@ use std::time::Duration;
 use common::server::{answer, databases, kinds, stable, TestServer};
 use futures::StreamExt;
 use serde_json::json;
+use turnstile::fsm::Machine;
 use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+use turnstile::protocols::TableSet;
 
 const DEMO_PROMPTS: &[(&str, &str)] = &[
     ("safety-floor-3", "show safety issues on floor 3"),
@@ -260,6 +262,64 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
     assert_eq!(roles, ["user", "tool"], "after seeing {seen}");
     // No orphan holds the thread: a new turn is accepted and finishes.
     assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    s.pass();
+}
+
+/// A store that fails mid-turn: the step that could not be saved is never
+/// sent, and the client gets an `error` frame in table order, not a cut
+/// stream.
+#[tokio::test]
+async fn a_store_failure_mid_turn_ends_the_stream_with_an_error_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
+    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
+    let thread = s.new_thread().await;
+    let r = s
+        .http
+        .post(format!("{}/v1/threads/{thread}/messages", s.base))
+        .json(&json!({"text": "show safety issues on floor 3"}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = r.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("event: delta") {
+        seen += &String::from_utf8_lossy(&body.next().await.expect("open").unwrap());
+    }
+    // The store goes away while the answer is being written: `done` cannot
+    // be made durable.
+    s.store.close().await;
+    while let Some(chunk) = body.next().await {
+        seen += &String::from_utf8_lossy(&chunk.unwrap());
+    }
+    let table = TableSet::builtin().unwrap().get("frame").unwrap().clone();
+    let mut m = Machine::new(table.clone());
+    let mut last = (String::new(), serde_json::Value::Null);
+    for block in seen.split("\n\n").filter(|b| b.contains("event: ")) {
+        let kind = block
+            .lines()
+            .find_map(|l| l.strip_prefix("event: "))
+            .unwrap();
+        let data = block
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap();
+        m.fire(table.event_index(kind).unwrap())
+            .unwrap_or_else(|v| panic!("frame order violation: {v}"));
+        last = (kind.to_string(), serde_json::from_str(data).unwrap());
+    }
+    m.fire(table.event_index("close").unwrap())
+        .unwrap_or_else(|v| panic!("stream ended out of order: {v}"));
+    assert_eq!(last.0, "error", "{seen}");
+    assert!(
+        last.1["message"].as_str().unwrap().contains("storage"),
+        "{}",
+        last.1
+    );
+    assert!(
+        !seen.contains("event: done"),
+        "a done that was not saved must not be sent"
+    );
     s.pass();
 }
 

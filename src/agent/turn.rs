@@ -15,14 +15,14 @@ use super::frames::{EmitError, FrameWriter, OutFrame};
 use super::tools::ToolBelt;
 use crate::judge::emptiness::{read_result_emptiness, AbsenceCause, Emptiness};
 use crate::judge::in_band::{self, Verdict};
-use crate::judge::narrowing::{self, Gate, Scope};
+use crate::judge::narrowing::{self, Conflict, Gate, Scope};
 use crate::judge::stitch::{StitchEnd, Stitcher};
 use crate::judge::{self, result, Anchor, Contracts};
 use crate::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
 use crate::llm::{Model, PlanRequest, PlannedCall, Prompt, RespondRequest};
 use crate::mcp::ToolOutput;
 use crate::protocols::frame::{Frame, FrameEvent};
-use crate::protocols::narrowing::{Narrowing, NarrowingEffect};
+use crate::protocols::narrowing::{Narrowing, NarrowingEffect, NarrowingEvent};
 use crate::protocols::paging::Paging;
 use crate::protocols::Bound;
 use crate::store::{NewMessage, Role, Store};
@@ -102,6 +102,19 @@ struct Listing<'a> {
     scope: Option<&'a Scope>,
     gate: Gate,
     args: &'a Map<String, Value>,
+}
+
+impl Findings {
+    /// Nothing inside the scope: say so, and clear the thread's population
+    /// so the next follow-up has no scope.
+    fn release(&mut self) {
+        self.released = true;
+        self.population = None;
+        self.anchors.push(Anchor::Absent {
+            cause: AbsenceCause::ZeroAfterNarrowing,
+        });
+        self.anchors.push(Anchor::NarrowingReleased);
+    }
 }
 
 /// What the judged results of a turn leave behind.
@@ -229,6 +242,7 @@ impl Turn<'_> {
             .rev()
             .find(|m| m.role == Role::Assistant && m.body.get("error").is_none());
         Ok(last
+            .filter(|m| m.body.get("scope_released") != Some(&Value::Bool(true)))
             .and_then(|m| m.body.get("population"))
             .and_then(|p| serde_json::from_value(p.clone()).ok()))
     }
@@ -277,6 +291,9 @@ impl Turn<'_> {
             true => self.previous_population().await?,
             false => None,
         };
+        if plan.narrows_previous && scope.is_none() {
+            findings.anchors.push(Anchor::NothingToNarrow);
+        }
         if !plan.calls.is_empty() {
             let steps: Vec<Value> = plan
                 .calls
@@ -386,7 +403,15 @@ impl Turn<'_> {
             ),
             _ => None,
         };
-        let args = effective_args(scoped, call);
+        let (args, conflict) = match scoped {
+            Some(s) => s.apply(&call.args),
+            None => (call.args.clone(), None),
+        };
+        if let (Some(conflict), None) = (&conflict, &refusal) {
+            return self
+                .refuse_conflict(call, &args, conflict, gate, findings)
+                .await;
+        }
         let (Some(server), None) = (server, refusal.as_ref()) else {
             let summary = refusal.unwrap_or_default();
             let call_id = self.next_call_id();
@@ -509,12 +534,13 @@ impl Turn<'_> {
         } = listing;
         let tool = tool.to_string();
         let contract = self.agent.contracts.get(&tool);
-        // A single-value aggregate is exact and needs no card. An aggregate
-        // over no rows (MAX of nothing is NULL) has no value to state.
+        // A single-value aggregate is exact and needs no card.
         if let Some((column, value)) = result::aggregate(first) {
             let anchor = match value {
-                Value::Null => Anchor::Absent {
-                    cause: AbsenceCause::ZeroFromStart,
+                // NULL says neither "none" nor a number (MAX over no rows, or
+                // over empty values): nothing is claimed either way.
+                Value::Null => Anchor::NoValue {
+                    source: tool.clone(),
                 },
                 v => Anchor::Aggregate {
                     source: tool,
@@ -557,7 +583,13 @@ impl Turn<'_> {
 
         // The listing's narrowing verdict, decided by the table.
         let emptiness = read_result_emptiness(contract, first);
-        let page = narrowing::classify(scope, &items, &count, emptiness);
+        let page = narrowing::classify(
+            scope,
+            &items,
+            &count,
+            emptiness,
+            self.agent.limits.limit_sentinel,
+        );
         let verdict = gate.verdict(page);
         self.narrowing = Some(gate.snapshot());
         let effect = match verdict {
@@ -576,13 +608,7 @@ impl Turn<'_> {
         let released = effect == Some(NarrowingEffect::ReleaseScope);
         match effect {
             Some(NarrowingEffect::UpgradeExact) => narrowing::upgrade(&mut count),
-            Some(NarrowingEffect::ReleaseScope) => {
-                findings.released = true;
-                findings.anchors.push(Anchor::Absent {
-                    cause: AbsenceCause::ZeroAfterNarrowing,
-                });
-                findings.anchors.push(Anchor::NarrowingReleased);
-            }
+            Some(NarrowingEffect::ReleaseScope) => findings.release(),
             _ => {}
         }
         if !released {
@@ -620,6 +646,47 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// A narrowing follow-up whose own arguments disagree with its scope is
+    /// not run with the scope's values under the model's label. A disjoint
+    /// filter (floor 5 inside floor 3) is an empty intersection: zero after
+    /// narrowing, through the table. A new search term is not expressible
+    /// as a subset: refused, the scope kept.
+    async fn refuse_conflict(
+        &mut self,
+        call: &PlannedCall,
+        args: &Map<String, Value>,
+        conflict: &Conflict,
+        mut gate: Gate,
+        findings: &mut Findings,
+    ) -> Result<bool, Stop> {
+        let summary = match conflict {
+            Conflict::Disjoint { key, scope, asked } => {
+                format!("not run: {key} {asked} lies outside the previous results ({key} {scope})")
+            }
+            Conflict::Unsupported { key } => {
+                format!("not run: the previous results cannot be narrowed by another {key}")
+            }
+        };
+        let call_id = self.next_call_id();
+        self.emit_call(&call_id, &call.tool, None, args).await?;
+        let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": summary, "conflict": conflict});
+        let msg = tool_message(&call_id, &call.tool, args, None, Some(&summary));
+        self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
+        match conflict {
+            Conflict::Unsupported { key } => findings
+                .anchors
+                .push(Anchor::NarrowingUnsupported { key: key.clone() }),
+            Conflict::Disjoint { .. } => {
+                let verdict = gate.verdict(NarrowingEvent::PageEmpty);
+                self.narrowing = Some(gate.snapshot());
+                if let Ok(Some(NarrowingEffect::ReleaseScope)) = verdict {
+                    findings.release();
+                }
+            }
+        }
+        Ok(true)
+    }
+
     fn next_call_id(&mut self) -> String {
         self.calls += 1;
         format!("{}-{}", self.turn_id, self.calls)
@@ -641,7 +708,7 @@ impl Turn<'_> {
 /// The arguments that go out: the model's, with the scope spread last.
 fn effective_args(scope: Option<&Scope>, call: &PlannedCall) -> Map<String, Value> {
     match scope.filter(|s| s.tool == call.tool) {
-        Some(s) => s.apply(&call.args),
+        Some(s) => s.apply(&call.args).0,
         None => call.args.clone(),
     }
 }

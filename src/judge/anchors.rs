@@ -51,6 +51,13 @@ pub enum Anchor {
     StitchAbandoned { anomaly: String },
     /// Stitching stopped at the page cap.
     StitchCapped { pages: usize },
+    /// A single-value aggregate came back empty (NULL): no number, no "none".
+    NoValue { source: String },
+    /// The user narrowed, but the previous answer showed no population.
+    NothingToNarrow,
+    /// The narrowing asked for another search term inside the previous
+    /// results, which the tool cannot express as a subset.
+    NarrowingUnsupported { key: String },
 }
 
 impl Anchor {
@@ -130,6 +137,15 @@ impl Anchor {
             ),
             Anchor::StitchAbandoned { anomaly } => format!(
                 "Combining result pages was abandoned because {anomaly}; only the first page is shown. Say so, and never present a combined count."
+            ),
+            Anchor::NoValue { source } => format!(
+                "[{source}] The aggregate has no value (no rows, or only empty values): state no number and do not say anything is absent."
+            ),
+            Anchor::NothingToNarrow => {
+                "There were no previous results to narrow: this search covered everything. Say so; do not call the results \"those\".".into()
+            }
+            Anchor::NarrowingUnsupported { key } => format!(
+                "The previous results cannot be narrowed by another `{key}` with this tool: say so and offer a new search instead; nothing was searched."
             ),
             Anchor::StitchCapped { pages } => format!(
                 "Only the first {pages} pages were combined; more may exist. Never present the combined length as a total."

@@ -24,6 +24,40 @@ pub struct Scope {
     pub args: Map<String, Value>,
 }
 
+/// A filter value in one comparable form: numbers and numeric strings alike
+/// ("3" and 3), other strings trimmed and case-folded ("B1" and "b1").
+fn norm(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            let s = s.trim();
+            s.parse::<f64>()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| s.to_lowercase())
+        }
+        Value::Number(n) => n
+            .as_f64()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| n.to_string()),
+        other => other.to_string(),
+    }
+}
+
+/// How a narrowing follow-up's own arguments disagree with its scope.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Conflict {
+    /// An equality filter asks for another value than the scope holds
+    /// (floor 5 inside floor 3): nothing can match — zero after narrowing.
+    Disjoint {
+        key: String,
+        scope: Value,
+        asked: Value,
+    },
+    /// A new search term inside the previous results: not expressible as a
+    /// subset with this tool.
+    Unsupported { key: String },
+}
+
 /// Keys that select a page rather than a population; a scope never carries them.
 const PAGING_KEYS: &[&str] = &["cursor", "limit"];
 
@@ -43,22 +77,39 @@ impl Scope {
     /// The model's arguments with the scope spread over them last. A date
     /// range can only shrink: the later start and the earlier end win, so
     /// "January" inside an April scope is an empty range (zero after
-    /// narrowing), never April again and never wider than the scope.
-    pub fn apply(&self, model_args: &Map<String, Value>) -> Map<String, Value> {
+    /// narrowing), never April again and never wider than the scope. An empty
+    /// or null model value is simply overridden (the model cannot widen).
+    /// A model value that *differs* from the scope's is a [`Conflict`]: the
+    /// call is not made with the scope's value under the model's label.
+    pub fn apply(&self, model_args: &Map<String, Value>) -> (Map<String, Value>, Option<Conflict>) {
         let mut out = model_args.clone();
+        let mut conflict = None;
         for (k, v) in &self.args {
-            let narrowed = match (
-                k.as_str(),
-                model_args.get(k).and_then(Value::as_str),
-                v.as_str(),
-            ) {
+            let model = model_args
+                .get(k)
+                .filter(|m| !m.is_null() && m.as_str().is_none_or(|s| !s.trim().is_empty()));
+            let narrowed = match (k.as_str(), model.and_then(Value::as_str), v.as_str()) {
                 ("date_from", Some(m), Some(s)) => Value::from(m.max(s)),
                 ("date_to", Some(m), Some(s)) => Value::from(m.min(s)),
-                _ => v.clone(),
+                _ => {
+                    if let Some(m) = model.filter(|m| norm(m) != norm(v)) {
+                        conflict.get_or_insert(match k.as_str() {
+                            // Another search term is not a subset we can
+                            // express with this tool: refuse, never guess.
+                            "query" | "question" => Conflict::Unsupported { key: k.clone() },
+                            _ => Conflict::Disjoint {
+                                key: k.clone(),
+                                scope: v.clone(),
+                                asked: m.clone(),
+                            },
+                        });
+                    }
+                    v.clone()
+                }
             };
             out.insert(k.clone(), narrowed);
         }
-        out
+        (out, conflict)
     }
 
     /// Whether an item lies inside the scope, for the filters an item can
@@ -74,7 +125,7 @@ impl Scope {
             }
         }
         if let (Some(want), Some(got)) = (arg("floor"), field("floor")) {
-            if want.as_i64() != got.as_i64() {
+            if norm(want) != norm(got) {
                 return false;
             }
         }
@@ -107,13 +158,17 @@ pub fn classify(
     items: &[Value],
     count: &Count,
     emptiness: Emptiness,
+    limit_sentinel: u64,
 ) -> NarrowingEvent {
     if let Some(scope) = scope {
         if !items.iter().all(|i| scope.contains(i)) {
             return NarrowingEvent::PageOutsideScope;
         }
     }
+    // A page at the upstream's cap never "fits": rows beyond it may exist
+    // whatever `has_more` says.
     let fits = count.displayed > 0
+        && count.displayed < limit_sentinel
         && !count.has_more
         && count.grade != CountGrade::Unknown
         && count.total.is_none_or(|t| t == count.displayed);
@@ -181,15 +236,35 @@ mod tests {
     fn the_scope_is_applied_last_and_drops_paging_keys() {
         let s = scope();
         assert!(s.args.get("limit").is_none());
-        let model =
-            json!({"query": "everything", "floor": 7, "date_from": "2026-04-01", "limit": 50})
-                .as_object()
-                .cloned()
-                .unwrap();
-        let out = s.apply(&model);
+        // An empty or null value cannot widen the scope: it is overridden.
+        let model = json!({"query": "", "floor": null, "date_from": "2026-04-01", "limit": 50})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let (out, conflict) = s.apply(&model);
         assert_eq!(
             Value::Object(out),
             json!({"query": "safety", "floor": 3, "date_from": "2026-04-01", "limit": 50})
+        );
+        assert_eq!(conflict, None);
+        // The same value, spelt differently, is no conflict.
+        let same = json!({"floor": "3"}).as_object().cloned().unwrap();
+        assert_eq!(s.apply(&same).1, None);
+    }
+
+    #[test]
+    fn a_differing_value_is_a_conflict_not_an_override() {
+        let s = scope();
+        let floor5 = json!({"floor": 5}).as_object().cloned().unwrap();
+        assert!(
+            matches!(s.apply(&floor5).1, Some(Conflict::Disjoint { ref key, .. }) if key == "floor")
+        );
+        let other_term = json!({"query": "scaffolding"})
+            .as_object()
+            .cloned()
+            .unwrap();
+        assert!(
+            matches!(s.apply(&other_term).1, Some(Conflict::Unsupported { ref key }) if key == "query")
         );
     }
 
@@ -198,13 +273,13 @@ mod tests {
         let april = json!({"query": "safety", "date_from": "2026-04-01", "date_to": "2026-04-30"});
         let s = Scope::new("search_photos", april.as_object().unwrap());
         let january = json!({"date_from": "2026-01-01", "date_to": "2026-01-31"});
-        let out = s.apply(january.as_object().unwrap());
+        let (out, _) = s.apply(january.as_object().unwrap());
         assert_eq!(
             (out["date_from"].as_str(), out["date_to"].as_str()),
             (Some("2026-04-01"), Some("2026-01-31"))
         );
         let whole_year = json!({"date_from": "2026-01-01", "date_to": "2026-12-31"});
-        let out = s.apply(whole_year.as_object().unwrap());
+        let (out, _) = s.apply(whole_year.as_object().unwrap());
         assert_eq!(
             (out["date_from"].as_str(), out["date_to"].as_str()),
             (Some("2026-04-01"), Some("2026-04-30"))

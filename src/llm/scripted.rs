@@ -468,6 +468,18 @@ fn sentence(anchor: &Anchor, korean: bool) -> String {
         (Anchor::StitchAbandoned { anomaly }, true) => {
             format!("결과 페이지를 이어 붙이다가 중단했습니다({anomaly}). 첫 페이지만 표시합니다.")
         }
+        (Anchor::NoValue { .. }, false) => "The data source returned no value for this, so I cannot state a number.".into(),
+        (Anchor::NoValue { .. }, true) => "데이터 소스가 값을 돌려주지 않아 숫자를 말씀드릴 수 없습니다.".into(),
+        (Anchor::NothingToNarrow, false) => {
+            "There were no earlier results to narrow, so this searched everything.".into()
+        }
+        (Anchor::NothingToNarrow, true) => "좁힐 이전 결과가 없어 전체를 검색했습니다.".into(),
+        (Anchor::NarrowingUnsupported { .. }, false) => {
+            "I cannot narrow the previous results by a different search term; I can run a new search instead.".into()
+        }
+        (Anchor::NarrowingUnsupported { .. }, true) => {
+            "이전 결과를 다른 검색어로 좁힐 수는 없습니다. 새로 검색해 드릴 수 있습니다.".into()
+        }
         (Anchor::StitchCapped { pages }, false) => format!("Only the first {pages} pages are combined here."),
         (Anchor::StitchCapped { pages }, true) => format!("처음 {pages}페이지만 이어 붙였습니다."),
     }

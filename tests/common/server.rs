@@ -26,6 +26,8 @@ pub struct TestServer {
     task: Option<tokio::task::JoinHandle<()>>,
     harness: Typed<Harness>,
     pub http: reqwest::Client,
+    /// The server's own store, to break it from a test.
+    pub store: turnstile::store::Store,
 }
 
 /// The databases to run against: SQLite always, PostgreSQL when configured.
@@ -100,6 +102,7 @@ impl TestServer {
         })
         .await
         .expect("app builds");
+        let store = state.store.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -123,6 +126,7 @@ impl TestServer {
             task: Some(task),
             harness,
             http: reqwest::Client::new(),
+            store,
         };
         s.probe().await;
         s
