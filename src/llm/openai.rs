@@ -809,6 +809,10 @@ struct ChunkReader {
     body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
     sse: SseDecoder,
     idle: Duration,
+    /// When the silence since the last *event* becomes too long. Comment
+    /// lines (`: keep-alive`, a proxy's "processing") do not move it, so a
+    /// stalled generation behind a chatty proxy still times out.
+    deadline: tokio::time::Instant,
     eof: bool,
 }
 
@@ -818,6 +822,7 @@ impl ChunkReader {
             body: resp.bytes_stream().map(|r| r.map(|b| b.to_vec())).boxed(),
             sse: SseDecoder::default(),
             idle,
+            deadline: tokio::time::Instant::now() + idle,
             eof: false,
         }
     }
@@ -826,12 +831,13 @@ impl ChunkReader {
     async fn next(&mut self) -> Result<Option<Event>, OpenAiError> {
         loop {
             if let Some(data) = self.sse.next() {
+                self.deadline = tokio::time::Instant::now() + self.idle;
                 return parse_event(&data).map(Some);
             }
             if self.eof {
                 return Ok(None);
             }
-            match tokio::time::timeout(self.idle, self.body.next()).await {
+            match tokio::time::timeout_at(self.deadline, self.body.next()).await {
                 Err(_) => return Err(OpenAiError::IdleTimeout(self.idle)),
                 Ok(None) => {
                     self.eof = true;

@@ -84,7 +84,8 @@ pub enum Action {
     LengthMidArguments,
     /// Send this many content chunks, then break the connection.
     CutAfter(usize),
-    /// Send this many content chunks, then go silent with the connection open.
+    /// Send this many content chunks, then send only keep-alive comments
+    /// with the connection open.
     StallAfter(usize),
 }
 
@@ -400,7 +401,8 @@ enum End {
     Clean,
     /// The connection breaks after the events.
     Cut,
-    /// Nothing more is sent; the connection stays open.
+    /// No more events; the connection stays open and, like a chatty proxy,
+    /// sends an SSE comment every 100 ms.
     Stall,
 }
 
@@ -434,7 +436,10 @@ fn sse(events: Vec<Value>, end: End) -> Response {
             tokio::time::sleep(Duration::from_millis(50)).await;
             Err(std::io::Error::other("connection cut by the fake"))
         }))),
-        End::Stall => Body::from_stream(body.chain(futures::stream::pending())),
+        End::Stall => Body::from_stream(body.chain(futures::stream::unfold((), |_| async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Some((Ok(Bytes::from_static(b": keep-alive\n\n")), ()))
+        }))),
     };
     Response::builder()
         .status(200)
