@@ -10,7 +10,6 @@ use anyhow::Context;
 use crate::agent::Limits;
 use crate::app::{self, AppConfig};
 use crate::demo::{DemoOptions, DemoServer, Fault};
-use crate::judge::Contracts;
 use crate::llm::Scripted;
 use crate::mcp::ServerSpec;
 
@@ -45,7 +44,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         model: Arc::new(Scripted::demo()),
         limits: Limits::default(),
         tables_dir,
-        contracts: Contracts::demo(),
+        contracts: crate::demo::contracts(),
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(addr)

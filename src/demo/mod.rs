@@ -37,3 +37,27 @@ pub use data::dataset;
 pub use query::INJECTED_ROW_LIMIT;
 pub use server::DemoServer;
 pub use tools::{DemoOptions, Fault};
+
+/// The result contracts of the demo's tools, as a `turnstile serve` config
+/// would declare them: both list tools are counted and cited; the judge may
+/// clear a result by the prefix each tool's program prints; `query_data`
+/// listings may be stitched across cursor pages.
+pub fn contracts() -> crate::judge::Contracts {
+    use crate::judge::Contract;
+    let mut c = crate::judge::Contracts::default();
+    c.insert(
+        "search_photos",
+        Contract {
+            fixed_prefixes: vec!["## Image #".into()],
+            stitch: false,
+        },
+    );
+    c.insert(
+        "query_data",
+        Contract {
+            fixed_prefixes: vec!["Showing ".into()],
+            stitch: true,
+        },
+    );
+    c
+}

@@ -20,26 +20,6 @@ pub struct Contracts {
 }
 
 impl Contracts {
-    /// The contracts of the embedded demo tool server.
-    pub fn demo() -> Self {
-        let mut c = Contracts::default();
-        c.insert(
-            "search_photos",
-            Contract {
-                fixed_prefixes: vec!["## Image #".into()],
-                stitch: false,
-            },
-        );
-        c.insert(
-            "query_data",
-            Contract {
-                fixed_prefixes: vec!["Showing ".into()],
-                stitch: true,
-            },
-        );
-        c
-    }
-
     pub fn insert(&mut self, tool: &str, contract: Contract) {
         self.by_tool.insert(tool.to_string(), contract);
     }

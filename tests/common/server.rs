@@ -98,7 +98,7 @@ impl TestServer {
             model,
             limits: Limits::default(),
             tables_dir: None,
-            contracts: turnstile::judge::Contracts::demo(),
+            contracts: turnstile::demo::contracts(),
         })
         .await
         .expect("app builds");
