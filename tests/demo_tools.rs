@@ -11,6 +11,9 @@
 //! The numbers asserted here are the contract the scripted planner and the
 //! HTTP snapshots rely on.
 
+mod common;
+
+use common::init_tracing;
 use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
@@ -27,16 +30,6 @@ const FLOOR3: u64 = 613;
 const FLOOR3_APRIL: u64 = 81;
 /// Panoramas on tower-a floor 3 with a safety annotation, captured in April 2026.
 const FLOOR3_SAFETY_APRIL: u64 = 25;
-
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
 
 fn args(v: Value) -> Map<String, Value> {
     match v {

@@ -72,15 +72,8 @@ async fn threads_persist_and_survive_a_restart() {
         s.stop().await;
 
         let s = TestServer::start(&db, vec![]).await;
-        let (status, v) = s.get(&format!("/v1/threads/{thread}")).await;
-        assert_eq!(status, 200);
-        let roles: Vec<&str> = v["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["role"].as_str().unwrap())
-            .collect();
-        assert_eq!(roles, ["user", "tool", "assistant"]);
+        assert_eq!(s.roles(&thread).await, ["user", "tool", "assistant"]);
+        let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
         let assistant = &v["messages"][2]["body"];
         assert_eq!(assistant["citations"][0]["grade"], "LOWER_BOUND");
         // The thread goes on after the restart.
@@ -224,21 +217,11 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
     let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
     let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
     let thread = s.new_thread().await;
-    let r = s
-        .http
-        .post(format!("{}/v1/threads/{thread}/messages", s.base))
-        .json(&json!({"text": "show safety issues on floor 3"}))
-        .send()
-        .await
-        .unwrap();
     // Read until the answer has begun (≈ 20 words at 100 ms each remain),
     // then hang up mid-turn.
-    let mut body = r.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("event: delta") {
-        let chunk = body.next().await.expect("stream open").unwrap();
-        seen += &String::from_utf8_lossy(&chunk);
-    }
+    let (body, seen) = s
+        .turn_until(&thread, "show safety issues on floor 3", "event: delta")
+        .await;
     // One turn at a time per thread.
     let (status, v) = s
         .post_raw(
@@ -250,13 +233,7 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
     drop(body);
     // Long enough for the whole answer, had the turn gone on.
     tokio::time::sleep(Duration::from_millis(3000)).await;
-    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-    let roles: Vec<&str> = v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = s.roles(&thread).await;
     // Every frame the client saw had its step persisted first; the turn was
     // cancelled, so no answer was written after the client left.
     assert_eq!(roles, ["user", "tool"], "after seeing {seen}");
@@ -274,18 +251,9 @@ async fn a_store_failure_mid_turn_ends_the_stream_with_an_error_in_order() {
     let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
     let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
     let thread = s.new_thread().await;
-    let r = s
-        .http
-        .post(format!("{}/v1/threads/{thread}/messages", s.base))
-        .json(&json!({"text": "show safety issues on floor 3"}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = r.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("event: delta") {
-        seen += &String::from_utf8_lossy(&body.next().await.expect("open").unwrap());
-    }
+    let (mut body, mut seen) = s
+        .turn_until(&thread, "show safety issues on floor 3", "event: delta")
+        .await;
     // The store goes away while the answer is being written: `done` cannot
     // be made durable.
     s.store.close().await;

@@ -12,6 +12,9 @@
 //! `TURNSTILE_PYTHON` overrides the interpreter (default `python3`), `NODE`
 //! the node binary (default `node`).
 
+mod common;
+
+use common::init_tracing;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -24,16 +27,6 @@ use turnstile::mcp::{
 };
 
 // ---------------------------------------------------------------- helpers --
-
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
 
 fn interop_required() -> bool {
     std::env::var("TURNSTILE_REQUIRE_INTEROP").is_ok_and(|v| v == "1")

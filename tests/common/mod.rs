@@ -11,3 +11,14 @@ pub fn snapshot_settings() -> insta::Settings {
 
 pub mod fake_openai;
 pub mod server;
+
+/// Test logs to the test writer, filtered by RUST_LOG (default warn).
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_test_writer()
+        .try_init();
+}

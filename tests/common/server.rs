@@ -192,6 +192,47 @@ impl TestServer {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// The roles of a thread's stored messages, in order.
+    pub async fn roles(&self, thread: &str) -> Vec<String> {
+        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
+        assert_eq!(status, 200, "{v}");
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Starts a turn and reads its stream until `marker` has arrived;
+    /// returns the open stream and what was read so far.
+    pub async fn turn_until(
+        &self,
+        thread: &str,
+        text: &str,
+        marker: &str,
+    ) -> (
+        futures::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
+        String,
+    ) {
+        use futures::StreamExt;
+        let r = self
+            .http
+            .post(format!("{}/v1/threads/{thread}/messages", self.base))
+            .json(&json!({"text": text}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let mut body = r.bytes_stream().boxed();
+        let mut seen = String::new();
+        while !seen.contains(marker) {
+            let chunk = body.next().await.expect("stream open").unwrap();
+            seen += &String::from_utf8_lossy(&chunk);
+        }
+        (body, seen)
+    }
+
     pub async fn new_thread(&self) -> String {
         let (status, v) = self.post_raw("/v1/threads", "{}").await;
         assert_eq!(status, 201);
