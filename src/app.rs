@@ -3,10 +3,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::agent::{Agent, Limits, ToolBelt, TurnTables};
+use crate::agent::{Agent, Limits, ThreadClaims, ToolBelt, TurnTables};
 use crate::http::AppState;
 use crate::judge::Contracts;
 use crate::llm::Model;
@@ -22,6 +23,10 @@ pub struct AppConfig<'a> {
     pub servers: Vec<ServerSpec>,
     pub model: Arc<dyn Model>,
     pub limits: Limits,
+    /// How long a turn's claim on its thread holds without renewal
+    /// (`limits.turn_lease_secs`); renewed every third of it while the turn
+    /// runs. A crashed process's threads are free again after it.
+    pub turn_lease: Duration,
     pub tables_dir: Option<&'a Path>,
     /// Which tools' results are judged for emptiness and in-band failure,
     /// and which listings may be stitched.
@@ -35,6 +40,9 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
         frame: tables.bound::<Frame>().map_err(bind)?,
         narrowing: tables.bound::<Narrowing>().map_err(bind)?,
         paging: tables.bound::<Paging>().map_err(bind)?,
+        turn: tables
+            .bound::<crate::protocols::turn::Turn>()
+            .map_err(bind)?,
     };
     let store = Store::connect(cfg.database_url)
         .await
@@ -48,7 +56,7 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
         store: store.clone(),
         tables: turn_tables,
         contracts: cfg.contracts,
-        claims: Default::default(),
+        claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
     };
     Ok(AppState {

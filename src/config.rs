@@ -107,6 +107,10 @@ struct FileModel {
     backoff_max_ms: Option<u64>,
 }
 
+/// Most planning rounds a config may allow in one turn: each round is a
+/// model request, and a loop that long is a runaway, not a plan.
+const MAX_STEPS: u64 = 64;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileLimits {
@@ -114,6 +118,11 @@ struct FileLimits {
     page_cap: Option<usize>,
     max_string: Option<usize>,
     max_items: Option<usize>,
+    turn_lease_secs: Option<u64>,
+    max_steps: Option<u64>,
+    history_bytes: Option<usize>,
+    digest_items: Option<usize>,
+    digest_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -194,6 +203,17 @@ pub struct LimitsConfig {
     pub max_string: usize,
     /// Host-context lists are cut at this many items.
     pub max_items: usize,
+    /// How long a turn's claim on its thread holds without renewal, in
+    /// seconds (see [`Config::turn_lease`]).
+    pub turn_lease_secs: u64,
+    /// Most planning rounds with tool calls in one turn.
+    pub max_steps: u32,
+    /// Bytes of earlier turns the planner sees (oldest dropped first).
+    pub history_bytes: usize,
+    /// Most items of one result a model sees in its digest.
+    pub digest_items: usize,
+    /// Byte budget of one result's digest.
+    pub digest_bytes: usize,
 }
 
 impl Default for LimitsConfig {
@@ -204,6 +224,11 @@ impl Default for LimitsConfig {
             page_cap: agent.page_cap,
             max_string: agent.context.max_string,
             max_items: agent.context.max_items,
+            turn_lease_secs: crate::agent::claims::DEFAULT_TURN_LEASE.as_secs(),
+            max_steps: agent.max_steps,
+            history_bytes: agent.history_bytes,
+            digest_items: agent.digest.items,
+            digest_bytes: agent.digest.bytes,
         }
     }
 }
@@ -218,6 +243,10 @@ impl LimitsConfig {
             max_string: self.max_string,
             max_items: self.max_items,
         };
+        base.max_steps = self.max_steps;
+        base.history_bytes = self.history_bytes;
+        base.digest.items = self.digest_items;
+        base.digest.bytes = self.digest_bytes;
         base
     }
 }
@@ -338,6 +367,13 @@ impl Config {
     /// The agent's limits.
     pub fn agent_limits(&self) -> Limits {
         self.limits.apply(Limits::default())
+    }
+
+    /// How long a turn's claim on its thread (a lease row in the database)
+    /// holds without renewal; the running turn renews it every third of
+    /// this. A crashed process's threads are free again after it.
+    pub fn turn_lease(&self) -> Duration {
+        Duration::from_secs(self.limits.turn_lease_secs)
     }
 
     /// The MCP servers as the tool belt connects to them.
@@ -555,6 +591,16 @@ impl Validator {
         let usize_positive = |v: &mut Self, key: &str, x: Option<usize>, def: usize| {
             v.positive(key, x.map(|n| n as u64), def as u64) as usize
         };
+        if l.max_steps.is_some_and(|n| n > MAX_STEPS) {
+            self.problem("limits.max_steps", format!("at most {MAX_STEPS}"));
+        }
+        let max_lease = crate::agent::claims::MAX_TURN_LEASE.as_secs();
+        if l.turn_lease_secs.is_some_and(|s| s > max_lease) {
+            self.problem(
+                "limits.turn_lease_secs",
+                format!("at most {max_lease} (one day)"),
+            );
+        }
         LimitsConfig {
             limit_sentinel: self.positive(
                 "limits.limit_sentinel",
@@ -564,6 +610,32 @@ impl Validator {
             page_cap: usize_positive(self, "limits.page_cap", l.page_cap, d.page_cap),
             max_string: usize_positive(self, "limits.max_string", l.max_string, d.max_string),
             max_items: usize_positive(self, "limits.max_items", l.max_items, d.max_items),
+            turn_lease_secs: self.positive(
+                "limits.turn_lease_secs",
+                l.turn_lease_secs,
+                d.turn_lease_secs,
+            ),
+            max_steps: self
+                .positive("limits.max_steps", l.max_steps, d.max_steps as u64)
+                .min(MAX_STEPS) as u32,
+            history_bytes: usize_positive(
+                self,
+                "limits.history_bytes",
+                l.history_bytes,
+                d.history_bytes,
+            ),
+            digest_items: usize_positive(
+                self,
+                "limits.digest_items",
+                l.digest_items,
+                d.digest_items,
+            ),
+            digest_bytes: usize_positive(
+                self,
+                "limits.digest_bytes",
+                l.digest_bytes,
+                d.digest_bytes,
+            ),
         }
     }
 
@@ -755,9 +827,15 @@ name = "gpt-test"
                 limit_sentinel: 3000,
                 page_cap: 5,
                 max_string: 200,
-                max_items: 50
+                max_items: 50,
+                turn_lease_secs: 30,
+                max_steps: 6,
+                history_bytes: 4096,
+                digest_items: 5,
+                digest_bytes: 2048,
             }
         );
+        assert_eq!(c.turn_lease(), Duration::from_secs(30));
         assert_eq!(c.model.idle_timeout, Duration::from_secs(60));
         let src = format!("{MINIMAL}\n[limits]\nlimit_sentinel = 1000\nmax_string = 20\nmax_items = 7\npage_cap = 2\n");
         let l = load(&src, &[("OPENAI_API_KEY", KEY)])
@@ -772,6 +850,35 @@ name = "gpt-test"
             ),
             (1000, 2, 20, 7)
         );
+        let src = format!("{MINIMAL}\n[limits]\nturn_lease_secs = 3\n");
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert_eq!(c.turn_lease(), Duration::from_secs(3));
+        for bad in ["0", "86401"] {
+            let src = format!("{MINIMAL}\n[limits]\nturn_lease_secs = {bad}\n");
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("a lease of {bad} s must be refused");
+            };
+            assert!(problems.iter().any(|p| p.key == "limits.turn_lease_secs"));
+        }
+        let src = format!(
+            "{MINIMAL}\n[limits]\nmax_steps = 2\nhistory_bytes = 100\ndigest_items = 3\ndigest_bytes = 500\n"
+        );
+        let l = load(&src, &[("OPENAI_API_KEY", KEY)])
+            .unwrap()
+            .agent_limits();
+        assert_eq!(
+            (l.max_steps, l.history_bytes, l.digest.items, l.digest.bytes),
+            (2, 100, 3, 500)
+        );
+        for bad in ["0", "65"] {
+            let src = format!("{MINIMAL}\n[limits]\nmax_steps = {bad}\n");
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("max_steps = {bad} must be refused");
+            };
+            assert!(problems.iter().any(|p| p.key == "limits.max_steps"));
+        }
     }
 
     #[test]

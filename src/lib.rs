@@ -36,3 +36,4 @@ pub mod llm;
 pub mod mcp;
 pub mod protocols;
 pub mod store;
+pub mod wire;

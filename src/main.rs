@@ -40,6 +40,15 @@ enum Command {
         mcp_addr: SocketAddr,
         #[arg(long, env = "TURNSTILE_TABLES")]
         tables: Option<PathBuf>,
+        /// Seconds a turn's claim on its thread (a lease in the database)
+        /// holds without renewal; a crashed process's threads are free again
+        /// after it. `turnstile serve` reads `limits.turn_lease_secs`.
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86400))]
+        turn_lease_secs: u64,
+        /// Milliseconds the scripted model waits before each answer delta, to
+        /// stream at a real model's pace (0: no delay).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60000))]
+        model_delay_ms: u64,
     },
     /// Serve chats with an OpenAI-compatible model and the configured MCP servers.
     Serve {
@@ -128,6 +137,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             faults,
             mcp_addr,
             tables,
+            turn_lease_secs,
+            model_delay_ms,
         } => {
             let opts = cli::demo::DemoRun {
                 addr,
@@ -135,6 +146,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 db: &db,
                 faults,
                 tables_dir: tables.as_deref(),
+                turn_lease: std::time::Duration::from_secs(turn_lease_secs),
+                model_delay: std::time::Duration::from_millis(model_delay_ms),
             };
             runtime()?.block_on(cli::demo::run(opts))?;
             Ok(ExitCode::SUCCESS)

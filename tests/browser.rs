@@ -1,16 +1,32 @@
-//! The chat page in headless Chromium against the real server: the honest
-//! count on the card, narrowing to a complete card, no frame violation, a
-//! reload that renders the stored thread. Driven by tests/browser/e2e.mjs.
+//! The chat page in headless Chromium.
 //!
-//! Needs `chromium` and `node` (20+). Without them the test prints a notice
-//! and passes, unless TURNSTILE_REQUIRE_BROWSER=1 (CI sets it).
+//! - Against the real server: the honest count on the card, narrowing to a
+//!   complete card, no frame violation, a reload that renders the stored
+//!   thread. Driven by tests/browser/e2e.mjs.
+//! - Against streams that break the frame table: the page names the broken
+//!   row and renders nothing of the stream after it. A stub in front of the
+//!   real server answers the message route with hand-made SSE and passes
+//!   every other request (the page, the frame table, threads) through.
+//!   Driven by tests/browser/violations.mjs.
+//!
+//! Needs `chromium` and `node` (20+). Without them the tests print a notice
+//! and pass, unless TURNSTILE_REQUIRE_BROWSER=1 (CI sets it).
 
 mod common;
 
-use std::process::Stdio;
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
 use common::server::{databases, TestServer};
+use serde_json::{json, Value};
 
 fn have(cmd: &str) -> bool {
     std::process::Command::new(cmd)
@@ -21,27 +37,27 @@ fn have(cmd: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-#[tokio::test]
-async fn the_chat_page_in_chromium() {
+/// The Chromium to drive, or `None` (after a notice) when it or node is
+/// missing and the browser is not required.
+fn browser() -> Option<String> {
     let chromium = std::env::var("TURNSTILE_CHROMIUM").unwrap_or_else(|_| "chromium".into());
     if !have(&chromium) || !have("node") {
         if std::env::var("TURNSTILE_REQUIRE_BROWSER").as_deref() == Ok("1") {
             panic!("chromium and node are required (TURNSTILE_REQUIRE_BROWSER=1)");
         }
         eprintln!("skipping the browser test: chromium or node is not installed");
-        return;
+        return None;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
-    let shot = tmp.path().join("page.png");
+    Some(chromium)
+}
+
+/// Runs one driver script under node and asserts that every check passed.
+async fn drive(chromium: &str, script: &str, args: &[&str]) -> Output {
     let run = tokio::process::Command::new("node")
-        .args([
-            "--experimental-websocket",
-            "tests/browser/e2e.mjs",
-            &format!("{}/", s.base),
-        ])
-        .arg(&shot)
-        .env("TURNSTILE_CHROMIUM", &chromium)
+        .arg("--experimental-websocket")
+        .arg(script)
+        .args(args)
+        .env("TURNSTILE_CHROMIUM", chromium)
         .output();
     let out = tokio::time::timeout(Duration::from_secs(90), run)
         .await
@@ -51,9 +67,156 @@ async fn the_chat_page_in_chromium() {
     println!("{stdout}");
     assert!(
         out.status.success(),
-        "browser check failed:\n{stdout}\n{}",
+        "browser check {script} failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[tokio::test]
+async fn the_chat_page_in_chromium() {
+    let Some(chromium) = browser() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let shot = tmp.path().join("page.png");
+    let base = format!("{}/", s.base);
+    let shot_arg = shot.to_string_lossy().into_owned();
+    drive(&chromium, "tests/browser/e2e.mjs", &[&base, &shot_arg]).await;
     assert!(shot.exists(), "the screenshot was taken");
     s.pass();
+}
+
+/// The page's frame check must stop a stream that breaks the `frame` table:
+/// it names the broken row (with the table's reason) and renders nothing of
+/// the stream from that frame on. The page, the table and threads are the
+/// real server's; only the message route answers with hand-made streams.
+#[tokio::test]
+async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
+    let Some(chromium) = browser() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let stub = Stub {
+        real: s.base.clone(),
+        http: reqwest::Client::new(),
+        answered: Arc::new(AtomicUsize::new(0)),
+    };
+    let app = Router::new()
+        .route("/v1/threads/{id}/messages", post(bad_stream))
+        .fallback(pass_through)
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    drive(&chromium, "tests/browser/violations.mjs", &[&base]).await;
+    assert_eq!(
+        stub.answered.load(Ordering::SeqCst),
+        3,
+        "every scenario's stream came from the stub"
+    );
+    task.abort();
+    s.pass();
+}
+
+#[derive(Clone)]
+struct Stub {
+    real: String,
+    http: reqwest::Client,
+    answered: Arc<AtomicUsize>,
+}
+
+/// The SSE body the page receives for one message: the frames in order,
+/// numbered from 1, all in the body even after the broken one (the page,
+/// not the server, must stop).
+fn sse(frames: &[(&str, Value)]) -> String {
+    frames
+        .iter()
+        .enumerate()
+        .map(|(i, (event, data))| format!("id: {}\nevent: {event}\ndata: {data}\n\n", i + 1))
+        .collect()
+}
+
+/// Answers a message with the stream its text names.
+async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response {
+    let start = json!({"thread_id": "stub", "turn_id": "stub-turn"});
+    let done = json!({"turn_id": "stub-turn"});
+    let delta = |t: &str| json!({ "text": t });
+    let call =
+        json!({"call_id": "stub-turn-1", "tool": "search_photos", "server": "demo", "args": {}});
+    let result = json!({"call_id": "stub-turn-1", "tool": "search_photos", "ok": true, "summary": "1 items"});
+    let citation = json!({
+        "source": "demo", "grade": "EXACT", "displayed": 1, "total": 1, "complete": true,
+        "items": [{"id": "STUB-1", "label": "STUB-CARD-ITEM"}],
+    });
+    let frames = match body["text"].as_str().unwrap_or("") {
+        // Row delta-before-start; everything after it would be a legal
+        // stream, so a page that only skipped the bad frame would render it.
+        "delta-before-start" => vec![
+            ("delta", delta("EARLY-DELTA-TEXT")),
+            ("start", start),
+            ("tool_call", call),
+            ("tool_result", result),
+            ("citation", citation),
+            ("delta", delta("LATE-DELTA-TEXT")),
+            ("done", done),
+        ],
+        // Row delta-after-terminal.
+        "delta-after-done" => vec![
+            ("start", start),
+            ("delta", delta("Shown before done.")),
+            ("done", done),
+            ("delta", delta("AFTER-DONE-TEXT")),
+            ("citation", citation),
+        ],
+        // Row duplicate-terminal.
+        "done-after-done" => vec![
+            ("start", start),
+            ("delta", delta("Answered once.")),
+            ("done", done.clone()),
+            ("done", done),
+            ("delta", delta("AFTER-SECOND-DONE-TEXT")),
+            ("tool_call", call),
+        ],
+        other => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("the stub has no stream for {other:?}"),
+            )
+                .into_response()
+        }
+    };
+    st.answered.fetch_add(1, Ordering::SeqCst);
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        sse(&frames),
+    )
+        .into_response()
+}
+
+/// Every other request goes to the real server unchanged.
+async fn pass_through(State(st): State<Stub>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let body: Bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut out = st
+        .http
+        .request(parts.method, format!("{}{path}", st.real))
+        .body(body);
+    for name in [header::CONTENT_TYPE, header::ACCEPT] {
+        if let Some(v) = parts.headers.get(&name) {
+            out = out.header(name, v);
+        }
+    }
+    let resp = out.send().await.expect("the real server answers");
+    let status = resp.status();
+    let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
+    let bytes = resp.bytes().await.expect("the real server's body");
+    let mut r = (status, bytes).into_response();
+    if let Some(ct) = content_type {
+        r.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    r
 }

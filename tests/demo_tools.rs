@@ -7,6 +7,9 @@
 //!   single-value aggregate is exact. Its cursor re-runs the question.
 //! * the four faults on `query_data`;
 //! * `search_photos` narrowed to April: small enough to be counted exactly.
+//! * `get_panorama`: one record (the same data as the search hit it opens),
+//!   read-only, an unknown id is a tool error, and the judge reads it as an
+//!   answer that is neither a listing nor an aggregate.
 //!
 //! The numbers asserted here are the contract the scripted planner and the
 //! HTTP snapshots rely on.
@@ -572,7 +575,13 @@ async fn tools_list_has_query_data_with_a_cursor() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["get_photo", "list_projects", "query_data", "search_photos"]
+        [
+            "get_panorama",
+            "get_photo",
+            "list_projects",
+            "query_data",
+            "search_photos"
+        ]
     );
     for (name, required) in [("query_data", "question"), ("search_photos", "query")] {
         let tool = tools.iter().find(|t| t.name == name).expect("listed");
@@ -583,4 +592,305 @@ async fn tools_list_has_query_data_with_a_cursor() {
         assert_eq!(tool.input_schema["required"], json!([required]), "{name}");
     }
     stop(server, client).await;
+}
+
+// ------------------------------------------------------------ get_panorama --
+
+async fn detail(client: &ToolClient, v: Value) -> ToolOutput {
+    client
+        .call("get_panorama", args(v))
+        .await
+        .expect("get_panorama answers")
+}
+
+/// The full `tools/list` entries (annotations and output schema included),
+/// which [`ToolClient`] does not keep: a plain rmcp client over the same
+/// streamable HTTP endpoint.
+async fn raw_tools(url: &str) -> Vec<rmcp::model::Tool> {
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::ServiceExt;
+    let running = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("demo-tools-test", "0"),
+    )
+    .with_protocol_version(turnstile::mcp::PROTOCOL_VERSION)
+    .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+        url.to_string(),
+    ))
+    .await
+    .expect("rmcp client connects");
+    let tools = running.peer().list_all_tools().await.expect("tools/list");
+    let _ = running.cancel().await;
+    tools
+}
+
+/// The fields a `get_panorama` record shares with a `search_photos` item.
+const SHARED: [&str; 6] = [
+    "id",
+    "project",
+    "floor",
+    "captured_at",
+    "label",
+    "annotations",
+];
+
+#[tokio::test]
+async fn get_panorama_is_listed_read_only_with_its_schemas() {
+    let (server, client) = demo(vec![]).await;
+    let tools = client.list_tools().await.expect("tools/list");
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "get_panorama")
+        .expect("get_panorama listed");
+    let input = &tool.input_schema;
+    assert_eq!(input["type"], json!("object"));
+    assert_eq!(input["required"], json!(["id"]));
+    let props = input["properties"].as_object().expect("properties");
+    let mut keys: Vec<&str> = props.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["id", "project"], "no cursor, no limit: one record");
+    assert!(tool.description.contains("PANO-003-0611"));
+
+    let raw = raw_tools(&server.url).await;
+    let raw = raw
+        .iter()
+        .find(|t| t.name == "get_panorama")
+        .expect("get_panorama listed");
+    let annotations = raw.annotations.as_ref().expect("annotations");
+    assert_eq!(annotations.read_only_hint, Some(true));
+    let output = raw.output_schema.as_ref().expect("an output schema");
+    assert_eq!(output.get("type"), Some(&json!("object")));
+    let mut out_keys: Vec<&str> = output
+        .get("properties")
+        .and_then(Value::as_object)
+        .expect("output properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    out_keys.sort_unstable();
+    assert_eq!(
+        out_keys,
+        [
+            "annotations",
+            "captured_at",
+            "description",
+            "floor",
+            "floor_name",
+            "id",
+            "label",
+            "project",
+            "project_name"
+        ]
+    );
+    // The whole entry, pinned: the agent relies on these names.
+    let listed = serde_json::to_value(raw).expect("tool as JSON");
+    common::snapshot_settings().bind(|| {
+        insta::assert_json_snapshot!("get-panorama-tool", listed);
+    });
+    stop(server, client).await;
+}
+
+#[tokio::test]
+async fn get_panorama_opens_the_top_search_hit() {
+    let (server, client) = demo(vec![]).await;
+    let search = client
+        .call(
+            "search_photos",
+            args(json!({"query": "safety", "floor": 3})),
+        )
+        .await
+        .expect("search_photos");
+    let items = structured(&search)["items"]
+        .as_array()
+        .expect("items")
+        .clone();
+    assert_eq!(items.len(), 10);
+    for item in &items {
+        let label = item["label"].as_str().expect("label");
+        let id = item["id"].as_str().expect("id");
+        let by_label = detail(&client, json!({"id": label})).await;
+        assert!(!by_label.is_error, "{label}: {}", by_label.text());
+        let record = structured(&by_label);
+        for key in SHARED {
+            assert_eq!(record[key], item[key], "{label}: {key}");
+        }
+        assert_eq!(
+            record["project_name"],
+            json!("Tower A (12-storey residential, one basement level)")
+        );
+        assert_eq!(record["floor_name"], json!("3"));
+        // The one text block is the same JSON; no accounting anywhere.
+        assert_eq!(by_label.blocks.len(), 1, "{label}");
+        let text: Value = serde_json::from_str(&by_label.text()).expect("JSON text block");
+        assert_eq!(text, record, "{label}");
+        assert_eq!(by_label.metas().count(), 0, "{label}: no _meta");
+        // By id, by a lower-cased label, and with the project spelled out:
+        // the same record.
+        for v in [
+            json!({"id": id}),
+            json!({"id": label.to_lowercase()}),
+            json!({"id": format!(" {label} "), "project": "tower-a"}),
+        ] {
+            let again = detail(&client, v.clone()).await;
+            assert_eq!(again.structured, by_label.structured, "{v}");
+        }
+    }
+    // The README's top hit, pinned.
+    let top = detail(&client, json!({"id": "PANO-003-0611"})).await;
+    assert_eq!(structured(&top)["label"], items[0]["label"]);
+    common::snapshot_settings().bind(|| {
+        insta::assert_json_snapshot!("get-panorama-pano-003-0611", structured(&top));
+    });
+    // A basement label and the annex (labels repeat across projects).
+    let b1 = detail(&client, json!({"id": "PANO-B1-0001"})).await;
+    assert_eq!(
+        (&structured(&b1)["floor"], &structured(&b1)["floor_name"]),
+        (&json!(-1), &json!("B1"))
+    );
+    let annex = detail(&client, json!({"id": "PANO-001-0001", "project": "annex"})).await;
+    let tower = detail(&client, json!({"id": "PANO-001-0001"})).await;
+    assert_eq!(structured(&annex)["project"], json!("annex"));
+    assert_eq!(structured(&tower)["project"], json!("tower-a"));
+    assert_ne!(structured(&annex)["id"], structured(&tower)["id"]);
+    // A detail call is not a search or a query.
+    assert_eq!((server.search_calls(), server.query_calls()), (1, 0));
+    stop(server, client).await;
+}
+
+#[tokio::test]
+async fn get_panorama_unknown_id_is_a_tool_error() {
+    let (server, client) = demo(vec![]).await;
+    for (v, says) in [
+        (
+            json!({"id": "PANO-003-9999"}),
+            "no panorama 'PANO-003-9999' in project tower-a",
+        ),
+        (json!({"id": "nope"}), "no panorama 'nope'"),
+        (json!({"id": "  "}), "id is empty"),
+        // An annex id asked of tower-a: an error that names the project.
+        (json!({"id": "AX-00001"}), "project annex has one"),
+        (
+            json!({"id": "PANO-003-0611", "project": "tower-b"}),
+            "unknown project 'tower-b'",
+        ),
+    ] {
+        let out = detail(&client, v.clone()).await;
+        assert!(out.is_error, "{v}: isError");
+        assert!(out.text().contains(says), "{v}: {}", out.text());
+        assert!(out.structured.is_none() && out.metas().count() == 0, "{v}");
+    }
+    // The error echoes a bounded id.
+    let long = "X".repeat(5000);
+    let out = detail(&client, json!({"id": long})).await;
+    assert!(
+        out.is_error && out.text().len() < 200,
+        "{}",
+        out.text().len()
+    );
+    // The annex id works with its project.
+    let ok = detail(&client, json!({"id": "AX-00001", "project": "annex"})).await;
+    assert!(!ok.is_error);
+    stop(server, client).await;
+}
+
+#[tokio::test]
+async fn get_panorama_faults_are_the_list_tools_faults() {
+    let id = json!({"id": "PANO-003-0611"});
+    for fault in [Fault::Upstream502, Fault::AuthEmptyObject] {
+        let (server, client) = demo(vec![fault]).await;
+        let out = detail(&client, id.clone()).await;
+        assert!(!out.is_error, "{fault}: the adapter claims success");
+        assert_eq!(out.blocks.len(), 1, "{fault}");
+        assert!(
+            out.structured.is_none() && out.metas().count() == 0,
+            "{fault}"
+        );
+        match fault {
+            Fault::Upstream502 => assert!(
+                out.text()
+                    .starts_with("Search API error: 502 Server Error: Bad Gateway"),
+                "{}",
+                out.text()
+            ),
+            _ => assert_eq!(out.text(), "{}"),
+        }
+        stop(server, client).await;
+    }
+    // The cursor faults need a cursor; a detail call has none.
+    let (server, client) = demo(vec![]).await;
+    let clean = detail(&client, id.clone()).await;
+    stop(server, client).await;
+    for fault in [Fault::CursorRejected, Fault::CursorDrift] {
+        let (server, client) = demo(vec![fault]).await;
+        let out = detail(&client, id.clone()).await;
+        assert_eq!(out, clean, "{fault}");
+        stop(server, client).await;
+    }
+}
+
+/// How the judge classifies a detail result, with the demo's contracts: an
+/// answer (not an in-band failure), ONE record — not a listing to count, not
+/// a single-value aggregate, never "none".
+#[tokio::test]
+async fn get_panorama_is_judged_one_record() {
+    use turnstile::judge::emptiness::{read_result_emptiness, Emptiness};
+    use turnstile::judge::in_band::{self, Verdict};
+    use turnstile::judge::{accounting, grade, result, CountGrade};
+
+    let contracts = turnstile::demo::contracts();
+    let contract = contracts.get("get_panorama");
+    assert_eq!(
+        contract.map(|c| (c.fixed_prefixes.is_empty(), c.stitch)),
+        Some((true, false)),
+        "a contract without prefix or stitching"
+    );
+
+    let (server, client) = demo(vec![]).await;
+    let out = detail(&client, json!({"id": "PANO-003-0611"})).await;
+    let (verdict, marks) = in_band::judge(contract, &out);
+    assert_eq!(verdict, Verdict::Answer);
+    assert!(marks.accounting_or_structured && !marks.structure && !marks.fixed_prefix);
+    assert_eq!(result::aggregate(&out), None, "not an aggregate");
+    assert_eq!(result::items(&out), None, "not a listing");
+    assert!(!result::has_structure(&out));
+    assert_eq!(accounting::read(&out), None, "nothing to count");
+    assert_eq!(
+        grade(None, 0, INJECTED_ROW_LIMIT as u64).grade,
+        CountGrade::Unknown
+    );
+    assert_eq!(
+        read_result_emptiness(contract, &out),
+        Emptiness::Unknown,
+        "never \"none\""
+    );
+    let record = result::record(&out).expect("one record");
+    assert_eq!(record.get("label"), Some(&json!("PANO-003-0611")));
+
+    // An unknown id: a tool error, no record, and no statement about absence.
+    let missing = detail(&client, json!({"id": "PANO-003-9999"})).await;
+    assert!(missing.is_error);
+    assert!(result::record(&missing).is_none());
+    assert_eq!(
+        read_result_emptiness(contract, &missing),
+        Emptiness::Unknown
+    );
+    stop(server, client).await;
+
+    // A relayed upstream failure is an in-band failure, thanks to the contract.
+    for fault in [Fault::Upstream502, Fault::AuthEmptyObject] {
+        let (server, client) = demo(vec![fault]).await;
+        let out = detail(&client, json!({"id": "PANO-003-0611"})).await;
+        assert_eq!(
+            in_band::judge(contract, &out).0,
+            Verdict::InBandFailure,
+            "{fault}"
+        );
+        assert!(result::record(&out).is_none(), "{fault}");
+        assert_eq!(
+            read_result_emptiness(contract, &out),
+            Emptiness::Unknown,
+            "{fault}"
+        );
+        stop(server, client).await;
+    }
 }

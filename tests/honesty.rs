@@ -3,12 +3,19 @@
 
 mod common;
 
-use common::server::{answer, databases, kinds, stable, TestServer};
-use serde_json::Value;
+use common::frames::{answer, citation, kinds, plan, stable, tool_calls, tool_results};
+use common::server::{databases, TestServer};
+use serde_json::{json, Value};
 use turnstile::demo::Fault;
+use turnstile::judge::narrowing::{Conflict, Scope};
+use turnstile::judge::stitch::Anomaly;
+use turnstile::judge::CountGrade;
 
-fn citation(frames: &[(String, Value)]) -> Option<&Value> {
-    frames.iter().find(|(k, _)| k == "citation").map(|(_, d)| d)
+/// A JSON-valued frame field (the plan's scope) read as the
+/// judge's own type.
+fn typed<T: serde::de::DeserializeOwned>(v: &Option<Value>) -> T {
+    let v = v.clone().expect("the field is present");
+    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"))
 }
 
 async fn server(faults: Vec<Fault>) -> (TestServer, tempfile::TempDir) {
@@ -23,11 +30,8 @@ async fn a_requested_page_is_never_called_all() {
     let t = s.new_thread().await;
     let frames = s.say(&t, "show me 12 safety issues on floor 3").await;
     let c = citation(&frames).unwrap();
-    assert_eq!(
-        (c["displayed"].as_u64(), c["complete"].as_bool()),
-        (Some(12), Some(false))
-    );
-    assert_eq!(c["grade"], "LOWER_BOUND");
+    assert_eq!((c.displayed, c.complete), (12, false));
+    assert_eq!(c.grade, CountGrade::LowerBound.as_str());
     let text = answer(&frames);
     assert!(
         text.contains("At least 189") && text.contains("These 12"),
@@ -45,12 +49,8 @@ async fn an_accounted_zero_is_empty() {
         let frames = s.say(&t, prompt).await;
         let c = citation(&frames).unwrap();
         assert_eq!(
-            (
-                c["grade"].as_str(),
-                c["total"].as_u64(),
-                c["displayed"].as_u64()
-            ),
-            (Some("EXACT"), Some(0), Some(0))
+            (c.grade.as_str(), c.total, c.displayed),
+            (CountGrade::Exact.as_str(), Some(0), 0)
         );
         let text = answer(&frames);
         assert!(
@@ -72,8 +72,8 @@ async fn failures_disguised_as_200_are_failures() {
         let (s, _tmp) = server(vec![fault]).await;
         let t = s.new_thread().await;
         let frames = s.say(&t, "show safety issues on floor 3").await;
-        let result = &frames.iter().find(|(k, _)| k == "tool_result").unwrap().1;
-        assert_eq!(result["ok"], false, "{name}");
+        let result = tool_results(&frames)[0];
+        assert!(!result.ok, "{name}");
         assert!(
             citation(&frames).is_none(),
             "{name}: a failure must not produce a card"
@@ -107,20 +107,25 @@ async fn narrowing_upgrades_and_releases() {
         let s = TestServer::start(&db, vec![]).await;
         let t = s.new_thread().await;
         let wide = s.say(&t, "show safety issues on floor 3").await;
-        assert_eq!(citation(&wide).unwrap()["grade"], "LOWER_BOUND");
+        assert_eq!(
+            citation(&wide).unwrap().grade,
+            CountGrade::LowerBound.as_str()
+        );
 
         for (name, prompt) in [("en", "only those from April"), ("ko", "그중 4월 것만")] {
             let frames = s.say(&t, prompt).await;
-            let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+            let p = plan(&frames).unwrap();
             // The scope came from turn state, not from the model.
-            assert_eq!(plan["scope"]["args"]["floor"], 3);
-            assert_eq!(plan["steps"][0]["args"]["query"], "safety");
+            let scope: Scope = typed(&p.scope);
+            assert_eq!(scope.args.get("floor"), Some(&json!(3)));
+            assert_eq!(p.steps[0].args.get("query"), Some(&json!("safety")));
             let c = citation(&frames).unwrap();
-            assert_eq!(c["grade"], "EXACT", "{prompt}");
-            assert_eq!(c["complete"], true, "{prompt}");
-            assert_eq!(c["narrowed"], true);
-            assert_eq!(c["total"], c["displayed"]);
-            for item in c["items"].as_array().unwrap() {
+            assert_eq!(c.grade, CountGrade::Exact.as_str(), "{prompt}");
+            assert!(c.complete, "{prompt}");
+            assert!(c.narrowed);
+            assert_eq!(c.total, Some(c.displayed));
+            // Items are the tool's own records, not frame fields.
+            for item in &c.items {
                 assert_eq!(item["floor"], 3);
                 assert!(
                     item["captured_at"].as_str().unwrap().starts_with("2026-04"),
@@ -144,10 +149,10 @@ async fn narrowing_upgrades_and_releases() {
         );
         // The scope was released: the next follow-up has no scope.
         let frames = s.say(&t, "only those from April").await;
-        let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+        let p = plan(&frames).unwrap();
         assert!(
-            plan.get("scope").is_none(),
-            "released scope must not come back: {plan}"
+            p.scope.is_none(),
+            "released scope must not come back: {p:?}"
         );
         s.pass();
     }
@@ -163,10 +168,18 @@ async fn the_scope_is_applied_last() {
     let t = s.new_thread().await;
     s.say(&t, "show safety issues on floor 3").await;
     let frames = s.say(&t, "only those on floor 5 from April").await;
-    let result = &frames.iter().find(|(k, _)| k == "tool_result").unwrap().1;
-    assert_eq!(result["ok"], false);
-    assert_eq!(result["conflict"]["kind"], "disjoint");
-    assert_eq!(result["conflict"]["key"], "floor");
+    let result = tool_results(&frames)[0];
+    assert!(!result.ok);
+    // Compared with the judge's own type, serialised: a renamed field fails.
+    let disjoint = Conflict::Disjoint {
+        key: "floor".into(),
+        scope: json!(3),
+        asked: json!(5),
+    };
+    assert_eq!(
+        result.conflict,
+        Some(serde_json::to_value(disjoint).unwrap())
+    );
     assert!(
         citation(&frames).is_none(),
         "nothing was searched, so nothing is cited"
@@ -181,13 +194,10 @@ async fn the_scope_is_applied_last() {
     let t2 = s.new_thread().await;
     s.say(&t2, "show safety issues on floor 3").await;
     let frames = s.say(&t2, "only those from April").await;
-    let call = &frames.iter().find(|(k, _)| k == "tool_call").unwrap().1;
+    let call = tool_calls(&frames)[0];
     assert_eq!(
-        (
-            call["args"]["floor"].as_i64(),
-            call["args"]["query"].as_str()
-        ),
-        (Some(3), Some("safety"))
+        (call.args.get("floor"), call.args.get("query")),
+        (Some(&json!(3)), Some(&json!("safety")))
     );
     s.pass();
 }
@@ -199,8 +209,7 @@ async fn narrowing_without_previous_results_says_so() {
     let (s, _tmp) = server(vec![]).await;
     let t = s.new_thread().await;
     let frames = s.say(&t, "only those from April").await;
-    let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
-    assert!(plan.get("scope").is_none());
+    assert!(plan(&frames).unwrap().scope.is_none());
     assert!(
         answer(&frames).contains("no earlier results to narrow"),
         "{}",
@@ -216,17 +225,18 @@ async fn a_saturated_listing_is_a_lower_bound() {
     for prompt in ["list all panoramas", "모든 파노라마 목록 보여줘"] {
         let frames = s.say(&t, prompt).await;
         let c = citation(&frames).unwrap();
-        assert_eq!(c["grade"], "LOWER_BOUND", "{prompt}");
-        assert_eq!(c["total"], 3000);
-        assert_eq!(c["total_is_lower_bound"], true);
-        assert_eq!(
-            c["has_more"], true,
+        assert_eq!(c.grade, CountGrade::LowerBound.as_str(), "{prompt}");
+        assert_eq!(c.total, Some(3000));
+        assert!(c.total_is_lower_bound);
+        assert!(
+            c.has_more,
             "a saturated page's has_more: false is overridden"
         );
         // Stitched up to the page cap; the count is the verified total, not a sum.
-        assert_eq!(c["stitch"]["pages"], 5);
-        assert_eq!(c["stitch"]["end"], "capped");
-        assert_eq!(c["displayed"], 250);
+        let stitch = c.stitch.as_ref().expect("a stitched listing");
+        assert_eq!(stitch.pages, 5);
+        assert_eq!(stitch.end, "capped");
+        assert_eq!(c.displayed, 250);
         let text = answer(&frames);
         assert!(
             text.contains("At least 3000") || text.contains("최소 3000"),
@@ -247,8 +257,7 @@ async fn counting_uses_an_exact_aggregate() {
     let t = s.new_thread().await;
     for prompt in ["how many photos are on floor 3?", "3층 사진은 몇 장이야?"] {
         let frames = s.say(&t, prompt).await;
-        let call = &frames.iter().find(|(k, _)| k == "tool_call").unwrap().1;
-        assert_eq!(call["tool"], "query_data");
+        assert_eq!(tool_calls(&frames)[0].tool, "query_data");
         assert!(citation(&frames).is_none(), "an aggregate needs no card");
         let text = answer(&frames);
         assert!(text.contains("613"), "{prompt}: {text}");
@@ -267,12 +276,15 @@ async fn cursor_anomalies_abandon_the_stitch() {
     for (fault, anomaly, words) in [
         (
             Fault::CursorDrift,
-            "total_changed",
+            Anomaly::TotalChanged {
+                first: 3000,
+                now: 3000 + turnstile::demo::tools::DRIFT as u64,
+            },
             "the total changed between pages",
         ),
         (
             Fault::CursorRejected,
-            "unaccounted",
+            Anomaly::Unaccounted,
             "a page arrived without accounting",
         ),
     ] {
@@ -280,11 +292,17 @@ async fn cursor_anomalies_abandon_the_stitch() {
         let t = s.new_thread().await;
         let frames = s.say(&t, "list all panoramas").await;
         let c = citation(&frames).unwrap();
-        assert_eq!(c["stitch"]["end"], "abandoned");
-        assert_eq!(c["stitch"]["anomaly"]["kind"], anomaly);
-        assert_eq!(c["displayed"], 50, "the first page alone, never a blend");
+        let stitch = c.stitch.as_ref().expect("a stitched listing");
+        assert_eq!(stitch.end, "abandoned");
         assert_eq!(
-            c["total"], 3000,
+            stitch.anomaly,
+            Some(serde_json::to_value(&anomaly).unwrap()),
+            "{fault:?}"
+        );
+        assert_eq!(c.displayed, 50, "the first page alone, never a blend");
+        assert_eq!(
+            c.total,
+            Some(3000),
             "the first page's verified total, never a sum"
         );
         let text = answer(&frames);

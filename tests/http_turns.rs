@@ -7,12 +7,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::server::{answer, databases, kinds, stable, TestServer};
+use common::frames::{answer, citation, error, kinds, plan, stable, tool_results};
+use common::server::{databases, TestServer};
 use futures::StreamExt;
 use serde_json::json;
-use turnstile::fsm::Machine;
+use turnstile::judge::CountGrade;
 use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
-use turnstile::protocols::TableSet;
 
 const DEMO_PROMPTS: &[(&str, &str)] = &[
     ("safety-floor-3", "show safety issues on floor 3"),
@@ -44,20 +44,20 @@ async fn the_safety_card_is_honest() {
     let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
     let thread = s.new_thread().await;
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    let citation = &frames.iter().find(|(k, _)| k == "citation").unwrap().1;
-    assert_eq!(citation["grade"], "LOWER_BOUND");
-    assert_eq!(citation["displayed"], 10);
-    assert_eq!(citation["total"], 189);
-    assert_eq!(citation["total_is_lower_bound"], true);
-    assert_eq!(citation["has_more"], true);
+    let c = citation(&frames).expect("a card");
+    assert_eq!(c.grade, CountGrade::LowerBound.as_str());
+    assert_eq!(c.displayed, 10);
+    assert_eq!(c.total, Some(189));
+    assert!(c.total_is_lower_bound);
+    assert!(c.has_more);
     let text = answer(&frames);
     assert!(text.contains("At least 189"), "{text}");
     assert!(text.contains("These 10"), "{text}");
     // "show me 12" answered with 12 is never called all when more exist.
     let frames = s.say(&thread, "show me 12 photos of floor 2").await;
-    let citation = &frames.iter().find(|(k, _)| k == "citation").unwrap().1;
-    assert_eq!(citation["displayed"], 12);
-    assert_eq!(citation["complete"], false);
+    let c = citation(&frames).expect("a card");
+    assert_eq!(c.displayed, 12);
+    assert!(!c.complete);
     assert!(!answer(&frames).to_lowercase().contains("all of them"));
     s.pass();
 }
@@ -72,10 +72,14 @@ async fn threads_persist_and_survive_a_restart() {
         s.stop().await;
 
         let s = TestServer::start(&db, vec![]).await;
-        assert_eq!(s.roles(&thread).await, ["user", "tool", "assistant"]);
+        assert_eq!(
+            s.records(&thread).await,
+            ["user", "plan", "call", "result", "card", "text", "answer"]
+        );
         let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-        let assistant = &v["messages"][2]["body"];
-        assert_eq!(assistant["citations"][0]["grade"], "LOWER_BOUND");
+        let card: turnstile::wire::Citation =
+            serde_json::from_value(v["messages"][4]["body"]["citation"].clone()).unwrap();
+        assert_eq!(card.grade, "LOWER_BOUND");
         // The thread goes on after the restart.
         let frames = s.say(&thread, "3층 안전 지적사항 보여줘").await;
         assert_eq!(kinds(&frames).last(), Some(&"done"));
@@ -150,9 +154,10 @@ async fn host_context_is_bounded_and_marked() {
         "context": {"project": "x".repeat(500), "floor": 4, "visible_items": visible}
     });
     let frames = s.turn(&thread, body).await;
-    let plan = &frames.iter().find(|(k, _)| k == "plan").unwrap().1;
+    let plan = plan(&frames).expect("a plan");
     assert_eq!(
-        plan["steps"][0]["args"]["floor"], 4,
+        plan.steps[0].args.get("floor"),
+        Some(&json!(4)),
         "floor came from the host context"
     );
     assert!(
@@ -169,23 +174,30 @@ async fn host_context_is_bounded_and_marked() {
 }
 
 #[tokio::test]
-async fn a_tool_server_that_is_down_ends_the_turn_with_an_error_naming_the_tool() {
+async fn a_tool_server_that_is_down_is_a_failed_call_the_model_cannot_answer_from() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = TestServer::start(&databases(&tmp)[0], vec![]).await;
     let thread = s.new_thread().await;
     s.demo.take().unwrap().shutdown().await;
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    let (kind, err) = frames.last().unwrap();
-    assert_eq!(kind, "error");
-    assert_eq!(err["tool"], "search_photos");
+    // The failed call is judged like any result: the planner is asked again
+    // (it could correct itself), and the answer says the tool failed.
+    let results = tool_results(&frames);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].tool, "search_photos");
+    assert!(!results[0].ok);
     assert!(!kinds(&frames).contains(&"citation"));
+    assert!(
+        answer(&frames).contains("The search_photos tool failed"),
+        "{}",
+        answer(&frames)
+    );
+    assert_eq!(kinds(&frames).last(), Some(&"done"));
     // The thread stays usable.
     assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
-    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
     assert_eq!(
-        v["messages"].as_array().unwrap().len(),
-        5,
-        "user, tool, error, user, assistant"
+        s.records(&thread).await,
+        ["user", "plan", "call", "result", "text", "answer", "user", "text", "answer"]
     );
     s.pass();
 }
@@ -219,9 +231,10 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
     let thread = s.new_thread().await;
     // Read until the answer has begun (≈ 20 words at 100 ms each remain),
     // then hang up mid-turn.
-    let (body, seen) = s
-        .turn_until(&thread, "show safety issues on floor 3", "event: delta")
+    let open = s
+        .turn_until(&thread, "show safety issues on floor 3", "delta")
         .await;
+    let seen = kinds(open.frames());
     // One turn at a time per thread.
     let (status, v) = s
         .post_raw(
@@ -230,13 +243,26 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
         )
         .await;
     assert_eq!(status, 409, "{v}");
-    drop(body);
+    drop(open);
     // Long enough for the whole answer, had the turn gone on.
     tokio::time::sleep(Duration::from_millis(3000)).await;
-    let roles = s.roles(&thread).await;
-    // Every frame the client saw had its step persisted first; the turn was
-    // cancelled, so no answer was written after the client left.
-    assert_eq!(roles, ["user", "tool"], "after seeing {seen}");
+    let records = s.records(&thread).await;
+    // Every frame the client saw had its record committed first; the turn
+    // was cancelled: the cut is marked, no answer was written after the
+    // client left, and at most the batch in flight when it left follows.
+    assert_eq!(
+        records[..6],
+        ["user", "plan", "call", "result", "card", "text"],
+        "after seeing {seen:?}"
+    );
+    assert_eq!(records.last().map(String::as_str), Some("cut"));
+    assert!(!records.iter().any(|r| r == "answer"), "{records:?}");
+    let deltas_seen = seen.iter().filter(|k| **k == "delta").count();
+    let texts = records.iter().filter(|r| *r == "text").count();
+    assert!(
+        texts <= deltas_seen + 1,
+        "{texts} text records, {deltas_seen} deltas seen"
+    );
     // No orphan holds the thread: a new turn is accepted and finishes.
     assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
     s.pass();
@@ -251,41 +277,18 @@ async fn a_store_failure_mid_turn_ends_the_stream_with_an_error_in_order() {
     let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
     let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
     let thread = s.new_thread().await;
-    let (mut body, mut seen) = s
-        .turn_until(&thread, "show safety issues on floor 3", "event: delta")
+    let open = s
+        .turn_until(&thread, "show safety issues on floor 3", "delta")
         .await;
     // The store goes away while the answer is being written: `done` cannot
     // be made durable.
     s.store.close().await;
-    while let Some(chunk) = body.next().await {
-        seen += &String::from_utf8_lossy(&chunk.unwrap());
-    }
-    let table = TableSet::builtin().unwrap().get("frame").unwrap().clone();
-    let mut m = Machine::new(table.clone());
-    let mut last = (String::new(), serde_json::Value::Null);
-    for block in seen.split("\n\n").filter(|b| b.contains("event: ")) {
-        let kind = block
-            .lines()
-            .find_map(|l| l.strip_prefix("event: "))
-            .unwrap();
-        let data = block
-            .lines()
-            .find_map(|l| l.strip_prefix("data: "))
-            .unwrap();
-        m.fire(table.event_index(kind).unwrap())
-            .unwrap_or_else(|v| panic!("frame order violation: {v}"));
-        last = (kind.to_string(), serde_json::from_str(data).unwrap());
-    }
-    m.fire(table.event_index("close").unwrap())
-        .unwrap_or_else(|v| panic!("stream ended out of order: {v}"));
-    assert_eq!(last.0, "error", "{seen}");
+    // Every frame in table order, the end fired as `close`.
+    let frames = open.finish().await;
+    let err = error(&frames).unwrap_or_else(|| panic!("{:?}", kinds(&frames)));
+    assert!(err.message.contains("storage"), "{err:?}");
     assert!(
-        last.1["message"].as_str().unwrap().contains("storage"),
-        "{}",
-        last.1
-    );
-    assert!(
-        !seen.contains("event: done"),
+        !kinds(&frames).contains(&"done"),
         "a done that was not saved must not be sent"
     );
     s.pass();
@@ -307,6 +310,6 @@ async fn the_page_and_tables_are_served() {
     assert!(page.contains("/v1/tables/frame"));
     let (status, tables) = s.get("/v1/tables").await;
     assert_eq!(status, 200);
-    assert_eq!(tables.as_array().unwrap().len(), 4);
+    assert_eq!(tables.as_array().unwrap().len(), 5);
     s.pass();
 }

@@ -93,14 +93,20 @@ async fn demo_handshake_and_paginated_tool_list() {
     assert_eq!(client.name(), "demo");
     assert_eq!(client.protocol_version(), PROTOCOL_VERSION.as_str());
 
-    // The demo pages tools/list two at a time: four tools means we followed a cursor.
+    // The demo pages tools/list two at a time: five tools means we followed two cursors.
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["get_photo", "list_projects", "query_data", "search_photos"]
+        [
+            "get_panorama",
+            "get_photo",
+            "list_projects",
+            "query_data",
+            "search_photos"
+        ]
     );
-    let search = &tools[3];
+    let search = &tools[4];
     assert!(!search.description.is_empty());
     assert_eq!(search.input_schema["type"], "object");
     assert!(search.input_schema["properties"]["query"].is_object());

@@ -11,10 +11,15 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use common::fake_openai::{directives, Action, Captured, FakeOpenAi, Role, FAKE_MODEL, KEY};
-use common::server::{answer, databases, kinds, TestServer};
+use common::frames::{
+    answer, citations, error, kinds, plan, plans, read_frames, tool_results, without_ids,
+};
+use common::server::{databases, TestServer};
 use serde_json::{json, Value};
 use turnstile::demo::Fault;
+use turnstile::judge::CountGrade;
 use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
+use turnstile::wire::Frame;
 
 // ---------------------------------------------------------------------------
 // Captured logs: every test's tracing output, all levels of turnstile and
@@ -82,6 +87,14 @@ fn flows() -> Vec<Flow> {
     let mut out = vec![
         flow("safety-floor-3", &["show safety issues on floor 3"]),
         flow("safety-floor-3-ko", &["3층 안전 지적사항 보여줘"]),
+        flow(
+            "detail-two-steps",
+            &["show the newest safety issue on floor 3 in detail"],
+        ),
+        flow(
+            "detail-two-steps-ko",
+            &["3층 최신 안전 지적사항 자세히 보여줘"],
+        ),
         flow("photos-1999", &["show photos from 1999"]),
         flow("photos-1999-ko", &["1999년 사진 보여줘"]),
         flow("twelve-photos-floor-2", &["show me 12 photos of floor 2"]),
@@ -144,27 +157,24 @@ fn flows() -> Vec<Flow> {
 /// per-run ids and the plan's free-text note left out. A run of deltas
 /// counts once (chunking is the model's); citations keep their counts,
 /// grades, stitch and scope, with items reduced to their number.
-fn signature(frames: &[(String, Value)]) -> Value {
-    let mut out: Vec<Value> = Vec::new();
-    for (kind, d) in frames {
-        if kind == "delta" {
-            if out.last() != Some(&json!("delta")) {
-                out.push(json!("delta"));
+fn signature(frames: &[Frame]) -> Vec<Frame> {
+    let mut out: Vec<Frame> = Vec::new();
+    for f in frames {
+        let mut f = without_ids(f);
+        match &mut f {
+            Frame::Delta(d) => {
+                if matches!(out.last(), Some(Frame::Delta(_))) {
+                    continue;
+                }
+                d.text.clear();
             }
-            continue;
+            Frame::Plan(p) => p.note.clear(),
+            Frame::Citation(c) => c.items = vec![Value::Null; c.items.len()],
+            _ => {}
         }
-        let mut d = d.clone();
-        if let Some(o) = d.as_object_mut() {
-            for key in ["turn_id", "thread_id", "call_id", "note"] {
-                o.remove(key);
-            }
-            if let Some(n) = o.get("items").and_then(Value::as_array).map(Vec::len) {
-                o.insert("items".into(), json!(n));
-            }
-        }
-        out.push(json!({kind.as_str(): d}));
+        out.push(f);
     }
-    Value::Array(out)
+    out
 }
 
 async fn stored_anchors(s: &TestServer, thread: &str) -> Vec<Value> {
@@ -175,6 +185,16 @@ async fn stored_anchors(s: &TestServer, thread: &str) -> Vec<Value> {
         .and_then(|m| m["body"]["anchors"].as_array())
         .cloned()
         .unwrap_or_default()
+}
+
+/// The calls the planner decided in the first `rounds` planning rounds (a
+/// stitched listing's further pages are code's, not the model's).
+fn tool_calls_up_to(frames: &[Frame], rounds: usize) -> usize {
+    plans(frames)
+        .iter()
+        .take(rounds)
+        .map(|p| p.steps.len())
+        .sum()
 }
 
 /// Requests whose user message is `text`, from index `from` on.
@@ -224,9 +244,35 @@ async fn every_demo_flow_matches_the_scripted_model() {
                 assert_eq!(roles.first(), Some(&Role::Planner), "{at}");
                 continue;
             }
-            assert_eq!(roles, [Role::Planner, Role::Responder], "{at}");
+            // One planner request per planning round (each round with calls
+            // has a plan frame; the last round answers), then the responder.
+            let rounds = plans(&got).len() + 1;
+            let mut expect_roles = vec![Role::Planner; rounds];
+            expect_roles.push(Role::Responder);
+            assert_eq!(roles, expect_roles, "{at}");
+            // Later rounds get the standard tools loop: the earlier calls as
+            // an assistant message with `tool_calls`, and one `tool` message
+            // per call with the matching id, carrying the bounded digest.
+            for (round, req) in mine[1..rounds].iter().enumerate() {
+                let messages = req.body["messages"].as_array().unwrap();
+                let calls: Vec<&Value> = messages
+                    .iter()
+                    .filter(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+                    .flat_map(|m| m["tool_calls"].as_array().unwrap())
+                    .collect();
+                assert_eq!(calls.len(), tool_calls_up_to(&got, round + 1), "{at}");
+                for c in calls {
+                    let answer = messages
+                        .iter()
+                        .find(|m| m["role"] == "tool" && m["tool_call_id"] == c["id"])
+                        .unwrap_or_else(|| panic!("{at}: no tool message for {c}"));
+                    let digest = answer["content"].as_str().unwrap();
+                    assert!(digest.len() <= 2048, "{at}: a digest, not the raw result");
+                    let _: turnstile::judge::digest::Digest = serde_json::from_str(digest).unwrap();
+                }
+            }
             // The responder saw every anchor code derived, as a directive.
-            let lines = directives(mine[1].system());
+            let lines = directives(mine[rounds].system());
             let anchors = stored_anchors(&adapter, &t_b).await;
             assert_eq!(lines.len(), anchors.len(), "{at}: {lines:?} vs {anchors:?}");
             for (line, a) in lines.iter().zip(&anchors) {
@@ -265,7 +311,23 @@ async fn every_demo_flow_matches_the_scripted_model() {
             .iter()
             .map(|m| m["role"].as_str().unwrap())
             .collect();
-        assert_eq!(roles, ["system", "user"]);
+        // The system prompt, the thread's earlier turns as user/assistant
+        // pairs, the user's message, then (planner, later rounds) the tools
+        // loop; the responder gets the system prompt and the message only.
+        let last_user = roles.iter().rposition(|r| *r == "user").unwrap();
+        assert_eq!(roles[0], "system");
+        for pair in roles[1..last_user].chunks(2) {
+            assert_eq!(pair, ["user", "assistant"], "{roles:?}");
+        }
+        assert!(
+            roles[last_user + 1..]
+                .iter()
+                .all(|r| *r == "assistant" || *r == "tool"),
+            "{roles:?}"
+        );
+        if r.role == Role::Responder {
+            assert_eq!(roles, ["system", "user"]);
+        }
         let head = r.system().split("\n\n## ").next().unwrap().to_string();
         let expected = match r.role {
             Role::Planner => {
@@ -361,9 +423,10 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
         answer(&frames)
     );
     let reqs = fake.requests();
+    // The planner: one 429, then the plan; then the round that answers.
     assert_eq!(
         (count(&reqs, Role::Planner), count(&reqs, Role::Responder)),
-        (2, 2)
+        (3, 2)
     );
 
     // Retries run out: three 500s with max_retries = 2 → an error frame.
@@ -375,9 +438,9 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
     }
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     assert_eq!(kinds(&frames), ["start", "error"]);
-    let msg = frames[1].1["message"].as_str().unwrap();
+    let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("HTTP 500"), "{msg}");
-    assert_eq!(count(&fake.requests(), Role::Planner), 5);
+    assert_eq!(count(&fake.requests(), Role::Planner), 6);
 
     // Retry-After is honoured; one longer than backoff_max ends the retries.
     fake.on(
@@ -388,7 +451,7 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
     );
     let frames = s.say(&thread, "hello").await;
     assert_eq!(kinds(&frames).last(), Some(&"done"));
-    assert_eq!(count(&fake.requests(), Role::Planner), 7);
+    assert_eq!(count(&fake.requests(), Role::Planner), 8);
     fake.on(
         Role::Planner,
         Action::RateLimited {
@@ -399,11 +462,8 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
     let frames = s.say(&thread, "hello").await;
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(kinds(&frames), ["start", "error"]);
-    assert!(frames[1].1["message"]
-        .as_str()
-        .unwrap()
-        .contains("HTTP 429"));
-    assert_eq!(count(&fake.requests(), Role::Planner), 8, "not retried");
+    assert!(error(&frames).unwrap().message.contains("HTTP 429"));
+    assert_eq!(count(&fake.requests(), Role::Planner), 9, "not retried");
     s.pass();
     assert_no_key_in_logs();
 }
@@ -420,12 +480,14 @@ async fn client_errors_are_not_retried_and_never_show_the_key() {
     fake.on(Role::Planner, Action::Status(401, echo.clone()));
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     assert_eq!(kinds(&frames), ["start", "error"]);
-    let msg = frames[1].1.to_string();
+    // The whole frame, every field of it: the key is in none.
+    let msg = frames[1].data().to_string();
     assert!(msg.contains("HTTP 401") && !msg.contains(KEY), "{msg}");
 
     fake.on(Role::Planner, Action::Status(400, echo));
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    let msg = frames[1].1.to_string();
+    assert_eq!(kinds(&frames), ["start", "error"]);
+    let msg = frames[1].data().to_string();
     assert!(
         msg.contains("HTTP 400") && msg.contains("[redacted]") && !msg.contains(KEY),
         "{msg}"
@@ -462,7 +524,7 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
     assert_eq!(k.last(), Some(&"error"), "{k:?}");
     assert!(k.contains(&"citation"));
     assert_eq!(k.iter().filter(|k| **k == "delta").count(), 3, "{k:?}");
-    let msg = frames.last().unwrap().1["message"].as_str().unwrap();
+    let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("stream broke"), "{msg}");
     assert_eq!(
         count(&fake.requests(), Role::Responder),
@@ -471,12 +533,35 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
     );
     // The thread stays usable and kept the error.
     assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    // Stored: what was shown (card, the three deltas as text batches), the
+    // error, then the next turn.
+    let records = s.records(&thread).await;
     assert_eq!(
-        s.roles(&thread).await,
-        ["user", "tool", "assistant", "user", "assistant"]
+        records[..5],
+        ["user", "plan", "call", "result", "card"],
+        "{records:?}"
     );
+    let error_at = records
+        .iter()
+        .position(|r| r == "error")
+        .expect("the error is stored");
+    assert!(
+        records[5..error_at].iter().all(|r| r == "text"),
+        "{records:?}"
+    );
+    assert!(!records[..error_at].contains(&"answer".to_string()));
+    assert_eq!(records[error_at + 1], "user");
+    assert_eq!(records.last().map(String::as_str), Some("answer"));
     let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-    assert!(v["messages"][2]["body"]["error"].is_object());
+    let stored_text: String = v["messages"].as_array().unwrap()[5..error_at]
+        .iter()
+        .map(|m| m["body"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        stored_text,
+        answer(&frames),
+        "the stored text is what was sent"
+    );
     s.pass();
     assert_no_key_in_logs();
 }
@@ -498,7 +583,7 @@ async fn a_stalled_stream_times_out_instead_of_hanging() {
         .expect("no hang");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(kinds(&frames), ["start", "delta", "delta", "error"]);
-    let msg = frames[3].1["message"].as_str().unwrap();
+    let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("no data from the model"), "{msg}");
     // A planner that stalls is bounded too.
     fake.on(Role::Planner, Action::StallAfter(1));
@@ -557,45 +642,31 @@ async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
             "done"
         ]
     );
-    let plan = &frames[1].1["steps"];
-    assert_eq!(plan[0]["args"], json!({"query": "safety", "floor": 3}));
+    let steps = &plan(&frames).unwrap().steps;
     assert_eq!(
-        plan[3]["args"],
+        Value::Object(steps[0].args.clone()),
+        json!({"query": "safety", "floor": 3})
+    );
+    assert_eq!(
+        Value::Object(steps[3].args.clone()),
         json!({"query": "", "floor": 2, "limit": 12})
     );
-    let results: Vec<&Value> = frames
-        .iter()
-        .filter(|(k, _)| k == "tool_result")
-        .map(|(_, d)| d)
-        .collect();
-    let oks: Vec<bool> = results.iter().map(|d| d["ok"].as_bool().unwrap()).collect();
+    let results = tool_results(&frames);
+    let oks: Vec<bool> = results.iter().map(|r| r.ok).collect();
     assert_eq!(oks, [true, false, false, true]);
-    let why = results[1]["summary"].as_str().unwrap();
+    let why = &results[1].summary;
     assert!(
         why.contains("invalid arguments") && why.contains("not valid JSON"),
         "{why}"
     );
-    let why = results[2]["summary"].as_str().unwrap();
+    let why = &results[2].summary;
     assert!(why.contains("array, not an object"), "{why}");
-    let citations: Vec<&Value> = frames
-        .iter()
-        .filter(|(k, _)| k == "citation")
-        .map(|(_, d)| d)
-        .collect();
+    let cards = citations(&frames);
     assert_eq!(
-        (
-            citations[0]["grade"].as_str(),
-            citations[0]["total"].as_u64()
-        ),
-        (Some("LOWER_BOUND"), Some(189))
+        (cards[0].grade.as_str(), cards[0].total),
+        (CountGrade::LowerBound.as_str(), Some(189))
     );
-    assert_eq!(
-        (
-            citations[1]["displayed"].as_u64(),
-            citations[1]["total"].as_u64()
-        ),
-        (Some(12), Some(613))
-    );
+    assert_eq!((cards[1].displayed, cards[1].total), (12, Some(613)));
     // The failed calls reached the responder as directives.
     let responder = fake
         .requests()
@@ -613,7 +684,7 @@ async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
     fake.on(Role::Planner, Action::LengthMidArguments);
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     assert_eq!(kinds(&frames), ["start", "error"]);
-    let msg = frames[1].1["message"].as_str().unwrap();
+    let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("length limit"), "{msg}");
     s.pass();
     assert_no_key_in_logs();
@@ -740,14 +811,21 @@ async fn serve_runs_a_turn_against_the_fake_model() {
         .send()
         .await
         .unwrap()
-        .text()
+        .bytes()
         .await
         .unwrap();
-    assert!(
-        sse.contains("event: citation") && sse.contains("LOWER_BOUND"),
-        "{sse}"
+    let frames = read_frames(&sse);
+    let grades: Vec<&str> = citations(&frames)
+        .iter()
+        .map(|c| c.grade.as_str())
+        .collect();
+    assert_eq!(
+        grades,
+        [CountGrade::LowerBound.as_str()],
+        "{:?}",
+        kinds(&frames)
     );
-    assert!(sse.contains("event: done"), "{sse}");
+    assert_eq!(kinds(&frames).last(), Some(&"done"));
     let reqs = fake.requests();
     assert_eq!(
         reqs[0].body["model"], FAKE_MODEL,

@@ -7,6 +7,7 @@
 //! shared tables are never dropped or truncated.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use turnstile::store::{Backend, NewMessage, Role, Store, StoreError};
@@ -90,6 +91,9 @@ suite!(
     data_survives_reconnect,
     concurrent_steps_in_one_pool,
     concurrent_steps_from_two_pools,
+    lease_claim_renew_release,
+    expired_lease_is_taken_over,
+    concurrent_lease_claims_from_two_pools,
 );
 
 fn msg(role: Role, body: Value) -> NewMessage {
@@ -551,6 +555,199 @@ async fn hammer(stores: &[Store], tasks_per_store: usize) {
             .await
             .expect("machine");
         assert_eq!(progress, Some(json!(STEPS - 1)), "{turn}");
+    }
+}
+
+// ------------------------------------------------------------ turn leases
+
+const LEASE: Duration = Duration::from_secs(30);
+
+async fn lease_claim_renew_release(db: &Db) {
+    let store = db.open().await;
+    let thread = store.create_thread(None).await.expect("create").id;
+    assert_eq!(store.turn_lease(&thread).await.expect("read"), None);
+
+    let a = store
+        .claim_turn_lease(&thread, "turn-a", LEASE)
+        .await
+        .expect("a free thread is claimed");
+    assert_eq!(
+        (a.thread_id.as_str(), a.turn_id.as_str()),
+        (thread.as_str(), "turn-a")
+    );
+    assert!(a.expires_at >= a.claimed_at + 30_000, "{a:?}");
+    assert_eq!(
+        store.turn_lease(&thread).await.expect("read"),
+        Some(a.clone())
+    );
+
+    // A live lease cannot be claimed, not even by its own turn again.
+    for turn in ["turn-b", "turn-a"] {
+        let err = store
+            .claim_turn_lease(&thread, turn, LEASE)
+            .await
+            .expect_err("held");
+        assert!(
+            matches!(&err, StoreError::LeaseHeld(t) if *t == thread),
+            "{err:?}"
+        );
+    }
+
+    // Only the holder renews or releases; the others change nothing.
+    let err = store
+        .renew_turn_lease(&thread, "turn-b", LEASE)
+        .await
+        .expect_err("not the holder");
+    assert!(
+        matches!(&err, StoreError::LeaseLost { turn_id, .. } if turn_id == "turn-b"),
+        "{err:?}"
+    );
+    let err = store
+        .release_turn_lease(&thread, "turn-b")
+        .await
+        .expect_err("not the holder");
+    assert!(matches!(err, StoreError::LeaseLost { .. }), "{err:?}");
+    assert_eq!(
+        store.turn_lease(&thread).await.expect("read"),
+        Some(a.clone())
+    );
+
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let renewed = store
+        .renew_turn_lease(&thread, "turn-a", LEASE)
+        .await
+        .expect("the holder renews");
+    assert_eq!(renewed.claimed_at, a.claimed_at);
+    assert!(renewed.expires_at > a.expires_at, "{renewed:?} after {a:?}");
+    assert_eq!(
+        store.turn_lease(&thread).await.expect("read"),
+        Some(renewed)
+    );
+
+    store
+        .release_turn_lease(&thread, "turn-a")
+        .await
+        .expect("the holder releases");
+    assert_eq!(store.turn_lease(&thread).await.expect("read"), None);
+    assert!(matches!(
+        store.release_turn_lease(&thread, "turn-a").await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        store.renew_turn_lease(&thread, "turn-a", LEASE).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    // Released: the next turn claims at once.
+    store
+        .claim_turn_lease(&thread, "turn-b", LEASE)
+        .await
+        .expect("claimed after release");
+
+    let missing = random_id();
+    let err = store
+        .claim_turn_lease(&missing, "turn-c", LEASE)
+        .await
+        .expect_err("no such thread");
+    assert!(
+        matches!(&err, StoreError::UnknownThread(t) if *t == missing),
+        "{err:?}"
+    );
+    assert_eq!(store.turn_lease(&missing).await.expect("read"), None);
+}
+
+/// A holder that stops renewing (a crashed process) loses the thread when
+/// its lease expires, and cannot renew or release the new holder's lease.
+async fn expired_lease_is_taken_over(db: &Db) {
+    let one = db.open().await;
+    let two = db.open().await;
+    let thread = one.create_thread(None).await.expect("create").id;
+
+    let short = Duration::from_millis(300);
+    let a = one
+        .claim_turn_lease(&thread, "turn-a", short)
+        .await
+        .expect("claim");
+    assert!(matches!(
+        two.claim_turn_lease(&thread, "turn-b", LEASE).await,
+        Err(StoreError::LeaseHeld(_))
+    ));
+    // An expired lease nobody took over is still its holder's to renew.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    one.renew_turn_lease(&thread, "turn-a", short)
+        .await
+        .expect("renewed after expiry, before any takeover");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+
+    let b = two
+        .claim_turn_lease(&thread, "turn-b", LEASE)
+        .await
+        .expect("an expired lease is taken over");
+    assert!(b.claimed_at >= a.expires_at, "{b:?} after {a:?}");
+    assert_eq!(
+        one.turn_lease(&thread).await.expect("read"),
+        Some(b.clone())
+    );
+    assert!(matches!(
+        one.renew_turn_lease(&thread, "turn-a", short).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        one.release_turn_lease(&thread, "turn-a").await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert_eq!(two.turn_lease(&thread).await.expect("read"), Some(b));
+
+    // A zero TTL is expired at once.
+    let c = random_id();
+    let thread_c = one.create_thread(None).await.expect("create").id;
+    one.claim_turn_lease(&thread_c, &c, Duration::ZERO)
+        .await
+        .expect("claim");
+    two.claim_turn_lease(&thread_c, "turn-d", LEASE)
+        .await
+        .expect("taken over");
+}
+
+/// Many claims on one thread at once, from two pools (two "processes"):
+/// exactly one wins each round, on both backends.
+async fn concurrent_lease_claims_from_two_pools(db: &Db) {
+    const ROUNDS: usize = 5;
+    const PER_POOL: usize = 4;
+    let pools = [db.open().await, db.open().await];
+    let thread = pools[0].create_thread(None).await.expect("create").id;
+    for round in 0..ROUNDS {
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(2 * PER_POOL));
+        let mut tasks = Vec::new();
+        for (p, store) in pools.iter().enumerate() {
+            for t in 0..PER_POOL {
+                let (store, thread, start) = (store.clone(), thread.clone(), start.clone());
+                tasks.push(tokio::spawn(async move {
+                    let turn = format!("round{round}-pool{p}-task{t}");
+                    start.wait().await;
+                    match store.claim_turn_lease(&thread, &turn, LEASE).await {
+                        Ok(lease) => Some(lease),
+                        Err(StoreError::LeaseHeld(_)) => None,
+                        Err(e) => panic!("{turn}: {e}"),
+                    }
+                }));
+            }
+        }
+        let mut winners = Vec::new();
+        for task in tasks {
+            if let Some(lease) = task.await.expect("task") {
+                winners.push(lease);
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        let winner = &winners[0];
+        assert_eq!(
+            pools[1].turn_lease(&thread).await.expect("read"),
+            Some(winner.clone())
+        );
+        pools[round % 2]
+            .release_turn_lease(&thread, &winner.turn_id)
+            .await
+            .expect("release");
     }
 }
 

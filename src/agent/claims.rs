@@ -1,37 +1,220 @@
-//! One running turn per thread (in this process). Two turns interleaving on
-//! one thread would mix their messages, and a narrowing follow-up could read
-//! the other turn's population.
+//! One running turn per thread, across every process sharing the database.
+//! Two turns interleaving on one thread would mix their messages, and a
+//! narrowing follow-up could read the other turn's population.
+//!
+//! The claim is a lease row in the store (`Store::claim_turn_lease`,
+//! `docs/adr/0009-turn-lease.md`): it holds for a TTL, a background task
+//! renews it every TTL/3 while the turn runs, and it is released when the
+//! turn ends. A crashed process stops renewing, so its leases expire after
+//! the TTL and the threads are usable again; nothing has to clean up.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::time::Duration;
 
-#[derive(Debug, Default)]
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::store::{Store, StoreError};
+
+/// The lease TTL when the configuration names none (`limits.turn_lease_secs`).
+pub const DEFAULT_TURN_LEASE: Duration = Duration::from_secs(30);
+
+/// The longest lease TTL: longer ones are cut to it (and refused by the
+/// configuration). A day is far beyond any turn's step.
+pub const MAX_TURN_LEASE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Renewal never runs more often than this, whatever the TTL.
+const MIN_RENEW_EVERY: Duration = Duration::from_millis(10);
+
+/// Hands out thread claims backed by the store's turn leases.
+#[derive(Debug, Clone)]
 pub struct ThreadClaims {
-    active: Mutex<HashSet<String>>,
+    store: Store,
+    ttl: Duration,
 }
 
-/// Held while a turn runs; dropping it frees the thread.
+/// Held while a turn runs: the thread's lease, renewed in the background.
+/// [`Claim::release`] (or [`Claim::hold_while`]) frees the thread; dropping
+/// the guard stops the renewal at once and releases the lease in a spawned
+/// task (or, outside a runtime, leaves it to expire).
 #[derive(Debug)]
 pub struct Claim {
-    claims: Arc<ThreadClaims>,
+    store: Store,
     thread: String,
+    turn: String,
+    /// The renewal task; aborted when the claim is released or dropped.
+    renewer: JoinHandle<()>,
+    /// Becomes `true` when the renewal task has given the lease up.
+    lost: watch::Receiver<bool>,
+    released: bool,
 }
 
 impl ThreadClaims {
-    /// Claims `thread`, or `None` while another turn holds it.
-    pub fn claim(self: &Arc<Self>, thread: &str) -> Option<Claim> {
-        let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        active.insert(thread.to_string()).then(|| Claim {
-            claims: self.clone(),
-            thread: thread.to_string(),
-        })
+    /// Claims backed by `store`, each lease holding for `ttl` (at most
+    /// [`MAX_TURN_LEASE`]) between renewals, renewed every `ttl / 3`.
+    pub fn new(store: Store, ttl: Duration) -> Self {
+        ThreadClaims {
+            store,
+            ttl: ttl.min(MAX_TURN_LEASE),
+        }
+    }
+
+    /// The lease TTL.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Claims `thread` for turn `turn_id`, or `Ok(None)` while another turn
+    /// (in this process or another) holds it. Fails with
+    /// [`StoreError::UnknownThread`] for a thread that does not exist, and
+    /// with the store's error when the database cannot be reached.
+    pub async fn claim(&self, thread: &str, turn_id: &str) -> Result<Option<Claim>, StoreError> {
+        // The local deadline starts before the row's expiry is computed, so
+        // the holder gives up no later than the row expires.
+        let started = Instant::now();
+        match self.store.claim_turn_lease(thread, turn_id, self.ttl).await {
+            Ok(_) => {}
+            Err(StoreError::LeaseHeld(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let (lost_tx, lost) = watch::channel(false);
+        let renewer = tokio::spawn(renew(
+            self.store.clone(),
+            thread.to_owned(),
+            turn_id.to_owned(),
+            self.ttl,
+            started + self.ttl,
+            lost_tx,
+        ));
+        Ok(Some(Claim {
+            store: self.store.clone(),
+            thread: thread.to_owned(),
+            turn: turn_id.to_owned(),
+            renewer,
+            lost,
+            released: false,
+        }))
+    }
+}
+
+/// Renews the lease every `ttl / 3` until aborted. Gives up (and says so on
+/// `lost`) when the store answers that this turn no longer holds the lease,
+/// or when `deadline` (the local view of the lease's expiry) passes without
+/// a successful renewal: after that another process may claim the thread.
+async fn renew(
+    store: Store,
+    thread: String,
+    turn: String,
+    ttl: Duration,
+    mut deadline: Instant,
+    lost: watch::Sender<bool>,
+) {
+    let every = (ttl / 3).max(MIN_RENEW_EVERY);
+    loop {
+        tokio::time::sleep_until((Instant::now() + every).min(deadline)).await;
+        let started = Instant::now();
+        if started >= deadline {
+            tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease expired before it could be renewed");
+            break;
+        }
+        match tokio::time::timeout_at(deadline, store.renew_turn_lease(&thread, &turn, ttl)).await {
+            Ok(Ok(_)) => deadline = started + ttl,
+            Ok(Err(StoreError::LeaseLost { .. })) => {
+                tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease lost to another turn");
+                break;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(thread_id = %thread, turn_id = %turn, error = %e, "cannot renew the turn lease; retrying");
+            }
+            Err(_) => {
+                tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease expired while renewing it");
+                break;
+            }
+        }
+    }
+    let _ = lost.send(true);
+}
+
+/// Releases the lease, logging instead of failing: a lease that cannot be
+/// released expires after its TTL.
+async fn release_lease(store: &Store, thread: &str, turn: &str) {
+    match store.release_turn_lease(thread, turn).await {
+        Ok(()) => tracing::debug!(thread_id = %thread, turn_id = %turn, "turn lease released"),
+        Err(StoreError::LeaseLost { .. }) => {
+            tracing::debug!(thread_id = %thread, turn_id = %turn, "turn lease was no longer held")
+        }
+        Err(e) => tracing::warn!(
+            thread_id = %thread,
+            turn_id = %turn,
+            error = %e,
+            "cannot release the turn lease; it expires after its TTL"
+        ),
+    }
+}
+
+impl Claim {
+    pub fn thread_id(&self) -> &str {
+        &self.thread
+    }
+
+    pub fn turn_id(&self) -> &str {
+        &self.turn
+    }
+
+    /// Resolves once the lease is lost: another turn took the thread over,
+    /// or the lease expired because the store could not be reached to
+    /// renew it. Never resolves while the lease is held.
+    pub async fn lost(&self) {
+        let mut lost = self.lost.clone();
+        if lost.wait_for(|l| *l).await.is_err() {
+            // The renewal task is gone without losing the lease (released).
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Runs `work` while the lease is held, then releases the lease.
+    /// Returns `work`'s output, or `None` if the lease was lost first: then
+    /// `work` is dropped (cancelled), since another turn may now run on the
+    /// thread.
+    pub async fn hold_while<F: Future>(self, work: F) -> Option<F::Output> {
+        let out = tokio::select! {
+            biased;
+            out = work => Some(out),
+            () = self.lost() => None,
+        };
+        self.release().await;
+        out
+    }
+
+    /// Stops renewing and releases the lease now, so the next claim on the
+    /// thread succeeds at once.
+    pub async fn release(mut self) {
+        self.renewer.abort();
+        release_lease(&self.store, &self.thread, &self.turn).await;
+        // Only now: if this future is dropped half-way, `drop` releases.
+        self.released = true;
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        let mut active = self.claims.active.lock().unwrap_or_else(|e| e.into_inner());
-        active.remove(&self.thread);
+        self.renewer.abort();
+        if self.released {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let (store, thread, turn) =
+                    (self.store.clone(), self.thread.clone(), self.turn.clone());
+                runtime.spawn(async move { release_lease(&store, &thread, &turn).await });
+            }
+            Err(_) => tracing::warn!(
+                thread_id = %self.thread,
+                turn_id = %self.turn,
+                "no runtime to release the turn lease; it expires after its TTL"
+            ),
+        }
     }
 }
 
@@ -39,13 +222,89 @@ impl Drop for Claim {
 mod tests {
     use super::*;
 
-    #[test]
-    fn one_claim_per_thread() {
-        let c = Arc::new(ThreadClaims::default());
-        let a = c.claim("t1").unwrap();
-        assert!(c.claim("t1").is_none());
-        assert!(c.claim("t2").is_some());
+    async fn setup(ttl: Duration) -> (Store, ThreadClaims, String) {
+        let store = Store::connect("sqlite::memory:").await.expect("store");
+        let thread = store.create_thread(None).await.expect("thread").id;
+        let claims = ThreadClaims::new(store.clone(), ttl);
+        (store, claims, thread)
+    }
+
+    /// Polls `store` until the thread has no lease row (a spawned release).
+    async fn wait_released(store: &Store, thread: &str) {
+        for _ in 0..200 {
+            if store.turn_lease(thread).await.expect("read").is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the lease was never released");
+    }
+
+    #[tokio::test]
+    async fn one_claim_per_thread() {
+        let (store, c, t1) = setup(DEFAULT_TURN_LEASE).await;
+        let t2 = store.create_thread(None).await.expect("thread").id;
+        let a = c.claim(&t1, "turn-a").await.expect("claim").expect("free");
+        assert!(c.claim(&t1, "turn-b").await.expect("claim").is_none());
+        assert!(c.claim(&t2, "turn-c").await.expect("claim").is_some());
+        a.release().await;
+        assert!(c.claim(&t1, "turn-d").await.expect("claim").is_some());
+        assert!(matches!(
+            c.claim("no-such-thread", "turn-e").await,
+            Err(StoreError::UnknownThread(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_guard_releases_the_lease() {
+        let (store, c, t) = setup(DEFAULT_TURN_LEASE).await;
+        let a = c.claim(&t, "turn-a").await.expect("claim").expect("free");
         drop(a);
-        assert!(c.claim("t1").is_some());
+        wait_released(&store, &t).await;
+        assert!(c.claim(&t, "turn-b").await.expect("claim").is_some());
+    }
+
+    #[tokio::test]
+    async fn renewal_keeps_a_short_lease_while_the_turn_runs() {
+        let ttl = Duration::from_millis(300);
+        let (store, c, t) = setup(ttl).await;
+        let a = c.claim(&t, "turn-a").await.expect("claim").expect("free");
+        let first = store.turn_lease(&t).await.expect("read").expect("row");
+        let out = a
+            .hold_while(async {
+                // Several TTLs: without renewal the lease would have expired.
+                tokio::time::sleep(ttl * 4).await;
+                let held = store.turn_lease(&t).await.expect("read").expect("row");
+                assert_eq!(held.turn_id, "turn-a");
+                assert!(held.expires_at > first.expires_at, "renewed");
+                assert!(c.claim(&t, "turn-b").await.expect("claim").is_none());
+                7
+            })
+            .await;
+        assert_eq!(out, Some(7));
+        assert!(
+            store.turn_lease(&t).await.expect("read").is_none(),
+            "released"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lease_taken_over_cancels_the_work() {
+        let ttl = Duration::from_millis(300);
+        let (store, c, t) = setup(ttl).await;
+        let a = c.claim(&t, "turn-a").await.expect("claim").expect("free");
+        // As if this process had stalled past the TTL and another took over.
+        store
+            .release_turn_lease(&t, "turn-a")
+            .await
+            .expect("release");
+        store
+            .claim_turn_lease(&t, "turn-b", DEFAULT_TURN_LEASE)
+            .await
+            .expect("takeover");
+        let out = a.hold_while(tokio::time::sleep(DEFAULT_TURN_LEASE)).await;
+        assert_eq!(out, None, "the work stops when the lease is lost");
+        let lease = store.turn_lease(&t).await.expect("read").expect("row");
+        assert_eq!(lease.turn_id, "turn-b", "another turn's lease is kept");
     }
 }

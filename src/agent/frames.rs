@@ -4,12 +4,28 @@
 //! table allows one.
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::fsm::{Snapshot, Violation};
 use crate::protocols::frame::{Frame, FrameEvent};
 use crate::protocols::{Bound, Typed};
+use crate::wire;
+
+/// The `frame` table's event for a typed frame.
+pub fn event_of(frame: &wire::Frame) -> FrameEvent {
+    match frame {
+        wire::Frame::Start(_) => FrameEvent::Start,
+        wire::Frame::Plan(_) => FrameEvent::Plan,
+        wire::Frame::ToolCall(_) => FrameEvent::ToolCall,
+        wire::Frame::ToolResult(_) => FrameEvent::ToolResult,
+        wire::Frame::Citation(_) => FrameEvent::Citation,
+        wire::Frame::Delta(_) => FrameEvent::Delta,
+        wire::Frame::Interrupt(_) => FrameEvent::Interrupt,
+        wire::Frame::Done(_) => FrameEvent::Done,
+        wire::Frame::Error(_) => FrameEvent::Error,
+    }
+}
 
 /// One frame as the HTTP layer writes it: `id`, `event`, `data`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -42,9 +58,9 @@ impl FrameWriter {
         }
     }
 
-    pub async fn emit(&mut self, event: FrameEvent, data: Value) -> Result<(), EmitError> {
-        self.fire(event).await?;
-        self.send(event, data).await
+    pub async fn emit(&mut self, frame: wire::Frame) -> Result<(), EmitError> {
+        self.fire(event_of(&frame)).await?;
+        self.send(frame).await
     }
 
     /// Moves the machine for `event` without writing the frame yet, so the
@@ -54,26 +70,24 @@ impl FrameWriter {
         match self.machine.fire(event) {
             Ok(_) => Ok(()),
             Err(v) => {
+                // The caller reports it: an error frame naming the row,
+                // committed like any other frame.
                 tracing::error!(
                     table = %v.table, row_id = %v.row_id, state = %v.state, event = %v.event,
                     "frame order violation (server bug)"
                 );
-                if self.machine.fire(FrameEvent::Error).is_ok() {
-                    let data = json!({"message": "internal error: frame order violation", "row_id": v.row_id});
-                    let _ = self.send(FrameEvent::Error, data).await;
-                }
                 Err(EmitError::Violation(v))
             }
         }
     }
 
     /// Writes a frame whose event was already fired.
-    pub async fn send(&mut self, event: FrameEvent, data: Value) -> Result<(), EmitError> {
+    pub async fn send(&mut self, frame: wire::Frame) -> Result<(), EmitError> {
         self.seq += 1;
         let frame = OutFrame {
             seq: self.seq,
-            kind: event.kind(),
-            data,
+            kind: frame.kind(),
+            data: frame.data(),
         };
         self.tx
             .send(frame)
@@ -87,10 +101,10 @@ impl FrameWriter {
     pub async fn close(&mut self) -> Result<(), EmitError> {
         if !self.machine.is_terminal() && self.machine.allows(FrameEvent::Error) {
             tracing::error!(state = ?self.machine.state(), "turn ended without a terminal frame (server bug)");
-            self.emit(
-                FrameEvent::Error,
-                json!({"message": "internal error: the turn ended without a result"}),
-            )
+            self.emit(wire::Frame::Error(wire::Error {
+                message: "internal error: the turn ended without a result".into(),
+                ..wire::Error::default()
+            }))
             .await?;
         }
         self.machine

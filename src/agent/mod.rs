@@ -8,6 +8,8 @@
 pub mod claims;
 pub mod context;
 pub mod frames;
+pub mod history;
+pub mod records;
 pub mod tools;
 pub mod turn;
 

@@ -1,31 +1,43 @@
-//! One turn: start → plan → tool calls and results → citations → narration
-//! → done. Each step's messages and the turn's machine states are written to
-//! the store in one transaction before the step's frame is sent, so a
-//! dropped connection loses nothing that was already said.
+//! One turn as the `turn` table runs it. Code classifies what happened (the
+//! model planned calls, a call returned, the step limit was reached, …) into
+//! an event and fires it; the row's effect is what the agent does next:
+//! plan, call, judge, respond, finish, fail. Nothing here decides the order.
+//!
+//! Everything a frame shows is committed before the frame is sent: the
+//! step's records and the turn's machine states go to the store in one
+//! transaction, then the frame is written (ADR 0006, ADR 0010).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use tracing::Instrument;
 
 use super::context::{BoundedContext, ContextLimits, RawContext};
-use super::frames::{EmitError, FrameWriter, OutFrame};
+use super::frames::{event_of, EmitError, FrameWriter, OutFrame};
+use super::records::{self, Record};
 use super::tools::ToolBelt;
-use crate::judge::emptiness::{read_result_emptiness, AbsenceCause, Emptiness};
+use crate::fsm::{Snapshot, Violation};
+use crate::judge::digest::{Digest, DigestLimits};
 use crate::judge::in_band::{self, Verdict};
-use crate::judge::narrowing::{self, Conflict, Gate, Scope};
-use crate::judge::stitch::{StitchEnd, Stitcher};
-use crate::judge::{self, result, Anchor, Contracts};
+use crate::judge::listing::{self, Judgement};
+use crate::judge::narrowing::{Conflict, Gate, Scope};
+use crate::judge::stitch::{Stitched, Stitcher};
+use crate::judge::{result, Anchor, Contracts};
 use crate::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
-use crate::llm::{Model, PlanRequest, PlannedCall, Prompt, RespondRequest};
+use crate::llm::{
+    CallRecord, HistoryTurn, Model, PlanRequest, PlannedCall, Prompt, RespondRequest,
+};
 use crate::mcp::ToolOutput;
 use crate::protocols::frame::{Frame, FrameEvent};
 use crate::protocols::narrowing::{Narrowing, NarrowingEffect, NarrowingEvent};
 use crate::protocols::paging::Paging;
-use crate::protocols::Bound;
-use crate::store::{NewMessage, Role, Store};
+use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
+use crate::protocols::{telemetry, Bound, Typed};
+use crate::store::{NewMessage, Store};
+use crate::wire;
 
 /// Bounds and external contracts that come from configuration.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +47,12 @@ pub struct Limits {
     /// Most pages stitched into one listing.
     pub page_cap: usize,
     pub context: ContextLimits,
+    /// Most planning rounds that may call tools in one turn.
+    pub max_steps: u32,
+    /// How much of each result the models see.
+    pub digest: DigestLimits,
+    /// Bytes of earlier turns the planner sees (oldest dropped first).
+    pub history_bytes: usize,
 }
 
 impl Default for Limits {
@@ -43,6 +61,9 @@ impl Default for Limits {
             limit_sentinel: 3000,
             page_cap: 5,
             context: ContextLimits::default(),
+            max_steps: 6,
+            digest: DigestLimits::default(),
+            history_bytes: 4096,
         }
     }
 }
@@ -62,6 +83,7 @@ pub struct TurnTables {
     pub frame: Bound<Frame>,
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,
+    pub turn: Bound<TurnTable>,
 }
 
 pub struct Agent {
@@ -82,6 +104,31 @@ enum Stop {
     Emit(#[from] EmitError),
     #[error("store: {0}")]
     Store(#[from] crate::store::StoreError),
+    /// A table forbade what the turn reached: reported with its row id.
+    #[error("{0}")]
+    Violation(Box<Violation>),
+}
+
+/// One call's outcome, waiting to be judged.
+enum Outcome {
+    /// Not run (unknown tool, bad arguments, a narrowing refusal): its
+    /// result frame is out already.
+    Refused {
+        call: CallRecord,
+        anchor: Option<Anchor>,
+        /// A disjoint narrowing: zero inside the scope, decided by the table.
+        gate: Option<Gate>,
+    },
+    /// The call failed or its answer is not trusted.
+    Failed { call: CallRecord, anchor: Anchor },
+    /// A result to judge.
+    Returned {
+        call: CallRecord,
+        scoped: Option<Scope>,
+        gate: Gate,
+        first: Box<ToolOutput>,
+        stitched: Option<Stitched>,
+    },
 }
 
 struct Turn<'a> {
@@ -89,43 +136,31 @@ struct Turn<'a> {
     thread_id: String,
     turn_id: String,
     frames: FrameWriter,
-    /// The narrowing machine of the latest listing, persisted with each step.
-    narrowing: Option<crate::fsm::Snapshot>,
+    machine: Typed<TurnTable>,
+    /// Listing machines (`narrowing#N`, `paging#N`) to persist with the
+    /// next step, and every one run so far (for the metrics).
+    dirty: Vec<(String, Snapshot)>,
+    listing_machines: usize,
     calls: usize,
-}
-
-/// One call's listing as the judge sees it: the tool, the scope it ran in
-/// (if the narrowing table applied one), that listing's narrowing machine,
-/// and the arguments that went out.
-struct Listing<'a> {
-    tool: &'a str,
-    scope: Option<&'a Scope>,
-    gate: Gate,
-    args: &'a Map<String, Value>,
-}
-
-impl Findings {
-    /// Nothing inside the scope: say so, and clear the thread's population
-    /// so the next follow-up has no scope.
-    fn release(&mut self) {
-        self.released = true;
-        self.population = None;
-        self.anchors.push(Anchor::Absent {
-            cause: AbsenceCause::ZeroAfterNarrowing,
-        });
-        self.anchors.push(Anchor::NarrowingReleased);
-    }
-}
-
-/// What the judged results of a turn leave behind.
-#[derive(Default)]
-struct Findings {
+    step: u32,
+    user_text: String,
+    context: Option<BoundedContext>,
+    history: Vec<HistoryTurn>,
     anchors: Vec<Anchor>,
-    citations: Vec<Value>,
-    /// The population this turn showed, for a later narrowing follow-up.
-    population: Option<Scope>,
-    /// A listing released its scope: the thread's population is cleared.
+    digests: Vec<Digest>,
+    steps: Vec<Vec<CallRecord>>,
+    current: Vec<CallRecord>,
+    pending: VecDeque<PlannedCall>,
+    /// The previous answer's population and the narrowing machine that
+    /// judged it, as stored.
+    previous: Option<(Scope, Option<Snapshot>)>,
+    /// This step's narrowing scope (only on the step that narrows).
+    scope: Option<Scope>,
+    population: Option<(Scope, Snapshot)>,
     released: bool,
+    outcome: Option<Outcome>,
+    failure: Option<wire::Error>,
+    answer: String,
 }
 
 impl Agent {
@@ -146,11 +181,29 @@ impl Agent {
             thread_id: thread_id.to_string(),
             turn_id: turn_id.to_string(),
             frames: FrameWriter::new(&self.tables.frame, tx),
-            narrowing: None,
+            machine: self.tables.turn.machine(),
+            dirty: Vec::new(),
+            listing_machines: 0,
             calls: 0,
+            step: 0,
+            user_text: req.text.clone(),
+            context: None,
+            history: Vec::new(),
+            anchors: Vec::new(),
+            digests: Vec::new(),
+            steps: Vec::new(),
+            current: Vec::new(),
+            pending: VecDeque::new(),
+            previous: None,
+            scope: None,
+            population: None,
+            released: false,
+            outcome: None,
+            failure: None,
+            answer: String::new(),
         };
         let work = async {
-            tokio::select! {
+            let gone = tokio::select! {
                 r = turn.run(req) => {
                     if let Err(e) = r {
                         tracing::warn!(error = %e, "turn stopped early");
@@ -159,24 +212,137 @@ impl Agent {
                     if let Err(e) = turn.frames.close().await {
                         tracing::warn!(error = %e, "closing the stream");
                     }
+                    false
                 }
-                _ = closed.closed() => tracing::info!("client disconnected; turn cancelled"),
+                _ = closed.closed() => true,
+            };
+            if gone {
+                tracing::info!("client disconnected; turn cancelled");
+                turn.cancelled().await;
             }
+            telemetry::record(turn.machine.snapshot());
+            telemetry::record(turn.frames.snapshot());
         };
         work.instrument(span).await
     }
 }
 
 impl Turn<'_> {
-    async fn persist(&self, messages: Vec<NewMessage>) -> Result<(), Stop> {
-        let snap = |s: crate::fsm::Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
-        let mut machines = vec![("frame", snap(self.frames.snapshot()))];
-        if let Some(n) = &self.narrowing {
-            machines.push(("narrowing", snap(n.clone())));
+    /// Runs the turn; a forbidden row of any table it runs ends it with an
+    /// error frame naming the table and the row.
+    async fn run(&mut self, req: TurnRequest) -> Result<(), Stop> {
+        match self.drive(req).await {
+            Err(Stop::Violation(v)) | Err(Stop::Emit(EmitError::Violation(v))) => {
+                self.violation(&v).await
+            }
+            other => other,
         }
+    }
+
+    async fn drive(&mut self, req: TurnRequest) -> Result<(), Stop> {
+        let limits = self.agent.limits;
+        self.context = req
+            .context
+            .map(|c| BoundedContext::bound(c, limits.context));
+        let stored = self.agent.store.messages(&self.thread_id).await?;
+        self.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
+        let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
+        self.previous = records::last_population(&bodies);
+        if let Some(c) = &self.context {
+            for field in &c.truncated {
+                self.anchors.push(Anchor::ContextTruncated {
+                    field: field.clone(),
+                });
+            }
+        }
+        let start = wire::Frame::Start(wire::Start {
+            turn_id: self.turn_id.clone(),
+            thread_id: self.thread_id.clone(),
+        });
+        let context = self
+            .context
+            .as_ref()
+            .and_then(|c| serde_json::to_value(c).ok());
+        let user = Record::User {
+            text: &req.text,
+            context,
+        }
+        .message();
+        self.step(start, vec![user]).await?;
+
+        // The table's initial state is Planning: its effect is to plan.
+        let mut effect = TurnEffect::Plan;
+        loop {
+            let event = match effect {
+                TurnEffect::Plan => self.plan().await?,
+                TurnEffect::Call => self.call().await?,
+                TurnEffect::Judge => self.judge().await?,
+                TurnEffect::Respond => self.respond().await?,
+                TurnEffect::Finish => return self.finish().await,
+                TurnEffect::Fail => return self.fail().await,
+                TurnEffect::Cancel => return Ok(()),
+                // No tool of this build prepares an action or returns a
+                // terminal result; a table that routes here is reported.
+                TurnEffect::Suspend | TurnEffect::Deliver => {
+                    self.failure = Some(wire::Error {
+                        message: format!(
+                            "internal error: the turn table asked for `{}`, which no tool of this build can provide",
+                            crate::protocols::Names::name(effect)
+                        ),
+                        table: Some("turn".into()),
+                        ..wire::Error::default()
+                    });
+                    return self.fail().await;
+                }
+            };
+            match self.machine.fire(event) {
+                Ok(step) => match step.effect {
+                    Some(e) => effect = e,
+                    None => return Ok(()),
+                },
+                Err(v) => return Err(Stop::Violation(v)),
+            }
+        }
+    }
+
+    /// A forbidden row of the turn table: the turn ends with an error frame
+    /// naming the table and the row, stored like any other frame.
+    async fn violation(&mut self, v: &Violation) -> Result<(), Stop> {
+        tracing::error!(table = %v.table, row_id = %v.row_id, state = %v.state, event = %v.event, "turn table forbids this step");
+        telemetry::violation(v);
+        if !self.frames.allows(FrameEvent::Error) {
+            return Ok(());
+        }
+        self.failure = Some(wire::Error {
+            message: format!("the turn stopped: {} ({} on {})", v.why, v.event, v.state),
+            table: Some(v.table.clone()),
+            row_id: Some(v.row_id.clone()),
+            ..wire::Error::default()
+        });
+        self.fail().await
+    }
+
+    fn machines(&mut self) -> Vec<(String, Value)> {
+        let snap = |s: Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
+        let mut out = vec![
+            ("frame".to_string(), snap(self.frames.snapshot())),
+            ("turn".to_string(), snap(self.machine.snapshot())),
+        ];
+        for (name, s) in self.dirty.drain(..) {
+            out.push((name, snap(s)));
+        }
+        out
+    }
+
+    async fn persist(&mut self, messages: Vec<NewMessage>) -> Result<(), Stop> {
+        let machines = self.machines();
+        let refs: Vec<(&str, Value)> = machines
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.clone()))
+            .collect();
         self.agent
             .store
-            .step(&self.thread_id, &self.turn_id, &messages, &machines)
+            .step(&self.thread_id, &self.turn_id, &messages, &refs)
             .await?;
         Ok(())
     }
@@ -185,211 +351,173 @@ impl Turn<'_> {
     /// actually saw. Nothing is persisted here: the store may be what failed.
     async fn report(&mut self, stop: &Stop) {
         let Stop::Store(_) = stop else { return };
-        let data = json!({"message": "storage is unavailable; this turn was not saved"});
         if self.frames.allows(FrameEvent::Start) {
-            let start = json!({"turn_id": self.turn_id, "thread_id": self.thread_id});
-            let _ = self.frames.emit(FrameEvent::Start, start).await;
+            let start = wire::Frame::Start(wire::Start {
+                turn_id: self.turn_id.clone(),
+                thread_id: self.thread_id.clone(),
+            });
+            let _ = self.frames.emit(start).await;
         }
         if self.frames.allows(FrameEvent::Error) {
-            let _ = self.frames.emit(FrameEvent::Error, data).await;
+            let e = wire::Frame::Error(wire::Error {
+                message: "storage is unavailable; this turn was not saved".into(),
+                ..wire::Error::default()
+            });
+            let _ = self.frames.emit(e).await;
+        }
+    }
+
+    /// The client went away: the table moves the turn to Cancelled, and the
+    /// cut is recorded (best effort: the process may be going away too).
+    async fn cancelled(&mut self) {
+        if let Err(v) = self.machine.fire(TurnEvent::ClientGone) {
+            tracing::error!(row_id = %v.row_id, "turn table refused the client's leaving");
+        }
+        let cut = Record::Cut.message();
+        let save = self.persist(vec![cut]);
+        match tokio::time::timeout(std::time::Duration::from_secs(5), save).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "recording the cut"),
+            Err(_) => tracing::warn!("recording the cut timed out"),
         }
     }
 
     /// A frame whose step is durable before the client sees it: the
-    /// machine moves, the messages and the machine states are written in one
+    /// machine moves, the records and the machine states are written in one
     /// transaction, then the frame is sent.
-    async fn step(
-        &mut self,
-        event: FrameEvent,
-        data: Value,
-        messages: Vec<NewMessage>,
-    ) -> Result<(), Stop> {
+    async fn step(&mut self, frame: wire::Frame, messages: Vec<NewMessage>) -> Result<(), Stop> {
         let before = self.frames.checkpoint();
-        self.frames.fire(event).await?;
+        self.frames.fire(event_of(&frame)).await?;
         if let Err(e) = self.persist(messages).await {
             // The frame was never sent: the machine goes back to what the
             // client saw, so the failure can still be reported in order.
             self.frames.restore(before);
             return Err(e);
         }
-        self.frames.send(event, data).await?;
+        self.frames.send(frame).await?;
         Ok(())
     }
 
-    /// Ends the turn with an error frame and records it.
-    async fn fail(&mut self, message: String, tool: Option<&str>) -> Result<(), Stop> {
-        let mut data = json!({"message": message});
-        if let Some(t) = tool {
-            data["tool"] = json!(t);
+    // ---- effects -------------------------------------------------------
+
+    /// Asks the planner, with the thread's history and this turn's digests,
+    /// and classifies its answer.
+    async fn plan(&mut self) -> Result<TurnEvent, Stop> {
+        self.step += 1;
+        let mut prompt = Prompt::new(PLANNER_FIXED);
+        if let Some(c) = self.context.as_ref().filter(|c| !c.is_empty()) {
+            prompt = prompt.block("Host context", c.prompt_text());
         }
-        let body = json!({"error": data});
-        self.step(
-            FrameEvent::Error,
-            data,
-            vec![NewMessage {
-                role: Role::Assistant,
-                body,
-            }],
-        )
-        .await
-    }
-
-    /// The population the thread's last answer showed, if it still stands.
-    async fn previous_population(&self) -> Result<Option<Scope>, Stop> {
-        let messages = self.agent.store.messages(&self.thread_id).await?;
-        let last = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::Assistant && m.body.get("error").is_none());
-        Ok(last
-            .filter(|m| m.body.get("scope_released") != Some(&Value::Bool(true)))
-            .and_then(|m| m.body.get("population"))
-            .and_then(|p| serde_json::from_value(p.clone()).ok()))
-    }
-
-    async fn run(&mut self, req: TurnRequest) -> Result<(), Stop> {
-        let limits = self.agent.limits;
-        let context = req
-            .context
-            .map(|c| BoundedContext::bound(c, limits.context));
-        let start = json!({"turn_id": self.turn_id, "thread_id": self.thread_id});
-        let user = NewMessage {
-            role: Role::User,
-            body: json!({"text": req.text, "context": context}),
-        };
-        self.step(FrameEvent::Start, start, vec![user]).await?;
-
-        let mut findings = Findings::default();
-        let mut planner = Prompt::new(PLANNER_FIXED);
-        if let Some(c) = context.as_ref().filter(|c| !c.is_empty()) {
-            planner = planner.block("Host context", c.prompt_text());
-            for field in &c.truncated {
-                findings.anchors.push(Anchor::ContextTruncated {
-                    field: field.clone(),
-                });
-            }
-        }
-        let plan_req = PlanRequest {
-            prompt: planner,
-            user_text: req.text.clone(),
+        let req = PlanRequest {
+            prompt,
+            user_text: self.user_text.clone(),
             tools: self.agent.tools.tools().to_vec(),
-            context: context.as_ref().and_then(|c| serde_json::to_value(c).ok()),
+            context: self
+                .context
+                .as_ref()
+                .and_then(|c| serde_json::to_value(c).ok()),
+            history: self.history.clone(),
+            steps: self.steps.clone(),
         };
-        let plan = match self.agent.model.plan(&plan_req).await {
+        let plan = match self.agent.model.plan(&req).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "planner failed");
-                return self
-                    .fail(format!("the model could not plan this turn: {e}"), None)
-                    .await;
+                self.failure = Some(wire::Error {
+                    message: format!("the model could not plan this turn: {e}"),
+                    ..wire::Error::default()
+                });
+                return Ok(TurnEvent::PlannerFailed);
             }
         };
-
-        // The scope of a narrowing follow-up comes from turn state, never
-        // from the model.
-        let scope = match plan.narrows_previous {
-            true => self.previous_population().await?,
-            false => None,
-        };
-        if plan.narrows_previous && scope.is_none() {
-            findings.anchors.push(Anchor::NothingToNarrow);
+        if plan.calls.is_empty() {
+            return Ok(match self.step {
+                1 => TurnEvent::PlanEmpty,
+                _ => TurnEvent::Answered,
+            });
         }
-        if !plan.calls.is_empty() {
-            let steps: Vec<Value> = plan
-                .calls
-                .iter()
-                .map(|c| json!({"tool": c.tool, "args": effective_args(scope.as_ref(), c)}))
-                .collect();
-            let mut data = json!({"steps": steps, "note": plan.note});
-            if let Some(s) = &scope {
-                data["scope"] = json!(s);
-            }
-            self.frames.emit(FrameEvent::Plan, data).await?;
-        }
-
-        for call in &plan.calls {
-            if !self.run_call(call, scope.as_ref(), &mut findings).await? {
-                return Ok(());
+        // The scope of a narrowing follow-up comes from stored turn state,
+        // never from the model, and only on the first step.
+        self.scope = None;
+        if plan.narrows_previous && self.step == 1 {
+            match self.previous.clone() {
+                Some((scope, _)) => self.scope = Some(scope),
+                None => self.anchors.push(Anchor::NothingToNarrow),
             }
         }
-
-        let mut responder = Prompt::new(RESPONDER_FIXED);
-        if !findings.anchors.is_empty() {
-            let lines: Vec<String> = findings
-                .anchors
-                .iter()
-                .map(|a| format!("- {}", a.text()))
-                .collect();
-            responder = responder.block("Directives", lines.join("\n"));
-        }
-        let respond_req = RespondRequest {
-            prompt: responder,
-            user_text: req.text.clone(),
-            anchors: findings.anchors.clone(),
+        let steps = plan
+            .calls
+            .iter()
+            .map(|c| wire::PlanStep {
+                tool: c.tool.clone(),
+                args: effective_args(self.scope.as_ref(), c),
+            })
+            .collect();
+        let frame = wire::Plan {
+            step: self.step,
+            steps,
+            note: plan.note.clone(),
+            scope: self
+                .scope
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok()),
         };
-        let mut text = String::new();
-        let mut stream = match self.agent.model.respond(&respond_req).await {
-            Ok(s) => s,
-            Err(e) => {
-                return self
-                    .fail(format!("the model could not answer: {e}"), None)
-                    .await
-            }
-        };
-        while let Some(delta) = stream.next().await {
-            match delta {
-                Ok(d) if d.is_empty() => {}
-                Ok(d) => {
-                    self.frames
-                        .emit(FrameEvent::Delta, json!({"text": d}))
-                        .await?;
-                    text += &d;
-                }
-                Err(e) => {
-                    return self
-                        .fail(format!("the model stream broke: {e}"), None)
-                        .await
-                }
-            }
-        }
-        if text.is_empty() {
-            return self.fail("the model returned no answer".into(), None).await;
-        }
-        let assistant = NewMessage {
-            role: Role::Assistant,
-            body: json!({
-                "text": text,
-                "citations": findings.citations,
-                "anchors": findings.anchors,
-                "population": findings.population,
-                "scope_released": findings.released,
-            }),
-        };
-        let done = json!({"turn_id": self.turn_id});
-        self.step(FrameEvent::Done, done, vec![assistant]).await
+        let record = Record::Plan(&frame).message();
+        self.step(wire::Frame::Plan(frame), vec![record]).await?;
+        self.pending = plan.calls.into();
+        Ok(TurnEvent::Planned)
     }
 
-    /// Calls one tool (and, for a stitchable listing, its further pages),
-    /// then judges what came back. Returns `false` when the turn has ended.
-    async fn run_call(
-        &mut self,
-        call: &PlannedCall,
-        scope: Option<&Scope>,
-        findings: &mut Findings,
-    ) -> Result<bool, Stop> {
-        let server = self.agent.tools.client_for(&call.tool).cloned();
+    /// Runs the step's next call (and, for a stitchable listing, its further
+    /// pages) and classifies the outcome.
+    async fn call(&mut self) -> Result<TurnEvent, Stop> {
+        let Some(call) = self.pending.pop_front() else {
+            // The table asked for a call the plan does not have.
+            self.outcome = Some(Outcome::Failed {
+                call: self.record_for(
+                    None,
+                    "(none)",
+                    Map::new(),
+                    Digest::failed("(none)", "no call pending"),
+                ),
+                anchor: Anchor::ToolFailed {
+                    tool: "(none)".into(),
+                },
+            });
+            return Ok(TurnEvent::CallFailed);
+        };
+        let outcome = self.run_call(&call).await?;
+        let event = match &outcome {
+            Outcome::Returned { .. } => TurnEvent::CallOk,
+            Outcome::Refused { .. } | Outcome::Failed { .. } => TurnEvent::CallFailed,
+        };
+        self.outcome = Some(outcome);
+        Ok(event)
+    }
+
+    async fn run_call(&mut self, call: &PlannedCall) -> Result<Outcome, Stop> {
+        let agent = self.agent;
+        let server = agent.tools.client_for(&call.tool).cloned();
         // One narrowing machine per listing. The scope is applied only if
         // the table's `narrow` row says so (effect `apply-scope`).
-        let mut gate = Gate::new(&self.agent.tables.narrowing);
-        let scoped = match scope.filter(|s| s.tool == call.tool) {
-            Some(s) => match gate.narrow() {
-                Ok(Some(NarrowingEffect::ApplyScope)) => Some(s),
-                Ok(_) => None,
-                Err(v) => {
-                    tracing::error!(row_id = %v.row_id, "narrowing table refused the scope");
-                    None
+        let mut gate = Gate::new(&agent.tables.narrowing);
+        let mut stale: Option<String> = None;
+        let scoped = match self.scope.clone().filter(|s| s.tool == call.tool) {
+            Some(s) => {
+                // The population was judged by a narrowing machine that was
+                // stored with it: restore it, so a table edited since is
+                // reported, never reinterpreted.
+                if let Some((_, Some(snap))) = &self.previous {
+                    if let Err(e) = agent.tables.narrowing.restore(snap) {
+                        stale = Some(e.to_string());
+                    }
                 }
-            },
+                match gate.narrow() {
+                    Ok(Some(NarrowingEffect::ApplyScope)) => Some(s),
+                    Ok(_) => None,
+                    Err(v) => return Err(Stop::Violation(v)),
+                }
+            }
             None => None,
         };
         // A model that names a tool nobody offers, sends arguments that are
@@ -398,36 +526,51 @@ impl Turn<'_> {
         let refusal = match (&server, &call.invalid_args) {
             (None, _) => Some("unknown tool".to_string()),
             (Some(_), Some(why)) => Some(format!("invalid arguments: {why}")),
-            _ if scope.is_some() && scoped.is_none() => Some(
+            _ if stale.is_some() => Some(format!(
+                "not run: the previous results cannot be narrowed: {}",
+                stale.clone().unwrap_or_default()
+            )),
+            _ if self.scope.is_some() && scoped.is_none() => Some(
                 "a narrowing follow-up must use the tool that showed the previous results".into(),
             ),
             _ => None,
         };
-        let (args, conflict) = match scoped {
+        let (args, conflict) = match &scoped {
             Some(s) => s.apply(&call.args),
             None => (call.args.clone(), None),
         };
         if let (Some(conflict), None) = (&conflict, &refusal) {
-            return self
-                .refuse_conflict(call, &args, conflict, gate, findings)
-                .await;
+            return self.refuse_conflict(call, &args, conflict, gate).await;
         }
         let (Some(server), None) = (server, refusal.as_ref()) else {
             let summary = refusal.unwrap_or_default();
             let call_id = self.next_call_id();
             self.emit_call(&call_id, &call.tool, None, &args).await?;
-            let data =
-                json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": summary});
-            let msg = tool_message(&call_id, &call.tool, &args, None, Some(&summary));
-            self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-            findings.anchors.push(Anchor::ToolFailed {
+            let digest = Digest::failed(&call.tool, &summary);
+            let frame = wire::ToolResult {
+                call_id: call_id.clone(),
                 tool: call.tool.clone(),
+                ok: false,
+                summary,
+                shape: None,
+                conflict: None,
+            };
+            self.emit_result(frame, &args, None, &digest).await?;
+            let anchor = match stale {
+                Some(_) => Anchor::NarrowingStale,
+                None => Anchor::ToolFailed {
+                    tool: call.tool.clone(),
+                },
+            };
+            return Ok(Outcome::Refused {
+                call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+                anchor: Some(anchor),
+                gate: None,
             });
-            return Ok(true);
         };
-        let contract = self.agent.contracts.get(&call.tool).cloned();
+        let contract = agent.contracts.get(&call.tool).cloned();
         let stitching = contract.as_ref().is_some_and(|c| c.stitch);
-        let mut stitcher = Stitcher::new(&self.agent.tables.paging, self.agent.limits.page_cap);
+        let mut stitcher = Stitcher::new(&agent.tables.paging, agent.limits.page_cap);
         let mut page_args = args.clone();
         let mut first: Option<ToolOutput> = None;
         loop {
@@ -438,20 +581,30 @@ impl Turn<'_> {
                 Ok(out) => out,
                 Err(e) => {
                     tracing::warn!(tool = %call.tool, kind = e.kind(), "tool call failed");
-                    let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": e.kind()});
-                    let msg = tool_message(&call_id, &call.tool, &page_args, None, Some(e.kind()));
-                    self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
+                    let digest = Digest::failed(&call.tool, e.kind());
+                    let frame = wire::ToolResult {
+                        call_id,
+                        tool: call.tool.clone(),
+                        ok: false,
+                        summary: e.kind().to_string(),
+                        shape: None,
+                        conflict: None,
+                    };
+                    self.emit_result(frame, &page_args, None, &digest).await?;
                     if first.is_none() {
-                        let message = format!("the tool {} failed: {}", call.tool, e.kind());
-                        self.fail(message, Some(&call.tool)).await?;
-                        return Ok(false);
+                        return Ok(Outcome::Failed {
+                            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+                            anchor: Anchor::ToolFailed {
+                                tool: call.tool.clone(),
+                            },
+                        });
                     }
                     // A later page that failed (a rejected cursor may come
                     // as a JSON-RPC error) is an untrusted page: the stitch
                     // is abandoned and the first page stands alone.
-                    if let Err(v) = stitcher.push(&ToolOutput::default()) {
-                        tracing::error!(row_id = %v.row_id, "paging table refused a page (server bug)");
-                    }
+                    stitcher
+                        .push(&ToolOutput::default())
+                        .map_err(Stop::Violation)?;
                     break;
                 }
             };
@@ -468,182 +621,286 @@ impl Turn<'_> {
                 }
                 _ => summary(&out),
             };
-            let data = json!({"call_id": call_id, "tool": call.tool, "ok": ok, "summary": summary, "shape": shape.to_string()});
-            let msg = tool_message(&call_id, &call.tool, &page_args, Some(&out), None);
-            self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-
-            if first.is_none() {
-                if out.is_error {
-                    findings.anchors.push(Anchor::ToolFailed {
+            let failed_first = first.is_none() && !ok;
+            let digest = match (failed_first, out.is_error) {
+                (true, true) => Digest::failed(&call.tool, "the tool reported an error"),
+                (true, false) => Digest::failed(&call.tool, "in-band failure: not a real answer"),
+                _ => Digest::failed(&call.tool, "page"),
+            };
+            let frame = wire::ToolResult {
+                call_id,
+                tool: call.tool.clone(),
+                ok,
+                summary,
+                shape: Some(shape.to_string()),
+                conflict: None,
+            };
+            self.emit_result(frame, &page_args, Some(&out), &digest)
+                .await?;
+            if failed_first {
+                let anchor = match out.is_error {
+                    true => Anchor::ToolFailed {
                         tool: call.tool.clone(),
-                    });
-                    return Ok(true);
-                }
-                if verdict == Verdict::InBandFailure {
-                    tracing::warn!(tool = %call.tool, shape = %shape, "in-band failure: no marks of a real answer");
-                    findings.anchors.push(Anchor::InBandFailure {
-                        tool: call.tool.clone(),
-                    });
-                    return Ok(true);
-                }
+                    },
+                    false => {
+                        tracing::warn!(tool = %call.tool, shape = %shape, "in-band failure: no marks of a real answer");
+                        Anchor::InBandFailure {
+                            tool: call.tool.clone(),
+                        }
+                    }
+                };
+                return Ok(Outcome::Failed {
+                    call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+                    anchor,
+                });
             }
             if !stitching {
                 first = Some(out);
                 break;
             }
-            let next = match stitcher.push(&out) {
-                Ok(next) => next,
-                Err(v) => {
-                    tracing::error!(row_id = %v.row_id, "paging table refused a page (server bug)");
-                    None
-                }
-            };
+            let next = stitcher.push(&out).map_err(Stop::Violation)?;
             first.get_or_insert(out);
             match next {
                 Some(cursor) => {
-                    page_args.insert("cursor".into(), json!(cursor));
+                    page_args.insert("cursor".into(), Value::String(cursor));
                 }
                 None => break,
             }
         }
-        let Some(first) = first else { return Ok(true) };
-        let stitched = stitching.then(|| stitcher.finish());
-        let listing = Listing {
-            tool: &call.tool,
-            scope: scoped,
+        let first = first.unwrap_or_default();
+        let stitched = stitching.then(|| {
+            let n = self.next_listing();
+            self.dirty
+                .push((format!("paging#{n}"), stitcher.snapshot()));
+            telemetry::record(stitcher.snapshot());
+            stitcher.finish()
+        });
+        let digest = Digest::failed(&call.tool, "not judged yet");
+        Ok(Outcome::Returned {
+            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+            scoped,
             gate,
-            args: &args,
-        };
-        self.judge_results(listing, &first, stitched, findings)
-            .await?;
-        Ok(true)
+            first: Box::new(first),
+            stitched,
+        })
     }
 
-    async fn judge_results(
-        &mut self,
-        listing: Listing<'_>,
-        first: &ToolOutput,
-        stitched: Option<judge::stitch::Stitched>,
-        findings: &mut Findings,
-    ) -> Result<(), Stop> {
-        let Listing {
-            tool,
-            scope,
-            mut gate,
-            args,
-        } = listing;
-        let tool = tool.to_string();
-        let contract = self.agent.contracts.get(&tool);
-        // A single-value aggregate is exact and needs no card.
-        if let Some((column, value)) = result::aggregate(first) {
-            let anchor = match value {
-                // NULL says neither "none" nor a number (MAX over no rows, or
-                // over empty values): nothing is claimed either way.
-                Value::Null => Anchor::NoValue {
-                    source: tool.clone(),
-                },
-                v => Anchor::Aggregate {
-                    source: tool,
-                    column,
-                    value: v
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| v.to_string()),
-                },
-            };
-            findings.anchors.push(anchor);
-            return Ok(());
-        }
-        let (items, accounting) = match &stitched {
-            Some(s) => {
-                match s.end {
-                    StitchEnd::Abandoned => findings.anchors.push(Anchor::StitchAbandoned {
-                        anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
-                    }),
-                    StitchEnd::Capped => findings
-                        .anchors
-                        .push(Anchor::StitchCapped { pages: s.pages }),
-                    StitchEnd::Complete => {}
+    /// Judges the last outcome (the judge decides; this only shows and
+    /// records what it decided) and classifies where the step stands.
+    async fn judge(&mut self) -> Result<TurnEvent, Stop> {
+        match self.outcome.take() {
+            Some(Outcome::Refused { call, anchor, gate }) => {
+                if let Some(a) = anchor {
+                    self.anchors.push(a);
                 }
-                (Some(s.items.clone()), s.accounting.clone())
+                if let Some(gate) = gate {
+                    self.listing_gate(gate);
+                    self.release();
+                }
+                self.current.push(call);
             }
-            None => (result::items(first), judge::accounting::read(first)),
-        };
-        let displayed = items
-            .as_ref()
-            .map(|v| v.len() as u64)
-            .or(accounting.as_ref().map(|a| a.returned))
-            .unwrap_or(0);
-        let mut count = judge::grade(
-            accounting.as_ref(),
-            displayed,
-            self.agent.limits.limit_sentinel,
-        );
-        let items = items.unwrap_or_default();
+            Some(Outcome::Failed { mut call, anchor }) => {
+                self.anchors.push(anchor);
+                self.digests.push(call.digest.clone());
+                call.digest.ok = false;
+                self.current.push(call);
+            }
+            Some(Outcome::Returned {
+                mut call,
+                scoped,
+                mut gate,
+                first,
+                stitched,
+            }) => {
+                let input = listing::Input {
+                    tool: &call.tool,
+                    contract: self.agent.contracts.get(&call.tool),
+                    args: &call.args,
+                    first: &first,
+                    stitched: stitched.as_ref(),
+                    scope: scoped.as_ref(),
+                    limit_sentinel: self.agent.limits.limit_sentinel,
+                    digest: self.agent.limits.digest,
+                };
+                let mut j = listing::judge(input, &mut gate);
+                let snap = self.listing_gate(gate);
+                if let Some(v) = j.violation.take() {
+                    return Err(Stop::Violation(v));
+                }
+                call.digest = j.digest.clone();
+                self.show(j, snap).await?;
+                self.current.push(call);
+            }
+            None => {}
+        }
+        if !self.pending.is_empty() {
+            return Ok(TurnEvent::NextCall);
+        }
+        self.steps.push(std::mem::take(&mut self.current));
+        self.scope = None;
+        if self.step >= self.agent.limits.max_steps {
+            self.anchors.push(Anchor::StepLimit { steps: self.step });
+            return Ok(TurnEvent::StepLimit);
+        }
+        Ok(TurnEvent::StepDone)
+    }
 
-        // The listing's narrowing verdict, decided by the table.
-        let emptiness = read_result_emptiness(contract, first);
-        let page = narrowing::classify(
-            scope,
-            &items,
-            &count,
-            emptiness,
-            self.agent.limits.limit_sentinel,
-        );
-        let verdict = gate.verdict(page);
-        self.narrowing = Some(gate.snapshot());
-        let effect = match verdict {
-            Ok(effect) => effect,
-            Err(v) => {
-                // The table refused the page. The only page code can
-                // classify into a forbidden row is one outside the scope:
-                // another population, discarded, never shown as the answer.
-                tracing::warn!(row_id = %v.row_id, "narrowing table refused the page");
-                findings
-                    .anchors
-                    .push(Anchor::OutsideScope { tool: tool.clone() });
-                return Ok(());
+    /// Shows a judgement: its anchors go to the responder, its card to the
+    /// client (committed first, with the population it showed).
+    async fn show(&mut self, j: Judgement, gate: Snapshot) -> Result<(), Stop> {
+        if let Some(row) = &j.refused_row {
+            tracing::warn!(row_id = %row, "narrowing table refused the page");
+        }
+        self.anchors.extend(j.anchors);
+        self.digests.push(j.digest);
+        if j.release {
+            self.release();
+        }
+        if let (Some(p), false) = (&j.population, self.released) {
+            self.population = Some((p.clone(), gate.clone()));
+        }
+        if let Some(card) = j.card {
+            let population = j.population.as_ref().filter(|_| !self.released);
+            let record = Record::Card {
+                citation: &card,
+                population,
+                narrowing: population.map(|_| &gate),
+            }
+            .message();
+            self.step(wire::Frame::Citation(card), vec![record]).await?;
+        }
+        Ok(())
+    }
+
+    fn release(&mut self) {
+        self.released = true;
+        self.population = None;
+    }
+
+    fn listing_gate(&mut self, gate: Gate) -> Snapshot {
+        let n = self.next_listing();
+        let snap = gate.snapshot();
+        self.dirty.push((format!("narrowing#{n}"), snap.clone()));
+        telemetry::record(snap.clone());
+        snap
+    }
+
+    fn next_listing(&mut self) -> usize {
+        self.listing_machines += 1;
+        self.listing_machines
+    }
+
+    /// Streams the answer. Deltas are committed in batches before they are
+    /// sent: whatever is ready when the previous batch is out forms the next
+    /// one (ADR 0010), so a fast model costs one commit and a slow one never
+    /// waits on a timer.
+    async fn respond(&mut self) -> Result<TurnEvent, Stop> {
+        let mut prompt = Prompt::new(RESPONDER_FIXED);
+        if !self.anchors.is_empty() {
+            let lines: Vec<String> = self
+                .anchors
+                .iter()
+                .map(|a| format!("- {}", a.text()))
+                .collect();
+            prompt = prompt.block("Directives", lines.join("\n"));
+        }
+        if !self.digests.is_empty() {
+            let lines: Vec<String> = self
+                .digests
+                .iter()
+                .map(|d| format!("- {}", d.render()))
+                .collect();
+            prompt = prompt.block(
+                "What the tools returned (digests; counts come only from the directives)",
+                lines.join("\n"),
+            );
+        }
+        let req = RespondRequest {
+            prompt,
+            user_text: self.user_text.clone(),
+            anchors: self.anchors.clone(),
+            digests: self.digests.clone(),
+        };
+        let mut stream = match self.agent.model.respond(&req).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.failure = Some(wire::Error {
+                    message: format!("the model could not answer: {e}"),
+                    ..wire::Error::default()
+                });
+                return Ok(TurnEvent::ResponderFailed);
             }
         };
-        let released = effect == Some(NarrowingEffect::ReleaseScope);
-        match effect {
-            Some(NarrowingEffect::UpgradeExact) => narrowing::upgrade(&mut count),
-            Some(NarrowingEffect::ReleaseScope) => findings.release(),
-            _ => {}
-        }
-        if !released {
-            match (emptiness, count.displayed) {
-                (Emptiness::Empty, _) => findings.anchors.push(Anchor::Absent {
-                    cause: AbsenceCause::ZeroFromStart,
-                }),
-                (Emptiness::Unknown, 0) => findings.anchors.push(Anchor::CountUnknown {
-                    source: tool.clone(),
-                }),
-                _ => findings.anchors.push(Anchor::for_count(&tool, &count)),
+        let mut broken = None;
+        while let Some(first) = stream.next().await {
+            let mut batch = String::new();
+            let mut item = Some(first);
+            // Everything that is ready now joins this batch.
+            while let Some(next) = item.take() {
+                match next {
+                    Ok(d) => batch += &d,
+                    Err(e) => {
+                        broken = Some(e);
+                        break;
+                    }
+                }
+                item = stream.next().now_or_never().flatten();
             }
-            if !findings.released {
-                findings.population = Some(Scope::new(&tool, args));
+            if !batch.is_empty() {
+                let record = Record::Text { text: &batch }.message();
+                self.answer += &batch;
+                self.step(
+                    wire::Frame::Delta(wire::Delta { text: batch }),
+                    vec![record],
+                )
+                .await?;
+            }
+            if broken.is_some() {
+                break;
             }
         }
-        let mut citation = json!({
-            "source": tool,
-            "items": items,
-            "displayed": count.displayed,
-            "total": count.total,
-            "total_is_lower_bound": count.total_is_lower_bound,
-            "has_more": count.has_more,
-            "grade": count.grade,
-            "complete": count.complete,
-            "narrowed": scope.is_some(),
+        if let Some(e) = broken {
+            self.failure = Some(wire::Error {
+                message: format!("the model stream broke: {e}"),
+                ..wire::Error::default()
+            });
+            return Ok(TurnEvent::ResponderFailed);
+        }
+        if self.answer.is_empty() {
+            self.failure = Some(wire::Error {
+                message: "the model returned no answer".into(),
+                ..wire::Error::default()
+            });
+            return Ok(TurnEvent::ResponderFailed);
+        }
+        Ok(TurnEvent::ResponderFinished)
+    }
+
+    async fn finish(&mut self) -> Result<(), Stop> {
+        let population = self.population.as_ref().map(|(p, _)| p);
+        let narrowing = self.population.as_ref().map(|(_, s)| s);
+        let answer = Record::Answer {
+            text: &self.answer,
+            anchors: &self.anchors,
+            population,
+            narrowing,
+            scope_released: self.released,
+        }
+        .message();
+        let done = wire::Frame::Done(wire::Done {
+            turn_id: self.turn_id.clone(),
         });
-        if let Some(s) = &stitched {
-            citation["stitch"] = json!({"end": s.end, "pages": s.pages, "anomaly": s.anomaly});
-        }
-        self.frames
-            .emit(FrameEvent::Citation, citation.clone())
-            .await?;
-        findings.citations.push(citation);
-        Ok(())
+        self.step(done, vec![answer]).await
+    }
+
+    /// Ends the turn with an error frame and records it.
+    async fn fail(&mut self) -> Result<(), Stop> {
+        let error = self.failure.take().unwrap_or_else(|| wire::Error {
+            message: "internal error: the turn failed without a reason".into(),
+            ..wire::Error::default()
+        });
+        let record = Record::Error(&error).message();
+        self.step(wire::Frame::Error(error), vec![record]).await
     }
 
     /// A narrowing follow-up whose own arguments disagree with its scope is
@@ -657,8 +914,7 @@ impl Turn<'_> {
         args: &Map<String, Value>,
         conflict: &Conflict,
         mut gate: Gate,
-        findings: &mut Findings,
-    ) -> Result<bool, Stop> {
+    ) -> Result<Outcome, Stop> {
         let summary = match conflict {
             Conflict::Disjoint { key, scope, asked } => {
                 format!("not run: {key} {asked} lies outside the previous results ({key} {scope})")
@@ -669,22 +925,59 @@ impl Turn<'_> {
         };
         let call_id = self.next_call_id();
         self.emit_call(&call_id, &call.tool, None, args).await?;
-        let data = json!({"call_id": call_id, "tool": call.tool, "ok": false, "summary": summary, "conflict": conflict});
-        let msg = tool_message(&call_id, &call.tool, args, None, Some(&summary));
-        self.step(FrameEvent::ToolResult, data, vec![msg]).await?;
-        match conflict {
-            Conflict::Unsupported { key } => findings
-                .anchors
-                .push(Anchor::NarrowingUnsupported { key: key.clone() }),
+        let digest = Digest::failed(&call.tool, &summary);
+        let frame = wire::ToolResult {
+            call_id,
+            tool: call.tool.clone(),
+            ok: false,
+            summary,
+            shape: None,
+            conflict: serde_json::to_value(conflict).ok(),
+        };
+        self.emit_result(frame, args, None, &digest).await?;
+        let record = self.record_for(call.id.as_deref(), &call.tool, args.clone(), digest);
+        Ok(match conflict {
+            Conflict::Unsupported { key } => Outcome::Refused {
+                call: record,
+                anchor: Some(Anchor::NarrowingUnsupported { key: key.clone() }),
+                gate: None,
+            },
             Conflict::Disjoint { .. } => {
-                let verdict = gate.verdict(NarrowingEvent::PageEmpty);
-                self.narrowing = Some(gate.snapshot());
-                if let Ok(Some(NarrowingEffect::ReleaseScope)) = verdict {
-                    findings.release();
+                let verdict = gate
+                    .verdict(NarrowingEvent::PageEmpty)
+                    .map_err(Stop::Violation)?;
+                let released = verdict == Some(NarrowingEffect::ReleaseScope);
+                let anchors_gate = released.then_some(gate);
+                if released {
+                    self.anchors.push(Anchor::Absent {
+                        cause: crate::judge::emptiness::AbsenceCause::ZeroAfterNarrowing,
+                    });
+                    self.anchors.push(Anchor::NarrowingReleased);
+                }
+                Outcome::Refused {
+                    call: record,
+                    anchor: None,
+                    gate: anchors_gate,
                 }
             }
+        })
+    }
+
+    fn record_for(
+        &self,
+        model_id: Option<&str>,
+        tool: &str,
+        args: Map<String, Value>,
+        digest: Digest,
+    ) -> CallRecord {
+        CallRecord {
+            id: model_id
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{}-{}", self.turn_id, self.calls)),
+            tool: tool.to_string(),
+            args,
+            digest,
         }
-        Ok(true)
     }
 
     fn next_call_id(&mut self) -> String {
@@ -699,9 +992,32 @@ impl Turn<'_> {
         server: Option<&str>,
         args: &Map<String, Value>,
     ) -> Result<(), Stop> {
-        let data = json!({"call_id": call_id, "tool": tool, "server": server, "args": args});
-        self.frames.emit(FrameEvent::ToolCall, data).await?;
-        Ok(())
+        let frame = wire::ToolCall {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            server: server.map(str::to_string),
+            args: args.clone(),
+        };
+        let record = Record::Call(&frame).message();
+        self.step(wire::Frame::ToolCall(frame), vec![record]).await
+    }
+
+    async fn emit_result(
+        &mut self,
+        frame: wire::ToolResult,
+        args: &Map<String, Value>,
+        out: Option<&ToolOutput>,
+        digest: &Digest,
+    ) -> Result<(), Stop> {
+        let record = Record::Result {
+            frame: &frame,
+            args,
+            result: out,
+            digest,
+        }
+        .message();
+        self.step(wire::Frame::ToolResult(frame), vec![record])
+            .await
     }
 }
 
@@ -713,23 +1029,11 @@ fn effective_args(scope: Option<&Scope>, call: &PlannedCall) -> Map<String, Valu
     }
 }
 
-fn tool_message(
-    call_id: &str,
-    tool: &str,
-    args: &Map<String, Value>,
-    out: Option<&ToolOutput>,
-    error: Option<&str>,
-) -> NewMessage {
-    NewMessage {
-        role: Role::Tool,
-        body: json!({"call_id": call_id, "tool": tool, "args": args, "result": out, "error": error}),
-    }
-}
-
 /// A one-line, text-free description for the tool_result frame.
 fn summary(out: &ToolOutput) -> String {
-    match result::items(out) {
-        Some(items) => format!("{} items", items.len()),
-        None => format!("{} content blocks", out.blocks.len()),
+    match (result::items(out), result::record(out)) {
+        (Some(items), _) => format!("{} items", items.len()),
+        (None, Some(_)) => "one record".to_string(),
+        (None, None) => format!("{} content blocks", out.blocks.len()),
     }
 }

@@ -2,129 +2,92 @@
 //! checking their order against the local `frame` table as it goes.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use futures::StreamExt;
-use serde_json::{json, Value};
-
-use std::sync::Arc;
-
 use serde::Deserialize;
+use serde_json::{json, Value};
 
 use crate::fsm::schema::{RawRow, RawTable};
 use crate::fsm::{Machine, Table};
+use crate::wire::sse::{SseDecoder, SseEvent};
+use crate::wire::{Citation, Frame};
 
-/// Parses SSE text incrementally into (event, data) pairs.
-#[derive(Default)]
-pub struct SseParser {
-    buf: String,
-}
-
-impl SseParser {
-    pub fn push(&mut self, chunk: &str) -> Vec<(String, String)> {
-        self.buf.push_str(&chunk.replace("\r\n", "\n"));
-        let mut out = Vec::new();
-        while let Some(end) = self.buf.find("\n\n") {
-            let block: String = self.buf.drain(..end + 2).collect();
-            let (mut event, mut data) = (String::from("message"), Vec::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("event:") {
-                    event = v.trim().to_string();
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push(v.strip_prefix(' ').unwrap_or(v).to_string());
-                }
-            }
-            if !data.is_empty() {
-                out.push((event, data.join("\n")));
+/// One frame as a terminal line; `None` for text deltas, which are printed
+/// as they come.
+fn describe(frame: &Frame) -> Option<String> {
+    Some(match frame {
+        Frame::Start(s) => format!("· turn {}", s.turn_id),
+        Frame::Plan(p) => {
+            // Through `Value`, whose maps are sorted: `{"args":…,"tool":…}`.
+            let steps = serde_json::to_value(&p.steps).unwrap_or_default();
+            match p.step {
+                0 | 1 => format!("· plan: {steps}"),
+                n => format!("· plan (step {n}): {steps}"),
             }
         }
-        out
-    }
-}
-
-fn describe(kind: &str, d: &Value) -> Option<String> {
-    let s = |k: &str| {
-        d.get(k)
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .unwrap_or_default()
-    };
-    Some(match kind {
-        "start" => format!("· turn {}", s("turn_id")),
-        "plan" => format!(
-            "· plan: {}",
-            d.get("steps").map(|v| v.to_string()).unwrap_or_default()
-        ),
-        "tool_call" => format!("· calling {} on {}", s("tool"), s("server")),
-        "tool_result" => format!(
+        Frame::ToolCall(c) => match &c.server {
+            Some(server) => format!("· calling {} on {server}", c.tool),
+            None => format!("· calling {}", c.tool),
+        },
+        Frame::ToolResult(r) => format!(
             "· {} {}: {}",
-            s("tool"),
-            if d.get("ok").and_then(Value::as_bool) == Some(true) {
-                "ok"
-            } else {
-                "FAILED"
-            },
-            s("summary")
+            r.tool,
+            if r.ok { "ok" } else { "FAILED" },
+            r.summary
         ),
-        "citation" => {
-            let displayed = d.get("displayed").and_then(Value::as_u64).unwrap_or(0);
-            let total = d.get("total").and_then(Value::as_u64);
-            let count = match (s("grade").as_str(), total) {
-                ("EXACT", Some(0)) => "none (the source counted exactly 0)".to_string(),
-                ("EXACT", Some(t)) if d.get("complete").and_then(Value::as_bool) == Some(true) => {
-                    format!("all {t}")
-                }
-                ("EXACT", Some(t)) => format!("{displayed} shown of exactly {t}"),
-                ("LOWER_BOUND", Some(t)) => format!("{displayed} shown of at least {t}"),
-                ("SHOWN", _) => format!("{displayed} shown"),
-                _ => format!("{displayed} shown, total unknown"),
-            };
-            let mut out = format!("▣ {} — {count} [{}]", s("source"), s("grade"));
-            for item in d
-                .get("items")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .take(10)
-            {
-                let titles: Vec<&str> = item
-                    .get("annotations")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|a| a.get("title").and_then(Value::as_str))
-                    .collect();
-                out += &format!(
-                    "\n    {} · floor {} · {} · {}",
-                    item.get("label").and_then(Value::as_str).unwrap_or("?"),
-                    item.get("floor").map(|f| f.to_string()).unwrap_or_default(),
-                    item.get("captured_at")
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
-                    titles.join(", ")
-                );
-            }
-            out
-        }
-        "delta" => return None,
-        "interrupt" => format!(
+        Frame::Citation(c) => citation(c),
+        Frame::Delta(_) => return None,
+        Frame::Interrupt(i) => format!(
             "? approval requested: {} (interrupt {})",
-            s("summary"),
-            s("interrupt_id")
+            i.summary, i.interrupt_id
         ),
-        "done" => "· done".into(),
-        "error" => format!(
+        Frame::Done(_) => "· done".into(),
+        Frame::Error(e) => format!(
             "✗ error: {}{}",
-            s("message"),
-            d.get("tool")
+            e.message,
+            e.tool
+                .as_deref()
                 .map(|t| format!(" (tool {t})"))
                 .unwrap_or_default()
         ),
-        other => format!("· {other}: {d}"),
     })
+}
+
+/// The card: its count as the grade allows it to be said, then up to ten
+/// items. Items are the tool's own records (not frame fields), so they are
+/// read as JSON.
+fn citation(c: &Citation) -> String {
+    let displayed = c.displayed;
+    let count = match (c.grade.as_str(), c.total) {
+        ("EXACT", Some(0)) => "none (the source counted exactly 0)".to_string(),
+        ("EXACT", Some(t)) if c.complete => format!("all {t}"),
+        ("EXACT", Some(t)) => format!("{displayed} shown of exactly {t}"),
+        ("LOWER_BOUND", Some(t)) => format!("{displayed} shown of at least {t}"),
+        ("SHOWN", _) => format!("{displayed} shown"),
+        _ => format!("{displayed} shown, total unknown"),
+    };
+    let mut out = format!("▣ {} — {count} [{}]", c.source, c.grade);
+    for item in c.items.iter().take(10) {
+        let titles: Vec<&str> = item
+            .get("annotations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("title").and_then(Value::as_str))
+            .collect();
+        out += &format!(
+            "\n    {} · floor {} · {} · {}",
+            item.get("label").and_then(Value::as_str).unwrap_or("?"),
+            item.get("floor").map(|f| f.to_string()).unwrap_or_default(),
+            item.get("captured_at")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            titles.join(", ")
+        );
+    }
+    out
 }
 
 /// The server's own `frame` table (it may run with overridden tables),
@@ -191,6 +154,18 @@ async fn server_frame_table(http: &reqwest::Client, base: &str) -> anyhow::Resul
     crate::protocols::registry_check_source(&text, &url).map_err(|f| anyhow::anyhow!("{f}"))
 }
 
+/// One SSE event as a typed frame; a body that does not fit its kind is an
+/// error, not a blank line.
+fn read_frame(event: &SseEvent) -> anyhow::Result<Frame> {
+    let kind = event.event.as_deref().unwrap_or("message");
+    Frame::parse(kind, &event.data).with_context(|| {
+        format!(
+            "frame {}: cannot read it",
+            event.id.as_deref().unwrap_or("without id")
+        )
+    })
+}
+
 /// Runs one turn against a server; returns an error if the server answered
 /// with an error frame or broke the frame order.
 pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Result<()> {
@@ -199,7 +174,11 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
     let thread = match thread {
         Some(t) => t,
         None => {
-            let r: Value = http
+            #[derive(Deserialize)]
+            struct Created {
+                thread_id: String,
+            }
+            let r: Created = http
                 .post(format!("{base}/v1/threads"))
                 .json(&json!({}))
                 .send()
@@ -207,11 +186,9 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
                 .with_context(|| format!("cannot reach {base}"))?
                 .error_for_status()?
                 .json()
-                .await?;
-            r["thread_id"]
-                .as_str()
-                .context("server returned no thread_id")?
-                .to_string()
+                .await
+                .context("server returned no thread_id")?;
+            r.thread_id
         }
     };
     eprintln!("thread {thread}");
@@ -227,23 +204,31 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
     }
     let frame = Arc::new(server_frame_table(&http, base).await?);
     let mut machine = Machine::new(frame.clone());
-    let mut parser = SseParser::default();
+    let mut sse = SseDecoder::new();
     let mut body = resp.bytes_stream();
     let mut failed = false;
     let mut in_text = false;
     let mut stdout = std::io::stdout();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk?;
-        for (kind, data) in parser.push(&String::from_utf8_lossy(&chunk)) {
+    let mut eof = false;
+    while !eof {
+        match body.next().await {
+            Some(chunk) => sse.push(&chunk?),
+            None => {
+                sse.finish();
+                eof = true;
+            }
+        }
+        while let Some(event) = sse.next_event() {
+            let kind = event.event.as_deref().unwrap_or("message");
             let ev = frame
-                .event_index(&kind)
+                .event_index(kind)
                 .with_context(|| format!("unknown frame kind {kind}"))?;
             if let Err(v) = machine.fire(ev) {
                 bail!("frame order violation: row {} — {}", v.row_id, v.why);
             }
-            let d: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-            if kind == "delta" {
-                print!("{}", d["text"].as_str().unwrap_or(""));
+            let f = read_frame(&event)?;
+            if let Frame::Delta(d) = &f {
+                print!("{}", d.text);
                 stdout.flush()?;
                 in_text = true;
                 continue;
@@ -252,8 +237,8 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
                 println!();
                 in_text = false;
             }
-            failed |= kind == "error";
-            if let Some(line) = describe(&kind, &d) {
+            failed |= matches!(f, Frame::Error(_));
+            if let Some(line) = describe(&f) {
                 println!("{line}");
             }
         }
@@ -270,19 +255,84 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::sse::parse_all;
+    use crate::wire::{Done, Plan, PlanStep, ToolCall};
 
     #[test]
-    fn parses_split_frames_and_ignores_comments() {
-        let mut p = SseParser::default();
-        assert!(p.push("id: 1\nevent: start\nda").is_empty());
-        let got =
-            p.push("ta: {\"a\":1}\n\n: keep-alive\n\nid: 2\r\nevent: done\r\ndata: {}\r\n\r\n");
+    fn split_frames_and_comments_give_typed_frames() {
+        let body = "id: 1\nevent: done\nda";
+        let mut d = SseDecoder::new();
+        d.push(body.as_bytes());
+        assert_eq!(d.next_event(), None);
+        d.push(b"ta: {\"turn_id\":\"t1\"}\n\n: keep-alive\n\n");
+        let event = d.next_event().expect("one event");
         assert_eq!(
-            got,
-            vec![
-                ("start".into(), "{\"a\":1}".into()),
-                ("done".into(), "{}".into())
-            ]
+            read_frame(&event).unwrap(),
+            Frame::Done(Done {
+                turn_id: "t1".into()
+            })
+        );
+        assert_eq!(d.next_event(), None);
+    }
+
+    #[test]
+    fn a_body_that_does_not_fit_its_kind_is_an_error() {
+        let events = parse_all(b"id: 7\nevent: delta\ndata: {\"txt\":\"x\"}\n\n");
+        let err = read_frame(&events[0]).unwrap_err();
+        assert!(format!("{err:#}").contains("frame 7"), "{err:#}");
+    }
+
+    #[test]
+    fn lines_keep_the_readme_format() {
+        let mut args = serde_json::Map::new();
+        args.insert("query".into(), json!("safety"));
+        args.insert("floor".into(), json!(3));
+        let mut plan = Plan {
+            step: 1,
+            steps: vec![PlanStep {
+                tool: "search_photos".into(),
+                args: args.clone(),
+            }],
+            note: String::new(),
+            scope: None,
+        };
+        assert_eq!(
+            describe(&Frame::Plan(plan.clone())).unwrap(),
+            r#"· plan: [{"args":{"floor":3,"query":"safety"},"tool":"search_photos"}]"#
+        );
+        plan.step = 2;
+        assert!(describe(&Frame::Plan(plan))
+            .unwrap()
+            .starts_with("· plan (step 2): [{"));
+        let call = ToolCall {
+            call_id: "c".into(),
+            tool: "search_photos".into(),
+            server: Some("demo".into()),
+            args,
+        };
+        assert_eq!(
+            describe(&Frame::ToolCall(call)).unwrap(),
+            "· calling search_photos on demo"
+        );
+        let card = Citation {
+            source: "search_photos".into(),
+            items: vec![
+                json!({"label": "PANO-003-0611", "floor": 3, "captured_at": "2026-08-28",
+                "annotations": [{"title": "unprotected floor edge"}, {"title": "blocked fire exit"}]}),
+            ],
+            displayed: 10,
+            total: Some(189),
+            total_is_lower_bound: true,
+            has_more: true,
+            grade: "LOWER_BOUND".into(),
+            complete: false,
+            narrowed: false,
+            stitch: None,
+        };
+        assert_eq!(
+            describe(&Frame::Citation(card)).unwrap(),
+            "▣ search_photos — 10 shown of at least 189 [LOWER_BOUND]\n    \
+             PANO-003-0611 · floor 3 · 2026-08-28 · unprotected floor edge, blocked fire exit"
         );
     }
 }

@@ -4,12 +4,14 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::agent::Limits;
 use crate::app::{self, AppConfig};
 use crate::demo::{DemoOptions, DemoServer, Fault};
+use crate::llm::slow::Slowed;
 use crate::llm::Scripted;
 use crate::mcp::ServerSpec;
 
@@ -20,6 +22,11 @@ pub struct DemoRun<'a> {
     pub db: &'a str,
     pub faults: Vec<Fault>,
     pub tables_dir: Option<&'a Path>,
+    /// How long a turn's claim on its thread holds without renewal.
+    pub turn_lease: Duration,
+    /// The pause before each answer delta of the scripted model (zero: none),
+    /// to stream at a real model's pace.
+    pub model_delay: Duration,
 }
 
 pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
@@ -29,6 +36,8 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         db,
         faults,
         tables_dir,
+        turn_lease,
+        model_delay,
     } = opts;
     let demo = DemoServer::start(
         mcp_addr,
@@ -41,8 +50,9 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     let state = app::build(AppConfig {
         database_url: db,
         servers: vec![ServerSpec::http("demo", demo.url.clone())],
-        model: Arc::new(Scripted::demo()),
+        model: Arc::new(Slowed::new(Scripted::demo(), model_delay)),
         limits: Limits::default(),
+        turn_lease,
         tables_dir,
         contracts: crate::demo::contracts(),
     })
@@ -54,6 +64,9 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     println!("turnstile demo is running: open {url}");
     println!("  demo tool server (MCP): {}", demo.url);
     println!("  database: {db}");
+    if !model_delay.is_zero() {
+        println!("  model delay: {} ms per delta", model_delay.as_millis());
+    }
     if !faults.is_empty() {
         let names: Vec<&str> = faults.iter().map(|f| f.name()).collect();
         println!("  faults injected: {}", names.join(", "));

@@ -75,6 +75,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         servers: config.server_specs(),
         model: Arc::new(model),
         limits: config.agent_limits(),
+        turn_lease: config.turn_lease(),
         tables_dir: config.tables_dir.as_deref(),
         contracts: config.contracts(),
     })

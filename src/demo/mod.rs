@@ -1,7 +1,7 @@
 //! Embedded demo MCP tool server (streamable HTTP on loopback).
 //!
 //! Serves a deterministic synthetic construction-site photo archive
-//! ([`data`]) through four tools ([`tools`]):
+//! ([`data`]) through five tools ([`tools`]):
 //!
 //! * `search_photos` — keyword search (a stand-in for semantic search) with
 //!   accounting in `_meta`: `returned`, `total` (filters only, or at most
@@ -13,11 +13,15 @@
 //!   (7,961) reports `total: 3000` and ends with `has_more: false` — confidently
 //!   wrong, for the client to detect; single-value aggregates are exempt and
 //!   exact. Its cursor carries the question, and every page re-runs it.
+//! * `get_panorama` — one panorama in full detail (by label, e.g.
+//!   `PANO-003-0611`, or id), so a model can search and then open a hit: one
+//!   record as structured content, no accounting; an unknown id is a tool
+//!   error.
 //! * `get_photo`, `list_projects`.
 //!
 //! Both list tools can be made to misbehave like real adapters do with
 //! [`Fault`]s (an in-band 502, an auth failure as `{}`, a rejected cursor, a
-//! drifting cursor).
+//! drifting cursor); the first two also hit `get_panorama`.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -41,7 +45,9 @@ pub use tools::{DemoOptions, Fault};
 /// The result contracts of the demo's tools, as a `turnstile serve` config
 /// would declare them: both list tools are counted and cited; the judge may
 /// clear a result by the prefix each tool's program prints; `query_data`
-/// listings may be stitched across cursor pages.
+/// listings may be stitched across cursor pages. `get_panorama` has a
+/// contract too, so a relayed upstream failure is judged an in-band failure;
+/// its real answers are one record (see the comment at its entry).
 pub fn contracts() -> crate::judge::Contracts {
     use crate::judge::Contract;
     let mut c = crate::judge::Contracts::default();
@@ -57,6 +63,23 @@ pub fn contracts() -> crate::judge::Contracts {
         Contract {
             fixed_prefixes: vec!["Showing ".into()],
             stitch: true,
+        },
+    );
+    // A detail result is ONE record: `structuredContent` is the panorama
+    // object itself (no `items`, no `rows`/`columns`, no accounting `_meta`).
+    // So the judge reads it as an answer (`in_band::judge` → `Answer`, by
+    // the structured-content mark), not a listing (`result::items` → `None`),
+    // not a single-value aggregate (`result::aggregate` → `None`), no count
+    // (`accounting::read` → `None`, so no grade beyond `UNKNOWN`) and never
+    // "none" (`read_result_emptiness` → `Unknown`); `result::record` returns
+    // it. No fixed prefix: its text block is the record's JSON, and a prefix
+    // like `{"id"` would be weak evidence — the structured content is the
+    // mark. Nothing to stitch: there is no cursor.
+    c.insert(
+        "get_panorama",
+        Contract {
+            fixed_prefixes: vec![],
+            stitch: false,
         },
     );
     c

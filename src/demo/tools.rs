@@ -1,6 +1,7 @@
 //! Tool handlers of the demo server: `search_photos`, `query_data`,
-//! `get_photo`, `list_projects`, plus the injectable [`Fault`]s for the two
-//! list tools (`search_photos` and `query_data`).
+//! `get_panorama`, `get_photo`, `list_projects`, plus the injectable
+//! [`Fault`]s for the two list tools (`search_photos` and `query_data`) and
+//! the detail tool `get_panorama`.
 //!
 //! Both list tools page with an opaque `cursor` and report their accounting
 //! (`returned`, `total` or `total_lower_bound`, `has_more`, `next_cursor`) in
@@ -55,7 +56,9 @@ pub const TOOLS_PAGE_SIZE: usize = 2;
 pub const DRIFT: usize = 3;
 
 /// Failure modes seen in real search adapters, injectable for tests.
-/// All apply to both list tools, `search_photos` and `query_data`.
+/// All apply to both list tools, `search_photos` and `query_data`; the two
+/// that need no cursor (`Upstream502`, `AuthEmptyObject`) also apply to the
+/// detail tool `get_panorama`, which takes no cursor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fault {
     /// The upstream API failed, and the adapter passed the error text on as a
@@ -213,6 +216,53 @@ pub struct GetPhotoArgs {
     pub id: String,
 }
 
+/// Arguments of `get_panorama`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct GetPanoramaArgs {
+    /// The panorama to open: its label as search_photos shows it (e.g. "PANO-003-0611") or its id (e.g. "TA-00412").
+    pub id: String,
+    /// Project id (default "tower-a"; see list_projects). Labels are unique within a project.
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
+/// One annotation of a panorama, in `get_panorama`'s result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct AnnotationDetail {
+    /// `safety`, `quality` or `progress`.
+    pub kind: String,
+    /// What was noted, e.g. "unprotected floor edge".
+    pub title: String,
+    /// Access level a viewer needs to see this annotation: basic, pro, enterprise or safety-plus.
+    pub tier: String,
+}
+
+/// `get_panorama`'s structured content: one panorama in full. Its fields
+/// are a superset of a `search_photos` item's (`id`, `project`, `floor`,
+/// `captured_at`, `label`, `annotations` carry the same values), and it is
+/// bounded: a panorama has at most four annotations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct PanoramaDetail {
+    /// Panorama id, e.g. "TA-00412" (unique across projects).
+    pub id: String,
+    /// Human label, e.g. "PANO-003-0611" (floor, then sequence on that floor; unique within a project).
+    pub label: String,
+    /// Project id, e.g. "tower-a".
+    pub project: String,
+    /// The project's name.
+    pub project_name: String,
+    /// Floor number; basement B1 is -1.
+    pub floor: i32,
+    /// The floor as people write it: "B1", "3".
+    pub floor_name: String,
+    /// Capture date, YYYY-MM-DD.
+    pub captured_at: String,
+    /// Every annotation on the panorama, in the order search_photos lists them.
+    pub annotations: Vec<AnnotationDetail>,
+    /// A one-paragraph description composed from the fields above.
+    pub description: String,
+}
+
 /// The MCP handler: one instance per session, all sharing one [`DemoState`].
 #[derive(Clone)]
 pub struct DemoTools {
@@ -257,6 +307,15 @@ impl DemoTools {
     #[tool(description = "Get one panorama and all its annotations by id (e.g. TA-00412).")]
     async fn get_photo(&self, Parameters(args): Parameters<GetPhotoArgs>) -> CallToolResult {
         get_photo(&args.id)
+    }
+
+    #[tool(
+        description = "Open one panorama in full detail: id, label, project, floor, capture date, every annotation with its kind and title, and a description. id is the label search_photos shows (e.g. PANO-003-0611) or the panorama id (e.g. TA-00412); labels are unique within a project (default tower-a). Returns one record, not a listing: there is no cursor and no accounting. An unknown id is a tool error.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<PanoramaDetail>(),
+        annotations(read_only_hint = true)
+    )]
+    async fn get_panorama(&self, Parameters(args): Parameters<GetPanoramaArgs>) -> CallToolResult {
+        get_panorama(&self.state, args)
     }
 
     #[tool(
@@ -696,6 +755,116 @@ pub fn query_data(state: &DemoState, args: QueryDataArgs) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)])
         .with_meta(Some(MetaObject(accounting)));
     result.structured_content = Some(Value::Object(structured));
+    result
+}
+
+/// Longest `id` echoed back in an error message.
+const ECHO_MAX_CHARS: usize = 80;
+
+/// The detail of one panorama (see [`PanoramaDetail`]).
+pub fn panorama_detail(data: &data::Dataset, p: &data::Panorama) -> PanoramaDetail {
+    let project_name = data.project(p.project).map_or(p.project, |pr| pr.name);
+    let floor_name = floor_name(p.floor);
+    let mut description = format!(
+        "{} in {project_name}, floor {floor_name}, captured {}.",
+        p.label, p.captured_at
+    );
+    if p.annotations.is_empty() {
+        description.push_str(" No annotations.");
+    }
+    for (kind, heading) in [
+        ("safety", "Safety"),
+        ("quality", "Quality"),
+        ("progress", "Progress"),
+    ] {
+        let titles: Vec<&str> = p
+            .annotations
+            .iter()
+            .filter(|a| a.kind == kind)
+            .map(|a| a.title)
+            .collect();
+        if !titles.is_empty() {
+            description.push_str(&format!(" {heading}: {}.", titles.join("; ")));
+        }
+    }
+    PanoramaDetail {
+        id: p.id.clone(),
+        label: p.label.clone(),
+        project: p.project.to_string(),
+        project_name: project_name.to_string(),
+        floor: p.floor,
+        floor_name,
+        captured_at: p.captured_at.to_string(),
+        annotations: p
+            .annotations
+            .iter()
+            .map(|a| AnnotationDetail {
+                kind: a.kind.to_string(),
+                title: a.title.to_string(),
+                tier: a.tier.to_string(),
+            })
+            .collect(),
+        description,
+    }
+}
+
+/// The `get_panorama` handler, transport-free.
+///
+/// One record, found by label or id within the project: `structuredContent`
+/// is a [`PanoramaDetail`] and the one text block is the same JSON (the MCP
+/// spec's backwards-compatible rendering). There is deliberately no
+/// accounting `_meta`: a lookup by id has no population to count, and
+/// `returned`/`total` would make the judge grade it as a listing of one
+/// (`EXACT`, "exactly 1", "complete"). The structured content alone is the
+/// mark of a real answer for the in-band judgement. An unknown id is a
+/// tool error (`isError: true`), never an empty success. The faults that
+/// need no cursor (an in-band 502, auth as `{}`) replace the answer exactly
+/// as they do for the list tools.
+pub fn get_panorama(state: &DemoState, args: GetPanoramaArgs) -> CallToolResult {
+    let Opening { project, data, .. } =
+        match open_call(state, args.project.as_deref(), None, "panoramas") {
+            Ok(o) => o,
+            Err(result) => return result,
+        };
+    let wanted = args.id.trim();
+    if wanted.is_empty() {
+        return tool_error(
+            "id is empty: pass a label from search_photos (e.g. PANO-003-0611) or a panorama id (e.g. TA-00412)",
+        );
+    }
+    let is_wanted = |p: &data::Panorama| {
+        p.id.eq_ignore_ascii_case(wanted) || p.label.eq_ignore_ascii_case(wanted)
+    };
+    let Some(p) = data
+        .panoramas
+        .iter()
+        .find(|p| p.project == project && is_wanted(p))
+    else {
+        let echo: String = wanted.chars().take(ECHO_MAX_CHARS).collect();
+        let mut elsewhere: Vec<&str> = data
+            .panoramas
+            .iter()
+            .filter(|p| p.project != project && is_wanted(p))
+            .map(|p| p.project)
+            .collect();
+        elsewhere.dedup();
+        let hint = if elsewhere.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (project {} has one; pass \"project\")",
+                elsewhere.join(", ")
+            )
+        };
+        return tool_error(format!("no panorama '{echo}' in project {project}{hint}"));
+    };
+    let detail = panorama_detail(data, p);
+    let value = match serde_json::to_value(&detail) {
+        Ok(v) => v,
+        Err(e) => return tool_error(format!("could not encode panorama {}: {e}", p.id)),
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    result.structured_content = Some(value);
     result
 }
 

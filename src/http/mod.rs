@@ -41,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/threads/{id}/resume", post(routes::resume))
         .route("/v1/tables", get(routes::list_tables))
         .route("/v1/tables/{name}", get(routes::get_table))
+        .route("/v1/metrics", get(routes::metrics))
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn(routes::request_span))

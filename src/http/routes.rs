@@ -63,7 +63,46 @@ pub async fn get_thread(
         .await?
         .ok_or_else(|| ApiError::not_found("thread"))?;
     let messages = st.store.messages(&id).await?;
-    Ok(Json(json!({"thread": thread, "messages": messages})))
+    let turns = turn_traces(st.store.machines(&id).await?, &messages);
+    Ok(Json(
+        json!({"thread": thread, "messages": messages, "turns": turns}),
+    ))
+}
+
+/// Each turn's machines with the rows they took, in the order the turns
+/// began, so a reviewer can see which rows a real conversation took.
+fn turn_traces(
+    machines: Vec<(String, String, Value)>,
+    messages: &[crate::store::Message],
+) -> Vec<Value> {
+    let mut order: Vec<&str> = Vec::new();
+    for m in messages {
+        if !order.contains(&m.turn_id.as_str()) {
+            order.push(&m.turn_id);
+        }
+    }
+    order
+        .into_iter()
+        .map(|turn| {
+            let ms: serde_json::Map<String, Value> = machines
+                .iter()
+                .filter(|(t, _, _)| t == turn)
+                .map(|(_, name, snap)| (name.clone(), snap.clone()))
+                .collect();
+            json!({"turn_id": turn, "machines": ms})
+        })
+        .collect()
+}
+
+/// Row counters in Prometheus text format.
+pub async fn metrics() -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        crate::protocols::telemetry::render(),
+    )
 }
 
 fn sse_event(f: OutFrame) -> Result<Event, Infallible> {
@@ -94,20 +133,36 @@ pub async fn post_message(
     if st.store.thread(&id).await?.is_none() {
         return Err(ApiError::not_found("thread"));
     }
-    let Some(claim) = st.agent.claims.claim(&id) else {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "a turn is already running on this thread; wait for its done or error frame",
-        ));
-    };
     let turn_id = uuid::Uuid::new_v4().to_string();
+    // One turn per thread, across processes: the claim is a lease in the
+    // database, renewed while the turn runs.
+    let claim = match st.agent.claims.claim(&id, &turn_id).await {
+        Ok(Some(claim)) => claim,
+        Ok(None) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "a turn is already running on this thread; wait for its done or error frame",
+            ))
+        }
+        Err(crate::store::StoreError::UnknownThread(_)) => {
+            return Err(ApiError::not_found("thread"))
+        }
+        Err(e) => return Err(e.into()),
+    };
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     // The task ends when the turn does or when the client disconnects (the
-    // receiver below is dropped with the response stream): no orphans.
+    // receiver below is dropped with the response stream): no orphans. If
+    // the lease is lost mid-turn (another process took the thread over
+    // after it expired), the turn is cancelled.
     tokio::spawn(async move {
-        agent.run_turn(&id, &turn_id, req, tx).await;
-        drop(claim);
+        // The stream stays open until the lease is released, so a client
+        // that reads it to the end can start the next turn at once.
+        let open = tx.clone();
+        claim
+            .hold_while(agent.run_turn(&id, &turn_id, req, tx))
+            .await;
+        drop(open);
     });
     let stream = ReceiverStream::new(rx).map(sse_event);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))

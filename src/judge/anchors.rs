@@ -58,6 +58,14 @@ pub enum Anchor {
     /// The narrowing asked for another search term inside the previous
     /// results, which the tool cannot express as a subset.
     NarrowingUnsupported { key: String },
+    /// The previous results were judged under a narrowing table that has
+    /// changed since: they are not narrowed under the new one.
+    NarrowingStale,
+    /// One record was opened by a detail lookup: describe it, count nothing.
+    Record { source: String, id: String },
+    /// The turn took `max_steps` steps; the answer comes from what those
+    /// steps found, and more may have been needed.
+    StepLimit { steps: u32 },
 }
 
 impl Anchor {
@@ -146,6 +154,15 @@ impl Anchor {
             }
             Anchor::NarrowingUnsupported { key } => format!(
                 "The previous results cannot be narrowed by another `{key}` with this tool: say so and offer a new search instead; nothing was searched."
+            ),
+            Anchor::NarrowingStale => {
+                "The previous results were judged under rules that have changed since, so they cannot be narrowed: say so and offer a new search; nothing was searched.".into()
+            }
+            Anchor::Record { source, id } => format!(
+                "[{source}] One record, {id}, was opened: describe what it shows from its digest. It is a lookup, not a count: state no total from it."
+            ),
+            Anchor::StepLimit { steps } => format!(
+                "The turn stopped after its limit of {steps} tool steps: answer from what was found, and say that more steps may have been needed."
             ),
             Anchor::StitchCapped { pages } => format!(
                 "Only the first {pages} pages were combined; more may exist. Never present the combined length as a total."

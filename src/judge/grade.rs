@@ -8,11 +8,11 @@
 //! | `SHOWN` | only what was returned is known | "these N …" (subject separation) |
 //! | `UNKNOWN` | no accounting at all | no number at all |
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::accounting::Accounting;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CountGrade {
     Exact,

@@ -13,9 +13,11 @@
 pub mod accounting;
 pub mod anchors;
 pub mod contracts;
+pub mod digest;
 pub mod emptiness;
 pub mod grade;
 pub mod in_band;
+pub mod listing;
 pub mod narrowing;
 pub mod result;
 pub mod stitch;

@@ -69,3 +69,60 @@ pub fn aggregate(out: &ToolOutput) -> Option<(String, Value)> {
         _ => None,
     }
 }
+
+/// Keys that make a structured result a listing (or its accounting), never
+/// one record.
+const LISTING_KEYS: &[&str] = &["items", "rows", "columns", "returned"];
+
+/// The one record a detail lookup delivered (e.g. the demo's
+/// `get_panorama`): `structuredContent` is an object with an `id` and none
+/// of [`LISTING_KEYS`]. A record is neither a listing ([`items`] is `None`:
+/// nothing to count, no total) nor a single-value aggregate ([`aggregate`]
+/// is `None`). A tool-level error delivers no record.
+pub fn record(out: &ToolOutput) -> Option<&serde_json::Map<String, Value>> {
+    if out.is_error {
+        return None;
+    }
+    let s = out.structured.as_ref()?.as_object()?;
+    let listing = LISTING_KEYS.iter().any(|k| s.contains_key(*k));
+    (!listing && s.contains_key("id")).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_record_is_not_a_listing_nor_an_aggregate() {
+        let one = ToolOutput::from_value(&json!({
+            "content": [{"type": "text", "text": "{\"id\":\"TA-1\"}"}],
+            "structuredContent": {"id": "TA-1", "floor": 3, "annotations": []},
+        }));
+        assert_eq!(record(&one).and_then(|r| r.get("id")), Some(&json!("TA-1")));
+        assert_eq!((items(&one), aggregate(&one)), (None, None));
+        assert!(!has_structure(&one));
+
+        let listing = ToolOutput::from_value(&json!({
+            "content": [],
+            "structuredContent": {"items": [{"id": "TA-1"}], "returned": 1},
+        }));
+        assert!(record(&listing).is_none());
+        let table = ToolOutput::from_value(&json!({
+            "content": [],
+            "structuredContent": {"id": "x", "columns": ["count"], "rows": [[3]]},
+        }));
+        assert!(record(&table).is_none());
+        let no_id = ToolOutput::from_value(&json!({
+            "content": [],
+            "structuredContent": {"projects": []},
+        }));
+        assert!(record(&no_id).is_none());
+        let failed = ToolOutput::from_value(&json!({
+            "content": [],
+            "isError": true,
+            "structuredContent": {"id": "TA-1"},
+        }));
+        assert!(record(&failed).is_none());
+    }
+}

@@ -171,6 +171,11 @@ impl Stitcher {
         self.items.extend(items);
     }
 
+    /// The paging machine as it is now.
+    pub fn snapshot(&self) -> crate::fsm::Snapshot {
+        self.machine.snapshot()
+    }
+
     pub fn finish(self) -> Stitched {
         let end = match self.machine.state() {
             // A stitch left mid-way (a refused page) falls back like an

@@ -9,11 +9,13 @@
 pub mod openai;
 pub mod prompt;
 pub mod scripted;
+pub mod slow;
 
 use futures::stream::BoxStream;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::judge::digest::Digest;
 use crate::judge::Anchor;
 use crate::mcp::ToolInfo;
 
@@ -37,10 +39,38 @@ pub struct PlanRequest {
     pub tools: Vec<ToolInfo>,
     /// The bounded host context, as the agent prepared it.
     pub context: Option<Value>,
+    /// The thread's earlier turns, oldest first, within the history budget.
+    pub history: Vec<HistoryTurn>,
+    /// This turn's earlier steps: each call and the digest of its result.
+    /// Empty on the first step.
+    pub steps: Vec<Vec<CallRecord>>,
+}
+
+/// One earlier turn of the thread as the planner sees it: what the user
+/// said and what was shown (the answer's text and one line per card), with
+/// capability URLs redacted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryTurn {
+    pub user: String,
+    pub answer: String,
+    pub cards: Vec<String>,
+}
+
+/// A call made earlier in this turn and what came of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// The id the model gave the call (an OpenAI `tool_call_id`), or ours.
+    pub id: String,
+    pub tool: String,
+    pub args: Map<String, Value>,
+    pub digest: Digest,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedCall {
+    /// The model's own id for the call, if it gives one (OpenAI does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub tool: String,
     pub args: Map<String, Value>,
     /// Why the model's arguments could not be used (not a JSON object, …);
@@ -66,6 +96,9 @@ pub struct RespondRequest {
     pub prompt: Prompt,
     pub user_text: String,
     pub anchors: Vec<Anchor>,
+    /// The digests of this turn's results, so the answer can describe what
+    /// was found; every count still comes from the anchors.
+    pub digests: Vec<Digest>,
 }
 
 pub type TextStream = BoxStream<'static, Result<String, LlmError>>;

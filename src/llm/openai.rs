@@ -36,6 +36,7 @@ use serde_json::{json, Map, Value};
 
 use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
 use crate::mcp::ToolInfo;
+use crate::wire::sse::SseDecoder;
 
 /// The function offered to the planner besides the MCP tools. Calling it
 /// sets [`Plan::narrows_previous`]; it takes no arguments, because which
@@ -221,15 +222,12 @@ impl OpenAi {
         }
     }
 
-    fn body(&self, system: String, user: &str, tools: &[WireTool]) -> Value {
+    fn body(&self, messages: Vec<Value>, tools: &[WireTool]) -> Value {
         let mut body = json!({
             "model": self.cfg.model,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "messages": [
-                {"role": "system", "content": system},
-                {"role": "user", "content": user},
-            ],
+            "messages": messages,
         });
         // An empty `tools` array is rejected by some providers; no tools
         // means no key at all.
@@ -310,7 +308,7 @@ impl OpenAi {
 
     async fn plan_inner(&self, req: &PlanRequest) -> Result<Plan, OpenAiError> {
         let tools = wire_tools(&req.tools);
-        let body = self.body(req.prompt.render(), &req.user_text, &tools);
+        let body = self.body(plan_messages(req, &tools), &tools);
         let mut reader = self.open(&body, "planner").await?;
         let mut calls = ToolCallAssembler::default();
         let mut content = String::new();
@@ -400,7 +398,11 @@ impl Model for OpenAi {
     }
 
     async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
-        let body = self.body(req.prompt.render(), &req.user_text, &[]);
+        let messages = vec![
+            json!({"role": "system", "content": req.prompt.render()}),
+            json!({"role": "user", "content": req.user_text}),
+        ];
+        let body = self.body(messages, &[]);
         let reader = self
             .open(&body, "responder")
             .await
@@ -533,6 +535,48 @@ impl WireTool {
     }
 }
 
+/// The planner's conversation in the standard tools-loop form: the system
+/// prompt, the thread's earlier turns (user text, the answer shown and one
+/// line per card), the user's message, then for each earlier step of this
+/// turn an assistant message with `tool_calls` and one `tool` message per
+/// call, carrying the judge's bounded digest (never the raw result) under
+/// the matching `tool_call_id`.
+fn plan_messages(req: &PlanRequest, tools: &[WireTool]) -> Vec<Value> {
+    let mut out = vec![json!({"role": "system", "content": req.prompt.render()})];
+    for turn in &req.history {
+        out.push(json!({"role": "user", "content": turn.user}));
+        let mut answer = turn.answer.clone();
+        for card in &turn.cards {
+            answer += &format!("\n[card] {card}");
+        }
+        out.push(json!({"role": "assistant", "content": answer}));
+    }
+    out.push(json!({"role": "user", "content": req.user_text}));
+    let wire_name = |tool: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == tool)
+            .map(|t| t.wire.clone())
+            .unwrap_or_else(|| tool.to_string())
+    };
+    for step in &req.steps {
+        let calls: Vec<Value> = step
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function", "function": {
+                    "name": wire_name(&c.tool),
+                    "arguments": Value::Object(c.args.clone()).to_string(),
+                }})
+            })
+            .collect();
+        out.push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+        for c in step {
+            out.push(json!({"role": "tool", "tool_call_id": c.id, "content": c.digest.render()}));
+        }
+    }
+    out
+}
+
 fn wire_tools(tools: &[ToolInfo]) -> Vec<WireTool> {
     let mut out: Vec<WireTool> = Vec::with_capacity(tools.len());
     let taken =
@@ -596,6 +640,7 @@ struct FunctionDelta {
 
 #[derive(Debug, Default)]
 struct PartialCall {
+    id: Option<String>,
     name: String,
     arguments: String,
 }
@@ -624,6 +669,9 @@ impl ToolCallAssembler {
             None => self.calls.len() - 1,
         };
         let call = &mut self.calls[slot];
+        if let (None, Some(id)) = (&call.id, &d.id) {
+            call.id = Some(id.clone());
+        }
         if let Some(f) = &d.function {
             if let Some(n) = &f.name {
                 call.name += n;
@@ -649,6 +697,7 @@ impl ToolCallAssembler {
             .map(|c| {
                 let (args, invalid_args) = parse_arguments(&c.arguments);
                 PlannedCall {
+                    id: c.id,
                     tool: c.name,
                     args,
                     invalid_args,
@@ -744,67 +793,6 @@ enum Event {
     Done,
 }
 
-/// Server-sent events from a byte stream. Bytes are buffered until a full
-/// line is there, so a chunk boundary inside a line (or inside a UTF-8
-/// sequence) is harmless.
-#[derive(Debug, Default)]
-struct SseDecoder {
-    buf: Vec<u8>,
-    data: Option<String>,
-    ready: std::collections::VecDeque<String>,
-}
-
-impl SseDecoder {
-    fn push(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
-        while let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.buf.drain(..=pos).collect();
-            self.line(&line[..line.len() - 1]);
-        }
-    }
-
-    /// End of input: a last line without its newline and an event without
-    /// its blank line are still delivered.
-    fn finish(&mut self) {
-        if !self.buf.is_empty() {
-            let line = std::mem::take(&mut self.buf);
-            self.line(&line);
-        }
-        self.line(b"");
-    }
-
-    fn line(&mut self, line: &[u8]) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            if let Some(data) = self.data.take() {
-                self.ready.push_back(data);
-            }
-            return;
-        }
-        if line[0] == b':' {
-            return; // a comment (keep-alive)
-        }
-        let text = String::from_utf8_lossy(line);
-        let (field, value) = match text.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (text.as_ref(), ""),
-        };
-        if field == "data" {
-            match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => self.data = Some(value.to_string()),
-            }
-        }
-    }
-
-    fn next(&mut self) -> Option<String> {
-        self.ready.pop_front()
-    }
-}
-
 struct ChunkReader {
     body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
     sse: SseDecoder,
@@ -820,7 +808,7 @@ impl ChunkReader {
     fn new(resp: reqwest::Response, idle: Duration) -> Self {
         ChunkReader {
             body: resp.bytes_stream().map(|r| r.map(|b| b.to_vec())).boxed(),
-            sse: SseDecoder::default(),
+            sse: SseDecoder::new(),
             idle,
             deadline: tokio::time::Instant::now() + idle,
             eof: false,
@@ -830,9 +818,10 @@ impl ChunkReader {
     /// The next chunk or `[DONE]`; `None` when the body ended.
     async fn next(&mut self) -> Result<Option<Event>, OpenAiError> {
         loop {
-            if let Some(data) = self.sse.next() {
+            // Only an event (never a comment line) moves the deadline.
+            if let Some(event) = self.sse.next_event() {
                 self.deadline = tokio::time::Instant::now() + self.idle;
-                return parse_event(&data).map(Some);
+                return parse_event(&event.data).map(Some);
             }
             if self.eof {
                 return Ok(None);
@@ -1050,42 +1039,57 @@ mod tests {
         assert!(!cut.arguments_complete());
     }
 
+    /// The provider's stream through the shared decoder and `parse_event`:
+    /// CRLF lines, a keep-alive comment, a split UTF-8 sequence and `[DONE]`
+    /// give the same events for any chunking of the bytes.
     #[test]
-    fn sse_survives_any_split_of_the_bytes() {
+    fn a_provider_stream_survives_any_split_of_the_bytes() {
         let wire = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"안녕 하세요\"}}]}\r\n\r\n\
                     : keep-alive\n\n\
                     event: message\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n\
                     data: [DONE]\n\n";
         let bytes = wire.as_bytes();
         for step in 1..=bytes.len() {
-            let mut d = SseDecoder::default();
+            let mut d = SseDecoder::new();
             let mut events = Vec::new();
             for piece in bytes.chunks(step) {
                 d.push(piece);
-                while let Some(e) = d.next() {
-                    events.push(e);
+                while let Some(e) = d.next_event() {
+                    events.push(parse_event(&e.data).expect("a well-formed chunk"));
                 }
             }
             d.finish();
-            while let Some(e) = d.next() {
-                events.push(e);
+            while let Some(e) = d.next_event() {
+                events.push(parse_event(&e.data).expect("a well-formed chunk"));
             }
             assert_eq!(events.len(), 3, "split every {step} bytes");
-            assert!(
-                events[0].contains("안녕 하세요"),
-                "split every {step} bytes"
-            );
-            assert_eq!(events[2], "[DONE]");
+            match &events[0] {
+                Event::Chunk(c) => assert_eq!(
+                    c.choices[0].delta.content.as_deref(),
+                    Some("안녕 하세요"),
+                    "split every {step} bytes"
+                ),
+                Event::Done => panic!("split every {step} bytes: content chunk expected"),
+            }
+            match &events[1] {
+                Event::Chunk(c) => {
+                    assert_eq!(c.usage.as_ref().map(|u| u.total_tokens), Some(5))
+                }
+                Event::Done => panic!("split every {step} bytes: usage chunk expected"),
+            }
+            assert!(matches!(events[2], Event::Done), "split every {step} bytes");
         }
     }
 
     #[test]
-    fn a_last_event_without_its_blank_line_is_delivered() {
-        let mut d = SseDecoder::default();
-        d.push(b"data: [DONE]");
-        assert_eq!(d.next(), None);
-        d.finish();
-        assert_eq!(d.next().as_deref(), Some("[DONE]"));
+    fn a_provider_error_mid_stream_is_not_a_chunk() {
+        let err = parse_event("{\"error\":{\"message\":\"overloaded\"}}");
+        assert!(matches!(err, Err(OpenAiError::Provider(m)) if m == "overloaded"));
+        assert!(matches!(
+            parse_event("{not json"),
+            Err(OpenAiError::Malformed(_))
+        ));
+        assert!(matches!(parse_event(" [DONE] "), Ok(Event::Done)));
     }
 
     #[test]

@@ -12,7 +12,9 @@
 use futures::stream;
 use serde_json::{json, Map, Value};
 
-use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
+use super::{
+    CallRecord, LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream,
+};
 use crate::judge::emptiness::AbsenceCause;
 use crate::judge::Anchor;
 
@@ -283,8 +285,32 @@ fn is_list_all(text: &str) -> bool {
     )
 }
 
+/// "… in detail", "자세히": search, then open the top hit.
+fn wants_detail(text: &str) -> bool {
+    has_any(text, &["in detail", "detail", "자세히", "상세"])
+}
+
+/// The id of the top hit of the last listing this turn searched, if no
+/// record has been opened yet.
+fn top_hit(steps: &[Vec<CallRecord>]) -> Option<String> {
+    let calls = || steps.iter().flatten();
+    if calls().any(|c| c.tool == "get_panorama" && c.digest.ok) {
+        return None;
+    }
+    let search = calls()
+        .rev()
+        .find(|c| c.tool == "search_photos" && c.digest.ok)?;
+    let first = search.digest.items.first()?;
+    first
+        .get("label")
+        .or_else(|| first.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 fn call(tool: &str, args: Map<String, Value>) -> PlannedCall {
     PlannedCall {
+        id: None,
         tool: tool.into(),
         args,
         invalid_args: None,
@@ -306,6 +332,23 @@ impl Scripted {
         let floor = floor(text, req.context.as_ref());
         let year = year(text);
         let month = month(text);
+
+        // Later steps: open the top hit of a detail request, else answer
+        // from what the earlier steps found.
+        if !req.steps.is_empty() {
+            return match top_hit(&req.steps).filter(|_| wants_detail(text)) {
+                Some(id) if has_tool("get_panorama") => {
+                    let mut args = Map::new();
+                    args.insert("id".into(), json!(id));
+                    plan(
+                        vec![call("get_panorama", args)],
+                        "open the top hit in detail",
+                        false,
+                    )
+                }
+                _ => plan(vec![], "answer from the results", false),
+            };
+        }
 
         // "only those from April": narrow the previous answer's population.
         // The scope (what "those" are) is the agent's, from turn state.
@@ -386,6 +429,9 @@ impl Scripted {
         }
         if let Some(n) = requested_limit(text, floor, year) {
             args.insert("limit".into(), json!(n));
+        } else if wants_detail(text) {
+            // Only the newest few are needed to open the top one.
+            args.insert("limit".into(), json!(3));
         }
         plan(
             vec![call("search_photos", args)],
@@ -395,32 +441,87 @@ impl Scripted {
     }
 }
 
+/// The record a detail call opened, described from its digest: its label,
+/// floor, date and what its annotations note. Attributes, never counts.
+fn record_sentence(req: &RespondRequest, source: &str, korean: bool) -> String {
+    let rec = req
+        .digests
+        .iter()
+        .rev()
+        .find(|d| d.tool == source && d.ok)
+        .and_then(|d| d.items.first());
+    let field = |k: &str| {
+        rec.and_then(|r| r.get(k))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .unwrap_or_default()
+    };
+    let notes: Vec<String> = rec
+        .and_then(|r| r.get("annotations"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter_map(|s| s.split(", ").find_map(|kv| kv.strip_prefix("title: ")))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let (label, floor, date) = (field("label"), field("floor_name"), field("captured_at"));
+    match korean {
+        false => format!(
+            "The top one, {label} (floor {floor}, {date}), is shown above in detail; it notes: {}.",
+            notes.join(", ")
+        ),
+        true => format!(
+            "가장 위의 {label}({floor}층, {date})을 위에 자세히 표시했습니다. 기록된 내용: {}.",
+            notes.join(", ")
+        ),
+    }
+}
+
 /// The scripted responder's sentence for one anchor, obeying its phrasing.
 fn sentence(anchor: &Anchor, korean: bool) -> String {
     match (anchor, korean) {
+        (Anchor::Record { .. }, _) => String::new(),
+        (Anchor::NarrowingStale, false) => {
+            "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
+        }
+        (Anchor::NarrowingStale, true) => {
+            "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()
+        }
+        (Anchor::StepLimit { steps }, false) => {
+            format!("I stopped after {steps} tool steps; more may have been needed.")
+        }
+        (Anchor::StepLimit { steps }, true) => {
+            format!("도구 단계 {steps}번에서 멈췄습니다. 더 필요했을 수 있습니다.")
+        }
         (Anchor::CountExact { total, complete: true, .. }, false) => {
-            format!("There are exactly {total}, and all of them are in the card below.")
+            format!("There are exactly {total}, and all of them are in the card above.")
         }
         (Anchor::CountExact { total, complete: true, .. }, true) => {
-            format!("정확히 {total}건이며, 아래 카드에 전부 있습니다.")
+            format!("정확히 {total}건이며, 위 카드에 전부 있습니다.")
         }
         (Anchor::CountExact { total, displayed, .. }, false) => {
-            format!("Exactly {total} match. These {displayed} are shown in the card below.")
+            format!("Exactly {total} match. These {displayed} are shown in the card above.")
         }
         (Anchor::CountExact { total, displayed, .. }, true) => {
-            format!("정확히 {total}건이 일치합니다. 이 {displayed}건은 아래 카드에 표시했습니다.")
+            format!("정확히 {total}건이 일치합니다. 이 {displayed}건은 위 카드에 표시했습니다.")
         }
         (Anchor::CountLowerBound { at_least, displayed, .. }, false) => format!(
-            "At least {at_least} match this search; the exact number is not known. These {displayed} are shown in the card below."
+            "At least {at_least} match this search; the exact number is not known. These {displayed} are shown in the card above."
         ),
         (Anchor::CountLowerBound { at_least, displayed, .. }, true) => format!(
-            "이 검색 조건에 최소 {at_least}건이 일치하며, 정확한 수는 알 수 없습니다. 이 {displayed}건은 아래 카드에 표시했습니다."
+            "이 검색 조건에 최소 {at_least}건이 일치하며, 정확한 수는 알 수 없습니다. 이 {displayed}건은 위 카드에 표시했습니다."
         ),
         (Anchor::CountShown { displayed, .. }, false) => {
-            format!("These {displayed} are shown in the card below; the total is not known.")
+            format!("These {displayed} are shown in the card above; the total is not known.")
         }
         (Anchor::CountShown { displayed, .. }, true) => {
-            format!("이 {displayed}건을 아래 카드에 표시했습니다. 전체 수는 알 수 없습니다.")
+            format!("이 {displayed}건을 위 카드에 표시했습니다. 전체 수는 알 수 없습니다.")
         }
         (Anchor::CountUnknown { .. }, false) => {
             "The search answered, but without any count, so I cannot say how many there are.".into()
@@ -510,7 +611,11 @@ impl Model for Scripted {
         } else {
             req.anchors
                 .iter()
-                .map(|a| sentence(a, korean))
+                .map(|a| match a {
+                    Anchor::Record { source, .. } => record_sentence(req, source, korean),
+                    a => sentence(a, korean),
+                })
+                .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
                 .join(" ")
         };
@@ -546,6 +651,8 @@ mod tests {
                 input_schema: json!({}),
             }],
             context,
+            history: vec![],
+            steps: vec![],
         };
         let p = Scripted::demo().plan_for(&req);
         p.calls

@@ -14,6 +14,8 @@ pub mod harness;
 pub mod narrowing;
 pub mod paging;
 mod registry;
+pub mod telemetry;
+pub mod turn;
 
 use std::marker::PhantomData;
 use std::sync::Arc;

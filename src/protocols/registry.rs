@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use crate::fsm::{self, BindingNames, Findings, Table};
 
-use super::{frame::Frame, harness::Harness, narrowing::Narrowing, paging::Paging, Protocol};
+use super::{
+    frame::Frame, harness::Harness, narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
+};
 
 /// Every table compiled into the binary: (name, file name, source).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
@@ -27,6 +29,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "paging.ron",
         include_str!("../../tables/paging.ron"),
     ),
+    ("turn", "turn.ron", include_str!("../../tables/turn.ron")),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -36,6 +39,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Harness::NAME => Some(Harness::binding()),
         Narrowing::NAME => Some(Narrowing::binding()),
         Paging::NAME => Some(Paging::binding()),
+        Turn::NAME => Some(Turn::binding()),
         _ => None,
     }
 }

@@ -18,6 +18,22 @@ pub enum StoreError {
     #[error("unknown thread `{0}`")]
     UnknownThread(String),
 
+    /// Another turn's lease on this thread is live: a turn is running on
+    /// it (in this process or another). Nothing was written.
+    #[error("a turn is already running on thread `{0}`")]
+    LeaseHeld(String),
+
+    /// The turn does not hold the thread's lease (any more): it was
+    /// released, or it expired and another turn claimed it. Nothing was
+    /// written.
+    #[error("turn `{turn_id}` does not hold the lease of thread `{thread_id}`")]
+    LeaseLost {
+        /// The thread.
+        thread_id: String,
+        /// The turn that thought it held it.
+        turn_id: String,
+    },
+
     /// The database (connection, query, constraint, transaction) failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

@@ -24,6 +24,9 @@
 //! A [`Thread`] holds [`Message`]s numbered `seq = 1, 2, 3, …` without gaps,
 //! and machine snapshots (JSON) keyed by `(thread, turn, machine name)`.
 //! Everything a turn writes goes through [`Store::step`], which is atomic.
+//! A thread has at most one live turn [`Lease`] (`claim_turn_lease`,
+//! `renew_turn_lease`, `release_turn_lease`): one running turn per thread
+//! across processes.
 //!
 //! # Concurrency
 //!
@@ -38,6 +41,7 @@
 //! Message bodies and snapshots are never logged.
 
 mod error;
+mod lease;
 mod model;
 
 use std::borrow::Cow;
@@ -51,13 +55,20 @@ use sqlx::{Any, AnyPool, ConnectOptions, Connection, Executor, Row, SqlSafeStr, 
 use tracing::Instrument;
 
 pub use error::StoreError;
+pub use lease::Lease;
 pub use model::{Backend, Message, NewMessage, Role, Thread, UnknownRole};
 
 /// The migrations under `migrations/`, embedded at compile time:
 /// `(version, description, sql)`. A new file there must be added here too
 /// (a unit test checks that the two agree).
-const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "store", include_str!("../../migrations/0001_store.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "store", include_str!("../../migrations/0001_store.sql")),
+    (
+        2,
+        "turn_leases",
+        include_str!("../../migrations/0002_turn_leases.sql"),
+    ),
+];
 
 /// How long a SQLite connection waits for another writer before failing
 /// with `SQLITE_BUSY` (sqlx's default is 5 s).

@@ -82,7 +82,12 @@ try {
   check(counts.at(-1) === "10 shown of at least 189", `the card shows the honest count: ${JSON.stringify(counts)}`);
   const answer = await ev(`document.querySelector('[data-testid=answer]').textContent`);
   check(answer.includes("At least 189") && answer.includes("These 10"), `the answer separates the subjects: ${JSON.stringify(answer)}`);
-  check((await texts("tool")).some((t) => t.includes("search_photos")), "the tool line names search_photos");
+  const tools = await texts("tool");
+  check(tools.length === 1 && tools[0].endsWith("search_photos on demo — ok: 10 items"),
+    `the tool line shows the tool, its server and the result's summary: ${JSON.stringify(tools)}`);
+  const [cardBottom, answerTop] = await ev(`[document.querySelector('[data-testid=citation]').getBoundingClientRect().bottom,
+    document.querySelector('[data-testid=answer]').getBoundingClientRect().top]`);
+  check(cardBottom <= answerTop && answer.includes("in the card above"), "the card is above the answer, and the answer says so");
 
   await say("only those from April");
   const narrowed = (await texts("count")).at(-1);
@@ -91,12 +96,17 @@ try {
   check((await texts("violation")).length === 0, "no frame order violation was shown");
   check(errors.length === 0, `no script errors: ${errors.join("; ")}`);
 
+  const liveTools = await texts("tool");
+
   // The thread survives a reload: the stored messages are rendered.
   await cmd("Page.reload");
   await sleep(300);
   await idle();
   const after = await texts("count");
   check(after.includes("10 shown of at least 189"), `a reload renders the stored thread: ${JSON.stringify(after)}`);
+  const storedTools = await texts("tool");
+  check(JSON.stringify(storedTools) === JSON.stringify(liveTools) && !storedTools.some((t) => /null|undefined/.test(t)),
+    `a reload renders the tool lines as they streamed, with no absent field printed: ${JSON.stringify(storedTools)}`);
 
   if (SHOT) {
     const r = await cmd("Page.captureScreenshot", { format: "png" });

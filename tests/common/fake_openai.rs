@@ -55,10 +55,12 @@ pub struct Captured {
 }
 
 impl Captured {
+    /// The last message of `role` (the current user message comes after
+    /// the thread's history).
     pub fn message(&self, role: &str) -> &str {
         self.body["messages"]
             .as_array()
-            .and_then(|m| m.iter().find(|m| m["role"] == role))
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == role))
             .and_then(|m| m["content"].as_str())
             .unwrap_or("")
     }
@@ -250,6 +252,8 @@ async fn plan_like_scripted(req: &Captured) -> Response {
         user_text: req.user().to_string(),
         tools,
         context: host_floor(req.system()).map(|f| json!({"floor": f})),
+        history: vec![],
+        steps: earlier_steps(&req.body),
     };
     let offered = |name: &str| plan_req.tools.iter().any(|t| t.name == name);
     let narrow_offered = offered(NARROW_PREVIOUS_TOOL);
@@ -275,6 +279,46 @@ async fn plan_like_scripted(req: &Captured) -> Response {
         calls.insert(0, (NARROW_PREVIOUS_TOOL.to_string(), "{}".to_string()));
     }
     sse(tool_call_events(&calls, "tool_calls"), End::Clean)
+}
+
+/// This turn's earlier steps, read back from the standard tools loop: after
+/// the last user message, each assistant message with `tool_calls` and the
+/// `tool` messages answering them (their content is the digest).
+fn earlier_steps(body: &Value) -> Vec<Vec<turnstile::llm::CallRecord>> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let start = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .map_or(0, |i| i + 1);
+    let mut steps = Vec::new();
+    for m in &messages[start..] {
+        if m["role"] == "assistant" {
+            let calls = m["tool_calls"].as_array().cloned().unwrap_or_default();
+            let step = calls
+                .iter()
+                .map(|c| {
+                    let id = c["id"].as_str().unwrap_or("").to_string();
+                    let digest = messages[start..]
+                        .iter()
+                        .find(|t| t["role"] == "tool" && t["tool_call_id"] == id.as_str())
+                        .and_then(|t| t["content"].as_str())
+                        .and_then(|t| serde_json::from_str(t).ok())
+                        .expect("every tool call is answered by a tool message with a digest");
+                    turnstile::llm::CallRecord {
+                        id,
+                        tool: c["function"]["name"].as_str().unwrap_or("").to_string(),
+                        args: serde_json::from_str(
+                            c["function"]["arguments"].as_str().unwrap_or("{}"),
+                        )
+                        .unwrap_or_default(),
+                        digest,
+                    }
+                })
+                .collect();
+            steps.push(step);
+        }
+    }
+    steps
 }
 
 /// `floor: X` from the prompt's host-context block.

@@ -9,7 +9,9 @@ pub fn snapshot_settings() -> insta::Settings {
     s
 }
 
+pub mod custom;
 pub mod fake_openai;
+pub mod frames;
 pub mod server;
 
 /// Test logs to the test writer, filtered by RUST_LOG (default warn).

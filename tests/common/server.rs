@@ -8,15 +8,22 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use futures::stream::BoxStream;
+use futures::StreamExt;
 use serde_json::{json, Value};
 use turnstile::agent::Limits;
 use turnstile::app::{self, AppConfig};
 use turnstile::demo::{DemoOptions, DemoServer, Fault};
-use turnstile::fsm::Machine;
 use turnstile::llm::{Model, Scripted};
 use turnstile::mcp::ServerSpec;
 use turnstile::protocols::harness::{Harness, HarnessEvent};
 use turnstile::protocols::{TableSet, Typed};
+use turnstile::wire::Frame;
+
+/// The frame helpers' old home, for tests that import them from here.
+#[allow(unused_imports)]
+pub use super::frames::{answer, kinds, stable};
+use super::frames::{read_frames, FrameReader};
 
 pub struct TestServer {
     pub base: String,
@@ -97,6 +104,7 @@ impl TestServer {
             servers,
             model,
             limits: Limits::default(),
+            turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
             tables_dir: None,
             contracts: turnstile::demo::contracts(),
         })
@@ -204,18 +212,22 @@ impl TestServer {
             .collect()
     }
 
-    /// Starts a turn and reads its stream until `marker` has arrived;
-    /// returns the open stream and what was read so far.
-    pub async fn turn_until(
-        &self,
-        thread: &str,
-        text: &str,
-        marker: &str,
-    ) -> (
-        futures::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
-        String,
-    ) {
-        use futures::StreamExt;
+    /// The `kind` of every stored record, in order (`user`, `plan`, `call`,
+    /// `result`, `card`, `text`, `answer`, `error`, `cut`).
+    pub async fn records(&self, thread: &str) -> Vec<String> {
+        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
+        assert_eq!(status, 200, "{v}");
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["body"]["kind"].as_str().unwrap_or("?").to_string())
+            .collect()
+    }
+
+    /// Starts a turn and reads its stream until a frame of `kind` has
+    /// arrived; returns the still open stream.
+    pub async fn turn_until(&self, thread: &str, text: &str, kind: &str) -> OpenTurn {
         let r = self
             .http
             .post(format!("{}/v1/threads/{thread}/messages", self.base))
@@ -224,13 +236,12 @@ impl TestServer {
             .await
             .unwrap();
         assert_eq!(r.status().as_u16(), 200);
-        let mut body = r.bytes_stream().boxed();
-        let mut seen = String::new();
-        while !seen.contains(marker) {
-            let chunk = body.next().await.expect("stream open").unwrap();
-            seen += &String::from_utf8_lossy(&chunk);
-        }
-        (body, seen)
+        let mut open = OpenTurn {
+            body: r.bytes_stream().boxed(),
+            reader: FrameReader::new(),
+        };
+        open.until(kind).await;
+        open
     }
 
     pub async fn new_thread(&self) -> String {
@@ -241,7 +252,7 @@ impl TestServer {
 
     /// One turn over HTTP/SSE; every frame is checked against the frame
     /// table as it arrives, and the stream's end is fired as `close`.
-    pub async fn turn(&self, thread: &str, body: Value) -> Vec<(String, Value)> {
+    pub async fn turn(&self, thread: &str, body: Value) -> Vec<Frame> {
         let r = self
             .http
             .post(format!("{}/v1/threads/{thread}/messages", self.base))
@@ -255,84 +266,40 @@ impl TestServer {
             "turn refused: {:?}",
             r.text().await
         );
-        let text = r.text().await.unwrap();
-        let frame = TableSet::builtin().unwrap().get("frame").unwrap().clone();
-        let mut m = Machine::new(frame.clone());
-        let mut out = Vec::new();
-        let mut last_id = 0u64;
-        for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
-            let (mut id, mut kind, mut data) = (None, None, None);
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    id = Some(v.parse::<u64>().unwrap());
-                } else if let Some(v) = line.strip_prefix("event: ") {
-                    kind = Some(v.to_string());
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    data = Some(serde_json::from_str::<Value>(v).unwrap());
-                }
-            }
-            let Some(kind) = kind else { continue };
-            let id = id.expect("every frame has an id");
-            assert_eq!(id, last_id + 1, "frame ids are consecutive");
-            last_id = id;
-            m.fire(frame.event_index(&kind).unwrap())
-                .unwrap_or_else(|v| panic!("frame order violation: {v}"));
-            out.push((kind, data.unwrap_or(Value::Null)));
-        }
-        m.fire(frame.event_index("close").unwrap())
-            .unwrap_or_else(|v| panic!("stream ended out of order: {v}"));
-        out
+        read_frames(&r.bytes().await.unwrap())
     }
 
-    pub async fn say(&self, thread: &str, text: &str) -> Vec<(String, Value)> {
+    pub async fn say(&self, thread: &str, text: &str) -> Vec<Frame> {
         self.turn(thread, json!({"text": text})).await
     }
 }
 
-/// Kinds and stable fields of a turn's frames, for snapshots: ids that
-/// change per run are replaced.
-pub fn stable(frames: &[(String, Value)]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < frames.len() {
-        let (kind, d) = &frames[i];
-        if kind == "delta" {
-            // Consecutive deltas as one line: the text matters, not its chunking.
-            let mut text = String::new();
-            let mut n = 0;
-            while i < frames.len() && frames[i].0 == "delta" {
-                text += frames[i].1["text"].as_str().unwrap_or("");
-                n += 1;
-                i += 1;
-            }
-            out += &format!("delta ×{n}: {text}\n");
-            continue;
-        }
-        i += 1;
-        let mut d = d.clone();
-        for key in ["turn_id", "thread_id", "call_id"] {
-            if d.get(key).is_some() {
-                d[key] = json!("[id]");
-            }
-        }
-        if kind == "citation" {
-            // Item details are the demo data's; the count fields are the point.
-            let n = d["items"].as_array().map(|a| a.len()).unwrap_or(0);
-            d["items"] = json!(format!("[{n} items]"));
-        }
-        out += &format!("{kind}: {d}\n");
+/// A turn whose stream is still open.
+pub struct OpenTurn {
+    body: BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
+    reader: FrameReader,
+}
+
+impl OpenTurn {
+    /// The frames read so far.
+    pub fn frames(&self) -> &[Frame] {
+        self.reader.frames()
     }
-    out
-}
 
-pub fn answer(frames: &[(String, Value)]) -> String {
-    frames
-        .iter()
-        .filter(|(k, _)| k == "delta")
-        .map(|(_, d)| d["text"].as_str().unwrap_or("").to_string())
-        .collect()
-}
+    /// Reads until a frame of `kind` has arrived.
+    pub async fn until(&mut self, kind: &str) {
+        while !self.frames().iter().any(|f| f.kind() == kind) {
+            let chunk = self.body.next().await.expect("stream open").unwrap();
+            self.reader.push(&chunk);
+        }
+    }
 
-pub fn kinds(frames: &[(String, Value)]) -> Vec<&str> {
-    frames.iter().map(|(k, _)| k.as_str()).collect()
+    /// Reads the rest of the stream; every frame of the turn, the end fired
+    /// as `close`.
+    pub async fn finish(mut self) -> Vec<Frame> {
+        while let Some(chunk) = self.body.next().await {
+            self.reader.push(&chunk.unwrap());
+        }
+        self.reader.finish()
+    }
 }

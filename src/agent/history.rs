@@ -1,0 +1,117 @@
+//! The thread's earlier turns as the planner sees them: each user message,
+//! the answer shown and one line per card, newest kept first within a byte
+//! budget (the oldest turns are dropped), capability URLs redacted.
+
+use crate::llm::HistoryTurn;
+use crate::store::Message;
+
+use super::records::{card_line, Stored};
+
+/// Builds the history from the thread's stored messages, leaving out
+/// `current` (the turn being planned).
+pub fn build(messages: &[Message], current: &str, budget: usize) -> Vec<HistoryTurn> {
+    let mut turns: Vec<(String, HistoryTurn, bool)> = Vec::new();
+    for m in messages.iter().filter(|m| m.turn_id != current) {
+        if turns.last().is_none_or(|(id, _, _)| *id != m.turn_id) {
+            let empty = HistoryTurn {
+                user: String::new(),
+                answer: String::new(),
+                cards: Vec::new(),
+            };
+            turns.push((m.turn_id.clone(), empty, false));
+        }
+        let Some((_, turn, answered)) = turns.last_mut() else {
+            continue;
+        };
+        match Stored::read(&m.body) {
+            Stored::User { text } => turn.user = redact(&text),
+            Stored::Card { citation, .. } => turn.cards.push(redact(&card_line(&citation))),
+            // Batches until the answer record replaces them whole.
+            Stored::Text { text } if !*answered => turn.answer += &redact(&text),
+            Stored::Answer { text, .. } => {
+                turn.answer = redact(&text);
+                *answered = true;
+            }
+            Stored::Error { message } if turn.answer.is_empty() => {
+                turn.answer = format!("(failed: {})", redact(&message));
+            }
+            _ => {}
+        }
+    }
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for (_, turn, _) in turns.into_iter().rev() {
+        let size =
+            turn.user.len() + turn.answer.len() + turn.cards.iter().map(String::len).sum::<usize>();
+        if used + size > budget {
+            break;
+        }
+        used += size;
+        kept.push(turn);
+    }
+    kept.reverse();
+    kept
+}
+
+/// URLs are redacted the way digests redact them.
+pub use crate::judge::digest::redact_urls as redact;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Role;
+    use serde_json::json;
+
+    fn msg(turn: &str, role: Role, body: serde_json::Value) -> Message {
+        Message {
+            seq: 0,
+            turn_id: turn.into(),
+            role,
+            body,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn urls_are_redacted_and_old_turns_dropped_first() {
+        let mut ms = Vec::new();
+        for i in 0..20 {
+            let t = format!("t{i:02}");
+            ms.push(msg(
+                &t,
+                Role::User,
+                json!({"kind": "user", "text": format!("question {i}")}),
+            ));
+            ms.push(msg(&t, Role::Assistant, json!({"kind": "answer", "text": format!("see https://x.example/dl?token=SECRET{i} now")})));
+        }
+        ms.push(msg(
+            "now",
+            Role::User,
+            json!({"kind": "user", "text": "current"}),
+        ));
+        let h = build(&ms, "now", 200);
+        assert!(!h.is_empty() && h.len() < 20);
+        assert_eq!(h.last().unwrap().user, "question 19");
+        for t in &h {
+            assert!(!t.answer.contains("SECRET"), "{}", t.answer);
+            assert!(t.answer.contains("[link]"));
+        }
+        assert!(h.iter().all(|t| t.user != "current"));
+    }
+
+    #[test]
+    fn a_cut_answer_is_its_batches() {
+        let ms = vec![
+            msg("a", Role::User, json!({"kind": "user", "text": "q"})),
+            msg(
+                "a",
+                Role::Assistant,
+                json!({"kind": "text", "text": "At least "}),
+            ),
+            msg("a", Role::Assistant, json!({"kind": "text", "text": "189"})),
+            msg("a", Role::Assistant, json!({"kind": "cut"})),
+        ];
+        let h = build(&ms, "b", 1000);
+        assert_eq!(h[0].answer, "At least 189");
+    }
+}

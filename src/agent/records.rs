@@ -1,0 +1,144 @@
+//! What a turn stores: one typed record per message body. Each record is
+//! committed before the frame that shows it is sent, so the stored thread
+//! holds at least everything a client was sent (ADR 0010).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::judge::digest::Digest;
+use crate::judge::narrowing::Scope;
+use crate::judge::Anchor;
+use crate::mcp::ToolOutput;
+use crate::store::{NewMessage, Role};
+use crate::wire;
+
+/// A message body as written. `kind` tells the records apart.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Record<'a> {
+    User {
+        text: &'a str,
+        context: Option<Value>,
+    },
+    Plan(&'a wire::Plan),
+    Call(&'a wire::ToolCall),
+    Result {
+        #[serde(flatten)]
+        frame: &'a wire::ToolResult,
+        args: &'a Map<String, Value>,
+        result: Option<&'a ToolOutput>,
+        digest: &'a Digest,
+    },
+    Card {
+        citation: &'a wire::Citation,
+        /// The population this card showed, for a narrowing follow-up.
+        population: Option<&'a Scope>,
+        /// The narrowing machine that judged it (table hash included).
+        narrowing: Option<&'a crate::fsm::Snapshot>,
+    },
+    /// A batch of the answer's text, committed before it is sent.
+    Text {
+        text: &'a str,
+    },
+    /// The whole answer at `done`.
+    Answer {
+        text: &'a str,
+        anchors: &'a [Anchor],
+        population: Option<&'a Scope>,
+        narrowing: Option<&'a crate::fsm::Snapshot>,
+        scope_released: bool,
+    },
+    Error(&'a wire::Error),
+    /// The client went away: the answer, if any, was cut here.
+    Cut,
+}
+
+impl Record<'_> {
+    pub fn message(&self) -> NewMessage {
+        let role = match self {
+            Record::User { .. } => Role::User,
+            Record::Call(_) | Record::Result { .. } => Role::Tool,
+            _ => Role::Assistant,
+        };
+        NewMessage {
+            role,
+            body: serde_json::to_value(self).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A stored body read back, with only what later turns need.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Stored {
+    User {
+        text: String,
+    },
+    Card {
+        citation: wire::Citation,
+        #[serde(default)]
+        population: Option<Scope>,
+        #[serde(default)]
+        narrowing: Option<crate::fsm::Snapshot>,
+    },
+    Text {
+        text: String,
+    },
+    Answer {
+        text: String,
+        #[serde(default)]
+        population: Option<Scope>,
+        #[serde(default)]
+        narrowing: Option<crate::fsm::Snapshot>,
+        #[serde(default)]
+        scope_released: bool,
+    },
+    Error {
+        message: String,
+    },
+    Cut,
+    #[serde(other)]
+    Other,
+}
+
+impl Stored {
+    pub fn read(body: &Value) -> Stored {
+        serde_json::from_value(body.clone()).unwrap_or(Stored::Other)
+    }
+}
+
+/// The population a narrowing follow-up may narrow: the last answer's (or,
+/// for a turn cut after its card, the last card's), unless it was released.
+/// With it, the narrowing machine that judged it.
+pub fn last_population(bodies: &[Value]) -> Option<(Scope, Option<crate::fsm::Snapshot>)> {
+    for body in bodies.iter().rev() {
+        match Stored::read(body) {
+            Stored::Answer {
+                scope_released: true,
+                ..
+            } => return None,
+            Stored::Answer {
+                population,
+                narrowing,
+                ..
+            } => return population.map(|p| (p, narrowing)),
+            Stored::Card {
+                population: Some(p),
+                narrowing,
+                ..
+            } => return Some((p, narrowing)),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A card in one line, for the planner's history.
+pub fn card_line(c: &wire::Citation) -> String {
+    let total = match (c.total, c.total_is_lower_bound) {
+        (Some(t), true) => format!(" of at least {t}"),
+        (Some(t), false) => format!(" of exactly {t}"),
+        (None, _) => String::new(),
+    };
+    format!("{}: {} shown{total} [{}]", c.source, c.displayed, c.grade)
+}

@@ -1,0 +1,226 @@
+//! The judgement of one listing, as a pure function: given what a call
+//! returned (its first page, or the stitched pages), the scope it ran in and
+//! its narrowing machine, decide the grade, the anchors, the card, the
+//! population a follow-up may narrow, and whether the scope is released.
+//! Every count, absence and failure decision of a turn is made here.
+
+use serde_json::{Map, Value};
+
+use super::digest::{Digest, DigestLimits};
+use super::emptiness::{read_result_emptiness, AbsenceCause, Emptiness};
+use super::narrowing::{self, Gate, Scope};
+use super::stitch::{StitchEnd, Stitched};
+use super::{accounting, grade, result, Anchor, Contract};
+use crate::mcp::ToolOutput;
+use crate::protocols::narrowing::{NarrowingEffect, NarrowingEvent};
+use crate::wire;
+
+/// What the judge is given about one listing.
+pub struct Input<'a> {
+    pub tool: &'a str,
+    pub contract: Option<&'a Contract>,
+    /// The arguments that went out (with any scope applied).
+    pub args: &'a Map<String, Value>,
+    pub first: &'a ToolOutput,
+    pub stitched: Option<&'a Stitched>,
+    /// The scope the call ran in, when the narrowing table applied one.
+    pub scope: Option<&'a Scope>,
+    pub limit_sentinel: u64,
+    pub digest: DigestLimits,
+}
+
+/// What the judge decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub anchors: Vec<Anchor>,
+    /// The card to show; `None` for an aggregate or a discarded page.
+    pub card: Option<wire::Citation>,
+    /// The population this listing showed, for a later narrowing follow-up.
+    pub population: Option<Scope>,
+    /// The listing released its scope: the thread's population is cleared.
+    pub release: bool,
+    /// What the planner and the responder see of it.
+    pub digest: Digest,
+    /// The narrowing table refused a page outside the scope (its row id):
+    /// the page was discarded.
+    pub refused_row: Option<String>,
+    /// The narrowing table refused a page for another reason: a table edit
+    /// the code does not expect. The agent ends the turn naming the row.
+    pub violation: Option<Box<crate::fsm::Violation>>,
+}
+
+impl Judgement {
+    fn new(tool: &str, digest: Digest) -> Judgement {
+        let _ = tool;
+        Judgement {
+            anchors: Vec::new(),
+            card: None,
+            population: None,
+            release: false,
+            digest,
+            refused_row: None,
+            violation: None,
+        }
+    }
+
+    /// Nothing inside the scope: say so, and clear the population.
+    fn released(mut self) -> Judgement {
+        self.release = true;
+        self.population = None;
+        self.anchors.push(Anchor::Absent {
+            cause: AbsenceCause::ZeroAfterNarrowing,
+        });
+        self.anchors.push(Anchor::NarrowingReleased);
+        self
+    }
+}
+
+/// Judges one listing. `gate` is this listing's narrowing machine; its
+/// verdict decides upgrades and releases.
+pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
+    let tool = input.tool;
+    // A single-value aggregate is exact and needs no card.
+    if let Some((column, value)) = result::aggregate(input.first) {
+        let (anchor, shown) = match value {
+            // NULL says neither "none" nor a number (MAX over no rows, or
+            // over empty values): nothing is claimed either way.
+            Value::Null => (
+                Anchor::NoValue {
+                    source: tool.to_string(),
+                },
+                None,
+            ),
+            v => {
+                let text = v
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string());
+                (
+                    Anchor::Aggregate {
+                        source: tool.to_string(),
+                        column,
+                        value: text.clone(),
+                    },
+                    Some(text),
+                )
+            }
+        };
+        let mut j = Judgement::new(tool, Digest::value(tool, shown));
+        j.anchors.push(anchor);
+        return j;
+    }
+    // One record from a detail lookup: described, never counted.
+    if let Some(rec) = result::record(input.first) {
+        let id = result::id(&Value::Object(rec.clone())).unwrap_or_default();
+        let mut j = Judgement::new(tool, Digest::record(tool, rec, input.digest));
+        j.anchors.push(Anchor::Record {
+            source: tool.to_string(),
+            id,
+        });
+        j.card = Some(wire::Citation {
+            source: tool.to_string(),
+            items: vec![Value::Object(rec.clone())],
+            displayed: 1,
+            total: None,
+            total_is_lower_bound: false,
+            has_more: false,
+            grade: super::CountGrade::Shown.as_str().to_string(),
+            complete: false,
+            narrowed: false,
+            stitch: None,
+        });
+        return j;
+    }
+    let mut anchors = Vec::new();
+    let (items, accounting) = match input.stitched {
+        Some(s) => {
+            match s.end {
+                StitchEnd::Abandoned => anchors.push(Anchor::StitchAbandoned {
+                    anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
+                }),
+                StitchEnd::Capped => anchors.push(Anchor::StitchCapped { pages: s.pages }),
+                StitchEnd::Complete => {}
+            }
+            (Some(s.items.clone()), s.accounting.clone())
+        }
+        None => (result::items(input.first), accounting::read(input.first)),
+    };
+    let displayed = items
+        .as_ref()
+        .map(|v| v.len() as u64)
+        .or(accounting.as_ref().map(|a| a.returned))
+        .unwrap_or(0);
+    let mut count = grade(accounting.as_ref(), displayed, input.limit_sentinel);
+    let items = items.unwrap_or_default();
+
+    // The listing's narrowing verdict, decided by the table.
+    let emptiness = read_result_emptiness(input.contract, input.first);
+    let page = narrowing::classify(input.scope, &items, &count, emptiness, input.limit_sentinel);
+    let effect = match gate.verdict(page) {
+        Ok(effect) => effect,
+        Err(v) if page != NarrowingEvent::PageOutsideScope => {
+            let mut j =
+                Judgement::new(tool, Digest::failed(tool, "refused by the narrowing table"));
+            j.violation = Some(v);
+            return j;
+        }
+        Err(v) => {
+            // A page outside the scope reaches the forbidden row the table
+            // names for it: another population, discarded, never shown as
+            // the answer.
+            let mut j = Judgement::new(
+                tool,
+                Digest::failed(tool, "discarded: outside the narrowing scope"),
+            );
+            j.anchors.push(Anchor::OutsideScope {
+                tool: tool.to_string(),
+            });
+            j.refused_row = Some(v.row_id.clone());
+            return j;
+        }
+    };
+    let released = effect == Some(NarrowingEffect::ReleaseScope);
+    if effect == Some(NarrowingEffect::UpgradeExact) {
+        narrowing::upgrade(&mut count);
+    }
+    let digest = Digest::listing(tool, &count, &items, input.digest);
+    let mut j = Judgement::new(tool, digest);
+    j.anchors = anchors;
+    if released {
+        j = j.released();
+    } else {
+        match (emptiness, count.displayed) {
+            (Emptiness::Empty, _) => j.anchors.push(Anchor::Absent {
+                cause: AbsenceCause::ZeroFromStart,
+            }),
+            (Emptiness::Unknown, 0) => j.anchors.push(Anchor::CountUnknown {
+                source: tool.to_string(),
+            }),
+            _ => j.anchors.push(Anchor::for_count(tool, &count)),
+        }
+        j.population = Some(Scope::new(tool, input.args));
+    }
+    j.card = Some(wire::Citation {
+        source: tool.to_string(),
+        items,
+        displayed: count.displayed,
+        total: count.total,
+        total_is_lower_bound: count.total_is_lower_bound,
+        has_more: count.has_more,
+        grade: count.grade.as_str().to_string(),
+        complete: count.complete,
+        narrowed: input.scope.is_some(),
+        stitch: input.stitched.map(|s| wire::StitchInfo {
+            end: serde_json::to_value(s.end)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            pages: s.pages,
+            anomaly: s
+                .anomaly
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
+        }),
+    });
+    j
+}

@@ -1,0 +1,79 @@
+//! `tables/turn.ron`: the agent loop of one turn.
+
+use super::Protocol;
+
+crate::names! {
+    pub enum TurnState {
+        Planning = "Planning",
+        Calling = "Calling",
+        Judging = "Judging",
+        Responding = "Responding",
+        Suspended = "Suspended",
+        Delivered = "Delivered",
+        Done = "Done",
+        Failed = "Failed",
+        Cancelled = "Cancelled",
+    }
+}
+
+crate::names! {
+    /// What code classified; the table decides what follows.
+    pub enum TurnEvent {
+        /// The model planned one or more calls.
+        Planned = "planned",
+        /// The model answered without calls after looking at results.
+        Answered = "answered",
+        /// The model planned nothing on the first step.
+        PlanEmpty = "plan_empty",
+        PlannerFailed = "planner_failed",
+        /// The step has another planned call.
+        NextCall = "next_call",
+        CallOk = "call_ok",
+        CallFailed = "call_failed",
+        /// The step's last result was judged.
+        StepDone = "step_done",
+        /// The step's last result was judged and `max_steps` were taken.
+        StepLimit = "step_limit",
+        ApprovalNeeded = "approval_needed",
+        Approved = "approved",
+        Denied = "denied",
+        TerminalResult = "terminal_result",
+        ResponderFinished = "responder_finished",
+        ResponderFailed = "responder_failed",
+        ClientGone = "client_gone",
+    }
+}
+
+crate::names! {
+    /// What the agent does after the row.
+    pub enum TurnEffect {
+        /// Ask the planner (again), with history and digests.
+        Plan = "plan",
+        /// Run the step's next call.
+        Call = "call",
+        /// Judge the call's result and classify where the step stands.
+        Judge = "judge",
+        /// Stream the responder's answer.
+        Respond = "respond",
+        /// Send the interrupt and end the stream; the turn waits.
+        Suspend = "suspend",
+        /// Format the terminal result by code and end the turn.
+        Deliver = "deliver",
+        /// Write the done frame.
+        Finish = "finish",
+        /// Write the error frame.
+        Fail = "fail",
+        /// Stop; the client is gone.
+        Cancel = "cancel",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Turn;
+
+impl Protocol for Turn {
+    const NAME: &'static str = "turn";
+    type State = TurnState;
+    type Event = TurnEvent;
+    type Effect = TurnEffect;
+}

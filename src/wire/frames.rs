@@ -1,0 +1,234 @@
+//! One serde type per frame kind. The kinds are the `frame` table's events;
+//! [`Frame::kind`] is the SSE `event:` field and the JSON body is `data:`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `start`: the stream's first frame names the turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub turn_id: String,
+    pub thread_id: String,
+}
+
+/// One planned call as announced in a `plan` frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanStep {
+    pub tool: String,
+    pub args: Map<String, Value>,
+}
+
+/// `plan`: what the model planned for one step of the loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The loop's step, from 1.
+    pub step: u32,
+    pub steps: Vec<PlanStep>,
+    pub note: String,
+    /// The narrowing scope applied to this step's calls, from turn state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Value>,
+}
+
+/// `tool_call`: a call about to go out (`server` is absent for a call that
+/// is refused before it reaches any server).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub call_id: String,
+    pub tool: String,
+    #[serde(default)]
+    pub server: Option<String>,
+    pub args: Map<String, Value>,
+}
+
+/// `tool_result`: a text-free summary of what came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub tool: String,
+    pub ok: bool,
+    pub summary: String,
+    /// The result's shape (block count, kinds, `_meta` key names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// A narrowing conflict that kept the call from running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<Value>,
+}
+
+/// How a stitched listing ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StitchInfo {
+    pub end: String,
+    pub pages: usize,
+    #[serde(default)]
+    pub anomaly: Option<Value>,
+}
+
+/// `citation`: the card. Every number on it comes from the judge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Citation {
+    pub source: String,
+    pub items: Vec<Value>,
+    pub displayed: u64,
+    pub total: Option<u64>,
+    pub total_is_lower_bound: bool,
+    pub has_more: bool,
+    /// `EXACT`, `LOWER_BOUND`, `SHOWN` or `UNKNOWN`.
+    pub grade: String,
+    pub complete: bool,
+    pub narrowed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stitch: Option<StitchInfo>,
+}
+
+/// `delta`: a piece of the answer's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    pub text: String,
+}
+
+/// `interrupt`: the turn waits for a human decision on a prepared action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interrupt {
+    pub interrupt_id: String,
+    pub tool: String,
+    pub summary: String,
+}
+
+/// `done`: the turn finished (or, after an interrupt, waits).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    pub turn_id: String,
+}
+
+/// `error`: the turn failed. A failure decided by a table names the table
+/// and the row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Error {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_id: Option<String>,
+}
+
+/// One frame of a response stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    Start(Start),
+    Plan(Plan),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    Citation(Citation),
+    Delta(Delta),
+    Interrupt(Interrupt),
+    Done(Done),
+    Error(Error),
+}
+
+/// A frame that could not be read: an unknown kind or a body that does not
+/// fit the kind's type.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("unknown frame kind `{0}`")]
+    UnknownKind(String),
+    #[error("`{kind}` frame body: {source}")]
+    Body {
+        kind: String,
+        source: serde_json::Error,
+    },
+}
+
+impl Frame {
+    /// The SSE `event:` field; the same spelling as the `frame` table's event.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Frame::Start(_) => "start",
+            Frame::Plan(_) => "plan",
+            Frame::ToolCall(_) => "tool_call",
+            Frame::ToolResult(_) => "tool_result",
+            Frame::Citation(_) => "citation",
+            Frame::Delta(_) => "delta",
+            Frame::Interrupt(_) => "interrupt",
+            Frame::Done(_) => "done",
+            Frame::Error(_) => "error",
+        }
+    }
+
+    /// The JSON body (`data:`).
+    pub fn data(&self) -> Value {
+        let v = match self {
+            Frame::Start(f) => serde_json::to_value(f),
+            Frame::Plan(f) => serde_json::to_value(f),
+            Frame::ToolCall(f) => serde_json::to_value(f),
+            Frame::ToolResult(f) => serde_json::to_value(f),
+            Frame::Citation(f) => serde_json::to_value(f),
+            Frame::Delta(f) => serde_json::to_value(f),
+            Frame::Interrupt(f) => serde_json::to_value(f),
+            Frame::Done(f) => serde_json::to_value(f),
+            Frame::Error(f) => serde_json::to_value(f),
+        };
+        // These types hold only strings, numbers, maps and JSON values:
+        // serialising them cannot fail.
+        v.unwrap_or(Value::Null)
+    }
+
+    /// Reads one frame from its SSE `event:` and `data:` fields.
+    pub fn parse(kind: &str, data: &str) -> Result<Frame, FrameError> {
+        fn body<T: serde::de::DeserializeOwned>(kind: &str, data: &str) -> Result<T, FrameError> {
+            serde_json::from_str(data).map_err(|source| FrameError::Body {
+                kind: kind.to_string(),
+                source,
+            })
+        }
+        Ok(match kind {
+            "start" => Frame::Start(body(kind, data)?),
+            "plan" => Frame::Plan(body(kind, data)?),
+            "tool_call" => Frame::ToolCall(body(kind, data)?),
+            "tool_result" => Frame::ToolResult(body(kind, data)?),
+            "citation" => Frame::Citation(body(kind, data)?),
+            "delta" => Frame::Delta(body(kind, data)?),
+            "interrupt" => Frame::Interrupt(body(kind, data)?),
+            "done" => Frame::Done(body(kind, data)?),
+            "error" => Frame::Error(body(kind, data)?),
+            other => return Err(FrameError::UnknownKind(other.to_string())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_through_its_sse_fields() {
+        let frames = vec![
+            Frame::Start(Start {
+                turn_id: "t".into(),
+                thread_id: "th".into(),
+            }),
+            Frame::Delta(Delta { text: "hi".into() }),
+            Frame::Error(Error {
+                message: "m".into(),
+                table: Some("turn".into()),
+                row_id: Some("r".into()),
+                ..Error::default()
+            }),
+        ];
+        for f in frames {
+            let back = Frame::parse(f.kind(), &f.data().to_string()).unwrap();
+            assert_eq!(back, f);
+        }
+        assert!(matches!(
+            Frame::parse("nope", "{}"),
+            Err(FrameError::UnknownKind(_))
+        ));
+        assert!(matches!(
+            Frame::parse("delta", "{}"),
+            Err(FrameError::Body { .. })
+        ));
+    }
+}

@@ -1,0 +1,175 @@
+//! Forbidden rows reached at run time. For every table the server runs
+//! (`frame`, `turn`, `narrowing`, `paging`), an edited copy in a
+//! `tables_dir` override forbids a row the normal code takes, and the same
+//! server binary then ends the turn at that row: the user sees an `error`
+//! frame naming the table and the row id, and the thread stores it like any
+//! other frame. The unedited tables finish the same turn, so the table, not
+//! the code, decided.
+//!
+//! Also: a narrowing follow-up restores the machine that judged the previous
+//! results; a table edited between the two turns is reported with both
+//! hashes and never reinterpreted.
+
+mod common;
+
+use std::path::Path;
+
+use turnstile::wire::Frame;
+
+use common::custom::Server;
+use common::frames::{answer, kinds, tool_results};
+
+/// A copy of the built-in `table` with the legal row `row` replaced by a
+/// forbidden row of the same id, in a fresh override directory.
+fn forbid(dir: &Path, table: &str, row: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tables")
+        .join(format!("{table}.ron"));
+    let src = std::fs::read_to_string(path).unwrap();
+    let start = src
+        .find(&format!("Legal(id: \"{row}\""))
+        .unwrap_or_else(|| panic!("{table}.ron has a legal row {row}"));
+    let end = start + src[start..].find("),").unwrap() + 2;
+    let line = &src[start..end];
+    let from = field(line, "from");
+    let on = field(line, "on");
+    let forbidden = format!(
+        "Forbidden(id: \"{row}\", from: \"{from}\", on: \"{on}\", why: \"Forbidden by a reviewer for this test.\"),"
+    );
+    let edited = format!("{}{}{}", &src[..start], forbidden, &src[end..]);
+    std::fs::write(dir.join(format!("{table}.ron")), edited).unwrap();
+}
+
+fn field<'a>(line: &'a str, name: &str) -> &'a str {
+    let i = line.find(&format!("{name}: \"")).unwrap() + name.len() + 3;
+    &line[i..i + line[i..].find('"').unwrap()]
+}
+
+fn the_error(frames: &[Frame]) -> &turnstile::wire::Error {
+    match frames.last() {
+        Some(Frame::Error(e)) => e,
+        other => panic!(
+            "the turn ends with an error frame, not {other:?}: {:?}",
+            kinds(frames)
+        ),
+    }
+}
+
+async fn ends_at_row(table: &str, row: &str, prompt: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
+
+    // The built-in tables finish this turn.
+    let s = Server::start(&db, None).await;
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, prompt).await;
+    assert_eq!(
+        kinds(&frames).last(),
+        Some(&"done"),
+        "{table}: {:?}",
+        kinds(&frames)
+    );
+    s.stop().await;
+
+    // The same binary with the row forbidden ends it at that row.
+    let dir = tmp.path().join("tables");
+    std::fs::create_dir(&dir).unwrap();
+    forbid(&dir, table, row);
+    let s = Server::start(&db, Some(&dir)).await;
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, prompt).await;
+    let e = the_error(&frames);
+    assert_eq!(e.table.as_deref(), Some(table), "{e:?}");
+    assert_eq!(e.row_id.as_deref(), Some(row), "{e:?}");
+    assert!(e.message.contains("Forbidden by a reviewer"), "{e:?}");
+    assert!(!kinds(&frames).contains(&"done"));
+    assert_eq!(
+        s.stored_errors(&thread).await,
+        [(Some(table.to_string()), Some(row.to_string()))],
+        "the error frame is stored like any other"
+    );
+    let metrics = s
+        .http
+        .get(format!("{}/v1/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = format!("table=\"{table}\",row=\"{row}\",kind=\"forbidden\"");
+    assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_turn_table_decides_whether_the_planner_is_asked_again() {
+    ends_at_row("turn", "plan-again", "show safety issues on floor 3").await;
+}
+
+#[tokio::test]
+async fn a_forbidden_frame_row_ends_the_turn() {
+    ends_at_row("frame", "cite", "show safety issues on floor 3").await;
+}
+
+#[tokio::test]
+async fn a_forbidden_narrowing_row_ends_the_turn() {
+    ends_at_row(
+        "narrowing",
+        "unscoped-partial",
+        "show safety issues on floor 3",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_forbidden_paging_row_ends_the_turn() {
+    ends_at_row("paging", "append-more", "list all panoramas").await;
+}
+
+#[tokio::test]
+async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterpreted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
+    let s = Server::start(&db, None).await;
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert!(kinds(&frames).contains(&"citation"));
+    s.stop().await;
+
+    // A reviewer retargets a row of the narrowing table; the server restarts.
+    let dir = tmp.path().join("tables");
+    std::fs::create_dir(&dir).unwrap();
+    let src =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tables/narrowing.ron"))
+            .unwrap();
+    let edited = src.replace(
+        "Legal(id: \"narrowed-sample\", from: \"Scoped\", on: \"page_partial\", to: \"Settled\", effect: \"keep-sample\")",
+        "Legal(id: \"narrowed-sample\", from: \"Scoped\", on: \"page_partial\", to: \"Released\", effect: \"keep-sample\")",
+    );
+    assert_ne!(edited, src, "the edit applies");
+    std::fs::write(dir.join("narrowing.ron"), edited).unwrap();
+    let s = Server::start(&db, Some(&dir)).await;
+    let frames = s.say(&thread, "only those from April").await;
+    let results = tool_results(&frames);
+    assert_eq!(results.len(), 1, "{:?}", kinds(&frames));
+    let r = results[0];
+    assert!(!r.ok);
+    assert!(r.summary.contains("changed since"), "{}", r.summary);
+    assert!(
+        r.summary.contains("saved hash") && r.summary.contains("current"),
+        "{}",
+        r.summary
+    );
+    assert!(
+        !kinds(&frames).contains(&"citation"),
+        "nothing is narrowed under the new table"
+    );
+    assert!(
+        answer(&frames).contains("cannot narrow"),
+        "{}",
+        answer(&frames)
+    );
+    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    s.stop().await;
+}

@@ -1,0 +1,278 @@
+//! The turn loop through the real path (HTTP/SSE, MCP, SQLite): several
+//! steps in one turn, what the planner is shown of earlier turns and
+//! results, the step limit, and a thread that reproduces everything a
+//! client was sent, also for a turn cut off mid-answer.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use turnstile::agent::Limits;
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+use turnstile::wire::{Citation, Frame};
+
+use common::custom::Server;
+use common::frames::{answer, kinds, plans, tool_calls, FrameReader};
+
+fn db(tmp: &tempfile::TempDir) -> String {
+    format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display())
+}
+
+fn citations(frames: &[Frame]) -> Vec<&Citation> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Citation(c) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The scripted model, recording every request it is given and
+/// optionally streaming its answer slowly.
+#[derive(Default)]
+struct Recording {
+    inner: Scripted,
+    plans: Mutex<Vec<PlanRequest>>,
+    responds: Mutex<Vec<RespondRequest>>,
+    delay: Option<Duration>,
+}
+
+#[async_trait::async_trait]
+impl Model for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        self.plans.lock().unwrap().push(req.clone());
+        self.inner.plan(req).await
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        self.responds.lock().unwrap().push(req.clone());
+        let s = self.inner.respond(req).await?;
+        Ok(match self.delay {
+            None => s,
+            Some(d) => Box::pin(s.then(move |x| async move {
+                tokio::time::sleep(d).await;
+                x
+            })),
+        })
+    }
+}
+
+fn recording() -> Arc<Recording> {
+    Arc::new(Recording {
+        inner: Scripted::demo(),
+        ..Recording::default()
+    })
+}
+
+#[tokio::test]
+async fn search_then_open_the_top_hit_in_one_turn() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = recording();
+    let s = Server::start_with(&db(&tmp), None, model.clone(), Limits::default()).await;
+    for (prompt, word) in [
+        (
+            "show the newest safety issue on floor 3 in detail",
+            "notes:",
+        ),
+        ("3층 최신 안전 지적사항 자세히 보여줘", "기록된 내용"),
+    ] {
+        let thread = s.new_thread().await;
+        let frames = s.say(&thread, prompt).await;
+        let k = kinds(&frames);
+        assert_eq!(k.last(), Some(&"done"), "{k:?}");
+        let p = plans(&frames);
+        assert_eq!(p.len(), 2, "two planning rounds with calls: {k:?}");
+        assert_eq!((p[0].step, p[1].step), (1, 2));
+        let calls = tool_calls(&frames);
+        assert_eq!(calls[0].tool, "search_photos");
+        assert_eq!(calls[1].tool, "get_panorama");
+        let cards = citations(&frames);
+        let top = &cards[0].items[0];
+        // The second call opened exactly the first card's top hit.
+        assert_eq!(calls[1].args["id"], top["label"]);
+        assert_eq!(cards[1].items[0]["label"], top["label"]);
+        let text = answer(&frames);
+        assert!(text.contains(top["label"].as_str().unwrap()), "{text}");
+        assert!(text.contains(word), "{text}");
+        // The search's count still comes from the judge.
+        assert!(text.contains("189"), "{text}");
+    }
+    // Step 2 of the planner saw a digest of the search, never the raw
+    // result: bounded, graded, at most N items.
+    let plans = model.plans.lock().unwrap().clone();
+    let second = plans
+        .iter()
+        .find(|p| p.steps.len() == 1)
+        .expect("a second round");
+    let digest = &second.steps[0][0].digest;
+    assert_eq!(digest.grade.map(|g| g.as_str()), Some("LOWER_BOUND"));
+    assert!(digest.items.len() <= Limits::default().digest.items);
+    assert!(digest.render().len() <= Limits::default().digest.bytes);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_planner_sees_earlier_turns_and_the_step_limit_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = recording();
+    let limits = Limits {
+        max_steps: 1,
+        ..Limits::default()
+    };
+    let s = Server::start_with(&db(&tmp), None, model.clone(), limits).await;
+    let thread = s.new_thread().await;
+    s.say(&thread, "show safety issues on floor 3").await;
+    let frames = s
+        .say(&thread, "show the newest safety issue on floor 3 in detail")
+        .await;
+    // One step only: the detail call never runs, and the answer says so.
+    assert_eq!(plans(&frames).len(), 1);
+    assert_eq!(tool_calls(&frames).len(), 1);
+    assert!(
+        answer(&frames).contains("stopped after 1 tool steps"),
+        "{}",
+        answer(&frames)
+    );
+    assert_eq!(kinds(&frames).last(), Some(&"done"));
+
+    let plans = model.plans.lock().unwrap().clone();
+    let h = &plans.last().unwrap().history;
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].user, "show safety issues on floor 3");
+    assert!(h[0].answer.contains("At least 189"), "{:?}", h[0]);
+    assert_eq!(
+        h[0].cards,
+        ["search_photos: 10 shown of at least 189 [LOWER_BOUND]"]
+    );
+    s.stop().await;
+}
+
+/// Every card and every sentence the client saw is in the thread.
+fn stored(thread: &Value) -> (Vec<Citation>, String, bool) {
+    let mut cards = Vec::new();
+    let mut text = String::new();
+    let mut cut = false;
+    for m in thread["messages"].as_array().unwrap() {
+        let b = &m["body"];
+        match b["kind"].as_str() {
+            Some("card") => cards.push(serde_json::from_value(b["citation"].clone()).unwrap()),
+            Some("text") => text += b["text"].as_str().unwrap(),
+            Some("cut") => cut = true,
+            _ => {}
+        }
+    }
+    (cards, text, cut)
+}
+
+#[tokio::test]
+async fn the_thread_reproduces_what_was_shown_and_the_trace_it_took() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&db(&tmp), None).await;
+    let thread = s.new_thread().await;
+    let frames = s
+        .say(&thread, "show the newest safety issue on floor 3 in detail")
+        .await;
+    let v = s.thread(&thread).await;
+    let (cards, text, cut) = stored(&v);
+    let shown: Vec<Citation> = citations(&frames).into_iter().cloned().collect();
+    assert_eq!(cards, shown);
+    assert_eq!(text, answer(&frames));
+    assert!(!cut);
+    let answer_record = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["body"]["kind"] == "answer")
+        .expect("an answer record at done");
+    assert_eq!(answer_record["body"]["text"], json!(text));
+    // The rows each machine took.
+    let turn = &v["turns"][0]["machines"];
+    let trace: Vec<&str> = turn["turn"]["trace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        trace,
+        [
+            "plan-calls",
+            "call-returned",
+            "plan-again",
+            "plan-calls",
+            "call-returned",
+            "plan-again",
+            "answer-after-looking",
+            "answered"
+        ]
+    );
+    assert_eq!(turn["turn"]["state"], "Done");
+    assert_eq!(turn["frame"]["state"], "Finished");
+    assert!(turn["narrowing#1"]["trace"].is_array());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_turn_cut_mid_answer_keeps_everything_the_client_saw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Arc::new(Recording {
+        inner: Scripted::demo(),
+        delay: Some(Duration::from_millis(150)),
+        ..Recording::default()
+    });
+    let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
+    let thread = s.new_thread().await;
+    let resp = s
+        .http
+        .post(format!("{}/v1/threads/{thread}/messages", s.base))
+        .json(&json!({"text": "show safety issues on floor 3"}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = resp.bytes_stream();
+    let mut reader = FrameReader::new();
+    // Read until three deltas arrived, then go away mid-answer.
+    while reader
+        .frames()
+        .iter()
+        .filter(|f| matches!(f, Frame::Delta(_)))
+        .count()
+        < 3
+    {
+        let chunk = body.next().await.expect("stream open").unwrap();
+        reader.push(&chunk);
+    }
+    let seen: Vec<Frame> = reader.frames().to_vec();
+    drop(body);
+    // The cut is recorded after the server notices the client left.
+    let mut v = s.thread(&thread).await;
+    for _ in 0..50 {
+        if stored(&v).2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        v = s.thread(&thread).await;
+    }
+    let (cards, text, cut) = stored(&v);
+    assert!(cut, "the cut is marked");
+    let shown: Vec<Citation> = citations(&seen).into_iter().cloned().collect();
+    assert_eq!(cards, shown);
+    let seen_text = answer(&seen);
+    assert!(
+        text.starts_with(&seen_text),
+        "stored {text:?} holds what was seen {seen_text:?}"
+    );
+    assert!(v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["body"]["kind"] != "answer"));
+    assert_eq!(v["turns"][0]["machines"]["turn"]["state"], "Cancelled");
+    s.stop().await;
+}
