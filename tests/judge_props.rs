@@ -164,3 +164,103 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// The whole judgement of a listing, called as the pure function it is: no
+// server, no async.
+
+mod listing_props {
+    use super::*;
+    use serde_json::Map;
+    use turnstile::judge::digest::DigestLimits;
+    use turnstile::judge::emptiness::AbsenceCause;
+    use turnstile::judge::listing::{self, Input};
+    use turnstile::judge::narrowing::Gate;
+    use turnstile::judge::{Anchor, Contract};
+    use turnstile::protocols::narrowing::Narrowing;
+
+    fn output(acc: &Option<Accounting>, items: usize, structured: bool) -> ToolOutput {
+        let list: Vec<Value> = (0..items)
+            .map(|i| json!({"id": format!("P-{i}"), "floor": 3, "note": "x".repeat(i * 40)}))
+            .collect();
+        let mut v = json!({"content": [{"type": "text", "text": "## Image #1"}]});
+        if structured {
+            v["structuredContent"] = json!({ "items": list });
+        }
+        if let Some(a) = acc {
+            let mut meta = json!({"returned": a.returned, "has_more": a.has_more});
+            if let Some(t) = a.total {
+                meta["total"] = json!(t);
+            }
+            if let Some(lb) = a.total_lower_bound {
+                meta["total_lower_bound"] = json!(lb);
+            }
+            v["_meta"] = meta;
+        }
+        ToolOutput::from_value(&v)
+    }
+
+    proptest! {
+        #[test]
+        fn a_judgement_claims_only_what_the_accounting_supports(
+            acc in accounting(),
+            items in 0usize..30,
+            structured in any::<bool>(),
+            contract in any::<bool>(),
+            sentinel in 1u64..5000,
+        ) {
+            let out = output(&acc, items, structured);
+            let contract = contract.then(|| Contract { fixed_prefixes: vec!["## Image #".into()], stitch: false });
+            let table = TableSet::builtin().unwrap().bound::<Narrowing>().unwrap();
+            let mut gate = Gate::new(&table);
+            let args = Map::new();
+            let limits = DigestLimits::default();
+            let j = listing::judge(
+                Input {
+                    tool: "search",
+                    contract: contract.as_ref(),
+                    args: &args,
+                    first: &out,
+                    stitched: None,
+                    scope: None,
+                    limit_sentinel: sentinel,
+                    digest: limits,
+                },
+                &mut gate,
+            );
+            prop_assert!(j.violation.is_none());
+            let card = j.card.expect("a listing always has a card");
+            if structured {
+                prop_assert_eq!(card.displayed, items as u64);
+                prop_assert_eq!(card.items.len(), items);
+            }
+            // "none" only for an accounted zero with nothing delivered.
+            let absent = j.anchors.iter().any(|a| matches!(a, Anchor::Absent { cause: AbsenceCause::ZeroFromStart }));
+            if absent {
+                prop_assert!(contract.is_some());
+                prop_assert!(card.items.is_empty());
+                let a = acc.as_ref().expect("accounting behind every 'none'");
+                prop_assert!(a.total == Some(0) || (a.total.is_none() && !a.has_more));
+            }
+            // "complete" only when exact, and then the card is the whole population.
+            if card.complete {
+                prop_assert_eq!(card.grade.as_str(), "EXACT");
+                prop_assert_eq!(card.total, Some(card.displayed));
+            }
+            if card.grade == "LOWER_BOUND" {
+                prop_assert!(!card.complete);
+                prop_assert!(card.total_is_lower_bound);
+            }
+            if acc.is_none() {
+                prop_assert_eq!(card.grade.as_str(), "UNKNOWN");
+                prop_assert_eq!(card.total, None);
+            }
+            // The digest carries the card's grade and count, within its bounds.
+            prop_assert_eq!(j.digest.grade.map(|g| g.as_str()), Some(card.grade.as_str()));
+            prop_assert_eq!(j.digest.total, card.total);
+            prop_assert!(j.digest.items.len() <= limits.items);
+            prop_assert!(j.digest.render().len() <= limits.bytes);
+            prop_assert_eq!(j.digest.items.len() as u64 + j.digest.items_omitted, card.items.len() as u64);
+        }
+    }
+}

@@ -244,10 +244,6 @@ impl Turn<'_> {
         self.context = req
             .context
             .map(|c| BoundedContext::bound(c, limits.context));
-        let stored = self.agent.store.messages(&self.thread_id).await?;
-        self.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
-        let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
-        self.previous = records::last_population(&bodies);
         if let Some(c) = &self.context {
             for field in &c.truncated {
                 self.anchors.push(Anchor::ContextTruncated {
@@ -269,6 +265,13 @@ impl Turn<'_> {
         }
         .message();
         self.step(start, vec![user]).await?;
+
+        // The thread so far, read after the first frame is out so a long
+        // thread does not delay it.
+        let stored = self.agent.store.messages(&self.thread_id).await?;
+        self.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
+        let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
+        self.previous = records::last_population(&bodies);
 
         // The table's initial state is Planning: its effect is to plan.
         let mut effect = TurnEffect::Plan;
