@@ -2,7 +2,9 @@
 //!
 //! - Against the real server: the honest count on the card, narrowing to a
 //!   complete card, no frame violation, a reload that renders the stored
-//!   thread. Driven by tests/browser/e2e.mjs.
+//!   thread; then the two-step turn in English and Korean (plan → search
+//!   card, plan step 2 → get_panorama detail card → answer), live and after
+//!   a reload. Driven by tests/browser/e2e.mjs.
 //! - Against streams that break the frame table: the page names the broken
 //!   row and renders nothing of the stream after it. A stub in front of the
 //!   real server answers the message route with hand-made SSE and passes
@@ -26,7 +28,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use common::server::{databases, TestServer};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use turnstile::wire::{Citation, Delta, Done, Frame, Start, ToolCall, ToolResult};
 
 fn have(cmd: &str) -> bool {
     std::process::Command::new(cmd)
@@ -83,6 +86,10 @@ async fn the_chat_page_in_chromium() {
     let shot_arg = shot.to_string_lossy().into_owned();
     drive(&chromium, "tests/browser/e2e.mjs", &[&base, &shot_arg]).await;
     assert!(shot.exists(), "the screenshot was taken");
+    for lang in ["en", "ko"] {
+        let two_step = tmp.path().join(format!("page-two-step-{lang}.png"));
+        assert!(two_step.exists(), "the two-step turn ({lang}) was captured");
+    }
     s.pass();
 }
 
@@ -127,55 +134,82 @@ struct Stub {
 
 /// The SSE body the page receives for one message: the frames in order,
 /// numbered from 1, all in the body even after the broken one (the page,
-/// not the server, must stop).
-fn sse(frames: &[(&str, Value)]) -> String {
+/// not the server, must stop). Each frame is a typed `wire::Frame`: its
+/// `event:` is `Frame::kind` and its `data:` `Frame::data`, so a renamed
+/// field or kind breaks this test's build, not its meaning.
+fn sse(frames: &[Frame]) -> String {
     frames
         .iter()
         .enumerate()
-        .map(|(i, (event, data))| format!("id: {}\nevent: {event}\ndata: {data}\n\n", i + 1))
+        .map(|(i, f)| format!("id: {}\nevent: {}\ndata: {}\n\n", i + 1, f.kind(), f.data()))
         .collect()
 }
 
 /// Answers a message with the stream its text names.
 async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response {
-    let start = json!({"thread_id": "stub", "turn_id": "stub-turn"});
-    let done = json!({"turn_id": "stub-turn"});
-    let delta = |t: &str| json!({ "text": t });
-    let call =
-        json!({"call_id": "stub-turn-1", "tool": "search_photos", "server": "demo", "args": {}});
-    let result = json!({"call_id": "stub-turn-1", "tool": "search_photos", "ok": true, "summary": "1 items"});
-    let citation = json!({
-        "source": "demo", "grade": "EXACT", "displayed": 1, "total": 1, "complete": true,
-        "items": [{"id": "STUB-1", "label": "STUB-CARD-ITEM"}],
+    const TURN: &str = "stub-turn";
+    let start = Frame::Start(Start {
+        thread_id: "stub".into(),
+        turn_id: TURN.into(),
+    });
+    let done = Frame::Done(Done {
+        turn_id: TURN.into(),
+    });
+    let delta = |t: &str| Frame::Delta(Delta { text: t.into() });
+    let call = Frame::ToolCall(ToolCall {
+        call_id: format!("{TURN}-1"),
+        tool: "search_photos".into(),
+        server: Some("demo".into()),
+        args: Map::new(),
+    });
+    let result = Frame::ToolResult(ToolResult {
+        call_id: format!("{TURN}-1"),
+        tool: "search_photos".into(),
+        ok: true,
+        summary: "1 items".into(),
+        shape: None,
+        conflict: None,
+    });
+    let citation = Frame::Citation(Citation {
+        source: "demo".into(),
+        items: vec![json!({"id": "STUB-1", "label": "STUB-CARD-ITEM"})],
+        displayed: 1,
+        total: Some(1),
+        total_is_lower_bound: false,
+        has_more: false,
+        grade: "EXACT".into(),
+        complete: true,
+        narrowed: false,
+        stitch: None,
     });
     let frames = match body["text"].as_str().unwrap_or("") {
         // Row delta-before-start; everything after it would be a legal
         // stream, so a page that only skipped the bad frame would render it.
         "delta-before-start" => vec![
-            ("delta", delta("EARLY-DELTA-TEXT")),
-            ("start", start),
-            ("tool_call", call),
-            ("tool_result", result),
-            ("citation", citation),
-            ("delta", delta("LATE-DELTA-TEXT")),
-            ("done", done),
+            delta("EARLY-DELTA-TEXT"),
+            start,
+            call,
+            result,
+            citation,
+            delta("LATE-DELTA-TEXT"),
+            done,
         ],
         // Row delta-after-terminal.
         "delta-after-done" => vec![
-            ("start", start),
-            ("delta", delta("Shown before done.")),
-            ("done", done),
-            ("delta", delta("AFTER-DONE-TEXT")),
-            ("citation", citation),
+            start,
+            delta("Shown before done."),
+            done,
+            delta("AFTER-DONE-TEXT"),
+            citation,
         ],
         // Row duplicate-terminal.
         "done-after-done" => vec![
-            ("start", start),
-            ("delta", delta("Answered once.")),
-            ("done", done.clone()),
-            ("done", done),
-            ("delta", delta("AFTER-SECOND-DONE-TEXT")),
-            ("tool_call", call),
+            start,
+            delta("Answered once."),
+            done.clone(),
+            done,
+            delta("AFTER-SECOND-DONE-TEXT"),
+            call,
         ],
         other => {
             return (

@@ -15,10 +15,12 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::fake_openai::{Action, FakeOpenAi, Role, FAKE_MODEL, KEY};
+use common::frames::read_frames;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Child;
 use turnstile::store::Store;
+use turnstile::wire::Frame;
 
 const BIN: &str = env!("CARGO_BIN_EXE_turnstile");
 const PG_ENV: &str = "TURNSTILE_TEST_DATABASE_URL";
@@ -232,7 +234,9 @@ async fn a_thread_runs_one_turn_across_two_processes_and_a_dead_holder_expires()
                     "accepted before A's lease expired at {}",
                     last.expires_at
                 );
-                break r.text().await.unwrap();
+                // Read as a client reads it: ids, bodies and the frame
+                // table's order are checked frame by frame.
+                break read_frames(&r.bytes().await.unwrap());
             }
             s => panic!("unexpected status {s}: {}", r.text().await.unwrap()),
         }
@@ -241,10 +245,15 @@ async fn a_thread_runs_one_turn_across_two_processes_and_a_dead_holder_expires()
         refusals > 0,
         "B refused the thread right after A died (the lease outlives the process)"
     );
-    assert!(
-        frames.contains("event: done"),
-        "B's turn finished: {frames}"
-    );
+    // B's own turn on the thread ran to `done`, under a new turn id (not
+    // the dead holder's).
+    let (Some(Frame::Start(start)), Some(Frame::Done(done))) = (frames.first(), frames.last())
+    else {
+        panic!("B's turn starts and ends with done: {frames:?}");
+    };
+    assert_eq!(start.thread_id, thread, "{frames:?}");
+    assert_eq!(done.turn_id, start.turn_id, "{frames:?}");
+    assert_ne!(start.turn_id, held.turn_id, "B ran a turn of its own");
     // B released its lease before its stream ended.
     assert_eq!(store.turn_lease(&thread).await.unwrap(), None);
     let stored: Value = http

@@ -1,6 +1,8 @@
 // End-to-end check of the chat page in headless Chromium, driven over the
 // DevTools protocol (no npm packages: Node's built-in fetch and WebSocket).
 // Usage: node --experimental-websocket e2e.mjs BASE_URL [SCREENSHOT.png]
+// With a screenshot path, the two-step turns are captured too, next to it:
+// SCREENSHOT-two-step-en.png and SCREENSHOT-two-step-ko.png.
 // Exits 0 when every check passed; prints what it saw either way.
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
@@ -32,7 +34,7 @@ const finish = async (code) => {
   try { rmSync(profile, { recursive: true, force: true }); } catch { /* a leftover temp dir is harmless */ }
   process.exit(code);
 };
-setTimeout(() => { console.log("FAIL timed out"); finish(1); }, 60_000);
+setTimeout(() => { console.log("FAIL timed out"); finish(1); }, 80_000);
 
 let targets;
 for (let i = 0; i < 100 && !targets; i++) {
@@ -67,6 +69,98 @@ const say = async (text) => {
   await cmd("Input.dispatchKeyEvent", { type: "keyUp", key: "Enter", code: "Enter", windowsVirtualKeyCode: 13 });
   await sleep(100);
   await idle();
+};
+const shoot = async (path) => {
+  if (!path) return;
+  const r = await cmd("Page.captureScreenshot", { format: "png" });
+  writeFileSync(path, Buffer.from(r.result.data, "base64"));
+};
+// A fresh page on a new thread (the page makes one when the URL names none).
+const newThread = async () => {
+  const before = await ev("location.search");
+  await cmd("Page.navigate", { url: BASE });
+  for (let i = 0; i < 200; i++) {
+    await sleep(50);
+    const now = await ev("location.search");
+    if (now && now.includes("thread=") && now !== before) break;
+  }
+  await idle();
+};
+// What the newest assistant block shows, in document order.
+const lastTurn = () => ev(`(() => {
+  const all = document.querySelectorAll('.asst'), b = all[all.length - 1];
+  if (!b) return null;
+  const answer = b.querySelector('.answer');
+  const cards = [...b.querySelectorAll('[data-testid=citation]')];
+  return {
+    order: [...b.querySelectorAll('[data-testid=plan], [data-testid=tool], [data-testid=citation], .answer')]
+      .map((n) => (n === answer ? 'answer' : n.dataset.testid)),
+    plans: [...b.querySelectorAll('[data-testid=plan]')].map((n) => n.textContent),
+    tools: [...b.querySelectorAll('[data-testid=tool]')].map((n) => n.textContent),
+    cards: cards.map((c) => {
+      const rec = c.querySelector('[data-testid=record]');
+      return {
+        source: c.querySelector('.cite-src').textContent,
+        grade: c.querySelector('[data-grade]').dataset.grade,
+        count: c.querySelector('[data-testid=count]').textContent,
+        layout: c.dataset.layout,
+        items: c.querySelectorAll('ul.items li').length,
+        title: rec ? rec.querySelector('.rec-title').textContent : null,
+        fields: rec ? Object.fromEntries([...rec.querySelectorAll('dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent])) : null,
+        annotations: [...c.querySelectorAll('[data-testid=annotation]')].map((a) => a.textContent),
+      };
+    }),
+    answer: answer.textContent,
+    cardsAboveAnswer: cards.length > 0 && cards.every((c) => c.getBoundingClientRect().bottom <= answer.getBoundingClientRect().top),
+    violations: b.querySelectorAll('[data-testid=violation]').length,
+    errors: b.querySelectorAll('[data-testid=error]').length,
+  };
+})()`);
+
+// The two-step turn: plan (step 1) → search_photos → a sampled card, plan
+// (step 2) → get_panorama → a one-record detail card, then the answer.
+// `when` says whether it streamed or was rendered from the stored thread.
+const checkTwoStep = (t, lang, when, said) => {
+  const at = `${lang}, ${when}`;
+  console.log(`     ${at}: ${JSON.stringify(t)}`);
+  if (!t) { check(false, `${at}: an assistant block is shown`); return; }
+  check(JSON.stringify(t.order) === JSON.stringify(["plan", "tool", "citation", "plan", "tool", "citation", "answer"]),
+    `${at}: each step's plan, tool line and card in order, then the answer: ${JSON.stringify(t.order)}`);
+  check(t.plans.length === 2 && t.plans[0].startsWith("Step 1: search_photos") && t.plans[1].startsWith("Step 2: get_panorama"),
+    `${at}: both plans are shown, numbered by step: ${JSON.stringify(t.plans)}`);
+  check(t.tools.length === 2 && t.tools[0].endsWith("search_photos on demo — ok: 3 items")
+    && t.tools[1].endsWith("get_panorama on demo — ok: one record"),
+    `${at}: both tool lines: ${JSON.stringify(t.tools)}`);
+  const [list, detail] = t.cards;
+  check(t.cards.length === 2 && list.source === "search_photos" && list.grade === "LOWER_BOUND"
+    && list.count === "3 shown of at least 189" && list.layout === "list" && list.items === 3,
+    `${at}: the search card: 3 shown of at least 189`);
+  check(!!detail && detail.source === "get_panorama" && detail.grade === "SHOWN" && detail.count === "1 shown"
+    && detail.layout === "detail" && detail.items === 0,
+    `${at}: the one-record card is a detail card that claims no total`);
+  check(!!detail && detail.title === "PANO-003-0611" && !!detail.fields && detail.fields.Floor === "3"
+    && detail.fields.Captured === "2026-08-28" && /unprotected floor edge/.test(detail.fields.Description ?? "")
+    && detail.annotations.includes("safety: unprotected floor edge (safety-plus)")
+    && detail.annotations.includes("safety: blocked fire exit (safety-plus)"),
+    `${at}: the detail card shows the record's fields and annotations`);
+  check(said.every((x) => t.answer.includes(x)), `${at}: the answer says ${JSON.stringify(said)}`);
+  check(t.cardsAboveAnswer, `${at}: both cards are above the answer`);
+  check(t.violations === 0 && t.errors === 0, `${at}: no violation and no error`);
+};
+const twoStep = async (lang, prompt, said, shot) => {
+  await newThread();
+  await say(prompt);
+  const live = await lastTurn();
+  checkTwoStep(live, lang, "streamed", said);
+  await cmd("Page.reload");
+  await sleep(300);
+  await idle();
+  const stored = await lastTurn();
+  checkTwoStep(stored, lang, "after a reload", said);
+  check(JSON.stringify(stored) === JSON.stringify(live), `${lang}: a reload renders the turn exactly as it streamed`);
+  const user = await ev(`[...document.querySelectorAll('.user')].map((n) => n.textContent)`);
+  check(JSON.stringify(user) === JSON.stringify([prompt]), `${lang}: the stored thread holds the one prompt: ${JSON.stringify(user)}`);
+  await shoot(shot);
 };
 
 try {
@@ -108,10 +202,14 @@ try {
   check(JSON.stringify(storedTools) === JSON.stringify(liveTools) && !storedTools.some((t) => /null|undefined/.test(t)),
     `a reload renders the tool lines as they streamed, with no absent field printed: ${JSON.stringify(storedTools)}`);
 
-  if (SHOT) {
-    const r = await cmd("Page.captureScreenshot", { format: "png" });
-    writeFileSync(SHOT, Buffer.from(r.result.data, "base64"));
-  }
+  await shoot(SHOT);
+
+  const shot = (suffix) => (SHOT ? SHOT.replace(/(\.png)?$/, `-${suffix}.png`) : null);
+  await twoStep("English", "show the newest safety issue on floor 3 in detail",
+    ["At least 189", "These 3", "PANO-003-0611", "in detail", "unprotected floor edge", "blocked fire exit"], shot("two-step-en"));
+  await twoStep("Korean", "3층 최신 안전 지적사항 자세히 보여줘",
+    ["최소 189건", "이 3건", "PANO-003-0611", "자세히", "unprotected floor edge", "blocked fire exit"], shot("two-step-ko"));
+  check(errors.length === 0, `no script errors after the two-step turns: ${errors.join("; ")}`);
 } catch (e) {
   check(false, `driver error: ${e.message}`);
 }
