@@ -11,7 +11,8 @@ use crate::agent::{Agent, Limits, ThreadClaims, ToolBelt, TurnTables};
 use crate::http::AppState;
 use crate::judge::Contracts;
 use crate::llm::Model;
-use crate::mcp::ServerSpec;
+use crate::mcp::{ClientOptions, ServerSpec};
+use crate::protocols::connection::Connection;
 use crate::protocols::frame::Frame;
 use crate::protocols::narrowing::Narrowing;
 use crate::protocols::paging::Paging;
@@ -34,6 +35,12 @@ pub struct AppConfig<'a> {
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
+    build_with(cfg, ClientOptions::default()).await
+}
+
+/// [`build`], with these options for every MCP server's client (timeouts,
+/// idle probe, backoff).
+pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Result<AppState> {
     let tables = TableSet::load(cfg.tables_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let bind = |e: crate::protocols::LoadError| anyhow::anyhow!("{e}");
     let turn_tables = TurnTables {
@@ -47,9 +54,14 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
     let store = Store::connect(cfg.database_url)
         .await
         .with_context(|| "cannot open the database")?;
-    let tools = ToolBelt::connect(&cfg.servers)
+    // A server that is down does not stop start-up: its connection machine
+    // (tables/connection.ron) retries it in the background, and `/readyz`
+    // says so. Only a spec that can never work, or a tool offered twice,
+    // is an error here.
+    let connection = tables.bound::<Connection>().map_err(bind)?;
+    let tools = ToolBelt::start(&cfg.servers, connection, client)
         .await
-        .with_context(|| "cannot connect to the MCP tool servers")?;
+        .with_context(|| "cannot start the MCP tool servers")?;
     let agent = Agent {
         model: cfg.model,
         tools,

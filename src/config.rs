@@ -148,6 +148,10 @@ struct FileTool {
     fixed_prefixes: Vec<String>,
     #[serde(default)]
     stitch: bool,
+    /// A call that hit an expired MCP session may be re-sent once on the new
+    /// session (ADR 0011).
+    #[serde(default)]
+    retry_safe: bool,
 }
 
 // ---------------------------------------------------------------------------
@@ -268,6 +272,9 @@ pub struct ToolSettings {
     pub licence_tier: Option<String>,
     /// The result contract the judge holds this tool's answers to, if any.
     pub contract: Option<crate::judge::Contract>,
+    /// A call that hit an expired MCP session may be re-sent once on the
+    /// new session, as if the tool declared `readOnlyHint: true`.
+    pub retry_safe: bool,
 }
 
 impl Config {
@@ -396,6 +403,18 @@ impl Config {
             .map(|s| ServerSpec {
                 name: s.name.clone(),
                 transport: s.transport.clone(),
+                // Every configured tool is named, so a call of one while its
+                // server is down fails as `server_down`, not "unknown tool".
+                tools: s
+                    .tools
+                    .iter()
+                    .map(|(tool, t)| {
+                        let policy = crate::mcp::ToolPolicy {
+                            retry_safe: t.retry_safe,
+                        };
+                        (tool.clone(), policy)
+                    })
+                    .collect(),
             })
             .collect()
     }
@@ -722,6 +741,7 @@ impl Validator {
                     ToolSettings {
                         licence_tier,
                         contract,
+                        retry_safe: t.retry_safe,
                     },
                 );
             }
@@ -1058,12 +1078,28 @@ url = "not a url"
                 .as_deref(),
             Some("pro")
         );
+        let mut site = ServerSpec::http("site", "http://127.0.0.1:9/mcp");
+        site.tools
+            .insert("search_photos".into(), Default::default());
         assert_eq!(
             c.server_specs(),
-            vec![
-                ServerSpec::http("site", "http://127.0.0.1:9/mcp"),
-                ServerSpec::stdio("files", "npx", ["-y", "server"]),
-            ]
+            vec![site, ServerSpec::stdio("files", "npx", ["-y", "server"]),]
         );
+    }
+
+    #[test]
+    fn a_tool_may_be_marked_retry_safe() {
+        let src = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.search_photos]\nretry_safe = true\n[mcp_servers.tools.create_issue]\nlicence_tier = \"pro\"\n"
+        );
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert!(c.mcp_servers[0].tools["search_photos"].retry_safe);
+        assert!(!c.mcp_servers[0].tools["create_issue"].retry_safe);
+        let mut expected =
+            ServerSpec::http("site", "http://127.0.0.1:9/mcp").retry_safe("search_photos");
+        expected
+            .tools
+            .insert("create_issue".into(), Default::default());
+        assert_eq!(c.server_specs(), vec![expected]);
     }
 }

@@ -49,6 +49,11 @@ enum Command {
         /// stream at a real model's pace (0: no delay).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60000))]
         model_delay_ms: u64,
+        /// Seconds the demo tool server keeps an idle MCP session before it
+        /// forgets it (default: rmcp's, 300). turnstile re-initialises an
+        /// expired session (docs/adr/0011-mcp-reconnect.md).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86400))]
+        mcp_session_ttl: Option<u64>,
     },
     /// Serve chats with an OpenAI-compatible model and the configured MCP servers.
     Serve {
@@ -139,6 +144,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tables,
             turn_lease_secs,
             model_delay_ms,
+            mcp_session_ttl,
         } => {
             let opts = cli::demo::DemoRun {
                 addr,
@@ -148,6 +154,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tables_dir: tables.as_deref(),
                 turn_lease: std::time::Duration::from_secs(turn_lease_secs),
                 model_delay: std::time::Duration::from_millis(model_delay_ms),
+                mcp_session_ttl: mcp_session_ttl.map(std::time::Duration::from_secs),
             };
             runtime()?.block_on(cli::demo::run(opts))?;
             Ok(ExitCode::SUCCESS)

@@ -45,7 +45,10 @@ async fn demo(faults: Vec<Fault>) -> (DemoServer, ToolClient) {
     init_tracing();
     let server = DemoServer::start(
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        DemoOptions { faults },
+        DemoOptions {
+            faults,
+            ..DemoOptions::default()
+        },
     )
     .await
     .expect("demo server starts");

@@ -173,3 +173,39 @@ async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterprete
     assert_eq!(kinds(&frames).last(), Some(&"done"));
     s.stop().await;
 }
+
+/// A table that `tables check` accepts but that loops (asking for a call
+/// when none is pending) ends the turn naming the row, instead of spinning.
+#[tokio::test]
+async fn a_turn_table_that_loops_ends_the_turn_at_its_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
+    let dir = tmp.path().join("tables");
+    std::fs::create_dir(&dir).unwrap();
+    let src =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tables/turn.ron"))
+            .unwrap();
+    let edited = src.replace(
+        "Legal(id: \"plan-again\", from: \"Judging\", on: \"step_done\", to: \"Planning\", effect: \"plan\")",
+        "Legal(id: \"plan-again\", from: \"Judging\", on: \"step_done\", to: \"Calling\", effect: \"call\")",
+    );
+    assert_ne!(edited, src);
+    std::fs::write(dir.join("turn.ron"), edited).unwrap();
+    let s = Server::start(&db, Some(&dir)).await;
+    let thread = s.new_thread().await;
+    let frames = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        s.say(&thread, "show safety issues on floor 3"),
+    )
+    .await
+    .expect("the turn ends instead of spinning");
+    let e = the_error(&frames);
+    assert_eq!(e.table.as_deref(), Some("turn"));
+    assert_eq!(e.row_id.as_deref(), Some("plan-again"));
+    assert!(e.message.contains("none is pending"), "{e:?}");
+    assert!(
+        kinds(&frames).contains(&"citation"),
+        "what was judged is shown"
+    );
+    s.stop().await;
+}

@@ -10,12 +10,18 @@ use turnstile::mcp::ToolOutput;
 use turnstile::protocols::paging::Paging;
 use turnstile::protocols::TableSet;
 
+/// A count as servers send them: often zero or small (so that zeros, totals
+/// beside items and pages at a small cap all occur), sometimes large.
+fn count() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0u64), 0u64..40, 0u64..6000]
+}
+
 fn accounting() -> impl Strategy<Value = Option<Accounting>> {
     proptest::option::of(
         (
-            0u64..100,
-            proptest::option::of(0u64..6000),
-            proptest::option::of(0u64..6000),
+            prop_oneof![Just(0u64), 0u64..100],
+            proptest::option::of(count()),
+            proptest::option::of(count()),
             any::<bool>(),
         )
             .prop_map(|(returned, total, lb, has_more)| Accounting {
@@ -30,24 +36,48 @@ fn accounting() -> impl Strategy<Value = Option<Accounting>> {
 
 proptest! {
     #[test]
-    fn grades_follow_the_seed(acc in accounting(), displayed in 0u64..100, sentinel in 1u64..5000) {
+    fn grades_follow_the_seed(
+        acc in accounting(),
+        displayed in 0u64..100,
+        // Small caps too, so that pages saturate them.
+        sentinel in prop_oneof![1u64..120, 1u64..5000],
+    ) {
         let c = grade(acc.as_ref(), displayed, sentinel);
         match &acc {
             None => prop_assert_eq!(c.grade, CountGrade::Unknown),
             Some(a) => {
-                if let Some(t) = a.total {
+                // What was delivered; a total below it is contradicted by
+                // the delivery and never repeated.
+                let delivered = displayed.max(a.returned);
+                let total = a.total.filter(|&t| t >= delivered);
+                if let Some(t) = total {
                     if t >= sentinel {
                         // Saturated: never EXACT, and more may exist whatever upstream said.
                         prop_assert_eq!(c.grade, CountGrade::LowerBound);
                         prop_assert!(c.has_more);
                     } else {
                         prop_assert_eq!(c.grade, CountGrade::Exact);
+                        prop_assert_eq!(c.total, Some(t));
                     }
+                } else if delivered >= sentinel {
+                    // A page at the cap, without a credible total: at least
+                    // what was delivered, and more may exist.
+                    prop_assert_eq!(c.grade, CountGrade::LowerBound);
+                    prop_assert!(c.has_more && !c.complete);
+                    prop_assert!(c.total.is_some_and(|t| t >= delivered));
                 } else if a.total_lower_bound.is_some() {
                     prop_assert_eq!(c.grade, CountGrade::LowerBound);
                 } else {
                     prop_assert_eq!(c.grade, CountGrade::Shown);
                     prop_assert_eq!(c.total, None);
+                }
+                if a.has_more {
+                    prop_assert!(c.has_more && !c.complete, "more beyond is never lost");
+                }
+                // An exact total is never below what was delivered: a result
+                // that delivered items is never "exactly 0".
+                if c.grade == CountGrade::Exact {
+                    prop_assert!(c.total.is_some_and(|t| t >= delivered));
                 }
             }
         }
@@ -70,6 +100,9 @@ struct Page {
     lower: bool,
     accounted: bool,
     has_more: bool,
+    /// Whether the page carries a `next_cursor` (a `has_more` page without
+    /// one cannot be followed).
+    cursor: bool,
 }
 
 fn page() -> impl Strategy<Value = Page> {
@@ -79,13 +112,15 @@ fn page() -> impl Strategy<Value = Page> {
         prop_oneof![9 => Just(false), 1 => Just(true)],
         prop_oneof![9 => Just(true), 1 => Just(false)],
         prop_oneof![3 => Just(true), 1 => Just(false)],
+        prop_oneof![4 => Just(true), 1 => Just(false)],
     )
-        .prop_map(|(ids, total, lower, accounted, has_more)| Page {
+        .prop_map(|(ids, total, lower, accounted, has_more, cursor)| Page {
             ids,
             total,
             lower,
             accounted,
             has_more,
+            cursor,
         })
 }
 
@@ -101,7 +136,7 @@ fn output(p: &Page, n: usize) -> ToolOutput {
             &json!({"content": [{"type": "text", "text": "rows"}], "structuredContent": {"items": items}}),
         );
     }
-    let mut meta = json!({"returned": items.len(), "has_more": p.has_more, "next_cursor": p.has_more.then(|| format!("c{n}"))});
+    let mut meta = json!({"returned": items.len(), "has_more": p.has_more, "next_cursor": p.cursor.then(|| format!("c{n}"))});
     let total = p.total.unwrap_or(30);
     meta[if p.lower {
         "total_lower_bound"
@@ -145,7 +180,7 @@ proptest! {
                 prop_assert_eq!(out.accounting.is_none(), !first.accounted);
                 prop_assert!(out.anomaly.is_some() || interrupted);
             }
-            StitchEnd::Complete | StitchEnd::Capped => {
+            StitchEnd::Complete | StitchEnd::Capped | StitchEnd::NoCursor => {
                 // No page after the first disagreed, so no id repeats across pages.
                 prop_assert!(out.anomaly.is_none());
                 let mut earlier: HashSet<u32> = HashSet::new();
@@ -155,6 +190,26 @@ proptest! {
                 }
                 prop_assert_eq!(out.items.len(), fed.iter().map(|p| p.ids.len()).sum::<usize>());
             }
+        }
+        // The stitch is the whole listing only if its last page said so; a
+        // last page that says more exists, with or without a cursor to
+        // follow, leaves more beyond it.
+        let last = fed.last().unwrap();
+        match out.end {
+            StitchEnd::Complete => {
+                prop_assert!(last.accounted && !last.has_more, "complete, but the last page said more: {:?}", last);
+                prop_assert!(out.accounting.as_ref().is_some_and(|a| !a.has_more));
+            }
+            StitchEnd::NoCursor => {
+                prop_assert!(last.accounted && last.has_more && !last.cursor, "{:?}", last);
+            }
+            StitchEnd::Abandoned | StitchEnd::Capped => {}
+        }
+        if out.end != StitchEnd::Complete {
+            prop_assert!(out.accounting.as_ref().is_none_or(|a| a.has_more));
+        }
+        if out.anomaly.is_none() && last.accounted && last.has_more && !last.cursor {
+            prop_assert_eq!(out.end, StitchEnd::NoCursor, "a cursorless has_more page ends the stitch as a sample");
         }
         if let Some(a) = &out.accounting {
             // A stitched count is never a sum of pages: the first page's total stands.
@@ -175,13 +230,22 @@ mod listing_props {
     use turnstile::judge::digest::DigestLimits;
     use turnstile::judge::emptiness::AbsenceCause;
     use turnstile::judge::listing::{self, Input};
-    use turnstile::judge::narrowing::Gate;
+    use turnstile::judge::narrowing::{Gate, Scope};
+    use turnstile::judge::stitch::Stitched;
     use turnstile::judge::{Anchor, Contract};
     use turnstile::protocols::narrowing::Narrowing;
 
-    fn output(acc: &Option<Accounting>, items: usize, structured: bool) -> ToolOutput {
-        let list: Vec<Value> = (0..items)
-            .map(|i| json!({"id": format!("P-{i}"), "floor": 3, "note": "x".repeat(i * 40)}))
+    /// One page: its accounting (with a cursor when `cursor`), `items`
+    /// delivered items with ids from `first_id`.
+    fn output(
+        acc: &Option<Accounting>,
+        cursor: Option<&str>,
+        items: usize,
+        first_id: usize,
+        structured: bool,
+    ) -> ToolOutput {
+        let list: Vec<Value> = (first_id..first_id + items)
+            .map(|i| json!({"id": format!("P-{i}"), "floor": 3, "note": "x".repeat((i - first_id) * 40)}))
             .collect();
         let mut v = json!({"content": [{"type": "text", "text": "## Image #1"}]});
         if structured {
@@ -195,24 +259,72 @@ mod listing_props {
             if let Some(lb) = a.total_lower_bound {
                 meta["total_lower_bound"] = json!(lb);
             }
+            if let Some(c) = cursor {
+                meta["next_cursor"] = json!(c);
+            }
             v["_meta"] = meta;
         }
         ToolOutput::from_value(&v)
+    }
+
+    /// A second page of the same listing (same total), when stitching goes on.
+    #[derive(Debug, Clone)]
+    struct Tail {
+        items: usize,
+        has_more: bool,
+        cursor: bool,
+    }
+
+    fn tail() -> impl Strategy<Value = Tail> {
+        (0usize..10, any::<bool>(), any::<bool>()).prop_map(|(items, has_more, cursor)| Tail {
+            items,
+            has_more,
+            cursor,
+        })
     }
 
     proptest! {
         #[test]
         fn a_judgement_claims_only_what_the_accounting_supports(
             acc in accounting(),
+            cursor in any::<bool>(),
             items in 0usize..30,
             structured in any::<bool>(),
             contract in any::<bool>(),
-            sentinel in 1u64..5000,
+            // Small caps too, so that pages saturate them.
+            sentinel in prop_oneof![1u64..40, 1u64..5000],
+            stitching in any::<bool>(),
+            tail in tail(),
+            scoped in any::<bool>(),
         ) {
-            let out = output(&acc, items, structured);
-            let contract = contract.then(|| Contract { fixed_prefixes: vec!["## Image #".into()], stitch: false });
+            let out = output(&acc, cursor.then_some("c1"), items, 0, structured);
+            let contract = contract.then(|| Contract { fixed_prefixes: vec!["## Image #".into()], stitch: stitching });
+            // The stitch, as the agent drives it: pages while the table says
+            // "fetch on", up to a cap of two. `last` is the last page fed.
+            let mut last = (acc.as_ref().map(|a| a.has_more), cursor);
+            let stitched: Option<Stitched> = stitching.then(|| {
+                let paging = TableSet::builtin().unwrap().bound::<Paging>().unwrap();
+                let mut s = Stitcher::new(&paging, 2);
+                if s.push(&out).unwrap().is_some() {
+                    let second = acc.clone().map(|a| Accounting {
+                        returned: tail.items as u64,
+                        has_more: tail.has_more,
+                        ..a
+                    });
+                    let page = output(&second, tail.cursor.then_some("c2"), tail.items, 1000, structured);
+                    last = (Some(tail.has_more), tail.cursor);
+                    s.push(&page).unwrap();
+                }
+                s.finish()
+            });
+            let scope = scoped.then(|| {
+                Scope::new("search", json!({"floor": 3}).as_object().unwrap())
+            });
             let table = TableSet::builtin().unwrap().bound::<Narrowing>().unwrap();
             let mut gate = Gate::new(&table);
+            if scoped {
+                gate.narrow().unwrap();
+            }
             let args = Map::new();
             let limits = DigestLimits::default();
             let j = listing::judge(
@@ -221,8 +333,8 @@ mod listing_props {
                     contract: contract.as_ref(),
                     args: &args,
                     first: &out,
-                    stitched: None,
-                    scope: None,
+                    stitched: stitched.as_ref(),
+                    scope: scope.as_ref(),
                     limit_sentinel: sentinel,
                     digest: limits,
                 },
@@ -230,22 +342,54 @@ mod listing_props {
             );
             prop_assert!(j.violation.is_none());
             let card = j.card.expect("a listing always has a card");
-            if structured {
+            if structured && stitched.is_none() {
                 prop_assert_eq!(card.displayed, items as u64);
                 prop_assert_eq!(card.items.len(), items);
             }
+            if let Some(s) = &stitched {
+                prop_assert_eq!(card.items.len(), s.items.len());
+            }
             // "none" only for an accounted zero with nothing delivered.
-            let absent = j.anchors.iter().any(|a| matches!(a, Anchor::Absent { cause: AbsenceCause::ZeroFromStart }));
+            let absent = j.anchors.iter().any(|a| matches!(a, Anchor::Absent { .. }));
             if absent {
                 prop_assert!(contract.is_some());
-                prop_assert!(card.items.is_empty());
+                prop_assert!(card.items.is_empty(), "'none' with items delivered");
+                prop_assert_eq!(card.displayed, 0, "'none' with items delivered");
                 let a = acc.as_ref().expect("accounting behind every 'none'");
                 prop_assert!(a.total == Some(0) || (a.total.is_none() && !a.has_more));
             }
-            // "complete" only when exact, and then the card is the whole population.
+            if j.anchors.iter().any(|a| matches!(a, Anchor::Absent { cause: AbsenceCause::ZeroFromStart })) {
+                prop_assert!(!scoped);
+            }
+            if j.release {
+                prop_assert!(scoped && card.displayed == 0 && card.items.is_empty());
+            }
+            // An exact zero is only ever a zero that was delivered.
+            if card.grade == "EXACT" && card.total == Some(0) {
+                prop_assert_eq!(card.displayed, 0);
+            }
+            // "complete" only when exact with nothing beyond, and then the
+            // card is the whole population.
             if card.complete {
                 prop_assert_eq!(card.grade.as_str(), "EXACT");
                 prop_assert_eq!(card.total, Some(card.displayed));
+                prop_assert!(!card.has_more, "complete with more beyond");
+            }
+            // A last page that says more exists is never the end of the
+            // population, with or without a cursor, stitched or narrowed.
+            if last.0 == Some(true) {
+                prop_assert!(card.has_more, "has_more lost: {:?}", card);
+                prop_assert!(!card.complete, "a page with more beyond called complete: {:?}", card);
+            }
+            // Saturated at the upstream's cap, with or without a total: at
+            // least that many, more may exist, never exact or complete.
+            let returned = match &stitched {
+                Some(_) => 0,
+                None => acc.as_ref().map_or(0, |a| a.returned),
+            };
+            if acc.is_some() && card.displayed.max(returned) >= sentinel {
+                prop_assert_eq!(card.grade.as_str(), "LOWER_BOUND", "saturated: {:?}", card);
+                prop_assert!(card.has_more && !card.complete);
             }
             if card.grade == "LOWER_BOUND" {
                 prop_assert!(!card.complete);

@@ -54,9 +54,15 @@ fn loopback() -> SocketAddr {
 }
 
 async fn demo(faults: Vec<Fault>) -> DemoServer {
-    DemoServer::start(loopback(), DemoOptions { faults })
-        .await
-        .expect("demo server starts")
+    DemoServer::start(
+        loopback(),
+        DemoOptions {
+            faults,
+            ..DemoOptions::default()
+        },
+    )
+    .await
+    .expect("demo server starts")
 }
 
 async fn connect(server: &DemoServer) -> ToolClient {

@@ -276,3 +276,138 @@ async fn a_turn_cut_mid_answer_keeps_everything_the_client_saw() {
     assert_eq!(v["turns"][0]["machines"]["turn"]["state"], "Cancelled");
     s.stop().await;
 }
+
+/// The scripted answer as an `unfold`, which panics if polled after it
+/// ended (as the OpenAI adapter's stream is, and a provider may send the
+/// last chunk and `[DONE]` in one write): every turn still ends with `done`
+/// and its answer record.
+struct Unfolded(Scripted);
+
+#[async_trait::async_trait]
+impl Model for Unfolded {
+    fn name(&self) -> &str {
+        "unfolded"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        self.0.plan(req).await
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        let deltas: Vec<_> = self.0.respond(req).await?.collect().await;
+        Ok(Box::pin(futures::stream::unfold(
+            deltas.into_iter(),
+            |mut it| async move { it.next().map(|d| (d, it)) },
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_must_not_be_polled_after_its_end_finishes_its_turns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Arc::new(Unfolded(Scripted::demo()));
+    let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
+    let thread = s.new_thread().await;
+    for prompt in ["show safety issues on floor 3", "hello"] {
+        let frames = s.say(&thread, prompt).await;
+        assert_eq!(kinds(&frames).last(), Some(&"done"), "{:?}", kinds(&frames));
+    }
+    let v = s.thread(&thread).await;
+    let answers = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["body"]["kind"] == "answer")
+        .count();
+    assert_eq!(answers, 2);
+    s.stop().await;
+}
+
+/// Reads a turn's stream until `done`, then posts the next message at once,
+/// before the stream has closed: the thread is already free.
+#[tokio::test]
+async fn the_next_message_right_after_done_is_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&db(&tmp), None).await;
+    let thread = s.new_thread().await;
+    for _ in 0..20 {
+        let resp = s
+            .http
+            .post(format!("{}/v1/threads/{thread}/messages", s.base))
+            .json(&json!({"text": "show safety issues on floor 3"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut body = resp.bytes_stream();
+        let mut reader = FrameReader::new();
+        while !reader.frames().iter().any(|f| matches!(f, Frame::Done(_))) {
+            reader.push(&body.next().await.expect("open").unwrap());
+        }
+        let next = s
+            .http
+            .post(format!("{}/v1/threads/{thread}/messages", s.base))
+            .json(&json!({"text": "hello"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(next.status(), 200, "{}", next.text().await.unwrap());
+        let _ = next.bytes().await;
+        drop(body);
+    }
+    s.stop().await;
+}
+
+/// A scope released by a refused narrowing is committed with the result
+/// that shows it: a turn cut before its answer cannot bring it back.
+#[tokio::test]
+async fn a_released_scope_stays_released_when_the_turn_is_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Arc::new(Recording {
+        inner: Scripted::demo(),
+        delay: Some(Duration::from_millis(150)),
+        ..Recording::default()
+    });
+    let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
+    let thread = s.new_thread().await;
+    s.say(&thread, "show safety issues on floor 3").await;
+    // Floor 5 inside floor 3: zero after narrowing, the scope is released;
+    // the client leaves at the first delta.
+    let resp = s
+        .http
+        .post(format!("{}/v1/threads/{thread}/messages", s.base))
+        .json(&json!({"text": "only those on floor 5"}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = resp.bytes_stream();
+    let mut reader = FrameReader::new();
+    while !reader.frames().iter().any(|f| matches!(f, Frame::Delta(_))) {
+        reader.push(&body.next().await.expect("open").unwrap());
+    }
+    drop(body);
+    for _ in 0..50 {
+        let v = s.thread(&thread).await;
+        if v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["body"]["kind"] == "cut")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let frames = s.say(&thread, "only those from April").await;
+    let p = plans(&frames);
+    assert!(
+        p[0].scope.is_none(),
+        "the released scope came back: {:?}",
+        p[0].scope
+    );
+    assert!(citations(&frames).iter().all(|c| !c.narrowed));
+    assert!(
+        answer(&frames).contains("no earlier results to narrow"),
+        "{}",
+        answer(&frames)
+    );
+    s.stop().await;
+}

@@ -173,6 +173,17 @@ impl Claim {
         }
     }
 
+    /// A future that resolves once the lease is lost, independent of the
+    /// claim's lifetime (so the claim itself can move into the turn).
+    pub fn lost_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut lost = self.lost.clone();
+        async move {
+            if lost.wait_for(|l| *l).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Runs `work` while the lease is held, then releases the lease.
     /// Returns `work`'s output, or `None` if the lease was lost first: then
     /// `work` is dropped (cancelled), since another turn may now run on the

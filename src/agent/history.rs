@@ -26,8 +26,10 @@ pub fn build(messages: &[Message], current: &str, budget: usize) -> Vec<HistoryT
         match Stored::read(&m.body) {
             Stored::User { text } => turn.user = redact(&text),
             Stored::Card { citation, .. } => turn.cards.push(redact(&card_line(&citation))),
-            // Batches until the answer record replaces them whole.
-            Stored::Text { text } if !*answered => turn.answer += &redact(&text),
+            // Batches until the answer record replaces them whole; joined
+            // raw and redacted once below, so a URL split across two
+            // batches is still one URL.
+            Stored::Text { text } if !*answered => turn.answer += &text,
             Stored::Answer { text, .. } => {
                 turn.answer = redact(&text);
                 *answered = true;
@@ -40,6 +42,14 @@ pub fn build(messages: &[Message], current: &str, budget: usize) -> Vec<HistoryT
     }
     let mut kept = Vec::new();
     let mut used = 0;
+    let turns = turns.into_iter().map(|(id, mut t, answered)| {
+        if !answered {
+            t.answer = redact(&t.answer);
+        }
+        (id, t, answered)
+    });
+    // A turn with no user message (an unreadable record) says nothing.
+    let turns: Vec<_> = turns.filter(|(_, t, _)| !t.user.is_empty()).collect();
     for (_, turn, _) in turns.into_iter().rev() {
         let size =
             turn.user.len() + turn.answer.len() + turn.cards.iter().map(String::len).sum::<usize>();
@@ -97,6 +107,25 @@ mod tests {
             assert!(t.answer.contains("[link]"));
         }
         assert!(h.iter().all(|t| t.user != "current"));
+    }
+
+    #[test]
+    fn a_url_split_across_batches_is_still_redacted() {
+        let ms = vec![
+            msg("a", Role::User, json!({"kind": "user", "text": "q"})),
+            msg(
+                "a",
+                Role::Assistant,
+                json!({"kind": "text", "text": "get it at https://files.exa"}),
+            ),
+            msg(
+                "a",
+                Role::Assistant,
+                json!({"kind": "text", "text": "mple.com/dl?token=CAPSECRET now"}),
+            ),
+        ];
+        let h = build(&ms, "b", 1000);
+        assert_eq!(h[0].answer, "get it at [link] now");
     }
 
     #[test]

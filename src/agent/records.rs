@@ -27,7 +27,12 @@ pub enum Record<'a> {
         frame: &'a wire::ToolResult,
         args: &'a Map<String, Value>,
         result: Option<&'a ToolOutput>,
-        digest: &'a Digest,
+        /// What the models saw of a failed call; a result that is judged
+        /// has its digest on its card.
+        digest: Option<&'a Digest>,
+        /// A refused narrowing released the scope: committed with the
+        /// result that shows it, so a cut turn cannot bring the scope back.
+        scope_released: bool,
     },
     Card {
         citation: &'a wire::Citation,
@@ -35,6 +40,10 @@ pub enum Record<'a> {
         population: Option<&'a Scope>,
         /// The narrowing machine that judged it (table hash included).
         narrowing: Option<&'a crate::fsm::Snapshot>,
+        /// Zero inside the scope: the scope is released from here on.
+        scope_released: bool,
+        /// What the models saw of this result.
+        digest: &'a Digest,
     },
     /// A batch of the answer's text, committed before it is sent.
     Text {
@@ -80,6 +89,12 @@ pub enum Stored {
         population: Option<Scope>,
         #[serde(default)]
         narrowing: Option<crate::fsm::Snapshot>,
+        #[serde(default)]
+        scope_released: bool,
+    },
+    Result {
+        #[serde(default)]
+        scope_released: bool,
     },
     Text {
         text: String,
@@ -103,7 +118,42 @@ pub enum Stored {
 
 impl Stored {
     pub fn read(body: &Value) -> Stored {
+        if body.get("kind").is_none() {
+            return Self::legacy(body);
+        }
         serde_json::from_value(body.clone()).unwrap_or(Stored::Other)
+    }
+
+    /// A body stored before records had a `kind` (one user message, one
+    /// tool message per result, one assistant message per answer), so
+    /// older threads keep their history and their population.
+    fn legacy(body: &Value) -> Stored {
+        let text = || body.get("text").and_then(Value::as_str).map(str::to_string);
+        if body.get("citations").is_some() {
+            return Stored::Answer {
+                text: text().unwrap_or_default(),
+                population: body
+                    .get("population")
+                    .and_then(|p| serde_json::from_value(p.clone()).ok()),
+                narrowing: None,
+                scope_released: body.get("scope_released") == Some(&Value::Bool(true)),
+            };
+        }
+        if body.get("context").is_some() {
+            if let Some(text) = text() {
+                return Stored::User { text };
+            }
+        }
+        match body
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+        {
+            Some(m) if body.get("call_id").is_none() => Stored::Error {
+                message: m.to_string(),
+            },
+            _ => Stored::Other,
+        }
     }
 }
 
@@ -122,6 +172,13 @@ pub fn last_population(bodies: &[Value]) -> Option<(Scope, Option<crate::fsm::Sn
                 narrowing,
                 ..
             } => return population.map(|p| (p, narrowing)),
+            Stored::Card {
+                scope_released: true,
+                ..
+            }
+            | Stored::Result {
+                scope_released: true,
+            } => return None,
             Stored::Card {
                 population: Some(p),
                 narrowing,

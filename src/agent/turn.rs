@@ -107,6 +107,16 @@ enum Stop {
     /// A table forbade what the turn reached: reported with its row id.
     #[error("{0}")]
     Violation(Box<Violation>),
+    /// The turn table asked for a call the plan does not have.
+    #[error("the turn table asked for a call with none pending")]
+    NoCallPending,
+}
+
+/// How a turn's task ended.
+enum Ending {
+    Ran,
+    Gone,
+    LeaseLost,
 }
 
 /// One call's outcome, waiting to be judged.
@@ -161,7 +171,24 @@ struct Turn<'a> {
     outcome: Option<Outcome>,
     failure: Option<wire::Error>,
     answer: String,
+    /// The thread's lease; released right before the terminal frame is
+    /// sent, so a client that read `done` may start the next turn at once.
+    claim: Option<super::claims::Claim>,
+    /// The step that first narrowed (the scope applies to the population's
+    /// tool in this and every later step of the turn).
+    scope_step: Option<u32>,
+    /// Where each anchor came from ("step 1, call 2"), for the responder.
+    origins: Vec<String>,
+    /// The last row the turn machine took.
+    last_row: String,
+    /// Calls run in the current step.
+    calls_this_step: usize,
+    /// Planned calls taken so far in this turn.
+    planned_calls: usize,
 }
+
+/// Most calls one planning round may make; the rest are refused.
+const MAX_CALLS_PER_STEP: usize = 8;
 
 impl Agent {
     /// Runs one turn, writing frames into `tx`. Returns when the turn is
@@ -173,6 +200,7 @@ impl Agent {
         turn_id: &str,
         req: TurnRequest,
         tx: tokio::sync::mpsc::Sender<OutFrame>,
+        claim: Option<super::claims::Claim>,
     ) {
         let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
         let closed = tx.clone();
@@ -201,24 +229,55 @@ impl Agent {
             outcome: None,
             failure: None,
             answer: String::new(),
+            claim: None,
+            scope_step: None,
+            origins: Vec::new(),
+            last_row: String::new(),
+            calls_this_step: 0,
+            planned_calls: 0,
         };
+        let lost = claim.as_ref().map(|c| c.lost_signal());
+        turn.claim = claim;
         let work = async {
-            let gone = tokio::select! {
-                r = turn.run(req) => {
-                    if let Err(e) = r {
+            let lost = async move {
+                match lost {
+                    Some(l) => l.await,
+                    None => std::future::pending().await,
+                }
+            };
+            let ending = tokio::select! {
+                biased;
+                _ = closed.closed() => Ending::Gone,
+                () = lost => Ending::LeaseLost,
+                r = turn.run(req) => match r {
+                    Err(Stop::Emit(EmitError::Disconnected)) => Ending::Gone,
+                    Err(e) => {
                         tracing::warn!(error = %e, "turn stopped early");
                         turn.report(&e).await;
+                        Ending::Ran
                     }
+                    Ok(()) => Ending::Ran,
+                },
+            };
+            match ending {
+                Ending::Ran => {
                     if let Err(e) = turn.frames.close().await {
                         tracing::warn!(error = %e, "closing the stream");
                     }
-                    false
                 }
-                _ = closed.closed() => true,
-            };
-            if gone {
-                tracing::info!("client disconnected; turn cancelled");
-                turn.cancelled().await;
+                Ending::Gone => {
+                    tracing::info!("client disconnected; turn cancelled");
+                    turn.cancelled().await;
+                }
+                Ending::LeaseLost => {
+                    // Another turn may own the thread now: nothing more is
+                    // stored; the client is told, from what it saw.
+                    tracing::warn!("the turn lost its lease on the thread; turn cancelled");
+                    turn.lease_lost().await;
+                }
+            }
+            if let Some(c) = turn.claim.take() {
+                c.release().await;
             }
             telemetry::record(turn.machine.snapshot());
             telemetry::record(turn.frames.snapshot());
@@ -235,6 +294,13 @@ impl Turn<'_> {
             Err(Stop::Violation(v)) | Err(Stop::Emit(EmitError::Violation(v))) => {
                 self.violation(&v).await
             }
+            Err(Stop::NoCallPending) => {
+                let row = self.last_row.clone();
+                self.internal(format!(
+                    "the turn table's row `{row}` asked for a call, but none is pending"
+                ))
+                .await
+            }
             other => other,
         }
     }
@@ -244,12 +310,13 @@ impl Turn<'_> {
         self.context = req
             .context
             .map(|c| BoundedContext::bound(c, limits.context));
-        if let Some(c) = &self.context {
-            for field in &c.truncated {
-                self.anchors.push(Anchor::ContextTruncated {
-                    field: field.clone(),
-                });
-            }
+        let truncated = self
+            .context
+            .as_ref()
+            .map(|c| c.truncated.clone())
+            .unwrap_or_default();
+        for field in truncated {
+            self.anchor(Anchor::ContextTruncated { field });
         }
         let start = wire::Frame::Start(wire::Start {
             turn_id: self.turn_id.clone(),
@@ -274,8 +341,14 @@ impl Turn<'_> {
         self.previous = records::last_population(&bodies);
 
         // The table's initial state is Planning: its effect is to plan.
+        // However a table is edited, the loop is bounded: each step takes at
+        // most a plan, its calls and their judgements.
+        let budget = (self.agent.limits.max_steps as usize + 1) * (2 * MAX_CALLS_PER_STEP + 4);
         let mut effect = TurnEffect::Plan;
-        loop {
+        for _ in 0..budget {
+            // A table that loops without awaiting must not starve the
+            // runtime: the client's leaving is noticed between effects.
+            tokio::task::yield_now().await;
             let event = match effect {
                 TurnEffect::Plan => self.plan().await?,
                 TurnEffect::Call => self.call().await?,
@@ -299,13 +372,53 @@ impl Turn<'_> {
                 }
             };
             match self.machine.fire(event) {
-                Ok(step) => match step.effect {
-                    Some(e) => effect = e,
-                    None => return Ok(()),
-                },
+                Ok(step) => {
+                    self.last_row = self.machine.row_id(step.row).to_string();
+                    match step.effect {
+                        Some(e) => effect = e,
+                        None => {
+                            let row = self.last_row.clone();
+                            return self
+                                .internal(format!(
+                                    "the turn table's row `{row}` names no effect, so the turn cannot go on"
+                                ))
+                                .await;
+                        }
+                    }
+                }
                 Err(v) => return Err(Stop::Violation(v)),
             }
         }
+        let row = self.last_row.clone();
+        self.internal(format!(
+            "the turn table kept the loop going past {budget} effects (last row `{row}`)"
+        ))
+        .await
+    }
+
+    /// Keeps an anchor for the responder with where it came from, so two
+    /// calls of one tool in different steps never read as one.
+    fn anchor(&mut self, a: Anchor) {
+        let origin = match (self.step, self.planned_calls) {
+            (0, _) => "host context".to_string(),
+            (s, 0) => format!("step {s}"),
+            (s, c) => format!("step {s}, call {c}"),
+        };
+        self.anchors.push(a);
+        self.origins.push(origin);
+    }
+
+    /// Ends the turn on a table that asks for something code cannot do,
+    /// naming the row that led there.
+    async fn internal(&mut self, message: String) -> Result<(), Stop> {
+        tracing::error!(row_id = %self.last_row, %message, "turn table led nowhere");
+        self.failure = Some(wire::Error {
+            message: format!("internal error: {message}"),
+            table: Some("turn".into()),
+            row_id: Some(self.last_row.clone()),
+            ..wire::Error::default()
+        });
+        self.fail().await
     }
 
     /// A forbidden row of the turn table: the turn ends with an error frame
@@ -370,6 +483,21 @@ impl Turn<'_> {
         }
     }
 
+    /// The lease on the thread was lost mid-turn (it expired, and another
+    /// turn may own the thread now): nothing more is stored, and the client
+    /// is told, in the frame order it saw.
+    async fn lease_lost(&mut self) {
+        self.claim = None;
+        if self.frames.allows(FrameEvent::Error) {
+            let e = wire::Frame::Error(wire::Error {
+                message: "this turn lost its claim on the thread and was stopped; nothing after this point was saved".into(),
+                ..wire::Error::default()
+            });
+            let _ = self.frames.emit(e).await;
+        }
+        let _ = self.frames.close().await;
+    }
+
     /// The client went away: the table moves the turn to Cancelled, and the
     /// cut is recorded (best effort: the process may be going away too).
     async fn cancelled(&mut self) {
@@ -396,6 +524,13 @@ impl Turn<'_> {
             // client saw, so the failure can still be reported in order.
             self.frames.restore(before);
             return Err(e);
+        }
+        // The terminal frame is committed: the thread is free before the
+        // client hears the turn ended, so its next message is never a 409.
+        if matches!(frame, wire::Frame::Done(_) | wire::Frame::Error(_)) {
+            if let Some(c) = self.claim.take() {
+                c.release().await;
+            }
         }
         self.frames.send(frame).await?;
         Ok(())
@@ -440,12 +575,17 @@ impl Turn<'_> {
             });
         }
         // The scope of a narrowing follow-up comes from stored turn state,
-        // never from the model, and only on the first step.
-        self.scope = None;
-        if plan.narrows_previous && self.step == 1 {
+        // never from the model. Once a step narrows, the population's tool
+        // stays scoped for the rest of the turn: a later step cannot widen
+        // it by searching again.
+        self.calls_this_step = 0;
+        if plan.narrows_previous && self.scope_step.is_none() {
             match self.previous.clone() {
-                Some((scope, _)) => self.scope = Some(scope),
-                None => self.anchors.push(Anchor::NothingToNarrow),
+                Some((scope, _)) => {
+                    self.scope = Some(scope);
+                    self.scope_step = Some(self.step);
+                }
+                None => self.anchor(Anchor::NothingToNarrow),
             }
         }
         let steps = plan
@@ -476,19 +616,10 @@ impl Turn<'_> {
     async fn call(&mut self) -> Result<TurnEvent, Stop> {
         let Some(call) = self.pending.pop_front() else {
             // The table asked for a call the plan does not have.
-            self.outcome = Some(Outcome::Failed {
-                call: self.record_for(
-                    None,
-                    "(none)",
-                    Map::new(),
-                    Digest::failed("(none)", "no call pending"),
-                ),
-                anchor: Anchor::ToolFailed {
-                    tool: "(none)".into(),
-                },
-            });
-            return Ok(TurnEvent::CallFailed);
+            return Err(Stop::NoCallPending);
         };
+        self.planned_calls += 1;
+        self.calls_this_step += 1;
         let outcome = self.run_call(&call).await?;
         let event = match &outcome {
             Outcome::Returned { .. } => TurnEvent::CallOk,
@@ -500,6 +631,7 @@ impl Turn<'_> {
 
     async fn run_call(&mut self, call: &PlannedCall) -> Result<Outcome, Stop> {
         let agent = self.agent;
+        let too_many = self.calls_this_step > MAX_CALLS_PER_STEP;
         let server = agent.tools.client_for(&call.tool).cloned();
         // One narrowing machine per listing. The scope is applied only if
         // the table's `narrow` row says so (effect `apply-scope`).
@@ -533,9 +665,15 @@ impl Turn<'_> {
                 "not run: the previous results cannot be narrowed: {}",
                 stale.clone().unwrap_or_default()
             )),
-            _ if self.scope.is_some() && scoped.is_none() => Some(
-                "a narrowing follow-up must use the tool that showed the previous results".into(),
-            ),
+            _ if too_many => Some(format!(
+                "not run: more than {MAX_CALLS_PER_STEP} calls in one planning round"
+            )),
+            _ if self.scope.is_some() && scoped.is_none() && self.scope_step == Some(self.step) => {
+                Some(
+                    "a narrowing follow-up must use the tool that showed the previous results"
+                        .into(),
+                )
+            }
             _ => None,
         };
         let (args, conflict) = match &scoped {
@@ -558,7 +696,7 @@ impl Turn<'_> {
                 shape: None,
                 conflict: None,
             };
-            self.emit_result(frame, &args, None, &digest).await?;
+            self.emit_result(frame, &args, None, Some(&digest)).await?;
             let anchor = match stale {
                 Some(_) => Anchor::NarrowingStale,
                 None => Anchor::ToolFailed {
@@ -593,7 +731,8 @@ impl Turn<'_> {
                         shape: None,
                         conflict: None,
                     };
-                    self.emit_result(frame, &page_args, None, &digest).await?;
+                    self.emit_result(frame, &page_args, None, Some(&digest))
+                        .await?;
                     if first.is_none() {
                         return Ok(Outcome::Failed {
                             call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
@@ -638,7 +777,10 @@ impl Turn<'_> {
                 shape: Some(shape.to_string()),
                 conflict: None,
             };
-            self.emit_result(frame, &page_args, Some(&out), &digest)
+            // A result still to be judged has no digest yet: the judged one
+            // is stored with its card.
+            let shown_digest = failed_first.then_some(&digest);
+            self.emit_result(frame, &page_args, Some(&out), shown_digest)
                 .await?;
             if failed_first {
                 let anchor = match out.is_error {
@@ -694,7 +836,7 @@ impl Turn<'_> {
         match self.outcome.take() {
             Some(Outcome::Refused { call, anchor, gate }) => {
                 if let Some(a) = anchor {
-                    self.anchors.push(a);
+                    self.anchor(a);
                 }
                 if let Some(gate) = gate {
                     self.listing_gate(gate);
@@ -703,7 +845,7 @@ impl Turn<'_> {
                 self.current.push(call);
             }
             Some(Outcome::Failed { mut call, anchor }) => {
-                self.anchors.push(anchor);
+                self.anchor(anchor);
                 self.digests.push(call.digest.clone());
                 call.digest.ok = false;
                 self.current.push(call);
@@ -740,9 +882,8 @@ impl Turn<'_> {
             return Ok(TurnEvent::NextCall);
         }
         self.steps.push(std::mem::take(&mut self.current));
-        self.scope = None;
         if self.step >= self.agent.limits.max_steps {
-            self.anchors.push(Anchor::StepLimit { steps: self.step });
+            self.anchor(Anchor::StepLimit { steps: self.step });
             return Ok(TurnEvent::StepLimit);
         }
         Ok(TurnEvent::StepDone)
@@ -753,9 +894,12 @@ impl Turn<'_> {
     async fn show(&mut self, j: Judgement, gate: Snapshot) -> Result<(), Stop> {
         if let Some(row) = &j.refused_row {
             tracing::warn!(row_id = %row, "narrowing table refused the page");
+            telemetry::forbidden("narrowing", row);
         }
-        self.anchors.extend(j.anchors);
-        self.digests.push(j.digest);
+        for a in j.anchors {
+            self.anchor(a);
+        }
+        self.digests.push(j.digest.clone());
         if j.release {
             self.release();
         }
@@ -768,6 +912,8 @@ impl Turn<'_> {
                 citation: &card,
                 population,
                 narrowing: population.map(|_| &gate),
+                scope_released: j.release,
+                digest: &j.digest,
             }
             .message();
             self.step(wire::Frame::Citation(card), vec![record]).await?;
@@ -778,6 +924,7 @@ impl Turn<'_> {
     fn release(&mut self) {
         self.released = true;
         self.population = None;
+        self.scope = None;
     }
 
     fn listing_gate(&mut self, gate: Gate) -> Snapshot {
@@ -803,7 +950,8 @@ impl Turn<'_> {
             let lines: Vec<String> = self
                 .anchors
                 .iter()
-                .map(|a| format!("- {}", a.text()))
+                .zip(&self.origins)
+                .map(|(a, o)| format!("- ({o}) {}", a.text()))
                 .collect();
             prompt = prompt.block("Directives", lines.join("\n"));
         }
@@ -824,8 +972,10 @@ impl Turn<'_> {
             anchors: self.anchors.clone(),
             digests: self.digests.clone(),
         };
+        // Fused: a batch may have seen the stream end, and an ended stream
+        // (an `unfold`, say) must not be polled again.
         let mut stream = match self.agent.model.respond(&req).await {
-            Ok(s) => s,
+            Ok(s) => s.fuse(),
             Err(e) => {
                 self.failure = Some(wire::Error {
                     message: format!("the model could not answer: {e}"),
@@ -926,6 +1076,18 @@ impl Turn<'_> {
                 format!("not run: the previous results cannot be narrowed by another {key}")
             }
         };
+        // A disjoint filter is zero inside the scope: the table's verdict
+        // is decided before the result is shown, so a release is committed
+        // with it.
+        let released = match conflict {
+            Conflict::Disjoint { .. } => {
+                let verdict = gate
+                    .verdict(NarrowingEvent::PageEmpty)
+                    .map_err(Stop::Violation)?;
+                verdict == Some(NarrowingEffect::ReleaseScope)
+            }
+            Conflict::Unsupported { .. } => false,
+        };
         let call_id = self.next_call_id();
         self.emit_call(&call_id, &call.tool, None, args).await?;
         let digest = Digest::failed(&call.tool, &summary);
@@ -937,7 +1099,8 @@ impl Turn<'_> {
             shape: None,
             conflict: serde_json::to_value(conflict).ok(),
         };
-        self.emit_result(frame, args, None, &digest).await?;
+        self.emit_result_released(frame, args, None, Some(&digest), released)
+            .await?;
         let record = self.record_for(call.id.as_deref(), &call.tool, args.clone(), digest);
         Ok(match conflict {
             Conflict::Unsupported { key } => Outcome::Refused {
@@ -946,16 +1109,12 @@ impl Turn<'_> {
                 gate: None,
             },
             Conflict::Disjoint { .. } => {
-                let verdict = gate
-                    .verdict(NarrowingEvent::PageEmpty)
-                    .map_err(Stop::Violation)?;
-                let released = verdict == Some(NarrowingEffect::ReleaseScope);
                 let anchors_gate = released.then_some(gate);
                 if released {
-                    self.anchors.push(Anchor::Absent {
+                    self.anchor(Anchor::Absent {
                         cause: crate::judge::emptiness::AbsenceCause::ZeroAfterNarrowing,
                     });
-                    self.anchors.push(Anchor::NarrowingReleased);
+                    self.anchor(Anchor::NarrowingReleased);
                 }
                 Outcome::Refused {
                     call: record,
@@ -1010,13 +1169,26 @@ impl Turn<'_> {
         frame: wire::ToolResult,
         args: &Map<String, Value>,
         out: Option<&ToolOutput>,
-        digest: &Digest,
+        digest: Option<&Digest>,
+    ) -> Result<(), Stop> {
+        self.emit_result_released(frame, args, out, digest, false)
+            .await
+    }
+
+    async fn emit_result_released(
+        &mut self,
+        frame: wire::ToolResult,
+        args: &Map<String, Value>,
+        out: Option<&ToolOutput>,
+        digest: Option<&Digest>,
+        scope_released: bool,
     ) -> Result<(), Stop> {
         let record = Record::Result {
             frame: &frame,
             args,
             result: out,
             digest,
+            scope_released,
         }
         .message();
         self.step(wire::Frame::ToolResult(frame), vec![record])

@@ -43,8 +43,15 @@ impl DemoServer {
             .await
             .with_context(|| format!("binding demo MCP server to {addr}"))?;
         let local = listener.local_addr().context("reading bound address")?;
+        let ttl = opts.session_ttl;
         let state = Arc::new(DemoState::new(opts));
-        let sessions = Arc::new(LocalSessionManager::default());
+        let mut manager = LocalSessionManager::default();
+        if let Some(ttl) = ttl {
+            // rmcp ends a session's worker after this long without traffic
+            // (default `SessionConfig::DEFAULT_KEEP_ALIVE`, 300 s).
+            manager.session_config.keep_alive = Some(ttl);
+        }
+        let sessions = Arc::new(manager);
         let cancel = CancellationToken::new();
         let service = StreamableHttpService::new(
             {
@@ -79,7 +86,7 @@ impl DemoServer {
             _ => local,
         };
         let url = format!("http://{url_addr}/mcp");
-        tracing::info!(%url, faults = ?state_faults(&state), "demo MCP server listening");
+        tracing::info!(%url, faults = ?state_faults(&state), session_ttl = ?session_ttl(&sessions), "demo MCP server listening");
         Ok(DemoServer {
             url,
             addr: local,
@@ -103,6 +110,16 @@ impl DemoServer {
     /// How many `query_data` calls reached the tool handler so far.
     pub fn query_calls(&self) -> u64 {
         self.state.query_calls()
+    }
+
+    /// How many calls of `tool` reached its handler so far.
+    pub fn calls(&self, tool: &str) -> u64 {
+        self.state.calls(tool)
+    }
+
+    /// How long an idle MCP session lives before the server forgets it.
+    pub fn session_ttl(&self) -> Option<Duration> {
+        session_ttl(&self.sessions)
     }
 
     /// Forget every MCP session, as a restarted or load-balanced server
@@ -135,6 +152,10 @@ impl DemoServer {
             task.abort();
         }
     }
+}
+
+fn session_ttl(sessions: &LocalSessionManager) -> Option<Duration> {
+    sessions.session_config.keep_alive
 }
 
 fn state_faults(state: &DemoState) -> Vec<String> {

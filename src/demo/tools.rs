@@ -128,6 +128,14 @@ impl std::str::FromStr for Fault {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DemoOptions {
     pub faults: Vec<Fault>,
+    /// How long an MCP session may stay idle before the server forgets it
+    /// (the next request on it gets HTTP 404). `None`: rmcp's default,
+    /// `SessionConfig::DEFAULT_KEEP_ALIVE` (300 s). `turnstile demo
+    /// --mcp-session-ttl SECS`.
+    pub session_ttl: Option<std::time::Duration>,
+    /// Every tool call waits this long before it answers (zero: none), so
+    /// tests can have a call out when the server goes away.
+    pub call_delay: std::time::Duration,
 }
 
 /// State shared by every session of one demo server.
@@ -136,6 +144,8 @@ pub struct DemoState {
     options: DemoOptions,
     search_calls: AtomicU64,
     query_calls: AtomicU64,
+    /// Calls that reached each tool's handler, by tool name.
+    calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
 }
 
 impl DemoState {
@@ -144,6 +154,30 @@ impl DemoState {
             options,
             search_calls: AtomicU64::new(0),
             query_calls: AtomicU64::new(0),
+            calls: Default::default(),
+        }
+    }
+
+    /// The server's options.
+    pub fn options(&self) -> &DemoOptions {
+        &self.options
+    }
+
+    /// How many calls of `tool` reached its handler (for tests that must
+    /// prove a call ran at most once).
+    pub fn calls(&self, tool: &str) -> u64 {
+        let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.get(tool).copied().unwrap_or(0)
+    }
+
+    /// Counts one call of `tool`, then waits the configured call delay.
+    async fn enter(&self, tool: &'static str) {
+        {
+            let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            *calls.entry(tool).or_default() += 1;
+        }
+        if !self.options.call_delay.is_zero() {
+            tokio::time::sleep(self.options.call_delay).await;
         }
     }
 
@@ -294,6 +328,7 @@ impl DemoTools {
         &self,
         Parameters(args): Parameters<SearchPhotosArgs>,
     ) -> CallToolResult {
+        self.state.enter("search_photos").await;
         search_photos(&self.state, args)
     }
 
@@ -301,11 +336,13 @@ impl DemoTools {
         description = "Answer a question about the site's data by translating it into SQL over panoramas and their annotations and running it. Understands filters (floor, month, year, annotation kind safety/quality/progress) and single-value aggregates (how many / count, sum, average, earliest/latest capture, lowest/highest floor). Listings return columns id, label, floor, captured_at and an annotation count; a LIMIT 3000 is added to every listing (aggregates are not limited). structuredContent has sql, columns, rows, returned, total, has_more, next_cursor; _meta has the accounting. Pass next_cursor back with the same question for the next page."
     )]
     async fn query_data(&self, Parameters(args): Parameters<QueryDataArgs>) -> CallToolResult {
+        self.state.enter("query_data").await;
         query_data(&self.state, args)
     }
 
     #[tool(description = "Get one panorama and all its annotations by id (e.g. TA-00412).")]
     async fn get_photo(&self, Parameters(args): Parameters<GetPhotoArgs>) -> CallToolResult {
+        self.state.enter("get_photo").await;
         get_photo(&args.id)
     }
 
@@ -315,6 +352,7 @@ impl DemoTools {
         annotations(read_only_hint = true)
     )]
     async fn get_panorama(&self, Parameters(args): Parameters<GetPanoramaArgs>) -> CallToolResult {
+        self.state.enter("get_panorama").await;
         get_panorama(&self.state, args)
     }
 
@@ -322,6 +360,7 @@ impl DemoTools {
         description = "List projects with their floors, panorama counts and capture date range."
     )]
     async fn list_projects(&self) -> CallToolResult {
+        self.state.enter("list_projects").await;
         list_projects()
     }
 }
@@ -1082,7 +1121,12 @@ mod tests {
 
     #[test]
     fn faults() {
-        let with = |f: Fault| DemoState::new(DemoOptions { faults: vec![f] });
+        let with = |f: Fault| {
+            DemoState::new(DemoOptions {
+                faults: vec![f],
+                ..DemoOptions::default()
+            })
+        };
         let q = json!({"query": "safety", "floor": 3});
 
         let out = run(&with(Fault::Upstream502), q.clone());

@@ -35,6 +35,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(routes::page))
         .route("/healthz", get(routes::healthz))
+        .route("/readyz", get(routes::readyz))
         .route("/v1/threads", post(routes::create_thread))
         .route("/v1/threads/{id}", get(routes::get_thread))
         .route("/v1/threads/{id}/messages", post(routes::post_message))

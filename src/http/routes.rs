@@ -44,6 +44,20 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
+/// Readiness: each MCP server's connection state (`tables/connection.ron`);
+/// 200 when every one is `Ready`, else 503. `/healthz` stays liveness.
+pub async fn readyz(State(st): State<AppState>) -> Response {
+    let servers = st.agent.tools.servers();
+    let ready = servers
+        .iter()
+        .all(|s| s.state == crate::protocols::connection::ConnectionState::Ready);
+    let status = match ready {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    (status, Json(json!({ "servers": servers }))).into_response()
+}
+
 pub async fn not_found() -> ApiError {
     ApiError::not_found("route")
 }
@@ -155,14 +169,10 @@ pub async fn post_message(
     // receiver below is dropped with the response stream): no orphans. If
     // the lease is lost mid-turn (another process took the thread over
     // after it expired), the turn is cancelled.
+    // The turn releases the lease before it sends its terminal frame, so a
+    // client that has read `done` can start the next turn at once.
     tokio::spawn(async move {
-        // The stream stays open until the lease is released, so a client
-        // that reads it to the end can start the next turn at once.
-        let open = tx.clone();
-        claim
-            .hold_while(agent.run_turn(&id, &turn_id, req, tx))
-            .await;
-        drop(open);
+        agent.run_turn(&id, &turn_id, req, tx, Some(claim)).await;
     });
     let stream = ReceiverStream::new(rx).map(sse_event);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))

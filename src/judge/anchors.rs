@@ -69,12 +69,19 @@ pub enum Anchor {
 }
 
 impl Anchor {
-    /// The anchor for one graded result.
+    /// The anchor for one graded result. "None" only for an exact zero with
+    /// nothing delivered: a result that delivered items is never "none",
+    /// whatever its total says (such a count is spoken of as what was
+    /// delivered).
     pub fn for_count(source: &str, c: &Count) -> Anchor {
         let source = source.to_string();
         match c.grade {
-            CountGrade::Exact if c.total == Some(0) => Anchor::Absent {
+            CountGrade::Exact if c.total == Some(0) && c.displayed == 0 => Anchor::Absent {
                 cause: AbsenceCause::ZeroFromStart,
+            },
+            CountGrade::Exact if c.total.is_some_and(|t| t < c.displayed) => Anchor::CountShown {
+                source,
+                displayed: c.displayed,
             },
             CountGrade::Exact => Anchor::CountExact {
                 source,

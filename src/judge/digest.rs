@@ -81,13 +81,14 @@ impl Digest {
     }
 
     /// A single-value aggregate.
-    pub fn value(tool: &str, value: Option<String>) -> Digest {
+    pub fn value(tool: &str, value: Option<String>, limits: DigestLimits) -> Digest {
         Digest {
             grade: value.as_ref().map(|_| CountGrade::Exact),
-            value,
+            value: value.map(|v| bounded_text(&v, limits.chars)),
             ..Digest::failed(tool, "")
         }
         .ok()
+        .fit(limits)
     }
 
     /// A listing: its graded count and its first items, within `limits`.
@@ -106,19 +107,47 @@ impl Digest {
             .map(|i| bounded_item(i, limits))
             .collect();
         d.items_omitted = items.len().saturating_sub(d.items.len()) as u64;
-        // The byte budget wins over the item count: drop items from the end.
-        while d.items.len() > 1 && d.render().len() > limits.bytes {
-            d.items.pop();
-            d.items_omitted += 1;
-        }
-        d
+        d.fit(limits)
     }
 
     /// One record a detail lookup opened: no grade, no count.
     pub fn record(tool: &str, record: &Map<String, Value>, limits: DigestLimits) -> Digest {
         let mut d = Digest::failed(tool, "").ok();
         d.items = vec![bounded_item(&Value::Object(record.clone()), limits)];
-        d
+        d.fit(limits)
+    }
+
+    /// The byte budget wins over everything else: items are dropped from
+    /// the end, then the longest fields of the last item, then the value
+    /// is cut, until the digest fits.
+    fn fit(mut self, limits: DigestLimits) -> Digest {
+        while self.render().len() > limits.bytes {
+            if self.items.len() > 1 {
+                self.items.pop();
+                self.items_omitted += 1;
+                continue;
+            }
+            if let Some(item) = self.items.first_mut() {
+                let longest = item
+                    .iter()
+                    .max_by_key(|(k, v)| k.len() + v.to_string().len())
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = longest {
+                    item.remove(&k);
+                    continue;
+                }
+                self.items.clear();
+                self.items_omitted += 1;
+                continue;
+            }
+            match self.value.take() {
+                Some(v) if v.chars().count() > 16 => {
+                    self.value = Some(v.chars().take(16).collect::<String>() + "…");
+                }
+                _ => break,
+            }
+        }
+        self
     }
 
     fn ok(mut self) -> Digest {
@@ -221,9 +250,22 @@ fn bounded_item(item: &Value, limits: DigestLimits) -> Map<String, Value> {
             ),
             scalar => bounded_scalar(scalar, limits.chars),
         };
-        out.insert(k.clone(), v);
+        let key = match k.chars().count() > limits.chars {
+            true => k.chars().take(limits.chars).collect::<String>() + "…",
+            false => k.clone(),
+        };
+        out.insert(key, v);
     }
     out
+}
+
+/// A text as a model may see it: URLs redacted, at most `chars` long.
+pub fn bounded_text(text: &str, chars: usize) -> String {
+    let s = redact_urls(text);
+    match s.chars().count() > chars {
+        true => s.chars().take(chars).collect::<String>() + "…",
+        false => s,
+    }
 }
 
 fn bounded_scalar(v: &Value, chars: usize) -> Value {
@@ -291,6 +333,28 @@ mod tests {
             text.contains("[link]") && text.contains("title: edge"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn every_digest_fits_its_budget() {
+        let limits = DigestLimits::default();
+        let big = "y".repeat(5000);
+        let mut rec = Map::new();
+        for i in 0..40 {
+            rec.insert(format!("field_{i}_{}", "k".repeat(300)), json!(big));
+        }
+        rec.insert("id".into(), json!("R-1"));
+        let d = Digest::record("get", &rec, limits);
+        assert!(d.render().len() <= limits.bytes, "{}", d.render().len());
+        let one = Digest::listing("s", &count(1), &[Value::Object(rec)], limits);
+        assert!(one.render().len() <= limits.bytes, "{}", one.render().len());
+        let v = Digest::value(
+            "q",
+            Some(format!("https://x.example/dl?token=CAPSECRET {big}")),
+            limits,
+        );
+        assert!(v.render().len() <= limits.bytes);
+        assert!(!v.render().contains("CAPSECRET"));
     }
 
     #[test]

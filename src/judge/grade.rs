@@ -4,8 +4,8 @@
 //! | grade | when | the narration may say |
 //! |---|---|---|
 //! | `EXACT` | a total under the `LIMIT` cap, a single-value aggregate | "exactly N" |
-//! | `LOWER_BOUND` | a search's lower bound, a total saturated at the cap | "at least N", never exact |
-//! | `SHOWN` | only what was returned is known | "these N …" (subject separation) |
+//! | `LOWER_BOUND` | a search's lower bound, a total or a page saturated at the cap | "at least N", never exact |
+//! | `SHOWN` | only what was returned is known (no total, or one the delivery contradicts) | "these N …" (subject separation) |
 //! | `UNKNOWN` | no accounting at all | no number at all |
 
 use serde::{Deserialize, Serialize};
@@ -61,12 +61,30 @@ pub fn grade(acc: Option<&Accounting>, displayed: u64, limit_sentinel: u64) -> C
             complete: false,
         };
     };
-    let (grade, total, lower, has_more) = match (acc.total, acc.total_lower_bound) {
+    // What the result delivered: the items held, or what the server says it
+    // returned, whichever is more.
+    let delivered = displayed.max(acc.returned);
+    // An exact total below what was delivered (`total: 0` beside items) is
+    // contradicted by the delivery: it is not repeated, and the result is
+    // graded as what was delivered. A result with items is never "none".
+    let total = acc.total.filter(|&t| t >= delivered);
+    // A page that returned as many rows as the upstream's cap may have been
+    // cut by it, whatever `has_more` says.
+    let saturated = delivered >= limit_sentinel;
+    let (grade, total, lower, has_more) = match (total, acc.total_lower_bound) {
         // A total that reached the cap may hide rows beyond it; the upstream's
         // `has_more: false` on such a page is overridden. "At least N" holds
         // even when the true total is exactly N.
         (Some(t), _) if t >= limit_sentinel => (CountGrade::LowerBound, Some(t), true, true),
         (Some(t), _) => (CountGrade::Exact, Some(t), false, acc.has_more),
+        // No (credible) total, but the page itself reached the cap: at least
+        // what was delivered, and more may exist.
+        (None, lb) if saturated => (
+            CountGrade::LowerBound,
+            Some(lb.unwrap_or(0).max(delivered)),
+            true,
+            true,
+        ),
         (None, Some(lb)) => (CountGrade::LowerBound, Some(lb), true, acc.has_more),
         (None, None) => (CountGrade::Shown, None, false, acc.has_more),
     };
@@ -134,6 +152,23 @@ mod tests {
             Some(acc(10, None, None, true)),
             10,
             (Shown, None, true, false),
+        );
+        // Returned exactly the cap without a total: saturated.
+        check(
+            Some(acc(3000, None, None, false)),
+            3000,
+            (LowerBound, Some(3000), true, false),
+        );
+        check(
+            Some(acc(3000, None, Some(120), false)),
+            3000,
+            (LowerBound, Some(3000), true, false),
+        );
+        // A total the delivery contradicts is not repeated: "these 4".
+        check(
+            Some(acc(4, Some(0), None, false)),
+            4,
+            (Shown, None, false, false),
         );
     }
 }

@@ -96,22 +96,26 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
                     .map(str::to_string)
                     .unwrap_or_else(|| v.to_string());
                 (
+                    // What goes into a directive is bounded and redacted like
+                    // a digest: a value may be a capability URL.
                     Anchor::Aggregate {
                         source: tool.to_string(),
-                        column,
-                        value: text.clone(),
+                        column: super::digest::bounded_text(&column, input.digest.chars),
+                        value: super::digest::bounded_text(&text, input.digest.chars),
                     },
                     Some(text),
                 )
             }
         };
-        let mut j = Judgement::new(tool, Digest::value(tool, shown));
+        let mut j = Judgement::new(tool, Digest::value(tool, shown, input.digest));
         j.anchors.push(anchor);
         return j;
     }
     // One record from a detail lookup: described, never counted.
     if let Some(rec) = result::record(input.first) {
-        let id = result::id(&Value::Object(rec.clone())).unwrap_or_default();
+        let id = result::id(&Value::Object(rec.clone()))
+            .map(|id| super::digest::bounded_text(&id, input.digest.chars))
+            .unwrap_or_default();
         let mut j = Judgement::new(tool, Digest::record(tool, rec, input.digest));
         j.anchors.push(Anchor::Record {
             source: tool.to_string(),
@@ -139,9 +143,15 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
                     anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
                 }),
                 StitchEnd::Capped => anchors.push(Anchor::StitchCapped { pages: s.pages }),
-                StitchEnd::Complete => {}
+                // More exists beyond the last page but cannot be fetched:
+                // the stitch keeps `has_more`, so the count anchors speak
+                // of "these N", never of the whole listing.
+                StitchEnd::Complete | StitchEnd::NoCursor => {}
             }
-            (Some(s.items.clone()), s.accounting.clone())
+            // Pages without a structure hold no items; their count is what
+            // they said they returned, as for an unstitched page.
+            let items = result::has_structure(input.first).then(|| s.items.clone());
+            (items, s.accounting.clone())
         }
         None => (result::items(input.first), accounting::read(input.first)),
     };
@@ -153,8 +163,13 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     let mut count = grade(accounting.as_ref(), displayed, input.limit_sentinel);
     let items = items.unwrap_or_default();
 
-    // The listing's narrowing verdict, decided by the table.
-    let emptiness = read_result_emptiness(input.contract, input.first);
+    // The listing's narrowing verdict, decided by the table. Emptiness is
+    // read from the first page; a listing that delivered items (a later
+    // stitched page) is never "none", whatever its first page said.
+    let emptiness = match read_result_emptiness(input.contract, input.first) {
+        Emptiness::Empty if count.displayed > 0 || !items.is_empty() => Emptiness::NonEmpty,
+        e => e,
+    };
     let page = narrowing::classify(input.scope, &items, &count, emptiness, input.limit_sentinel);
     let effect = match gate.verdict(page) {
         Ok(effect) => effect,
@@ -190,12 +205,21 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         j = j.released();
     } else {
         match (emptiness, count.displayed) {
-            (Emptiness::Empty, _) => j.anchors.push(Anchor::Absent {
+            // The right to say "none": an accounted zero, nothing delivered.
+            (Emptiness::Empty, 0) => j.anchors.push(Anchor::Absent {
                 cause: AbsenceCause::ZeroFromStart,
             }),
+            // Without that right, a zero is no count at all: never "none"
+            // (a result that delivered rows it did not structure is not
+            // "exactly 0" either).
             (Emptiness::Unknown, 0) => j.anchors.push(Anchor::CountUnknown {
                 source: tool.to_string(),
             }),
+            (Emptiness::NonEmpty, 0) if count.total == Some(0) => {
+                j.anchors.push(Anchor::CountUnknown {
+                    source: tool.to_string(),
+                })
+            }
             _ => j.anchors.push(Anchor::for_count(tool, &count)),
         }
         j.population = Some(Scope::new(tool, input.args));

@@ -173,7 +173,9 @@ pub fn classify(
         && count.grade != CountGrade::Unknown
         && count.total.is_none_or(|t| t == count.displayed);
     match emptiness {
-        Emptiness::Empty => NarrowingEvent::PageEmpty,
+        // Zero inside the scope only when nothing was delivered: a page with
+        // items never releases the scope, whatever its total says.
+        Emptiness::Empty if count.displayed == 0 && items.is_empty() => NarrowingEvent::PageEmpty,
         _ if fits => NarrowingEvent::PageExhaustive,
         _ => NarrowingEvent::PagePartial,
     }

@@ -53,9 +53,14 @@ impl Anomaly {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StitchEnd {
+    /// The last page said nothing more exists.
     Complete,
     Abandoned,
     Capped,
+    /// The last page said more exists but gave no cursor to fetch it:
+    /// stitching ends (the table's `page_last`), but the stitch is a sample,
+    /// never the whole listing.
+    NoCursor,
 }
 
 /// What a stitch produced.
@@ -80,6 +85,12 @@ pub struct Stitcher {
     ids: HashSet<String>,
     anomaly: Option<Anomaly>,
     next_cursor: Option<String>,
+    /// The last page said `has_more` without a cursor: more exists that
+    /// this stitch cannot reach.
+    more_unreachable: bool,
+    /// What the kept pages delivered: their items, or what each page said
+    /// it returned when it carried no structure to hold them in.
+    returned: u64,
 }
 
 impl Stitcher {
@@ -94,6 +105,8 @@ impl Stitcher {
             ids: HashSet::new(),
             anomaly: None,
             next_cursor: None,
+            more_unreachable: false,
+            returned: 0,
         }
     }
 
@@ -126,10 +139,17 @@ impl Stitcher {
                 return PagingEvent::IdOverlap;
             }
         }
-        if acc.has_more && acc.next_cursor.is_some() {
-            PagingEvent::PageMore
-        } else {
-            PagingEvent::PageLast
+        // Stitching goes on only with a cursor to follow. A page that says
+        // more exists but gives no cursor ends the stitch (nothing more can
+        // be fetched) without making it the whole listing: `finish` keeps
+        // `has_more` for it.
+        match (acc.has_more, acc.next_cursor.is_some()) {
+            (true, true) => PagingEvent::PageMore,
+            (true, false) => {
+                self.more_unreachable = true;
+                PagingEvent::PageLast
+            }
+            (false, _) => PagingEvent::PageLast,
         }
     }
 
@@ -147,9 +167,12 @@ impl Stitcher {
         }
         let step = self.machine.fire(event)?;
         self.pages += 1;
+        let returned = (items.len() as u64).max(acc.as_ref().map_or(0, |a| a.returned));
         match step.effect {
-            Some(PagingEffect::KeepPage) => self.append(items),
-            Some(PagingEffect::AppendPage) => self.append(items),
+            Some(PagingEffect::KeepPage) | Some(PagingEffect::AppendPage) => {
+                self.returned += returned;
+                self.append(items)
+            }
             Some(PagingEffect::DiscardStitch) | Some(PagingEffect::StopAtCap) | None => {}
         }
         self.next_cursor = acc.and_then(|a| a.next_cursor);
@@ -182,18 +205,23 @@ impl Stitcher {
             // abandoned one: never a blend.
             PagingState::Abandoned | PagingState::Stitching => StitchEnd::Abandoned,
             PagingState::Capped => StitchEnd::Capped,
+            PagingState::Complete | PagingState::Start if self.more_unreachable => {
+                StitchEnd::NoCursor
+            }
             PagingState::Complete | PagingState::Start => StitchEnd::Complete,
         };
-        let (items, accounting) = match end {
+        let (items, accounting, returned) = match end {
             // Discard the stitch; the first page stands alone.
-            StitchEnd::Abandoned => (self.first_items, self.first),
-            _ => (self.items, self.first),
+            StitchEnd::Abandoned => (self.first_items, self.first, None),
+            _ => (self.items, self.first, Some(self.returned)),
         };
         let accounting = accounting.map(|mut a| {
             // The population's total is the verified first-page total; only
             // what is displayed accumulates. More may exist unless the stitch
-            // reached the listing's end.
-            a.returned = items.len() as u64;
+            // reached the listing's end. Pages without a structure deliver
+            // rows the stitch cannot hold: what they said they returned is
+            // kept, so a stitch of them is never mistaken for zero.
+            a.returned = returned.unwrap_or(a.returned).max(items.len() as u64);
             a.has_more = end != StitchEnd::Complete;
             a
         });

@@ -294,7 +294,8 @@ fn wants_detail(text: &str) -> bool {
 /// record has been opened yet.
 fn top_hit(steps: &[Vec<CallRecord>]) -> Option<String> {
     let calls = || steps.iter().flatten();
-    if calls().any(|c| c.tool == "get_panorama" && c.digest.ok) {
+    // One attempt: a failed lookup is not retried step after step.
+    if calls().any(|c| c.tool == "get_panorama") {
         return None;
     }
     let search = calls()

@@ -47,6 +47,9 @@ pub fn paced(inner: TextStream, delay: Duration) -> TextStream {
         }
         Some((item, (inner, i.saturating_add(1))))
     })
+    // Polling again after the end answers `None` (an unfused `unfold` would
+    // panic; the turn loop may poll once more after `now_or_never` saw it).
+    .fuse()
     .boxed()
 }
 
@@ -109,6 +112,14 @@ mod tests {
         if t0.elapsed() < Duration::from_millis(290) {
             assert!(s.next().now_or_never().is_none());
         }
+    }
+
+    #[tokio::test]
+    async fn polling_after_the_end_is_harmless() {
+        let mut s = paced(words(1), Duration::from_millis(1));
+        assert!(s.next().await.is_some());
+        assert!(s.next().await.is_none());
+        assert!(s.next().await.is_none());
     }
 
     #[tokio::test]

@@ -1,40 +1,50 @@
-//! [`ToolClient`]: one connected MCP server (streamable HTTP or stdio).
+//! [`ToolClient`]: one MCP server (streamable HTTP or stdio), for as long as
+//! the process runs. Its connection is a machine of `tables/connection.ron`
+//! (ADR 0011): the client classifies what happened on the wire into one
+//! event, fires it, and performs the row's effect — re-initialise an expired
+//! session, reconnect, restart a stdio child, retry a server that is down
+//! with backoff. Nothing of this happens inside a transport.
 //!
-//! Two rmcp 3.x defaults are overridden here on purpose:
+//! Two rmcp 3.x defaults are overridden on purpose (see [`super::session`]):
 //!
 //! * **Protocol version** (ADR 0003). rmcp's `ProtocolVersion::default()` is
 //!   `LATEST` = `2026-07-28`, a revision without the `initialize` handshake
-//!   that today's servers (TypeScript SDK 1.x, Python SDK, most adapters) do
-//!   not speak. We pin `initialize` to [`PROTOCOL_VERSION`] (`2025-11-25`,
-//!   `ProtocolVersion::V_2025_11_25`) and take whatever older revision a
-//!   server negotiates down to.
+//!   that today's servers do not speak. We pin `initialize` to
+//!   [`PROTOCOL_VERSION`] and take whatever older revision a server
+//!   negotiates down to.
 //! * **Silent re-initialisation** (ADR 0004). rmcp's streamable-HTTP client
-//!   defaults `reinit_on_expired_session` to `true`: on an HTTP 404 for an
-//!   expired session it opens a new session and *re-sends the failed request
-//!   once*. A `tools/call` may have side effects, so it must never run twice
-//!   behind our back; we turn that off and surface the failure as
-//!   [`McpError::Transport`].
+//!   would, on an HTTP 404 for an expired session, open a new session and
+//!   *re-send the failed request*. We turn that off: the 404 becomes the
+//!   event `session_expired`, and the table re-initialises. The call that
+//!   hit the expiry is re-sent once only if the table's row says so, which it
+//!   does for `session_expired_retry_safe`: the tool declared
+//!   `readOnlyHint: true` in `tools/list`, or the config marks it
+//!   `retry_safe` (ADR 0011).
 //!
 //! Also turned off: rmcp's client response cache, whose default
 //! `serve_stale_on_error` would answer a failing `tools/list` with an old list.
+//!
+//! A session that has been idle for [`ClientOptions::probe_after`] is probed
+//! with a `ping` before the next call, so an expiry (or a restarted server)
+//! costs the ping, not the call. A server seen to expire sessions sooner is
+//! probed after half the idle time at which a call met the expiry.
 
-use std::collections::HashSet;
-use std::process::Stdio;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion,
-};
-use rmcp::service::RunningService;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::model::{CallToolResult, ProtocolVersion};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::McpError;
 use super::normalize::ToolOutput;
+use super::session::{self, Failure, Listing, Session};
+use crate::fsm::Snapshot;
+use crate::protocols::connection::{
+    Connection, ConnectionEffect, ConnectionEvent, ConnectionState,
+};
+use crate::protocols::{telemetry, Bound, Names, TableSet, Typed};
 
 /// The protocol revision we ask for in `initialize` (see ADR 0003).
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
@@ -45,9 +55,28 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default timeout for opening the transport plus the `initialize` handshake.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Upper bound on `tools/list` pages, so a server that never stops paginating
-/// cannot hang us.
-const MAX_LIST_PAGES: usize = 1000;
+/// Default idle time after which a session is pinged before the next call.
+pub const DEFAULT_PROBE_AFTER: Duration = Duration::from_secs(30);
+
+/// Default first delay before retrying a server that is down.
+pub const DEFAULT_BACKOFF_INITIAL: Duration = Duration::from_millis(500);
+
+/// Default longest delay between two attempts to reach a server.
+pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// A connection that broke sooner than this after it opened is reopened
+/// only after a backoff delay, so a stdio child that keeps crashing is not
+/// restarted in a tight loop.
+const STABLE_AFTER: Duration = Duration::from_secs(10);
+
+/// Longest wait for the answer to a probing `ping`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The connection machine keeps at most this many rows of trace; when it
+/// grows past it, the oldest are dropped down to [`TRACE_KEEP`]. Every row
+/// is counted in the row telemetry (`/v1/metrics`) as it fires.
+const TRACE_MAX: usize = 256;
+const TRACE_KEEP: usize = 64;
 
 /// How to reach an MCP server.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -63,12 +92,28 @@ pub enum Transport {
     },
 }
 
+/// What the configuration says about one tool of a server, known before
+/// the server answers `tools/list`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolPolicy {
+    /// The call may be re-sent once on a new session after it hit a session
+    /// expiry, like a tool that declares `readOnlyHint: true` (ADR 0011).
+    #[serde(default)]
+    pub retry_safe: bool,
+}
+
 /// A named MCP server.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerSpec {
     /// Our name for the server (used in errors and logs).
     pub name: String,
     pub transport: Transport,
+    /// Tools the configuration names for this server. Until the server has
+    /// answered `tools/list` once, these are the tools it is taken to offer,
+    /// so a call of one while the server is down fails as `server_down`,
+    /// not as an unknown tool.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolPolicy>,
 }
 
 impl ServerSpec {
@@ -77,6 +122,7 @@ impl ServerSpec {
         ServerSpec {
             name: name.into(),
             transport: Transport::Http { url: url.into() },
+            tools: BTreeMap::new(),
         }
     }
 
@@ -92,17 +138,32 @@ impl ServerSpec {
                 command: command.into(),
                 args: args.into_iter().map(Into::into).collect(),
             },
+            tools: BTreeMap::new(),
         }
+    }
+
+    /// Marks `tool` as safe to re-send after a session expiry.
+    pub fn retry_safe(mut self, tool: impl Into<String>) -> Self {
+        self.tools.entry(tool.into()).or_default().retry_safe = true;
+        self
     }
 }
 
-/// Knobs for [`ToolClient::connect_with`].
+/// Knobs for [`ToolClient::connect_with`] and [`ToolClient::start`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientOptions {
     /// Timeout for one `tools/call` and for each `tools/list` page.
     pub call_timeout: Duration,
-    /// Timeout for opening the transport and completing `initialize`.
+    /// Timeout for opening the transport and completing `initialize`; also
+    /// the longest a call waits for a reconnect that is under way.
     pub connect_timeout: Duration,
+    /// A session idle this long is pinged before the next call (`None`:
+    /// never).
+    pub probe_after: Option<Duration>,
+    /// First delay before retrying a server that is down; doubled per
+    /// failed attempt up to `backoff_max`.
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
 }
 
 impl Default for ClientOptions {
@@ -110,6 +171,9 @@ impl Default for ClientOptions {
         ClientOptions {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            probe_after: Some(DEFAULT_PROBE_AFTER),
+            backoff_initial: DEFAULT_BACKOFF_INITIAL,
+            backoff_max: DEFAULT_BACKOFF_MAX,
         }
     }
 }
@@ -124,139 +188,163 @@ pub struct ToolInfo {
     pub input_schema: Value,
 }
 
-/// One connected MCP server. `Send + Sync`; share it via `Arc`. Concurrent
-/// calls are fine (they are multiplexed over the one connection).
+/// A server's name and its connection's state, for `GET /readyz`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    #[serde(serialize_with = "state_name")]
+    pub state: ConnectionState,
+}
+
+fn state_name<S: serde::Serializer>(s: &ConnectionState, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.name())
+}
+
+/// The compiled-in connection table, loaded once.
+pub fn builtin_connection_table() -> Result<Bound<Connection>, McpError> {
+    static TABLE: OnceLock<Result<Bound<Connection>, String>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            TableSet::builtin()
+                .and_then(|t| t.bound::<Connection>())
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|reason| McpError::InvalidSpec {
+            server: "(all)".into(),
+            reason: format!("the connection table does not load: {reason}"),
+        })
+}
+
+/// One MCP server. `Send + Sync`; share it via `Arc`. Concurrent calls are
+/// fine (they are multiplexed over the one connection). Dropping it stops
+/// every reconnect attempt and closes the connection.
 pub struct ToolClient {
-    name: String,
-    peer: Peer<RoleClient>,
-    running: RunningService<RoleClient, ClientConfig>,
+    shared: Arc<Shared>,
     call_timeout: Duration,
-    protocol_version: String,
+    _stop: DropGuard,
 }
 
 impl std::fmt::Debug for ToolClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolClient")
-            .field("name", &self.name)
-            .field("protocol_version", &self.protocol_version)
+            .field("name", &self.shared.spec.name)
+            .field("state", &self.state())
             .field("call_timeout", &self.call_timeout)
             .finish_non_exhaustive()
     }
 }
 
-/// What we announce in `initialize`.
-fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("turnstile", env!("CARGO_PKG_VERSION")),
-    )
-    // ADR 0003: never rmcp's default (`LATEST`, 2026-07-28).
-    .with_protocol_version(PROTOCOL_VERSION)
+struct Shared {
+    spec: ServerSpec,
+    options: ClientOptions,
+    table: Bound<Connection>,
+    inner: Mutex<Inner>,
+    state: tokio::sync::watch::Sender<ConnectionState>,
+    cancel: CancellationToken,
+}
+
+struct Inner {
+    machine: Typed<Connection>,
+    /// The current session: set by `publish-tools`, kept while a
+    /// re-initialisation or reconnect is under way (calls already out on
+    /// it still report), dropped in Down and Closed.
+    session: Option<Arc<Session>>,
+    generation: u64,
+    /// The last `tools/list` (`None`: never answered).
+    listing: Option<Listing>,
+    protocol_version: String,
+    /// Failed attempts in a row (the backoff exponent).
+    failures: u32,
+    /// Reopens in a row of connections that broke soon after they opened.
+    restarts: u32,
+    last_error: Option<McpError>,
+    /// A reconnect loop is running.
+    recovering: bool,
+    /// The shortest idle time after which a call met an expired session:
+    /// the server's session TTL is at most this, so sessions idle for half
+    /// of it are probed too (see [`Shared::probe`]).
+    expired_idle: Option<Duration>,
+}
+
+impl Inner {
+    fn new(machine: Typed<Connection>) -> Inner {
+        Inner {
+            machine,
+            session: None,
+            generation: 0,
+            listing: None,
+            protocol_version: String::new(),
+            failures: 0,
+            restarts: 0,
+            last_error: None,
+            recovering: false,
+            expired_idle: None,
+        }
+    }
 }
 
 impl ToolClient {
-    /// Connect with [`ClientOptions::default`] (30 s call timeout).
+    /// Connect with [`ClientOptions::default`]; fails if the first attempt
+    /// fails (nothing is retried).
     pub async fn connect(spec: &ServerSpec) -> Result<Self, McpError> {
         Self::connect_with(spec, ClientOptions::default()).await
     }
 
-    /// Open the transport and run the `initialize` handshake.
+    /// Open the transport, run `initialize` and `tools/list`; fails if that
+    /// first attempt fails. Once connected, the client re-initialises and
+    /// reconnects as `tables/connection.ron` says.
     pub async fn connect_with(spec: &ServerSpec, options: ClientOptions) -> Result<Self, McpError> {
-        let server = spec.name.clone();
-        let connect_err = |reason: String| McpError::Connect {
-            server: server.clone(),
-            reason,
-        };
-        let handshake = async {
-            match &spec.transport {
-                Transport::Http { url } => {
-                    if !(url.starts_with("http://") || url.starts_with("https://")) {
-                        return Err(McpError::InvalidSpec {
-                            server: server.clone(),
-                            reason: format!("not an http(s) URL: {url}"),
-                        });
-                    }
-                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        // ADR 0004: a 404 "session expired" must fail the call,
-                        // not silently re-initialise and re-send it.
-                        .reinit_on_expired_session(false);
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    client_config()
-                        .serve(transport)
-                        .await
-                        .map_err(|e| connect_err(error_chain(&e)))
-                }
-                Transport::Stdio { command, args } => {
-                    if command.trim().is_empty() {
-                        return Err(McpError::InvalidSpec {
-                            server: server.clone(),
-                            reason: "empty command".to_string(),
-                        });
-                    }
-                    let mut cmd = tokio::process::Command::new(command);
-                    cmd.args(args);
-                    let (process, stderr) = TokioChildProcess::builder(cmd)
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .map_err(|e| connect_err(format!("cannot spawn '{command}': {e}")))?;
-                    if let Some(stderr) = stderr {
-                        forward_stderr(server.clone(), stderr);
-                    }
-                    client_config()
-                        .serve(process)
-                        .await
-                        .map_err(|e| connect_err(error_chain(&e)))
-                }
-            }
-        };
-        let running = match tokio::time::timeout(options.connect_timeout, handshake).await {
-            Ok(result) => result?,
-            Err(_) => {
-                return Err(connect_err(format!(
-                    "no initialize response within {:?}",
-                    options.connect_timeout
-                )))
-            }
-        };
-        let peer = running.peer().clone();
-        // A failing re-fetch must fail, not be answered from a stale cache.
-        peer.set_response_cache_config(ClientCacheConfig::disabled())
-            .await;
-        let info = peer.peer_info();
-        let protocol_version = info
-            .as_ref()
-            .map(|i| i.protocol_version.to_string())
-            .unwrap_or_default();
-        let (server_name, server_version) = info
-            .as_ref()
-            .and_then(|i| i.server_info.as_ref())
-            .map(|s| (s.name.clone(), s.version.clone()))
-            .unwrap_or_default();
-        tracing::info!(
-            server = %spec.name,
-            transport = transport_kind(&spec.transport),
-            protocol_version = %protocol_version,
-            server_name = %server_name,
-            server_version = %server_version,
-            "mcp server connected"
-        );
-        Ok(ToolClient {
-            name: spec.name.clone(),
-            peer,
-            running,
+        let client = Self::start(spec, options, builtin_connection_table()?).await?;
+        if client.state() == ConnectionState::Ready {
+            return Ok(client);
+        }
+        let err = client.shared.lock().last_error.clone();
+        client.shutdown().await;
+        Err(err.unwrap_or_else(|| McpError::Connect {
+            server: spec.name.clone(),
+            reason: "the first connection failed".into(),
+        }))
+    }
+
+    /// Starts the connection machine of `table` and makes the first attempt.
+    /// A server that cannot be reached is not an error: the client is then
+    /// `Down` and retries with backoff in the background; its calls fail as
+    /// `server_down`. Only a spec that can never work is an error.
+    pub async fn start(
+        spec: &ServerSpec,
+        options: ClientOptions,
+        table: Bound<Connection>,
+    ) -> Result<Self, McpError> {
+        session::validate(spec)?;
+        let machine = table.machine();
+        let (state, _) = tokio::sync::watch::channel(machine.state());
+        let cancel = CancellationToken::new();
+        let shared = Arc::new(Shared {
+            spec: spec.clone(),
+            options: options.clone(),
+            table,
+            inner: Mutex::new(Inner::new(machine)),
+            state,
+            cancel: cancel.clone(),
+        });
+        let client = ToolClient {
+            shared: shared.clone(),
             call_timeout: options.call_timeout,
-            protocol_version,
-        })
+            _stop: cancel.drop_guard(),
+        };
+        shared.first_attempt().await;
+        Ok(client)
     }
 
     /// Our name for this server.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.shared.spec.name
     }
 
-    /// The protocol revision the server agreed to in `initialize`.
-    pub fn protocol_version(&self) -> &str {
-        &self.protocol_version
+    /// The protocol revision the server agreed to in the last `initialize`.
+    pub fn protocol_version(&self) -> String {
+        self.shared.lock().protocol_version.clone()
     }
 
     /// The timeout applied to each call.
@@ -270,179 +358,676 @@ impl ToolClient {
         self
     }
 
+    /// The connection machine's state.
+    pub fn state(&self) -> ConnectionState {
+        self.shared.lock().machine.state()
+    }
+
+    /// Name and state, for `GET /readyz`.
+    pub fn status(&self) -> ServerStatus {
+        ServerStatus {
+            name: self.name().to_string(),
+            state: self.state(),
+        }
+    }
+
+    /// The connection machine's recent rows, oldest first (at most
+    /// 256; every row is also counted in `/v1/metrics`).
+    pub fn trace(&self) -> Vec<String> {
+        let inner = self.shared.lock();
+        inner
+            .machine
+            .untyped()
+            .trace_ids()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The connection machine as a snapshot (state and recent trace).
+    pub fn snapshot(&self) -> Snapshot {
+        self.shared.lock().machine.snapshot()
+    }
+
+    /// Waits until the connection is in `state`, up to `timeout`. For tests
+    /// and start-up checks; calls wait by themselves.
+    pub async fn wait_for(&self, state: ConnectionState, timeout: Duration) -> bool {
+        let mut rx = self.shared.state.subscribe();
+        let wanted = async {
+            loop {
+                if self.state() == state {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wanted).await.is_ok()
+    }
+
+    /// The tools of the last `tools/list`. A server that never answered one
+    /// offers the tools the configuration names, each described as
+    /// unavailable (no schema is known), so a planner can see that the tool
+    /// exists and that its server is down; a call of one fails as
+    /// `server_down`.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let inner = self.shared.lock();
+        match &inner.listing {
+            Some(l) => l.tools.clone(),
+            None => self
+                .shared
+                .spec
+                .tools
+                .keys()
+                .map(|name| ToolInfo {
+                    name: name.clone(),
+                    description: format!(
+                        "Unavailable: the MCP server '{}' that offers this tool is down; a call fails.",
+                        self.shared.spec.name
+                    ),
+                    input_schema: serde_json::json!({"type": "object"}),
+                })
+                .collect(),
+        }
+    }
+
+    /// Has the server answered `tools/list` at least once?
+    pub fn has_listed(&self) -> bool {
+        self.shared.lock().listing.is_some()
+    }
+
+    /// Does this server offer `tool`: in its last `tools/list`, or — if it
+    /// never answered one — in the configuration?
+    pub fn offers(&self, tool: &str) -> bool {
+        let inner = self.shared.lock();
+        match &inner.listing {
+            Some(l) => l.tools.iter().any(|t| t.name == tool),
+            None => self.shared.spec.tools.contains_key(tool),
+        }
+    }
+
+    /// May a call of `tool` that hit a session expiry be re-sent once on the
+    /// new session? Yes if the tool declared `readOnlyHint: true` or the
+    /// configuration marks it `retry_safe`.
+    pub fn retry_safe(&self, tool: &str) -> bool {
+        self.shared.retry_safe(tool)
+    }
+
     /// All tools, following `nextCursor` until the server stops sending one.
     pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, McpError> {
         const METHOD: &str = "tools/list";
-        let mut tools = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen_cursors = HashSet::new();
-        for page in 0..MAX_LIST_PAGES {
-            let params = cursor
-                .take()
-                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
-            let result =
-                match tokio::time::timeout(self.call_timeout, self.peer.list_tools(params)).await {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(e)) => return Err(self.service_error(METHOD, e)),
-                    Err(_) => return Err(self.timeout(METHOD)),
-                };
-            tools.extend(result.tools.into_iter().map(|t| ToolInfo {
-                name: t.name.into_owned(),
-                description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
-                input_schema: Value::Object((*t.input_schema).clone()),
-            }));
-            match result.next_cursor {
-                // An empty cursor is treated as "no more pages": sending "" back
-                // would make some servers restart from the first page.
-                None => {
-                    tracing::debug!(server = %self.name, pages = page + 1, tools = tools.len(), "tools listed");
-                    return Ok(tools);
+        let shared = &self.shared;
+        let session = shared.ready_session(METHOD).await?;
+        match session.list_tools(self.call_timeout).await {
+            Ok(listing) => {
+                shared.report(&session, ConnectionEvent::CallOk);
+                let tools = listing.tools.clone();
+                let mut inner = shared.lock();
+                if inner.session.as_ref().map(|s| s.generation) == Some(session.generation) {
+                    inner.listing = Some(listing);
                 }
-                Some(next) if next.is_empty() => return Ok(tools),
-                Some(next) => {
-                    if !seen_cursors.insert(next.clone()) {
-                        return Err(self.protocol(METHOD, "server repeated a tools/list cursor"));
-                    }
-                    cursor = Some(next);
+                Ok(tools)
+            }
+            Err(f) => {
+                if let Some(event) = shared.event_for(&f, false) {
+                    shared.report(&session, event);
                 }
+                Err(shared.error_for(f, METHOD))
             }
         }
-        Err(self.protocol(
-            METHOD,
-            &format!("tools/list did not end within {MAX_LIST_PAGES} pages"),
-        ))
     }
 
-    /// Call `tool` once, with the configured timeout.
+    /// Call `tool`, with the configured timeout.
     ///
     /// * JSON-RPC error → `Err(McpError::Rpc)`.
     /// * `isError: true` → `Ok(ToolOutput { is_error: true, .. })` — also a failure.
     /// * No answer in time → `Err(McpError::Timeout)`; the request is
     ///   abandoned and `notifications/cancelled` is sent (best effort).
-    ///
-    /// Never retried, here or in the transport (ADR 0004).
+    /// * Server down (or still reconnecting after the connect timeout) →
+    ///   `Err(McpError::Down)`; nothing was sent.
+    /// * Session expired (HTTP 404) → `Err(McpError::Transport)`, and the
+    ///   session is re-initialised for the next call; a read-only or
+    ///   `retry_safe` tool is instead re-sent once on the new session
+    ///   (`tables/connection.ron`, ADR 0011). Nothing else is ever re-sent.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
         let started = Instant::now();
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        // Dropping the future on timeout drops rmcp's abandoned-request guard,
-        // which sends `notifications/cancelled` for this request id.
-        let outcome = tokio::time::timeout(self.call_timeout, self.peer.call_tool(params)).await;
+        let outcome = self.call_once(tool, args).await;
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let result = match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => {
-                let err = self.service_error(tool, e);
-                tracing::warn!(server = %self.name, tool, elapsed_ms, error_kind = err.kind(), "mcp tool call failed");
-                return Err(err);
+        let name = &self.shared.spec.name;
+        match outcome {
+            Ok(result) => {
+                let output = ToolOutput::from_call_result(result);
+                tracing::info!(
+                    server = %name,
+                    tool,
+                    elapsed_ms,
+                    is_error = output.is_error,
+                    blocks = output.blocks.len(),
+                    "mcp tool call returned"
+                );
+                tracing::debug!(server = %name, tool, shape = %output.shape(), "mcp tool result shape");
+                Ok(output)
             }
-            Err(_) => {
-                tracing::warn!(server = %self.name, tool, elapsed_ms, "mcp tool call timed out");
-                return Err(self.timeout(tool));
+            Err(err) => {
+                tracing::warn!(server = %name, tool, elapsed_ms, error_kind = err.kind(), error = %err, "mcp tool call failed");
+                Err(err)
+            }
+        }
+    }
+
+    async fn call_once(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<CallToolResult, McpError> {
+        let shared = &self.shared;
+        let mut session = shared.ready_session(tool).await?;
+        let idle = session.idle();
+        if shared.probe(&session).await {
+            // The probe found the session gone; the table's row is under
+            // way. This call was not sent, so it goes on the next session.
+            session = shared.ready_session(tool).await?;
+        }
+        let retry_safe = shared.retry_safe(tool);
+        let failure = match session.call(tool, args.clone(), self.call_timeout).await {
+            Ok(result) => {
+                shared.report(&session, ConnectionEvent::CallOk);
+                return Ok(result);
+            }
+            Err(f) => f,
+        };
+        if matches!(failure, Failure::Expired(_)) {
+            shared.learn_expiry(idle);
+        }
+        let effect = shared
+            .event_for(&failure, retry_safe)
+            .and_then(|event| shared.report(&session, event));
+        if matches!(
+            effect,
+            Some(ConnectionEffect::ReinitializeAndResend | ConnectionEffect::Resend)
+        ) {
+            tracing::info!(
+                server = %shared.spec.name,
+                tool,
+                "re-sending the call once on the new session: the tool is read-only or retry_safe"
+            );
+            let session = shared.ready_session(tool).await?;
+            return match session.call(tool, args, self.call_timeout).await {
+                Ok(result) => {
+                    shared.report(&session, ConnectionEvent::CallOk);
+                    Ok(result)
+                }
+                Err(f) => {
+                    // Re-sent once: a second expiry is never re-sent again.
+                    if let Some(event) = shared.event_for(&f, false) {
+                        shared.report(&session, event);
+                    }
+                    Err(shared.error_for(f, tool))
+                }
+            };
+        }
+        Err(shared.error_for(failure, tool))
+    }
+
+    /// Fires `shutdown`: closes the session (HTTP: `DELETE` it; stdio: close
+    /// stdin, then terminate the child) and stops every retry.
+    pub async fn shutdown(&self) {
+        let shared = &self.shared;
+        let retired = {
+            let mut inner = shared.lock();
+            match shared.fire(&mut inner, ConnectionEvent::Shutdown) {
+                Some(ConnectionEffect::Close) => {
+                    shared.cancel.cancel();
+                    inner.session.take()
+                }
+                _ => None,
             }
         };
-        let output = ToolOutput::from_call_result(result);
-        tracing::info!(
-            server = %self.name,
-            tool,
-            elapsed_ms,
-            is_error = output.is_error,
-            blocks = output.blocks.len(),
-            "mcp tool call returned"
-        );
-        tracing::debug!(server = %self.name, tool, shape = %output.shape(), "mcp tool result shape");
-        Ok(output)
+        if let Some(s) = retired {
+            s.close().await;
+        }
+        tracing::debug!(server = %shared.spec.name, "mcp server closed");
     }
 
-    /// Close the session (HTTP: `DELETE` the session; stdio: close stdin,
-    /// then terminate the child if it does not exit).
+    /// [`shutdown`](Self::shutdown), consuming the client.
     pub async fn close(self) {
-        let mut running = self.running;
-        match running.close_with_timeout(Duration::from_secs(5)).await {
-            Ok(Some(reason)) => {
-                tracing::debug!(server = %self.name, ?reason, "mcp server closed")
+        self.shutdown().await;
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_stdio(&self) -> bool {
+        matches!(self.spec.transport, Transport::Stdio { .. })
+    }
+
+    fn retry_safe(&self, tool: &str) -> bool {
+        if self.spec.tools.get(tool).is_some_and(|p| p.retry_safe) {
+            return true;
+        }
+        let inner = self.lock();
+        inner
+            .listing
+            .as_ref()
+            .is_some_and(|l| l.read_only.contains(tool))
+    }
+
+    /// Fires one event on the machine (under the lock) and returns the
+    /// row's effect. A forbidden row is logged and counted; the state does
+    /// not move.
+    fn fire(&self, inner: &mut Inner, event: ConnectionEvent) -> Option<ConnectionEffect> {
+        let step = match inner.machine.fire(event) {
+            Ok(step) => step,
+            Err(v) => {
+                telemetry::violation(&v);
+                tracing::warn!(server = %self.spec.name, violation = %v, "mcp connection: forbidden row");
+                return None;
             }
-            Ok(None) => tracing::warn!(server = %self.name, "mcp server close timed out"),
-            Err(e) => tracing::warn!(server = %self.name, error = %e, "mcp server close failed"),
+        };
+        let row = inner.machine.row_id(step.row).to_string();
+        let effect = step.effect.map(|e| e.name()).unwrap_or("-");
+        if step.from != step.to || step.effect.is_some() {
+            tracing::info!(
+                server = %self.spec.name,
+                row = %row,
+                from = step.from.name(),
+                to = step.to.name(),
+                effect,
+                "mcp connection"
+            );
+        } else {
+            tracing::trace!(server = %self.spec.name, row = %row, "mcp connection");
+        }
+        let table = self.table.table();
+        telemetry::record(Snapshot {
+            table: table.name.clone(),
+            table_hash: table.hash.clone(),
+            state: step.to.name().to_string(),
+            trace: vec![row],
+        });
+        if inner.machine.untyped().trace().len() > TRACE_MAX {
+            let mut snap = inner.machine.snapshot();
+            let cut = snap.trace.len() - TRACE_KEEP;
+            snap.trace.drain(..cut);
+            if let Ok(m) = self.table.restore(&snap) {
+                inner.machine = m;
+            }
+        }
+        let to = step.to;
+        self.state.send_if_modified(|s| {
+            let changed = *s != to;
+            *s = to;
+            changed
+        });
+        step.effect
+    }
+
+    /// Fires an event that `session` caused. An event of a session that is
+    /// no longer current is not the connection's any more: it is dropped.
+    /// Recovery effects start the reconnect loop.
+    fn report(
+        self: &Arc<Self>,
+        session: &Session,
+        event: ConnectionEvent,
+    ) -> Option<ConnectionEffect> {
+        self.report_generation(session.generation, event)
+    }
+
+    fn report_generation(
+        self: &Arc<Self>,
+        generation: u64,
+        event: ConnectionEvent,
+    ) -> Option<ConnectionEffect> {
+        let mut inner = self.lock();
+        let opened = match &inner.session {
+            Some(s) if s.generation == generation => s.opened,
+            _ => {
+                tracing::debug!(server = %self.spec.name, generation, event = event.name(), "event of a replaced session dropped");
+                return None;
+            }
+        };
+        let effect = self.fire(&mut inner, event);
+        if let Some(
+            e @ (ConnectionEffect::Reinitialize
+            | ConnectionEffect::ReinitializeAndResend
+            | ConnectionEffect::Reconnect
+            | ConnectionEffect::RestartChild),
+        ) = effect
+        {
+            let delay = match e {
+                // The server forgot the session; it is up: ask again at once.
+                ConnectionEffect::Reinitialize | ConnectionEffect::ReinitializeAndResend => {
+                    Duration::ZERO
+                }
+                // A connection that breaks soon after it opened waits for a
+                // backoff, so a crashing child is not restarted in a loop.
+                _ if opened.elapsed() < STABLE_AFTER => {
+                    inner.restarts += 1;
+                    self.backoff(inner.restarts)
+                }
+                _ => {
+                    inner.restarts = 0;
+                    Duration::ZERO
+                }
+            };
+            self.begin_recovery(&mut inner, delay);
+        }
+        effect
+    }
+
+    /// Starts the reconnect loop unless one runs.
+    fn begin_recovery(self: &Arc<Self>, inner: &mut Inner, delay: Duration) {
+        if inner.recovering || self.cancel.is_cancelled() {
+            return;
+        }
+        inner.recovering = true;
+        tokio::spawn(self.clone().recover(delay));
+    }
+
+    /// The event a failed request is, or `None` for a timeout (which says
+    /// nothing about the connection: the request was abandoned).
+    fn event_for(&self, failure: &Failure, retry_safe: bool) -> Option<ConnectionEvent> {
+        Some(match failure {
+            Failure::Expired(_) if retry_safe => ConnectionEvent::SessionExpiredRetrySafe,
+            Failure::Expired(_) => ConnectionEvent::SessionExpired,
+            // A stdio pipe that closed is the child's end.
+            Failure::Transport { closed: true, .. } if self.is_stdio() => {
+                ConnectionEvent::ChildExited
+            }
+            Failure::Transport { .. } => ConnectionEvent::TransportError,
+            // The server answered: the connection works.
+            Failure::Rpc { .. } | Failure::Protocol(_) => ConnectionEvent::CallOk,
+            Failure::Timeout => return None,
+        })
+    }
+
+    fn error_for(&self, failure: Failure, tool: &str) -> McpError {
+        match failure {
+            Failure::Expired(reason) => McpError::Transport {
+                server: self.spec.name.clone(),
+                tool: tool.to_string(),
+                reason: format!(
+                    "{reason}; the call was not re-sent, the next call uses a new session"
+                ),
+            },
+            other => other.into_error(&self.spec.name, tool),
         }
     }
 
-    fn timeout(&self, tool: &str) -> McpError {
-        McpError::Timeout {
-            server: self.name.clone(),
+    fn down(&self, tool: &str, inner: &Inner) -> McpError {
+        let reason = match (&inner.last_error, inner.machine.state()) {
+            (_, ConnectionState::Closed) => "the connection was shut down".to_string(),
+            (Some(e), _) => format!("retrying in the background; last attempt: {e}"),
+            (None, _) => "retrying in the background".to_string(),
+        };
+        McpError::Down {
+            server: self.spec.name.clone(),
             tool: tool.to_string(),
+            reason,
         }
     }
 
-    fn protocol(&self, tool: &str, reason: &str) -> McpError {
-        McpError::Protocol {
-            server: self.name.clone(),
-            tool: tool.to_string(),
-            reason: reason.to_string(),
+    /// The session to send on: at once when Ready; after the re-initialisation
+    /// or reconnect under way (up to the connect timeout); never when Down or
+    /// Closed — those fail at once, nothing sent.
+    async fn ready_session(&self, tool: &str) -> Result<Arc<Session>, McpError> {
+        let mut rx = self.state.subscribe();
+        let deadline = tokio::time::Instant::now() + self.options.connect_timeout;
+        loop {
+            let waiting_in = {
+                let inner = self.lock();
+                match (inner.machine.state(), &inner.session) {
+                    (ConnectionState::Ready, Some(s)) => return Ok(s.clone()),
+                    (ConnectionState::Down | ConnectionState::Closed, _) => {
+                        return Err(self.down(tool, &inner))
+                    }
+                    (state, _) => state,
+                }
+            };
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) | Err(_) => {
+                    return Err(McpError::Down {
+                        server: self.spec.name.clone(),
+                        tool: tool.to_string(),
+                        reason: format!(
+                            "still {} after {:?}",
+                            waiting_in.name(),
+                            self.options.connect_timeout
+                        ),
+                    })
+                }
+            }
         }
     }
 
-    fn service_error(&self, tool: &str, e: ServiceError) -> McpError {
-        let server = self.name.clone();
-        let tool = tool.to_string();
-        match e {
-            ServiceError::McpError(data) => McpError::Rpc {
-                server,
-                tool,
-                code: i64::from(data.code.0),
-                message: data.message.into_owned(),
+    /// Pings a session that has been idle for `probe_after`. Returns true if
+    /// the ping found it gone (its event was fired; a new session is under
+    /// way).
+    async fn probe(self: &Arc<Self>, session: &Session) -> bool {
+        let Some(after) = self.options.probe_after else {
+            return false;
+        };
+        // A server whose sessions expired sooner than `probe_after` is
+        // probed after half the idle time at which that was seen.
+        let after = match self.lock().expired_idle {
+            Some(seen) => after.min(seen / 2),
+            None => after,
+        };
+        if session.idle() < after {
+            return false;
+        }
+        let failure = match session.ping(PROBE_TIMEOUT).await {
+            Ok(()) => {
+                self.report(session, ConnectionEvent::CallOk);
+                return false;
+            }
+            Err(f) => f,
+        };
+        tracing::debug!(server = %self.spec.name, ?failure, "probe of an idle session failed");
+        match self.event_for(&failure, false) {
+            Some(ConnectionEvent::CallOk) => {
+                // The server answered (some do not implement ping).
+                self.report(session, ConnectionEvent::CallOk);
+                false
+            }
+            Some(event) => {
+                self.report(session, event);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A call met an expired session after `idle` without traffic.
+    fn learn_expiry(&self, idle: Duration) {
+        let mut inner = self.lock();
+        let seen = inner.expired_idle.map_or(idle, |d| d.min(idle));
+        if inner.expired_idle != Some(seen) {
+            tracing::info!(server = %self.spec.name, idle_ms = seen.as_millis() as u64, "mcp session expired after this idle time; idle sessions are probed after half of it");
+        }
+        inner.expired_idle = Some(seen);
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u32 << attempt.saturating_sub(1).min(16);
+        self.options
+            .backoff_initial
+            .saturating_mul(factor)
+            .min(self.options.backoff_max)
+    }
+
+    /// Opens a new session and lists its tools.
+    async fn open(self: &Arc<Self>) -> Result<(Arc<Session>, Listing), McpError> {
+        let generation = {
+            let mut inner = self.lock();
+            inner.generation += 1;
+            inner.generation
+        };
+        let weak = Arc::downgrade(self);
+        let session = Session::open(
+            &self.spec,
+            generation,
+            self.options.connect_timeout,
+            &self.cancel,
+            move |reason| {
+                if let Some(shared) = weak.upgrade() {
+                    shared.ended(generation, reason);
+                }
             },
-            ServiceError::Timeout { .. } => McpError::Timeout { server, tool },
-            ServiceError::UnexpectedResponse => McpError::Protocol {
-                server,
-                tool,
-                reason: "unexpected response (task, input_required, or a result of the wrong kind)"
-                    .to_string(),
-            },
-            ServiceError::TransportClosed => McpError::Transport {
-                server,
-                tool,
-                reason: "transport closed".to_string(),
-            },
-            other => McpError::Transport {
-                server,
-                tool,
-                reason: error_chain(&other),
-            },
+        )
+        .await?;
+        let session = Arc::new(session);
+        match session.list_tools(self.options.call_timeout).await {
+            Ok(listing) => Ok((session, listing)),
+            Err(f) => {
+                session.close().await;
+                Err(McpError::Connect {
+                    server: self.spec.name.clone(),
+                    reason: format!(
+                        "tools/list failed: {}",
+                        f.into_error(&self.spec.name, "tools/list")
+                    ),
+                })
+            }
         }
     }
-}
 
-fn transport_kind(t: &Transport) -> &'static str {
-    match t {
-        Transport::Http { .. } => "http",
-        Transport::Stdio { .. } => "stdio",
+    /// The connection ended without being asked to.
+    fn ended(self: &Arc<Self>, generation: u64, reason: String) {
+        let event = match self.is_stdio() {
+            true => ConnectionEvent::ChildExited,
+            false => ConnectionEvent::TransportError,
+        };
+        tracing::warn!(server = %self.spec.name, generation, %reason, event = event.name(), "mcp connection ended");
+        self.report_generation(generation, event);
     }
-}
 
-/// `error: cause: cause...` — rmcp wraps the interesting part several levels deep.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
+    /// Makes `session` current with its tools (`publish-tools`); returns the
+    /// session it replaces, to be closed.
+    fn publish(
+        &self,
+        inner: &mut Inner,
+        session: Arc<Session>,
+        listing: Listing,
+    ) -> Option<Arc<Session>> {
+        tracing::info!(
+            server = %self.spec.name,
+            generation = session.generation,
+            tools = listing.tools.len(),
+            read_only = listing.read_only.len(),
+            "mcp tools published"
+        );
+        inner.protocol_version = session.protocol_version.clone();
+        inner.listing = Some(listing);
+        inner.failures = 0;
+        inner.last_error = None;
+        inner.session.replace(session)
     }
-    out
-}
 
-/// A stdio server's stderr is its log; keep it out of our stdout/stderr and
-/// out of info-level logs.
-fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::debug!(server = %server, line = %line, "mcp server stderr");
+    async fn first_attempt(self: &Arc<Self>) {
+        let attempt = self.open().await;
+        let to_close = {
+            let mut inner = self.lock();
+            match attempt {
+                Ok((session, listing)) => match self.fire(&mut inner, ConnectionEvent::ConnectOk) {
+                    Some(ConnectionEffect::PublishTools) => {
+                        self.publish(&mut inner, session, listing)
+                    }
+                    _ => Some(session),
+                },
+                Err(e) => {
+                    tracing::warn!(server = %self.spec.name, error = %e, "mcp server is down at start");
+                    inner.last_error = Some(e);
+                    if let Some(ConnectionEffect::RetryWithBackoff) =
+                        self.fire(&mut inner, ConnectionEvent::ConnectFailed)
+                    {
+                        inner.failures += 1;
+                        let delay = self.backoff(inner.failures);
+                        self.begin_recovery(&mut inner, delay);
+                    }
+                    None
+                }
+            }
+        };
+        if let Some(s) = to_close {
+            s.close().await;
         }
-    });
+    }
+
+    /// The reconnect loop: wait, attempt, fire `reconnect_ok` or
+    /// `reconnect_failed`, and go on while the table says
+    /// `retry-with-backoff`.
+    async fn recover(self: Arc<Self>, mut delay: Duration) {
+        loop {
+            if !delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = self.cancel.cancelled() => return,
+                }
+            }
+            if self.cancel.is_cancelled() {
+                return;
+            }
+            let attempt = self.open().await;
+            if self.cancel.is_cancelled() {
+                // Shut down while the attempt was out: nothing to fire.
+                if let Ok((session, _)) = attempt {
+                    session.close().await;
+                }
+                return;
+            }
+            let (to_close, again) = {
+                let mut inner = self.lock();
+                match attempt {
+                    Ok((session, listing)) => {
+                        inner.recovering = false;
+                        match self.fire(&mut inner, ConnectionEvent::ReconnectOk) {
+                            Some(ConnectionEffect::PublishTools) => {
+                                (self.publish(&mut inner, session, listing), None)
+                            }
+                            // Closed meanwhile (or the row was edited): the
+                            // new session is not published.
+                            _ => (Some(session), None),
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %self.spec.name, error = %e, "mcp reconnect failed");
+                        inner.last_error = Some(e);
+                        let effect = self.fire(&mut inner, ConnectionEvent::ReconnectFailed);
+                        // Down has no session.
+                        let old = match inner.machine.state() {
+                            ConnectionState::Down | ConnectionState::Closed => inner.session.take(),
+                            _ => None,
+                        };
+                        match effect {
+                            Some(ConnectionEffect::RetryWithBackoff) => {
+                                inner.failures += 1;
+                                (old, Some(self.backoff(inner.failures)))
+                            }
+                            _ => {
+                                inner.recovering = false;
+                                (old, None)
+                            }
+                        }
+                    }
+                }
+            };
+            if let Some(s) = to_close {
+                s.close().await;
+            }
+            match again {
+                Some(d) => {
+                    tracing::info!(server = %self.spec.name, retry_in_ms = d.as_millis() as u64, "mcp server down; retrying with backoff");
+                    delay = d;
+                }
+                None => return,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -456,21 +1041,39 @@ mod tests {
     }
 
     #[test]
-    fn initialize_pins_2025_11_25() {
-        assert_eq!(client_config().protocol_version.as_str(), "2025-11-25");
-        // The default we are avoiding: if rmcp ever changes it, re-read ADR 0003.
-        assert_ne!(ProtocolVersion::default(), PROTOCOL_VERSION);
-    }
-
-    #[test]
     fn spec_serde_shape() {
         let spec = ServerSpec::stdio("everything", "node", ["index.js", "stdio"]);
         let v = serde_json::to_value(&spec).unwrap_or_default();
         assert_eq!(v["transport"]["type"], "stdio");
+        assert!(v.get("tools").is_none());
         let back: ServerSpec = serde_json::from_value(serde_json::json!({
             "name": "demo", "transport": {"type": "http", "url": "http://127.0.0.1:1/mcp"}
         }))
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, ServerSpec::http("demo", "http://127.0.0.1:1/mcp"));
+        let safe = ServerSpec::http("demo", "http://127.0.0.1:1/mcp").retry_safe("search");
+        assert!(safe.tools["search"].retry_safe);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let table = builtin_connection_table().unwrap_or_else(|e| panic!("{e}"));
+        let machine = table.machine();
+        let (state, _) = tokio::sync::watch::channel(machine.state());
+        let shared = Shared {
+            spec: ServerSpec::http("x", "http://127.0.0.1:1/mcp"),
+            options: ClientOptions {
+                backoff_initial: Duration::from_millis(100),
+                backoff_max: Duration::from_millis(700),
+                ..ClientOptions::default()
+            },
+            table,
+            inner: Mutex::new(Inner::new(machine)),
+            state,
+            cancel: CancellationToken::new(),
+        };
+        let delays: Vec<u128> = (1..=5).map(|n| shared.backoff(n).as_millis()).collect();
+        assert_eq!(delays, [100, 200, 400, 700, 700]);
+        assert_eq!(shared.backoff(1000), Duration::from_millis(700));
     }
 }

@@ -53,6 +53,16 @@ pub enum McpError {
     /// The server spec itself is unusable (empty command, bad URL, ...).
     #[error("invalid MCP server spec '{server}': {reason}")]
     InvalidSpec { server: String, reason: String },
+
+    /// The server is down (its connection is `Down`, or a reconnect did not
+    /// finish within the connect timeout): `tool` was not sent. The client
+    /// keeps retrying in the background (`tables/connection.ron`).
+    #[error("MCP server '{server}' is down, '{tool}' was not sent: {reason}")]
+    Down {
+        server: String,
+        tool: String,
+        reason: String,
+    },
 }
 
 impl McpError {
@@ -64,7 +74,8 @@ impl McpError {
             | McpError::Transport { server, .. }
             | McpError::Timeout { server, .. }
             | McpError::Protocol { server, .. }
-            | McpError::InvalidSpec { server, .. } => server,
+            | McpError::InvalidSpec { server, .. }
+            | McpError::Down { server, .. } => server,
         }
     }
 
@@ -77,6 +88,7 @@ impl McpError {
             McpError::Timeout { .. } => "timeout",
             McpError::Protocol { .. } => "protocol",
             McpError::InvalidSpec { .. } => "invalid_spec",
+            McpError::Down { .. } => "server_down",
         }
     }
 }

@@ -1,8 +1,14 @@
 //! MCP client side: connect to tool servers and normalise what they return.
 //!
-//! * [`ToolClient`] — one connected server (streamable HTTP or stdio), with
-//!   `list_tools` (follows pagination) and `call` (with a timeout, never
-//!   retried).
+//! * [`ToolClient`] — one server (streamable HTTP or stdio) for the life of
+//!   the process: `list_tools` (follows pagination) and `call` (with a
+//!   timeout). Its connection is a machine of `tables/connection.ron`:
+//!   expired sessions are re-initialised, broken transports reconnected,
+//!   exited stdio children restarted, down servers retried with backoff —
+//!   each a row of the table, logged. A call is never re-sent, except a
+//!   read-only or `retry_safe` one that hit a session expiry, once.
+//! * [`session`] — one connection (one `initialize`) and how its failures
+//!   look on the wire (an expired session is HTTP 404).
 //! * [`ToolOutput`] — **the one normalisation seam**: every tool result,
 //!   whatever its shape, is flattened into blocks + structured content +
 //!   `_meta` here before anything judges it. See [`normalize`].
@@ -11,16 +17,20 @@
 //!   failures.
 //!
 //! Protocol decisions: `docs/adr/0003-mcp-protocol-version.md` (we ask for
-//! `2025-11-25`, not rmcp's default) and `docs/adr/0004-no-silent-mcp-reinit.md`
-//! (an expired HTTP session fails the call instead of silently re-sending it).
+//! `2025-11-25`, not rmcp's default), `docs/adr/0004-no-silent-mcp-reinit.md`
+//! (an expired HTTP session is never silently re-initialised by the
+//! transport) and `docs/adr/0011-mcp-reconnect.md` (the connection table
+//! re-initialises it instead, explicitly).
 
 pub mod client;
 pub mod error;
 pub mod normalize;
+pub mod session;
 
 pub use client::{
-    ClientOptions, ServerSpec, ToolClient, ToolInfo, Transport, DEFAULT_CALL_TIMEOUT,
-    DEFAULT_CONNECT_TIMEOUT, PROTOCOL_VERSION,
+    builtin_connection_table, ClientOptions, ServerSpec, ServerStatus, ToolClient, ToolInfo,
+    ToolPolicy, Transport, DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROBE_AFTER, PROTOCOL_VERSION,
 };
 pub use error::McpError;
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};

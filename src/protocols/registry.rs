@@ -8,7 +8,8 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Findings, Table};
 
 use super::{
-    frame::Frame, harness::Harness, narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
+    connection::Connection, frame::Frame, harness::Harness, narrowing::Narrowing, paging::Paging,
+    turn::Turn, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -30,6 +31,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../tables/paging.ron"),
     ),
     ("turn", "turn.ron", include_str!("../../tables/turn.ron")),
+    (
+        "connection",
+        "connection.ron",
+        include_str!("../../tables/connection.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -40,6 +46,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Narrowing::NAME => Some(Narrowing::binding()),
         Paging::NAME => Some(Paging::binding()),
         Turn::NAME => Some(Turn::binding()),
+        Connection::NAME => Some(Connection::binding()),
         _ => None,
     }
 }

@@ -61,6 +61,12 @@ pub fn violation(v: &Violation) {
     count(&v.table, &v.row_id, "forbidden");
 }
 
+/// Counts a forbidden row reached by design (a page outside the scope,
+/// discarded as the row says).
+pub fn forbidden(table: &str, row: &str) {
+    count(table, row, "forbidden");
+}
+
 /// The counters in Prometheus text format.
 pub fn render() -> String {
     let mut out = String::new();

@@ -54,7 +54,10 @@ impl TestServer {
     pub async fn start(db_url: &str, faults: Vec<Fault>) -> TestServer {
         let demo = DemoServer::start(
             SocketAddr::from(([127, 0, 0, 1], 0)),
-            DemoOptions { faults },
+            DemoOptions {
+                faults,
+                ..DemoOptions::default()
+            },
         )
         .await
         .expect("demo server starts");
@@ -79,7 +82,10 @@ impl TestServer {
     ) -> TestServer {
         let demo = DemoServer::start(
             SocketAddr::from(([127, 0, 0, 1], 0)),
-            DemoOptions { faults },
+            DemoOptions {
+                faults,
+                ..DemoOptions::default()
+            },
         )
         .await
         .expect("demo server starts");

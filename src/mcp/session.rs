@@ -1,0 +1,532 @@
+//! One connection to an MCP server: a transport, one `initialize`, the
+//! requests sent on it, and what their failures were on the wire.
+//!
+//! A [`Session`] never retries and never reconnects; it only reports. The
+//! connection machine in [`super::client`] (`tables/connection.ron`) decides
+//! what happens next.
+//!
+//! **How an expired session is recognised.** Over streamable HTTP every
+//! request after `initialize` carries the `Mcp-Session-Id` header. A server
+//! that no longer knows that id (it restarted, or dropped the session after
+//! its idle timeout — rmcp's `LocalSessionManager` does after 300 s) answers
+//! **HTTP 404**; the MCP spec then requires a new `initialize` without a
+//! session id. With `reinit_on_expired_session(false)` (ADR 0004) rmcp
+//! surfaces that 404 as `StreamableHttpError::SessionExpired` inside
+//! `ServiceError::TransportSend`; [`Failure::Expired`] is exactly that error,
+//! found by type in the error's source chain, never by its text.
+
+use std::collections::HashSet;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, PaginatedRequestParams, PingRequest,
+};
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
+use super::error::McpError;
+
+/// Upper bound on `tools/list` pages, so a server that never stops paginating
+/// cannot hang us.
+const MAX_LIST_PAGES: usize = 1000;
+
+/// How long closing a session may take before we stop waiting.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Finds rmcp's "session expired (HTTP 404)" in an error's source chain.
+type ExpiryCheck = fn(&(dyn std::error::Error + 'static)) -> bool;
+
+/// How one request failed, as seen on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// HTTP 404 for our session id: the server forgot the session.
+    Expired(String),
+    /// The request was not delivered or its answer was lost. `closed` is
+    /// rmcp's "transport closed": for stdio, the child's pipe ended.
+    Transport { reason: String, closed: bool },
+    /// A JSON-RPC error object: the server answered.
+    Rpc { code: i64, message: String },
+    /// No answer in time; the request was abandoned (`notifications/cancelled`).
+    Timeout,
+    /// An answer, but not a usable one.
+    Protocol(String),
+}
+
+impl Failure {
+    /// The error a caller of `tool` on `server` sees.
+    pub(crate) fn into_error(self, server: &str, tool: &str) -> McpError {
+        let (server, tool) = (server.to_string(), tool.to_string());
+        match self {
+            Failure::Expired(reason) => McpError::Transport {
+                server,
+                tool,
+                reason,
+            },
+            Failure::Transport { reason, .. } => McpError::Transport {
+                server,
+                tool,
+                reason,
+            },
+            Failure::Rpc { code, message } => McpError::Rpc {
+                server,
+                tool,
+                code,
+                message,
+            },
+            Failure::Timeout => McpError::Timeout { server, tool },
+            Failure::Protocol(reason) => McpError::Protocol {
+                server,
+                tool,
+                reason,
+            },
+        }
+    }
+}
+
+/// What `tools/list` said: the tools, and which of them declared
+/// `readOnlyHint: true`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Listing {
+    pub tools: Vec<ToolInfo>,
+    pub read_only: HashSet<String>,
+}
+
+/// One open connection (one `initialize`). Dropping it does not close it;
+/// call [`Session::close`], or cancel the parent token given to `open`.
+pub(crate) struct Session {
+    pub generation: u64,
+    pub protocol_version: String,
+    pub opened: Instant,
+    peer: Peer<RoleClient>,
+    expiry: Option<ExpiryCheck>,
+    stop: CancellationToken,
+    /// Set by us before we stop the service, so its end is not reported.
+    stopping: Arc<AtomicBool>,
+    ended: tokio::sync::watch::Receiver<bool>,
+    last_used: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("generation", &self.generation)
+            .field("protocol_version", &self.protocol_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What we announce in `initialize`.
+pub(crate) fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("turnstile", env!("CARGO_PKG_VERSION")),
+    )
+    // ADR 0003: never rmcp's default (`LATEST`, 2026-07-28).
+    .with_protocol_version(PROTOCOL_VERSION)
+}
+
+/// Checks a spec before anything is opened: a bad one never connects, so it
+/// is a configuration error, not a server that is down.
+pub(crate) fn validate(spec: &ServerSpec) -> Result<(), McpError> {
+    let invalid = |reason: String| McpError::InvalidSpec {
+        server: spec.name.clone(),
+        reason,
+    };
+    match &spec.transport {
+        Transport::Http { url } if !(url.starts_with("http://") || url.starts_with("https://")) => {
+            Err(invalid(format!("not an http(s) URL: {url}")))
+        }
+        Transport::Stdio { command, .. } if command.trim().is_empty() => {
+            Err(invalid("empty command".to_string()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How often a broken SSE stream is resumed (`GET` with `Last-Event-ID`;
+/// resuming re-sends nothing). rmcp's default retries for ever, so a call
+/// whose server died would wait out its whole timeout; we give up after two
+/// attempts (each waits at least the server's `retry:` hint), and the call
+/// fails as a transport error the connection table reconnects from.
+fn stream_resume_policy() -> ExponentialBackoff {
+    let mut policy = ExponentialBackoff::default();
+    policy.max_times = Some(2);
+    policy.base_duration = Duration::from_millis(500);
+    policy.max_delay = Some(Duration::from_secs(2));
+    policy
+}
+
+fn expiry_check<C: StreamableHttpClient>(_: &StreamableHttpClientTransport<C>) -> ExpiryCheck {
+    is_session_expired::<C::Error>
+}
+
+fn is_session_expired<E: std::error::Error + Send + Sync + 'static>(
+    e: &(dyn std::error::Error + 'static),
+) -> bool {
+    matches!(
+        e.downcast_ref::<StreamableHttpError<E>>(),
+        Some(StreamableHttpError::SessionExpired)
+    )
+}
+
+impl Session {
+    /// Opens the transport and runs `initialize` (ADR 0003's version), all
+    /// within `timeout`. `on_end` runs once if the connection ends by itself
+    /// (the stdio child exited, the HTTP transport gave up) — not when it is
+    /// closed by us or `parent` is cancelled.
+    pub(crate) async fn open(
+        spec: &ServerSpec,
+        generation: u64,
+        timeout: Duration,
+        parent: &CancellationToken,
+        on_end: impl FnOnce(String) + Send + 'static,
+    ) -> Result<Session, McpError> {
+        validate(spec)?;
+        let server = spec.name.clone();
+        let connect_err = |reason: String| McpError::Connect {
+            server: server.clone(),
+            reason,
+        };
+        let handshake = async {
+            match &spec.transport {
+                Transport::Http { url } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        // ADR 0004: a 404 "session expired" must fail the
+                        // request; the connection table decides what follows.
+                        .reinit_on_expired_session(false);
+                    config.retry_config = Arc::new(stream_resume_policy());
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let check = expiry_check(&transport);
+                    client_config()
+                        .serve(transport)
+                        .await
+                        .map(|running| (running, Some(check)))
+                        .map_err(|e| connect_err(error_chain(&e)))
+                }
+                Transport::Stdio { command, args } => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args);
+                    let (process, stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|e| connect_err(format!("cannot spawn '{command}': {e}")))?;
+                    if let Some(stderr) = stderr {
+                        forward_stderr(server.clone(), stderr);
+                    }
+                    client_config()
+                        .serve(process)
+                        .await
+                        .map(|running| (running, None))
+                        .map_err(|e| connect_err(error_chain(&e)))
+                }
+            }
+        };
+        let (running, expiry) = tokio::select! {
+            result = tokio::time::timeout(timeout, handshake) => match result {
+                Ok(result) => result?,
+                Err(_) => {
+                    return Err(connect_err(format!("no initialize response within {timeout:?}")))
+                }
+            },
+            _ = parent.cancelled() => return Err(connect_err("shut down while connecting".into())),
+        };
+        let peer = running.peer().clone();
+        // A failing re-fetch must fail, not be answered from a stale cache.
+        peer.set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        let info = peer.peer_info();
+        let protocol_version = info
+            .as_ref()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default();
+        let (server_name, server_version) = info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref())
+            .map(|s| (s.name.clone(), s.version.clone()))
+            .unwrap_or_default();
+        tracing::info!(
+            server = %spec.name,
+            transport = transport_kind(&spec.transport),
+            generation,
+            protocol_version = %protocol_version,
+            server_name = %server_name,
+            server_version = %server_version,
+            "mcp server connected"
+        );
+
+        // The service runs in its own task; this task owns it, stops it when
+        // asked, and reports an end nobody asked for.
+        let stop = parent.child_token();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (ended_tx, ended) = tokio::sync::watch::channel(false);
+        let service_stop = running.cancellation_token();
+        tokio::spawn({
+            let stop = stop.clone();
+            let stopping = stopping.clone();
+            let server = spec.name.clone();
+            async move {
+                let waiting = running.waiting();
+                tokio::pin!(waiting);
+                let reason = tokio::select! {
+                    reason = &mut waiting => Some(reason),
+                    _ = stop.cancelled() => {
+                        stopping.store(true, Ordering::SeqCst);
+                        service_stop.cancel();
+                        if tokio::time::timeout(CLOSE_TIMEOUT, &mut waiting).await.is_err() {
+                            tracing::warn!(server = %server, generation, "mcp session close timed out");
+                        }
+                        None
+                    }
+                };
+                let _ = ended_tx.send(true);
+                if let Some(reason) = reason {
+                    if !stopping.load(Ordering::SeqCst) {
+                        let reason = match reason {
+                            Ok(r) => format!("connection ended ({r:?})"),
+                            Err(e) => format!("connection task failed: {e}"),
+                        };
+                        on_end(reason);
+                    }
+                }
+            }
+        });
+        Ok(Session {
+            generation,
+            protocol_version,
+            opened: Instant::now(),
+            peer,
+            expiry,
+            stop,
+            stopping,
+            ended,
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Time since the last request on this session was sent or answered.
+    pub(crate) fn idle(&self) -> Duration {
+        self.last_used
+            .lock()
+            .map(|t| t.elapsed())
+            .unwrap_or_default()
+    }
+
+    fn touch(&self) {
+        if let Ok(mut t) = self.last_used.lock() {
+            *t = Instant::now();
+        }
+    }
+
+    /// Stops the connection (HTTP: `DELETE` the session; stdio: close stdin,
+    /// then terminate the child) and waits for it, up to 5 s. Its end is not
+    /// reported.
+    pub(crate) async fn close(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.cancel();
+        let mut ended = self.ended.clone();
+        let waited = tokio::time::timeout(CLOSE_TIMEOUT + Duration::from_secs(1), async {
+            while !*ended.borrow_and_update() {
+                if ended.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        match waited {
+            Ok(()) => tracing::debug!(generation = self.generation, "mcp session closed"),
+            Err(_) => tracing::warn!(generation = self.generation, "mcp session close timed out"),
+        }
+    }
+
+    /// `tools/call`, once, within `timeout`. Dropping the future on timeout
+    /// drops rmcp's abandoned-request guard, which sends
+    /// `notifications/cancelled` for the request.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, Failure> {
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        self.touch();
+        let outcome = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
+        self.touch();
+        match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => Err(self.classify(e)),
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    /// `ping`: is the session still there? Used before a call on a session
+    /// that has been idle, so an expiry costs a ping, not the call.
+    pub(crate) async fn ping(&self, timeout: Duration) -> Result<(), Failure> {
+        self.touch();
+        let request = ClientRequest::PingRequest(PingRequest::default());
+        let outcome = tokio::time::timeout(timeout, self.peer.send_request(request)).await;
+        self.touch();
+        match outcome {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.classify(e)),
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    /// All tools, following `nextCursor` until the server stops sending one;
+    /// each page within `timeout`.
+    pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Listing, Failure> {
+        let mut listing = Listing::default();
+        let mut cursor: Option<String> = None;
+        let mut seen_cursors = HashSet::new();
+        for page in 0..MAX_LIST_PAGES {
+            let params = cursor
+                .take()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            self.touch();
+            let outcome = tokio::time::timeout(timeout, self.peer.list_tools(params)).await;
+            self.touch();
+            let result = match outcome {
+                Ok(Ok(result)) => result,
+                Ok(Err(e)) => return Err(self.classify(e)),
+                Err(_) => return Err(Failure::Timeout),
+            };
+            for t in result.tools {
+                let name = t.name.into_owned();
+                if t.annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false)
+                {
+                    listing.read_only.insert(name.clone());
+                }
+                listing.tools.push(ToolInfo {
+                    name,
+                    description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
+                    input_schema: Value::Object((*t.input_schema).clone()),
+                });
+            }
+            match result.next_cursor {
+                // An empty cursor is treated as "no more pages": sending "" back
+                // would make some servers restart from the first page.
+                None => {
+                    tracing::debug!(
+                        pages = page + 1,
+                        tools = listing.tools.len(),
+                        "tools listed"
+                    );
+                    return Ok(listing);
+                }
+                Some(next) if next.is_empty() => return Ok(listing),
+                Some(next) => {
+                    if !seen_cursors.insert(next.clone()) {
+                        return Err(Failure::Protocol(
+                            "server repeated a tools/list cursor".into(),
+                        ));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(Failure::Protocol(format!(
+            "tools/list did not end within {MAX_LIST_PAGES} pages"
+        )))
+    }
+
+    fn classify(&self, e: ServiceError) -> Failure {
+        if let Some(check) = self.expiry {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(err) = source {
+                if check(err) {
+                    return Failure::Expired(
+                        "session expired (HTTP 404 for our session id)".to_string(),
+                    );
+                }
+                source = err.source();
+            }
+        }
+        match e {
+            ServiceError::McpError(data) => Failure::Rpc {
+                code: i64::from(data.code.0),
+                message: data.message.into_owned(),
+            },
+            ServiceError::Timeout { .. } => Failure::Timeout,
+            ServiceError::UnexpectedResponse => Failure::Protocol(
+                "unexpected response (task, input_required, or a result of the wrong kind)"
+                    .to_string(),
+            ),
+            ServiceError::TransportClosed => Failure::Transport {
+                reason: "transport closed".to_string(),
+                closed: true,
+            },
+            other => Failure::Transport {
+                reason: error_chain(&other),
+                closed: false,
+            },
+        }
+    }
+}
+
+pub(crate) fn transport_kind(t: &Transport) -> &'static str {
+    match t {
+        Transport::Http { .. } => "http",
+        Transport::Stdio { .. } => "stdio",
+    }
+}
+
+/// `error: cause: cause...` — rmcp wraps the interesting part several levels deep.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// A stdio server's stderr is its log; keep it out of our stdout/stderr and
+/// out of info-level logs.
+fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(server = %server, line = %line, "mcp server stderr");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_pins_2025_11_25() {
+        assert_eq!(client_config().protocol_version.as_str(), "2025-11-25");
+        // The default we are avoiding: if rmcp ever changes it, re-read ADR 0003.
+        assert_ne!(rmcp::model::ProtocolVersion::default(), PROTOCOL_VERSION);
+    }
+
+    #[test]
+    fn bad_specs_are_refused_before_connecting() {
+        let bad = ServerSpec::http("x", "ftp://example.com/mcp");
+        assert_eq!(validate(&bad).map_err(|e| e.kind()), Err("invalid_spec"));
+        let bad = ServerSpec::stdio("x", " ", Vec::<String>::new());
+        assert_eq!(validate(&bad).map_err(|e| e.kind()), Err("invalid_spec"));
+    }
+}

@@ -1,0 +1,83 @@
+//! `tables/connection.ron`: the life of one MCP server connection
+//! (ADR 0011). The MCP client (`mcp::client`) classifies what happened on the
+//! wire into one of these events and performs the effect of the row it took.
+
+use super::Protocol;
+
+crate::names! {
+    pub enum ConnectionState {
+        /// The first transport, `initialize` and `tools/list` are out.
+        Connecting = "Connecting",
+        /// A session is open and its tools are published.
+        Ready = "Ready",
+        /// The server forgot the session (HTTP 404); a new `initialize`
+        /// without a session id is out.
+        Expired = "Expired",
+        /// The transport broke or the stdio child exited; a new connection is
+        /// being opened.
+        Reconnecting = "Reconnecting",
+        /// The last attempt failed; the next waits for its backoff. Calls
+        /// fail at once.
+        Down = "Down",
+        Closed = "Closed",
+    }
+}
+
+crate::names! {
+    /// What the client classified; the table decides what follows.
+    pub enum ConnectionEvent {
+        /// The first connection opened: transport, `initialize`, `tools/list`.
+        ConnectOk = "connect_ok",
+        /// The first connection could not be opened.
+        ConnectFailed = "connect_failed",
+        /// A request on the current session was answered (a result, an
+        /// `isError` result, a JSON-RPC error, or a `ping`).
+        CallOk = "call_ok",
+        /// HTTP 404 for our session id; nothing is re-sent.
+        SessionExpired = "session_expired",
+        /// HTTP 404 for our session id on a `tools/call` whose tool is
+        /// read-only (`readOnlyHint: true`) or configured `retry_safe`.
+        SessionExpiredRetrySafe = "session_expired_retry_safe",
+        /// The request could not be delivered or its answer was lost.
+        TransportError = "transport_error",
+        /// The stdio server's process ended.
+        ChildExited = "child_exited",
+        /// A new connection (after an expiry, a transport error, a child exit
+        /// or a backoff) opened.
+        ReconnectOk = "reconnect_ok",
+        ReconnectFailed = "reconnect_failed",
+        Shutdown = "shutdown",
+    }
+}
+
+crate::names! {
+    /// What the client does after the row.
+    pub enum ConnectionEffect {
+        /// Make the new session current and its tools visible.
+        PublishTools = "publish-tools",
+        /// Try again after the next backoff delay.
+        RetryWithBackoff = "retry-with-backoff",
+        /// Open a new session: `initialize` without a session id.
+        Reinitialize = "reinitialize",
+        /// Open a new session, then re-send the call that hit the expiry once.
+        ReinitializeAndResend = "reinitialize-and-resend",
+        /// Wait for the new session under way, then re-send the call once.
+        Resend = "resend",
+        /// Open a new connection.
+        Reconnect = "reconnect",
+        /// Start the stdio server again (with backoff if it keeps exiting).
+        RestartChild = "restart-child",
+        /// Close the session and stop every retry.
+        Close = "close",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Connection;
+
+impl Protocol for Connection {
+    const NAME: &'static str = "connection";
+    type State = ConnectionState;
+    type Event = ConnectionEvent;
+    type Effect = ConnectionEffect;
+}

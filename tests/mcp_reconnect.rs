@@ -1,0 +1,707 @@
+//! The life of an MCP connection on the real path (`tables/connection.ron`,
+//! ADR 0011): the demo tool server over streamable HTTP with a short session
+//! TTL, restarted and killed under a real client; a stdio server that
+//! crashes. No mocks. Each scenario's connection trace is a snapshot
+//! (`snapshots/mcp_reconnect__trace-*.snap`).
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use turnstile::demo::{DemoOptions, DemoServer};
+use turnstile::mcp::{
+    builtin_connection_table, ClientOptions, McpError, ServerSpec, ToolClient, ToolPolicy,
+};
+use turnstile::protocols::connection::ConnectionState;
+
+use common::frames::tool_results;
+use common::init_tracing;
+use common::server::{databases, TestServer};
+
+const TTL: Duration = Duration::from_millis(800);
+
+fn args(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(map) => map,
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+fn safety_floor3() -> Map<String, Value> {
+    args(json!({"query": "safety", "floor": 3}))
+}
+
+fn panorama() -> Map<String, Value> {
+    args(json!({"id": "PANO-003-0611"}))
+}
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+}
+
+async fn demo_at(addr: SocketAddr, opts: DemoOptions) -> DemoServer {
+    DemoServer::start(addr, opts)
+        .await
+        .expect("demo server starts")
+}
+
+/// Fast retries, no idle probe unless asked: each test shows one mechanism.
+fn options(probe_after: Option<Duration>) -> ClientOptions {
+    ClientOptions {
+        probe_after,
+        backoff_initial: Duration::from_millis(100),
+        backoff_max: Duration::from_millis(400),
+        connect_timeout: Duration::from_secs(10),
+        ..ClientOptions::default()
+    }
+}
+
+async fn start(spec: &ServerSpec, opts: ClientOptions) -> ToolClient {
+    ToolClient::start(spec, opts, builtin_connection_table().unwrap())
+        .await
+        .expect("client starts")
+}
+
+/// The connection trace with repeats of a row (the `answered` of each
+/// successful call, or of a probing ping) shown once.
+fn shape(client: &ToolClient) -> String {
+    let mut rows = client.trace();
+    rows.dedup();
+    rows.join("\n") + "\n"
+}
+
+/// Waits (up to 10 s) until the connection trace has taken `row`.
+async fn wait_for_row(client: &ToolClient, row: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.trace().iter().any(|r| r == row) {
+        assert!(
+            Instant::now() < deadline,
+            "no {row} in {:?}",
+            client.trace()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn snapshot(name: &str, client: &ToolClient) {
+    let trace = shape(client);
+    common::snapshot_settings().bind(|| insta::assert_snapshot!(format!("trace-{name}"), trace));
+}
+
+// ------------------------------------------------------------------ expiry --
+
+/// The demo's sessions live `TTL`; two calls more than a TTL apart both
+/// succeed. The second finds the session gone with its probing `ping`
+/// (the session was idle), so the table re-initialises before the call is
+/// sent: the call itself never meets the expiry and runs exactly once.
+#[tokio::test]
+async fn two_calls_more_than_a_ttl_apart_both_succeed() {
+    init_tracing();
+    let server = demo_at(
+        loopback(),
+        DemoOptions {
+            session_ttl: Some(TTL),
+            ..DemoOptions::default()
+        },
+    )
+    .await;
+    let client = start(
+        &ServerSpec::http("demo", server.url.clone()),
+        options(Some(TTL / 2)),
+    )
+    .await;
+    assert_eq!(client.state(), ConnectionState::Ready);
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("first call");
+    tokio::time::sleep(TTL * 2).await;
+    let second = client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("a call after the TTL succeeds");
+    assert!(!second.is_error);
+    assert_eq!(server.calls("search_photos"), 2, "each call ran once");
+    assert_eq!(client.state(), ConnectionState::Ready);
+    snapshot("ttl-probe", &client);
+    client.close().await;
+    server.shutdown().await;
+}
+
+/// Without a probe the call meets the expiry itself. `search_photos` is not
+/// read-only: it fails (the server never ran it: a 404 is answered before
+/// any tool runs), is not re-sent, and the next call uses the new session.
+#[tokio::test]
+async fn a_call_that_meets_an_expiry_fails_once_and_runs_at_most_once() {
+    init_tracing();
+    let server = demo_at(
+        loopback(),
+        DemoOptions {
+            session_ttl: Some(TTL),
+            ..DemoOptions::default()
+        },
+    )
+    .await;
+    let client = start(&ServerSpec::http("demo", server.url.clone()), options(None)).await;
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("first call");
+    tokio::time::sleep(TTL * 2).await;
+    match client.call("search_photos", safety_floor3()).await {
+        Err(McpError::Transport { reason, .. }) => {
+            assert!(reason.contains("session expired"), "{reason}");
+            assert!(reason.contains("not re-sent"), "{reason}");
+        }
+        other => panic!("expected the expired call to fail, got {other:?}"),
+    }
+    assert_eq!(
+        server.calls("search_photos"),
+        1,
+        "the expired call never ran"
+    );
+    let third = client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("the next call uses the new session");
+    assert!(!third.is_error);
+    assert_eq!(server.calls("search_photos"), 2);
+    snapshot("expiry-not-retry-safe", &client);
+    client.close().await;
+    server.shutdown().await;
+}
+
+/// `get_panorama` declares `readOnlyHint: true`: the call that met the
+/// expiry is re-sent once on the new session and succeeds; it ran once.
+#[tokio::test]
+async fn a_read_only_call_that_meets_an_expiry_is_re_sent_once() {
+    init_tracing();
+    let server = demo_at(loopback(), DemoOptions::default()).await;
+    let client = start(&ServerSpec::http("demo", server.url.clone()), options(None)).await;
+    assert!(client.retry_safe("get_panorama"));
+    assert!(!client.retry_safe("search_photos"));
+    client
+        .call("get_panorama", panorama())
+        .await
+        .expect("first call");
+    server.expire_sessions().await;
+    let again = client
+        .call("get_panorama", panorama())
+        .await
+        .expect("a read-only call is re-sent on the new session");
+    assert!(!again.is_error);
+    assert_eq!(
+        server.calls("get_panorama"),
+        2,
+        "one run per successful call"
+    );
+    snapshot("expiry-read-only", &client);
+    client.close().await;
+    server.shutdown().await;
+}
+
+/// The configuration may mark a tool `retry_safe`: the same as a read-only
+/// hint.
+#[tokio::test]
+async fn a_configured_retry_safe_call_is_re_sent_once() {
+    init_tracing();
+    let server = demo_at(loopback(), DemoOptions::default()).await;
+    let spec = ServerSpec::http("demo", server.url.clone()).retry_safe("search_photos");
+    let client = start(&spec, options(None)).await;
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("first call");
+    server.expire_sessions().await;
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("a retry_safe call is re-sent on the new session");
+    assert_eq!(server.search_calls(), 2);
+    client.close().await;
+    server.shutdown().await;
+}
+
+// ----------------------------------------------------------- restart, kill --
+
+/// The tool server is stopped and a new one started on the same port between
+/// two calls. The first call after the restart is idle long enough to be
+/// probed: the old session is unknown to the new server (404), so it is
+/// re-initialised and the call goes out once on the new session.
+#[tokio::test]
+async fn the_tool_server_restarts_between_calls() {
+    init_tracing();
+    let first = demo_at(loopback(), DemoOptions::default()).await;
+    let addr = first.addr();
+    let client = start(
+        &ServerSpec::http("demo", first.url.clone()),
+        options(Some(Duration::from_millis(200))),
+    )
+    .await;
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("call on the first server");
+    first.shutdown().await;
+    let second = demo_at(addr, DemoOptions::default()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("call on the restarted server");
+    assert!(!out.is_error);
+    assert_eq!(second.search_calls(), 1);
+    assert_eq!(client.state(), ConnectionState::Ready);
+    let trace = client.trace();
+    assert!(
+        trace
+            .iter()
+            .any(|r| r == "reinitialized" || r == "reconnected" || r == "back-up"),
+        "{trace:?}"
+    );
+    client.close().await;
+    second.shutdown().await;
+}
+
+/// The tool server dies while a slow call is out. The call fails (it is
+/// not re-sent: it may have run), the connection goes Down while nothing
+/// listens, and comes back by itself once a server is there again.
+#[tokio::test]
+async fn the_tool_server_is_killed_mid_call() {
+    init_tracing();
+    let slow = DemoOptions {
+        call_delay: Duration::from_secs(2),
+        ..DemoOptions::default()
+    };
+    let first = demo_at(loopback(), slow).await;
+    let addr = first.addr();
+    let client = std::sync::Arc::new(
+        start(&ServerSpec::http("demo", first.url.clone()), options(None)).await,
+    );
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move {
+            let started = Instant::now();
+            let out = client.call("search_photos", safety_floor3()).await;
+            (out, started.elapsed())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(first.calls("search_photos"), 1, "the slow call is running");
+    first.shutdown().await;
+    let (out, took) = call.await.expect("call task");
+    assert!(out.is_err(), "a call whose server died fails: {out:?}");
+    assert!(
+        took < Duration::from_secs(15),
+        "the failure comes promptly, not at the call timeout: {took:?}"
+    );
+    // Nothing listens: the connection is Down (or on its way there).
+    assert!(
+        client
+            .wait_for(ConnectionState::Down, Duration::from_secs(10))
+            .await,
+        "state {:?}",
+        client.state()
+    );
+    match client.call("search_photos", safety_floor3()).await {
+        Err(e @ McpError::Down { .. }) => assert_eq!(e.kind(), "server_down"),
+        other => panic!("expected server_down while down, got {other:?}"),
+    }
+    let second = demo_at(addr, DemoOptions::default()).await;
+    assert!(
+        client
+            .wait_for(ConnectionState::Ready, Duration::from_secs(10))
+            .await,
+        "back up after the server returned: {:?}",
+        client.trace()
+    );
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("call after the server came back");
+    assert_eq!(
+        second.search_calls(),
+        1,
+        "nothing was re-sent to the new server"
+    );
+    let trace = client.trace();
+    assert!(trace.iter().any(|r| r == "back-up"), "{trace:?}");
+    client.shutdown().await;
+    second.shutdown().await;
+}
+
+/// A server that is down at start stops nothing: the client is Down, the
+/// tools the configuration names fail as `server_down` (nothing sent), and
+/// the client connects by itself when the server appears.
+#[tokio::test]
+async fn a_server_down_at_start_is_retried_in_the_background() {
+    init_tracing();
+    let addr = free_addr();
+    let mut spec = ServerSpec::http("demo", format!("http://{addr}/mcp"));
+    spec.tools
+        .insert("search_photos".into(), ToolPolicy::default());
+    let client = start(&spec, options(None)).await;
+    assert_eq!(client.state(), ConnectionState::Down);
+    assert!(client.offers("search_photos"), "configured tools are known");
+    assert!(!client.has_listed());
+    let shown = client.tools();
+    assert_eq!(shown.len(), 1);
+    assert!(shown[0].description.starts_with("Unavailable"), "{shown:?}");
+    let err = client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect_err("down");
+    assert_eq!(err.kind(), "server_down");
+    assert!(err.to_string().contains("is down"), "{err}");
+
+    let server = demo_at(addr, DemoOptions::default()).await;
+    assert!(
+        client
+            .wait_for(ConnectionState::Ready, Duration::from_secs(10))
+            .await,
+        "{:?}",
+        client.trace()
+    );
+    assert_eq!(client.tools().len(), 5);
+    client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("call once the server is up");
+    let trace = client.trace();
+    assert_eq!(trace[0], "down-at-start");
+    assert_eq!(trace.iter().filter(|r| *r == "back-up").count(), 1);
+    client.close().await;
+    server.shutdown().await;
+}
+
+/// The strict `connect` still fails at once when the server is not there.
+#[tokio::test]
+async fn connect_fails_when_the_server_is_not_there() {
+    init_tracing();
+    let spec = ServerSpec::http("demo", format!("http://{}/mcp", free_addr()));
+    match ToolClient::connect(&spec).await {
+        Err(McpError::Connect { server, .. }) => assert_eq!(server, "demo"),
+        other => panic!("expected a connect error, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------- chat server --
+
+/// `/readyz` reports each server's connection state; `/healthz` stays
+/// liveness. A turn that needs a server that is down gets a structured
+/// failure whose summary says so, and the thread goes on.
+#[tokio::test]
+async fn readyz_and_a_turn_while_the_tool_server_is_down() {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = &databases(&tmp)[0];
+
+    let up = TestServer::start(db, vec![]).await;
+    let (status, body) = up.get("/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"servers": [{"name": "demo", "state": "Ready"}]})
+    );
+    up.pass();
+
+    let addr = free_addr();
+    let mut spec = ServerSpec::http("demo", format!("http://{addr}/mcp"));
+    spec.tools
+        .insert("search_photos".into(), ToolPolicy::default());
+    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("down.db").display());
+    let down = TestServer::start_with(&db, vec![spec], None).await;
+    let (status, body) = down.get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(
+        body,
+        json!({"servers": [{"name": "demo", "state": "Down"}]})
+    );
+    let health = down
+        .http
+        .get(format!("{}/healthz", down.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200, "liveness is not readiness");
+
+    let thread = down.new_thread().await;
+    let frames = down.say(&thread, "show safety issues on floor 3").await;
+    let results = tool_results(&frames);
+    assert_eq!(results.len(), 1, "{frames:?}");
+    assert_eq!(results[0].tool, "search_photos");
+    assert!(!results[0].ok);
+    assert_eq!(results[0].summary, "server_down");
+    assert_eq!(frames.last().map(|f| f.kind()), Some("done"));
+
+    // The server comes up: the next turn works.
+    let server = demo_at(addr, DemoOptions::default()).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _) = down.get("/readyz").await;
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let frames = down.say(&thread, "show safety issues on floor 3").await;
+    assert!(frames.iter().any(|f| f.kind() == "citation"), "{frames:?}");
+    down.pass();
+    server.shutdown().await;
+}
+
+/// The chat server over a demo tool server whose sessions live `TTL`.
+/// Turns are seconds apart, under the default idle probe (30 s), so the turn
+/// after the TTL meets the expiry itself: its search fails as `transport`
+/// and is not re-sent (`search_photos` is not read-only); the session is
+/// re-initialised and the next turn works; after the next pause the
+/// client probes first (it learnt the server's TTL), so no turn fails.
+/// Nothing is dead for ever, and nothing ran twice. (With the demo's real TTL of 300 s the probe finds the
+/// expiry first and no turn fails: `two_calls_more_than_a_ttl_apart_both_succeed`.)
+#[tokio::test]
+async fn turns_after_a_session_expiry() {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = demo_at(
+        loopback(),
+        DemoOptions {
+            session_ttl: Some(TTL),
+            ..DemoOptions::default()
+        },
+    )
+    .await;
+    let url = demo.url.clone();
+    let mut s = TestServer::start_with(
+        &databases(&tmp)[0],
+        vec![ServerSpec::http("demo", url)],
+        Some(demo),
+    )
+    .await;
+    let thread = s.new_thread().await;
+    let safety = "show safety issues on floor 3";
+    let first = s.say(&thread, safety).await;
+    assert!(first.iter().any(|f| f.kind() == "citation"));
+
+    tokio::time::sleep(TTL * 2).await;
+    let second = s.say(&thread, safety).await;
+    let results = tool_results(&second);
+    assert_eq!(results.len(), 1, "{second:?}");
+    assert!(!results[0].ok);
+    assert_eq!(results[0].summary, "transport");
+    assert_eq!(second.last().map(|f| f.kind()), Some("done"));
+
+    let third = s.say(&thread, safety).await;
+    assert!(third.iter().any(|f| f.kind() == "citation"), "{third:?}");
+
+    // The client saw this server expire a session after ~2 TTL idle; it
+    // now probes sessions idle for half that, so the next pause costs a
+    // ping, not the turn.
+    tokio::time::sleep(TTL * 2).await;
+    let fourth = s.say(&thread, safety).await;
+    assert!(fourth.iter().any(|f| f.kind() == "citation"), "{fourth:?}");
+
+    let demo = s.demo.take().unwrap();
+    assert_eq!(demo.search_calls(), 3, "the expired call never ran");
+    let (status, body) = s.get("/readyz").await;
+    assert_eq!(
+        (status, &body["servers"][0]["state"]),
+        (200, &json!("Ready"))
+    );
+    s.pass();
+    demo.shutdown().await;
+}
+
+// ------------------------------------------------------------------ stdio --
+
+fn python() -> Option<String> {
+    let py = std::env::var("TURNSTILE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let ok = std::process::Command::new(&py)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Some(py)
+    } else {
+        assert!(
+            std::env::var("TURNSTILE_REQUIRE_INTEROP").map_or(true, |v| v != "1"),
+            "TURNSTILE_REQUIRE_INTEROP=1 but `{py}` is not runnable"
+        );
+        eprintln!("skipping: `{py}` is not runnable");
+        None
+    }
+}
+
+fn crashy(py: &str, log: &std::path::Path, flag: &str, n: u32) -> ServerSpec {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/crashy_stdio_server.py");
+    ServerSpec::stdio(
+        "crashy",
+        py,
+        [
+            script.display().to_string(),
+            "--log".into(),
+            log.display().to_string(),
+            flag.into(),
+            n.to_string(),
+        ],
+    )
+}
+
+fn logged_calls(log: &std::path::Path) -> usize {
+    std::fs::read_to_string(log)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// A stdio server that exits after two calls is restarted (with backoff)
+/// and serves the next call.
+#[tokio::test]
+async fn a_stdio_server_that_exits_is_back_for_the_next_call() {
+    init_tracing();
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("calls.log");
+    let client = start(&crashy(&py, &log, "--exit-after", 2), options(None)).await;
+    assert_eq!(client.state(), ConnectionState::Ready);
+    for _ in 0..2 {
+        let out = client.call("count", Map::new()).await.expect("count");
+        assert!(!out.is_error);
+    }
+    // The child exits after answering; the machine restarts it.
+    wait_for_row(&client, "reconnected").await;
+    assert_eq!(client.state(), ConnectionState::Ready);
+    let out = client
+        .call("count", Map::new())
+        .await
+        .expect("count after restart");
+    assert_eq!(out.text().split(' ').nth(1), Some("1"), "{}", out.text());
+    assert_eq!(logged_calls(&log), 3, "no call ran twice");
+    snapshot("stdio-exit", &client);
+    client.close().await;
+}
+
+/// A stdio server that dies while a call is out: that call fails and is not
+/// re-sent (it ran); the restarted server serves the next one.
+#[tokio::test]
+async fn a_stdio_server_that_dies_mid_call_is_restarted() {
+    init_tracing();
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("calls.log");
+    let client = start(&crashy(&py, &log, "--die-on", 2), options(None)).await;
+    client.call("count", Map::new()).await.expect("first call");
+    let err = client
+        .call("count", Map::new())
+        .await
+        .expect_err("the child died mid-call");
+    assert_eq!(err.kind(), "transport", "{err}");
+    assert_eq!(logged_calls(&log), 2);
+    let out = client
+        .call("count", Map::new())
+        .await
+        .expect("the next call goes to a new child");
+    assert!(!out.is_error);
+    assert_eq!(logged_calls(&log), 3, "the call that died was not re-sent");
+    let trace = client.trace();
+    assert!(trace.iter().any(|r| r == "child-exited"), "{trace:?}");
+    assert!(trace.iter().any(|r| r == "reconnected"), "{trace:?}");
+    client.close().await;
+}
+
+// ------------------------------------------- a server nobody here wrote --
+
+/// Starts `tests/interop/py_server.py` (official Python SDK, streamable
+/// HTTP) on `port`; `None` (skip) if the SDK is missing.
+async fn py_server(port: u16) -> Option<tokio::process::Child> {
+    let py = python()?;
+    let has_sdk = std::process::Command::new(&py)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_sdk {
+        assert!(
+            std::env::var("TURNSTILE_REQUIRE_INTEROP").map_or(true, |v| v != "1"),
+            "TURNSTILE_REQUIRE_INTEROP=1 but the python `mcp` SDK is missing"
+        );
+        eprintln!("skipping: python `mcp` SDK not importable (pip install -r tests/interop/requirements.txt)");
+        return None;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/py_server.py");
+    let child = tokio::process::Command::new(&py)
+        .arg(script)
+        .args(["--port", &port.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn python server");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "python server did not listen");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Some(child)
+}
+
+/// The Python SDK server restarted under the client: its new process does
+/// not know our session id and answers 404, as the spec says; the probe
+/// meets it, the session is re-initialised, and the call runs on the new one.
+#[tokio::test]
+async fn a_restarted_python_sdk_server_is_re_initialised() {
+    init_tracing();
+    let port = free_addr().port();
+    let Some(mut first) = py_server(port).await else {
+        return;
+    };
+    let spec = ServerSpec::http("python", format!("http://127.0.0.1:{port}/mcp"));
+    let client = start(&spec, options(Some(Duration::from_millis(200)))).await;
+    assert_eq!(client.state(), ConnectionState::Ready);
+    let sum = client
+        .call("add", args(json!({"a": 2, "b": 3})))
+        .await
+        .expect("add");
+    assert_eq!(sum.text(), "5");
+    first.kill().await.expect("kill the python server");
+    let _ = first.wait().await;
+    let Some(mut second) = py_server(port).await else {
+        return;
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sum = client
+        .call("add", args(json!({"a": 40, "b": 2})))
+        .await
+        .expect("add on the restarted server");
+    assert_eq!(sum.text(), "42");
+    let trace = client.trace();
+    let moves: Vec<&str> = trace
+        .iter()
+        .map(String::as_str)
+        .filter(|r| *r != "answered")
+        .collect();
+    assert_eq!(
+        moves,
+        ["connected", "session-expired", "reinitialized"],
+        "the probe met the new process's 404: {trace:?}"
+    );
+    assert_eq!(client.state(), ConnectionState::Ready);
+    client.close().await;
+    let _ = second.kill().await;
+}
