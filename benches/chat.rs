@@ -1,12 +1,34 @@
-//! The demo prompt end to end against a real `turnstile demo` process:
-//! first-frame latency and turns per second at 1 and 32 concurrent clients,
-//! and the server's peak memory. Baseline in the same run: the same search
-//! called directly on the demo MCP server (what a turn costs beyond its tool).
+//! The demo prompt end to end against real `turnstile demo` processes.
 //!
-//! Run: `cargo bench --bench chat`.
+//! Default mode (`cargo bench --bench chat`): first-frame latency and turns
+//! per second at 1 and 32 concurrent clients, commits per turn (read back
+//! from `GET /v1/threads/{id}`: every committed step appends exactly one
+//! message, ADR 0010) and the server's peak memory. Baseline in the same
+//! run: the same search called directly on the demo MCP server (what a turn
+//! costs beyond its tool).
+//!
+//! Before/after: with `TURNSTILE_BENCH_BASELINE_BIN=/path/to/old/turnstile`
+//! the same measurements run against that binary too, alternating with the
+//! current build round by round, and both sets are printed with ratios.
+//!
+//! Slow-model mode (`cargo bench --bench chat -- --slow`, or
+//! `TURNSTILE_BENCH_SLOW=1`): `turnstile demo --model-delay-ms 200` streams
+//! one answer delta every 200 ms; 1,000 and then 10,000 concurrent turns
+//! (one thread each) report the server's memory with every stream open,
+//! per-delta lateness against the model's schedule, and whether every
+//! stream completed. SQLite always; PostgreSQL too when
+//! `TURNSTILE_BENCH_PG=postgres://user@host:port/db` names a server (a
+//! fresh database is created on it and dropped afterwards).
+//!
+//! Knobs: `TURNSTILE_BENCH_SLOW_DELAY_MS` (200), `TURNSTILE_BENCH_SLOW_TURNS`
+//! (`1000,10000`), `TURNSTILE_BENCH_ROUNDS` (3).
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -14,9 +36,10 @@ use serde_json::{json, Map, Value};
 use turnstile::mcp::{ServerSpec, ToolClient};
 
 const PROMPT: &str = "show safety issues on floor 3";
+const CURRENT: &str = env!("CARGO_BIN_EXE_turnstile");
 
-fn percentile(v: &mut [Duration], p: f64) -> Duration {
-    v.sort();
+fn percentile<T: Copy + PartialOrd>(v: &mut [T], p: f64) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
@@ -24,100 +47,454 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn peak_rss_kib(pid: u32) -> u64 {
+/// A `/proc/PID/status` field in KiB (`VmRSS`, `VmHWM`).
+fn proc_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
         })
         .unwrap_or(0)
 }
 
-/// One turn; returns (time to the first frame, whole turn).
-async fn turn(http: &reqwest::Client, base: &str, thread: &str) -> (Duration, Duration) {
-    let t0 = Instant::now();
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Raises this process's open-file limit (10,000 streams need 10,000
+/// sockets); returns the soft limit now in force.
+fn raise_fd_limit(want: u64) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        let both = libc::rlimit {
+            rlim_cur: want.max(lim.rlim_cur),
+            rlim_max: want.max(lim.rlim_max),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &both) != 0 {
+            // Not allowed to raise the hard limit: take all of it.
+            let soft = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
+        }
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+    }
+    lim.rlim_cur
+}
+
+// ---------------------------------------------------------------------------
+// Servers
+
+/// A running `turnstile demo`.
+struct Server {
+    label: String,
+    child: Child,
+    pid: u32,
+    base: String,
+    mcp_url: String,
+    db_label: &'static str,
+    /// The server's stderr (`RUST_LOG=warn`).
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+enum Db<'a> {
+    Sqlite,
+    Postgres(&'a str),
+}
+
+impl Server {
+    fn start(label: &str, bin: &Path, db: &Db<'_>, extra: &[String]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let (db_arg, db_label) = match db {
+            Db::Sqlite => (
+                dir.path().join("bench.db").to_string_lossy().into_owned(),
+                "SQLite",
+            ),
+            Db::Postgres(url) => (url.to_string(), "PostgreSQL"),
+        };
+        // Through sh to raise the server's open-file limit before exec (the
+        // pid stays the server's).
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(r#"ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$0" "$@""#)
+            .arg(bin)
+            .args([
+                "demo",
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+                "--db",
+                &db_arg,
+            ])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .env_remove("TURNSTILE_TABLES")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.path().join("server.log")).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} starts: {e}", bin.display()));
+        let pid = child.id();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut mcp_url = String::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(u) = line.trim().strip_prefix("demo tool server (MCP): ") {
+                mcp_url = u.to_string();
+                break;
+            }
+        }
+        assert!(!mcp_url.is_empty(), "{} did not start", bin.display());
+        // Keep draining: a closed pipe would make the server's next print fail.
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            label: label.to_string(),
+            child,
+            pid,
+            base: format!("http://127.0.0.1:{port}"),
+            mcp_url,
+            db_label,
+            log: dir.path().join("server.log"),
+            _dir: dir,
+        }
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh PostgreSQL database on the server `admin_url` names; dropped by
+/// [`drop_pg_database`].
+async fn create_pg_database(admin_url: &str) -> (String, String) {
+    use sqlx::Connection;
+    let name = format!("turnstile_bench_{}", std::process::id());
+    let mut c = sqlx::postgres::PgConnection::connect(admin_url)
+        .await
+        .expect("PostgreSQL reachable");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name}"
+    )))
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    c.close().await.unwrap();
+    let base = admin_url.split('?').next().unwrap();
+    let (server, _) = base.rsplit_once('/').expect("a database path in the URL");
+    (format!("{server}/{name}"), name)
+}
+
+async fn drop_pg_database(admin_url: &str, name: &str) {
+    use sqlx::Connection;
+    if let Ok(mut c) = sqlx::postgres::PgConnection::connect(admin_url).await {
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&mut c)
+        .await;
+        let _ = c.close().await;
+    }
+}
+
+/// The WARN/ERROR lines a server logged after byte `from`: their count and
+/// the most frequent messages (ids and numbers masked).
+fn log_summary(path: &Path, from: usize) -> (usize, Vec<(usize, String)>) {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(text.get(from..).unwrap_or_default());
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut n = 0;
+    for line in text.lines() {
+        // Without colour codes.
+        let mut plain = String::new();
+        let mut esc = false;
+        for c in line.chars() {
+            match c {
+                '\x1b' => esc = true,
+                'm' if esc => esc = false,
+                _ if esc => {}
+                c => plain.push(c),
+            }
+        }
+        if !(plain.contains(" WARN ") || plain.contains(" ERROR ")) {
+            continue;
+        }
+        n += 1;
+        let masked: Vec<&str> = plain
+            .split_whitespace()
+            .skip(1) // the timestamp
+            .map(|w| {
+                if w.len() >= 8 && w.chars().filter(|c| c.is_ascii_digit()).count() >= 3 {
+                    "#"
+                } else {
+                    w
+                }
+            })
+            .collect();
+        let msg: String = masked.join(" ").chars().take(200).collect();
+        *counts.entry(msg).or_insert(0) += 1;
+    }
+    let mut top: Vec<(usize, String)> = counts.into_iter().map(|(m, c)| (c, m)).collect();
+    top.sort_by(|a, b| b.cmp(a));
+    top.truncate(3);
+    (n, top)
+}
+
+/// The 1-minute load average: other work on the machine skews every number.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn log_len(path: &Path) -> usize {
+    std::fs::metadata(path)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------
+// Client side
+
+async fn new_thread(http: &reqwest::Client, base: &str) -> String {
+    let v: Value = http
+        .post(format!("{base}/v1/threads"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("thread created")
+        .json()
+        .await
+        .unwrap();
+    v["thread_id"].as_str().unwrap().to_string()
+}
+
+/// One SSE frame as the client received it.
+struct Frame {
+    event: String,
+    data: String,
+    at: Instant,
+}
+
+/// Splits complete frames off `buf` (keep-alive comments carry no event).
+fn take_frames(buf: &mut String, at: Instant, out: &mut Vec<Frame>) {
+    while let Some(end) = buf.find("\n\n") {
+        let block: String = buf.drain(..end + 2).collect();
+        let mut event = String::new();
+        let mut data = String::new();
+        for line in block.lines() {
+            if let Some(e) = line.strip_prefix("event:") {
+                event = e.trim_start().to_string();
+            } else if let Some(d) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(d.strip_prefix(' ').unwrap_or(d));
+            }
+        }
+        if !event.is_empty() {
+            out.push(Frame { event, data, at });
+        }
+    }
+}
+
+/// One turn: when it was sent, when its response arrived, its frames.
+struct Trace {
+    sent: Instant,
+    frames: Vec<Frame>,
+}
+
+impl Trace {
+    fn finished(&self) -> bool {
+        self.frames.last().is_some_and(|f| f.event == "done")
+    }
+    fn first_frame(&self) -> Option<Duration> {
+        self.frames.first().map(|f| f.at - self.sent)
+    }
+}
+
+async fn turn(
+    http: &reqwest::Client,
+    base: &str,
+    thread: &str,
+    open: Option<&AtomicUsize>,
+) -> Result<Trace, String> {
+    let sent = Instant::now();
     let r = http
         .post(format!("{base}/v1/threads/{thread}/messages"))
         .json(&json!({"text": PROMPT}))
         .send()
         .await
-        .expect("turn accepted");
-    assert!(r.status().is_success());
-    let mut body = r.bytes_stream();
-    let mut first = None;
-    let mut all = Vec::new();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.expect("stream");
-        first.get_or_insert_with(|| t0.elapsed());
-        all.extend_from_slice(&chunk);
+        .map_err(|e| format!("request: {e}"))?;
+    if !r.status().is_success() {
+        return Err(format!("HTTP {}", r.status()));
     }
-    let text = String::from_utf8_lossy(&all);
-    assert!(text.contains("event: done"), "turn did not finish: {text}");
-    (first.unwrap_or_default(), t0.elapsed())
+    if let Some(o) = open {
+        o.fetch_add(1, Ordering::SeqCst);
+    }
+    let mut body = r.bytes_stream();
+    let mut buf = String::new();
+    let mut frames = Vec::new();
+    let mut broke = None;
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            Ok(chunk) => {
+                buf.push_str(&String::from_utf8_lossy(&chunk));
+                take_frames(&mut buf, Instant::now(), &mut frames);
+            }
+            Err(e) => {
+                broke = Some(format!("stream: {e}"));
+                break;
+            }
+        }
+    }
+    if let Some(o) = open {
+        o.fetch_sub(1, Ordering::SeqCst);
+    }
+    match broke {
+        Some(e) => Err(e),
+        None => Ok(Trace { sent, frames }),
+    }
 }
 
-async fn run(base: &str, clients: usize, turns_each: usize) -> (Vec<Duration>, Duration) {
+/// Messages stored per turn on `threads`, read back from the API: (turns,
+/// messages, messages by `kind`, or by `role` for records without one).
+async fn stored_messages(
+    http: &reqwest::Client,
+    base: &str,
+    threads: &[String],
+) -> (usize, usize, BTreeMap<String, usize>) {
+    let bodies: Vec<Value> = futures::stream::iter(threads.iter())
+        .map(|t| async move {
+            http.get(format!("{base}/v1/threads/{t}"))
+                .send()
+                .await
+                .expect("thread readable")
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let mut turns = std::collections::HashSet::new();
+    let mut messages = 0;
+    let mut kinds = BTreeMap::new();
+    for b in &bodies {
+        for m in b["messages"].as_array().expect("messages") {
+            turns.insert(m["turn_id"].as_str().unwrap_or_default().to_string());
+            messages += 1;
+            let kind = m["body"]["kind"]
+                .as_str()
+                .or(m["role"].as_str())
+                .unwrap_or("?")
+                .to_string();
+            *kinds.entry(kind).or_insert(0) += 1;
+        }
+    }
+    (turns.len(), messages, kinds)
+}
+
+// ---------------------------------------------------------------------------
+// Default mode
+
+/// Adds `v` to the row `name` (one value per binary, in order).
+fn push(name: &str, v: f64, rows: &mut Vec<(String, Vec<f64>)>) {
+    if let Some(r) = rows.iter_mut().find(|r| r.0 == name) {
+        r.1.push(v);
+    } else {
+        rows.push((name.to_string(), vec![v]));
+    }
+}
+
+/// `clients` concurrent clients, each on its own thread, `turns_each` turns
+/// one after the other. Returns the first-frame latencies, the wall time,
+/// frames received and the threads used.
+async fn run(
+    base: &str,
+    clients: usize,
+    turns_each: usize,
+) -> (Vec<Duration>, Duration, usize, Vec<String>) {
     let t0 = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let base = base.to_string();
         tasks.push(tokio::spawn(async move {
             let http = reqwest::Client::new();
-            let thread: Value = http
-                .post(format!("{base}/v1/threads"))
-                .json(&json!({}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let thread = thread["thread_id"].as_str().unwrap().to_string();
+            let thread = new_thread(&http, &base).await;
             let mut firsts = Vec::new();
+            let mut frames = 0;
             for _ in 0..turns_each {
-                firsts.push(turn(&http, &base, &thread).await.0);
+                let t = turn(&http, &base, &thread, None).await.expect("turn");
+                assert!(t.finished(), "turn did not finish");
+                firsts.push(t.first_frame().unwrap());
+                frames += t.frames.len();
             }
-            firsts
+            (firsts, frames, thread)
         }));
     }
     let mut firsts = Vec::new();
+    let mut frames = 0;
+    let mut threads = Vec::new();
     for t in tasks {
-        firsts.extend(t.await.unwrap());
+        let (f, n, th) = t.await.unwrap();
+        firsts.extend(f);
+        frames += n;
+        threads.push(th);
     }
-    (firsts, t0.elapsed())
+    (firsts, t0.elapsed(), frames, threads)
 }
 
-#[tokio::main]
-async fn main() {
-    let tmp = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_turnstile"))
-        .args(["demo", "--addr", &format!("127.0.0.1:{port}"), "--db"])
-        .arg(tmp.path().join("bench.db"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("turnstile demo starts");
-    let pid = child.id();
-    let mut mcp_url = String::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if let Some(u) = line.trim().strip_prefix("demo tool server (MCP): ") {
-            mcp_url = u.to_string();
-            break;
-        }
-    }
-    let base = format!("http://127.0.0.1:{port}");
+#[derive(Default)]
+struct Level {
+    firsts: Vec<Duration>,
+    wall: Duration,
+}
 
-    // Baseline: the same search straight to the demo MCP server.
-    let client = ToolClient::connect(&ServerSpec::http("demo", mcp_url))
+impl Level {
+    fn turns_per_s(&self) -> f64 {
+        self.firsts.len() as f64 / self.wall.as_secs_f64()
+    }
+    fn p(&self, p: f64) -> Duration {
+        percentile(&mut self.firsts.clone(), p)
+    }
+}
+
+/// Everything measured on one binary.
+struct Measured {
+    server: Server,
+    direct_p50: Duration,
+    levels: [Level; 2],
+    turns: usize,
+    frames: usize,
+    threads: Vec<String>,
+}
+
+const LEVELS: [(usize, usize); 2] = [(1, 100), (32, 10)];
+
+async fn direct_baseline(mcp_url: &str) -> Duration {
+    let client = ToolClient::connect(&ServerSpec::http("demo", mcp_url.to_string()))
         .await
         .unwrap();
     let mut args = Map::new();
@@ -132,33 +509,410 @@ async fn main() {
         client.call("search_photos", args.clone()).await.unwrap();
         direct.push(t0.elapsed());
     }
-    let direct_p50 = percentile(&mut direct, 0.5);
+    client.close().await;
+    percentile(&mut direct, 0.5)
+}
 
-    run(&base, 4, 10).await; // warm-up
-    println!("demo prompt {PROMPT:?} against `turnstile demo` (SQLite), release build");
+async fn default_mode(baseline: Option<PathBuf>) {
+    let rounds: usize = std::env::var("TURNSTILE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let mut bins = vec![("current", PathBuf::from(CURRENT))];
+    if let Some(b) = baseline.clone() {
+        bins.push(("baseline", b));
+    }
+    let mut measured: Vec<Measured> = Vec::new();
+    for (label, bin) in &bins {
+        let server = Server::start(label, bin, &Db::Sqlite, &[]);
+        let direct_p50 = direct_baseline(&server.mcp_url).await;
+        let (_, _, frames, threads) = run(&server.base, 4, 10).await; // warm-up
+        measured.push(Measured {
+            server,
+            direct_p50,
+            levels: Default::default(),
+            turns: 40,
+            frames,
+            threads,
+        });
+    }
+    // Alternating: each level runs on every binary in turn, round by round,
+    // so drift on the machine (other builds, thermal) hits both alike.
+    for _ in 0..rounds {
+        for (li, (clients, turns_each)) in LEVELS.iter().enumerate() {
+            for m in measured.iter_mut() {
+                let (firsts, wall, frames, threads) =
+                    run(&m.server.base, *clients, *turns_each).await;
+                m.turns += firsts.len();
+                m.frames += frames;
+                m.threads.extend(threads);
+                m.levels[li].firsts.extend(firsts);
+                m.levels[li].wall += wall;
+            }
+        }
+    }
+
+    println!("demo prompt {PROMPT:?} against `turnstile demo` (SQLite), release builds");
     println!(
-        "  baseline: search_photos directly over MCP   p50 {:.2} ms",
-        ms(direct_p50)
+        "  {} round(s), alternating binaries; per round and binary: {} turns on 1 client, {}x{} turns on 32 clients",
+        rounds, LEVELS[0].1, LEVELS[1].0, LEVELS[1].1
     );
-    for (clients, turns_each) in [(1usize, 200usize), (32, 20)] {
-        let (mut firsts, wall) = run(&base, clients, turns_each).await;
-        let n = firsts.len();
-        let p50 = percentile(&mut firsts, 0.5);
-        let p95 = percentile(&mut firsts, 0.95);
+    println!(
+        "  machine: {} CPUs, load average {} after the runs (other work on it skews the numbers)",
+        cpus(),
+        loadavg()
+    );
+    let http = reqwest::Client::new();
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut kinds_lines = Vec::new();
+    for m in &measured {
+        push(
+            "direct search_photos over MCP, p50 ms",
+            ms(m.direct_p50),
+            &mut rows,
+        );
+        for (li, (clients, _)) in LEVELS.iter().enumerate() {
+            let l = &m.levels[li];
+            push(
+                &format!("{clients:>2} client(s): turns/s"),
+                l.turns_per_s(),
+                &mut rows,
+            );
+            push(
+                &format!("{clients:>2} client(s): first frame p50 ms"),
+                ms(l.p(0.5)),
+                &mut rows,
+            );
+            push(
+                &format!("{clients:>2} client(s): first frame p95 ms"),
+                ms(l.p(0.95)),
+                &mut rows,
+            );
+        }
+        let (turns, messages, kinds) = stored_messages(&http, &m.server.base, &m.threads).await;
+        assert_eq!(turns, m.turns, "every turn stored its messages");
+        push(
+            "frames per turn (client side)",
+            m.frames as f64 / m.turns as f64,
+            &mut rows,
+        );
+        push(
+            "commits per turn (= messages stored per turn)",
+            messages as f64 / turns as f64,
+            &mut rows,
+        );
+        push(
+            "server peak memory VmHWM, MiB",
+            mib(proc_kib(m.server.pid, "VmHWM:")),
+            &mut rows,
+        );
+        let per: Vec<String> = kinds
+            .iter()
+            .map(|(k, n)| format!("{k} {:.2}", *n as f64 / turns as f64))
+            .collect();
+        kinds_lines.push(format!(
+            "  stored per turn, {} ({} turns): {}",
+            m.server.label,
+            turns,
+            per.join(", ")
+        ));
+    }
+    let base_label = baseline
+        .as_ref()
+        .map(|b| format!("baseline ({})", b.display()));
+    print!("  {:<48} {:>12}", "", "current");
+    if baseline.is_some() {
+        print!(" {:>12} {:>12}", "baseline", "cur/base");
+    }
+    println!();
+    for (name, v) in &rows {
+        print!("  {name:<48} {:>12.2}", v[0]);
+        if v.len() == 2 {
+            print!(" {:>12.2} {:>11.2}x", v[1], v[0] / v[1]);
+        }
+        println!();
+    }
+    for l in kinds_lines {
+        println!("{l}");
+    }
+    match base_label {
+        Some(b) => println!("  {b}; cur/base > 1: the current build's number is higher"),
+        None => println!(
+            "  baseline skipped: set TURNSTILE_BENCH_BASELINE_BIN=/path/to/old/turnstile to measure it in the same run"
+        ),
+    }
+    for m in measured {
+        m.server.stop();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Slow-model mode
+
+/// The number of model deltas in a delta frame's text: the scripted model
+/// cuts after every space, so each delta but the last ends in one.
+fn model_deltas(text: &str) -> usize {
+    text.matches(' ').count() + usize::from(!text.is_empty() && !text.ends_with(' '))
+}
+
+async fn slow_phase(server: &Server, n: usize, delay: Duration) {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(usize::MAX)
+        .build()
+        .unwrap();
+    let base = server.base.clone();
+    let t_create = Instant::now();
+    let threads: Vec<String> = futures::stream::iter(0..n)
+        .map(|_| new_thread(&http, &base))
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let create = t_create.elapsed();
+    let log_from = log_len(&server.log);
+    let load_before = loadavg();
+
+    let open = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    // (max open, max VmRSS with all open, max VmRSS)
+    let samples = Arc::new(Mutex::new((0usize, 0u64, 0u64)));
+    let sampler = {
+        let (open, stop, samples, pid) = (open.clone(), stop.clone(), samples.clone(), server.pid);
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                let o = open.load(Ordering::SeqCst);
+                let rss = proc_kib(pid, "VmRSS:");
+                {
+                    let mut s = samples.lock().unwrap();
+                    s.0 = s.0.max(o);
+                    if o == n {
+                        s.1 = s.1.max(rss);
+                    }
+                    s.2 = s.2.max(rss);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+
+    let t0 = Instant::now();
+    let tasks: Vec<_> = threads
+        .iter()
+        .map(|t| {
+            let (http, base, t, open) = (http.clone(), base.clone(), t.clone(), open.clone());
+            tokio::spawn(async move { turn(&http, &base, &t, Some(&open)).await })
+        })
+        .collect();
+    let mut traces = Vec::new();
+    let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(tr) => traces.push(tr),
+            Err(e) => *failures.entry(e).or_insert(0) += 1,
+        }
+    }
+    let wall = t0.elapsed();
+    let load_after = loadavg();
+    stop.store(true, Ordering::SeqCst);
+    sampler.await.unwrap();
+    let (max_open, rss_all_open, rss_max) = *samples.lock().unwrap();
+    let hwm = proc_kib(server.pid, "VmHWM:");
+
+    let done = traces.iter().filter(|t| t.finished()).count();
+    let errored = traces
+        .iter()
+        .filter(|t| t.frames.last().is_some_and(|f| f.event == "error"))
+        .count();
+    let unterminated = traces.len() - done - errored;
+    let mut events: HashMap<String, usize> = HashMap::new();
+    let mut lateness = Vec::new();
+    let mut firsts = Vec::new();
+    let mut durations = Vec::new();
+    let mut delta_frames = 0usize;
+    let mut deltas = 0usize;
+    for t in &traces {
+        for f in &t.frames {
+            *events.entry(f.event.clone()).or_insert(0) += 1;
+        }
+        if let Some(f) = t.first_frame() {
+            firsts.push(ms(f));
+        }
+        if let Some(last) = t.frames.last() {
+            durations.push(ms(last.at - t.sent));
+        }
+        let Some(i) = t.frames.iter().position(|f| f.event == "delta") else {
+            continue;
+        };
+        let Some(anchor) = i.checked_sub(1).map(|a| t.frames[a].at) else {
+            continue;
+        };
+        let mut k = 0u32;
+        for f in t.frames[i..].iter().filter(|f| f.event == "delta") {
+            delta_frames += 1;
+            let text: Value = serde_json::from_str(&f.data).unwrap_or_default();
+            let count = model_deltas(text["text"].as_str().unwrap_or_default());
+            deltas += count;
+            for _ in 0..count {
+                k += 1;
+                let due = anchor + delay * k;
+                lateness.push(if f.at >= due {
+                    ms(f.at - due)
+                } else {
+                    -ms(due - f.at)
+                });
+            }
+        }
+    }
+    let (turns, messages, _) = stored_messages(&http, &base, &threads).await;
+    let pct = |v: &mut Vec<f64>, p: f64| {
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            percentile(v, p)
+        }
+    };
+    let mut ev: Vec<_> = events.into_iter().collect();
+    ev.sort();
+    let ev: Vec<String> = ev.iter().map(|(e, c)| format!("{e} {c}")).collect();
+
+    println!(
+        "  {n} concurrent turns ({}, {} threads created first in {:.1} s):",
+        server.db_label,
+        n,
+        create.as_secs_f64()
+    );
+    println!(
+        "    completed: {done} of {n} streams ended with `done` ({}); wall {:.1} s",
+        if done == n { "all" } else { "NOT all" },
+        wall.as_secs_f64()
+    );
+    if errored + unterminated > 0 {
         println!(
-            "  {clients:>2} client(s): {n} turns in {:.2} s = {:.1} turns/s; first frame p50 {:.2} ms, p95 {:.2} ms ({:.2}x the direct tool call)",
-            wall.as_secs_f64(),
-            n as f64 / wall.as_secs_f64(),
-            ms(p50),
-            ms(p95),
-            ms(p50) / ms(direct_p50)
+            "    ended otherwise: {errored} with an `error` frame, {unterminated} closed by the server without a terminal frame"
         );
     }
+    for (e, c) in &failures {
+        println!("    failed on the client: {c} x {e}");
+    }
+    let (warnings, top) = log_summary(&server.log, log_from);
+    if warnings > 0 {
+        println!("    server logged {warnings} WARN/ERROR lines; most frequent:");
+        for (c, m) in top {
+            println!("      {c} x {m}");
+        }
+    }
+    println!("    frames received: {}", ev.join(", "));
     println!(
-        "  server peak memory (VmHWM): {:.1} MiB",
-        peak_rss_kib(pid) as f64 / 1024.0
+        "    server memory: VmRSS {} with all {n} streams open; max VmRSS {:.1} MiB, VmHWM {:.1} MiB; at most {max_open} streams open at once",
+        if rss_all_open > 0 {
+            format!("{:.1} MiB", mib(rss_all_open))
+        } else {
+            "n/a (never all open at once)".into()
+        },
+        mib(rss_max),
+        mib(hwm)
     );
-    client.close().await;
-    let _ = child.kill();
-    let _ = child.wait();
+    println!(
+        "    delta lateness: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} model deltas in {} delta frames",
+        pct(&mut lateness.clone(), 0.5),
+        pct(&mut lateness.clone(), 0.99),
+        pct(&mut lateness, 1.0),
+        deltas,
+        delta_frames
+    );
+    println!(
+        "    first frame p50 {:.1} ms, p99 {:.1} ms; whole turn p50 {:.2} s, p99 {:.2} s",
+        pct(&mut firsts.clone(), 0.5),
+        pct(&mut firsts, 0.99),
+        pct(&mut durations.clone(), 0.5) / 1e3,
+        pct(&mut durations, 0.99) / 1e3
+    );
+    println!(
+        "    commits per turn (= messages stored per turn): {:.2} ({} turns stored)",
+        messages as f64 / turns.max(1) as f64,
+        turns
+    );
+    println!(
+        "    machine: {} CPUs, load average {load_before} before the turns, {load_after} after",
+        cpus()
+    );
+    let p99 = pct(&mut lateness, 0.99);
+    let met = done == n && rss_all_open > 0 && mib(rss_all_open) < 500.0 && p99 < 50.0;
+    println!(
+        "    goal (all done, < 500 MB with all open, lateness p99 < 50 ms): {}",
+        if met { "met" } else { "NOT met" }
+    );
+}
+
+async fn slow_mode() {
+    let delay = Duration::from_millis(
+        std::env::var("TURNSTILE_BENCH_SLOW_DELAY_MS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200),
+    );
+    let sizes: Vec<usize> = std::env::var("TURNSTILE_BENCH_SLOW_TURNS")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1000, 10000]);
+    let fds = raise_fd_limit(65536);
+    println!(
+        "slow model: `turnstile demo --model-delay-ms {}` (one answer delta every {} ms), prompt {PROMPT:?}, release build",
+        delay.as_millis(),
+        delay.as_millis()
+    );
+    println!("  client open-file limit {fds}; each turn on its own thread, all turns of a phase sent at once");
+    println!(
+        "  delta lateness = arrival of the frame carrying model delta k minus its due time, anchor + k x {} ms,",
+        delay.as_millis()
+    );
+    println!("  where anchor = arrival of the frame before the first delta (the model is called right after it);");
+    println!("  the model releases deltas on that schedule regardless of the consumer, so lateness is the server's own");
+    println!("  goal: 10,000 concurrent streams under 500 MB (VmRSS with all open) with delta lateness p99 under 50 ms");
+    let extra = vec![
+        "--model-delay-ms".to_string(),
+        delay.as_millis().to_string(),
+    ];
+    let pg = std::env::var("TURNSTILE_BENCH_PG").ok();
+    let mut dbs: Vec<Option<&str>> = vec![None];
+    if let Some(pg) = pg.as_deref() {
+        dbs.push(Some(pg));
+    }
+    for db in dbs {
+        let pg_db = match db {
+            Some(admin) => Some(create_pg_database(admin).await),
+            None => None,
+        };
+        let server = match &pg_db {
+            Some((url, _)) => {
+                Server::start("current", Path::new(CURRENT), &Db::Postgres(url), &extra)
+            }
+            None => Server::start("current", Path::new(CURRENT), &Db::Sqlite, &extra),
+        };
+        for &n in &sizes {
+            slow_phase(&server, n, delay).await;
+        }
+        server.stop();
+        if let (Some(admin), Some((_, name))) = (db, &pg_db) {
+            drop_pg_database(admin, name).await;
+        }
+    }
+    if pg.is_none() {
+        println!("  PostgreSQL skipped: set TURNSTILE_BENCH_PG=postgres://postgres@127.0.0.1:5432/test to run the same phases on it");
+    }
+}
+
+fn main() {
+    let slow = std::env::args().any(|a| a == "--slow")
+        || std::env::var("TURNSTILE_BENCH_SLOW").is_ok_and(|v| v == "1");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if slow {
+        rt.block_on(slow_mode());
+    } else {
+        let baseline = std::env::var_os("TURNSTILE_BENCH_BASELINE_BIN").map(PathBuf::from);
+        rt.block_on(default_mode(baseline));
+    }
 }

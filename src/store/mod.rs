@@ -75,6 +75,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The same, run on every pooled SQLite connection.
 const SQLITE_BUSY_TIMEOUT_PRAGMA: &str = "PRAGMA busy_timeout = 30000";
+/// In WAL mode, `NORMAL` syncs at checkpoints instead of at every commit: a
+/// committed step survives a crash or kill of the process (the contract of
+/// ADR 0010); only an OS crash or power loss may lose the last commits.
+/// Every frame is a commit, so this is what keeps a turn's frames fast.
+const SQLITE_SYNCHRONOUS_PRAGMA: &str = "PRAGMA synchronous = NORMAL";
 
 /// A handle to the database. Cheap to clone: clones share one pool.
 #[derive(Clone, Debug)]
@@ -205,6 +210,7 @@ impl Store {
                 pool = pool.after_connect(|conn, _meta| {
                     Box::pin(async move {
                         conn.execute(SQLITE_BUSY_TIMEOUT_PRAGMA).await?;
+                        conn.execute(SQLITE_SYNCHRONOUS_PRAGMA).await?;
                         Ok(())
                     })
                 });
