@@ -297,24 +297,16 @@ struct Frame {
     at: Instant,
 }
 
-/// Splits complete frames off `buf` (keep-alive comments carry no event).
-fn take_frames(buf: &mut String, at: Instant, out: &mut Vec<Frame>) {
-    while let Some(end) = buf.find("\n\n") {
-        let block: String = buf.drain(..end + 2).collect();
-        let mut event = String::new();
-        let mut data = String::new();
-        for line in block.lines() {
-            if let Some(e) = line.strip_prefix("event:") {
-                event = e.trim_start().to_string();
-            } else if let Some(d) = line.strip_prefix("data:") {
-                if !data.is_empty() {
-                    data.push('\n');
-                }
-                data.push_str(d.strip_prefix(' ').unwrap_or(d));
-            }
-        }
-        if !event.is_empty() {
-            out.push(Frame { event, data, at });
+/// Takes every complete event off the decoder (the one SSE parser,
+/// `turnstile::wire::sse`; keep-alive comments are no events).
+fn take_frames(sse: &mut turnstile::wire::sse::SseDecoder, at: Instant, out: &mut Vec<Frame>) {
+    while let Some(ev) = sse.next_event() {
+        if let Some(event) = ev.event {
+            out.push(Frame {
+                event,
+                data: ev.data,
+                at,
+            });
         }
     }
 }
@@ -354,14 +346,14 @@ async fn turn(
         o.fetch_add(1, Ordering::SeqCst);
     }
     let mut body = r.bytes_stream();
-    let mut buf = String::new();
+    let mut sse = turnstile::wire::sse::SseDecoder::new();
     let mut frames = Vec::new();
     let mut broke = None;
     while let Some(chunk) = body.next().await {
         match chunk {
             Ok(chunk) => {
-                buf.push_str(&String::from_utf8_lossy(&chunk));
-                take_frames(&mut buf, Instant::now(), &mut frames);
+                sse.push(&chunk);
+                take_frames(&mut sse, Instant::now(), &mut frames);
             }
             Err(e) => {
                 broke = Some(format!("stream: {e}"));
