@@ -14,8 +14,8 @@ use turnstile::agent::Limits;
 use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
 use turnstile::wire::{Citation, Frame};
 
-use common::custom::Server;
-use common::frames::{answer, kinds, plans, tool_calls, FrameReader};
+use common::custom::{count, Server};
+use common::frames::{answer, kinds, plans, tool_calls};
 
 fn db(tmp: &tempfile::TempDir) -> String {
     format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display())
@@ -228,37 +228,11 @@ async fn a_turn_cut_mid_answer_keeps_everything_the_client_saw() {
     });
     let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
     let thread = s.new_thread().await;
-    let resp = s
-        .http
-        .post(format!("{}/v1/threads/{thread}/messages", s.base))
-        .json(&json!({"text": "show safety issues on floor 3"}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = resp.bytes_stream();
-    let mut reader = FrameReader::new();
     // Read until three deltas arrived, then go away mid-answer.
-    while reader
-        .frames()
-        .iter()
-        .filter(|f| matches!(f, Frame::Delta(_)))
-        .count()
-        < 3
-    {
-        let chunk = body.next().await.expect("stream open").unwrap();
-        reader.push(&chunk);
-    }
-    let seen: Vec<Frame> = reader.frames().to_vec();
-    drop(body);
-    // The cut is recorded after the server notices the client left.
-    let mut v = s.thread(&thread).await;
-    for _ in 0..50 {
-        if stored(&v).2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        v = s.thread(&thread).await;
-    }
+    let mut open = s.open_turn(&thread, "show safety issues on floor 3").await;
+    let seen = open.until(|f| count(f, "delta") >= 3).await;
+    drop(open);
+    let v = s.thread_with(&thread, "cut").await;
     let (cards, text, cut) = stored(&v);
     assert!(cut, "the cut is marked");
     let shown: Vec<Citation> = citations(&seen).into_iter().cloned().collect();
@@ -329,19 +303,8 @@ async fn the_next_message_right_after_done_is_accepted() {
     let s = Server::start(&db(&tmp), None).await;
     let thread = s.new_thread().await;
     for _ in 0..20 {
-        let resp = s
-            .http
-            .post(format!("{}/v1/threads/{thread}/messages", s.base))
-            .json(&json!({"text": "show safety issues on floor 3"}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200);
-        let mut body = resp.bytes_stream();
-        let mut reader = FrameReader::new();
-        while !reader.frames().iter().any(|f| matches!(f, Frame::Done(_))) {
-            reader.push(&body.next().await.expect("open").unwrap());
-        }
+        let mut open = s.open_turn(&thread, "show safety issues on floor 3").await;
+        open.until(|f| count(f, "done") == 1).await;
         let next = s
             .http
             .post(format!("{}/v1/threads/{thread}/messages", s.base))
@@ -351,7 +314,7 @@ async fn the_next_message_right_after_done_is_accepted() {
             .unwrap();
         assert_eq!(next.status(), 200, "{}", next.text().await.unwrap());
         let _ = next.bytes().await;
-        drop(body);
+        drop(open);
     }
     s.stop().await;
 }
@@ -371,31 +334,10 @@ async fn a_released_scope_stays_released_when_the_turn_is_cut() {
     s.say(&thread, "show safety issues on floor 3").await;
     // Floor 5 inside floor 3: zero after narrowing, the scope is released;
     // the client leaves at the first delta.
-    let resp = s
-        .http
-        .post(format!("{}/v1/threads/{thread}/messages", s.base))
-        .json(&json!({"text": "only those on floor 5"}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = resp.bytes_stream();
-    let mut reader = FrameReader::new();
-    while !reader.frames().iter().any(|f| matches!(f, Frame::Delta(_))) {
-        reader.push(&body.next().await.expect("open").unwrap());
-    }
-    drop(body);
-    for _ in 0..50 {
-        let v = s.thread(&thread).await;
-        if v["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["body"]["kind"] == "cut")
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let mut open = s.open_turn(&thread, "only those on floor 5").await;
+    open.until(|f| count(f, "delta") >= 1).await;
+    drop(open);
+    s.thread_with(&thread, "cut").await;
     let frames = s.say(&thread, "only those from April").await;
     let p = plans(&frames);
     assert!(

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::fsm::{Snapshot, Violation};
-use crate::protocols::frame::{Frame, FrameEvent};
+use crate::protocols::frame::{Frame, FrameEffect, FrameEvent};
 use crate::protocols::{Bound, Typed};
 use crate::wire;
 
@@ -66,9 +66,11 @@ impl FrameWriter {
     /// Moves the machine for `event` without writing the frame yet, so the
     /// caller can make the step durable first and then [`send`](Self::send)
     /// it: a client never sees a frame whose step could still be lost.
-    pub async fn fire(&mut self, event: FrameEvent) -> Result<(), EmitError> {
+    /// Returns the row's effect: `emit-final` marks the stream's terminal
+    /// frame.
+    pub async fn fire(&mut self, event: FrameEvent) -> Result<Option<FrameEffect>, EmitError> {
         match self.machine.fire(event) {
-            Ok(_) => Ok(()),
+            Ok(step) => Ok(step.effect),
             Err(v) => {
                 // The caller reports it: an error frame naming the row,
                 // committed like any other frame.

@@ -31,7 +31,7 @@ use crate::llm::{
     CallRecord, HistoryTurn, Model, PlanRequest, PlannedCall, Prompt, RespondRequest,
 };
 use crate::mcp::ToolOutput;
-use crate::protocols::frame::{Frame, FrameEvent};
+use crate::protocols::frame::{Frame, FrameEffect, FrameEvent};
 use crate::protocols::narrowing::{Narrowing, NarrowingEffect, NarrowingEvent};
 use crate::protocols::paging::Paging;
 use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
@@ -451,10 +451,11 @@ impl Turn<'_> {
     }
 
     async fn persist(&mut self, messages: Vec<NewMessage>) -> Result<(), Stop> {
-        let machines = self.machines();
+        // Moved, not cloned: every commit carries the machines' JSON.
+        let mut machines = self.machines();
         let refs: Vec<(&str, Value)> = machines
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.clone()))
+            .iter_mut()
+            .map(|(n, v)| (n.as_str(), std::mem::take(v)))
             .collect();
         self.agent
             .store
@@ -518,16 +519,17 @@ impl Turn<'_> {
     /// transaction, then the frame is sent.
     async fn step(&mut self, frame: wire::Frame, messages: Vec<NewMessage>) -> Result<(), Stop> {
         let before = self.frames.checkpoint();
-        self.frames.fire(event_of(&frame)).await?;
+        let effect = self.frames.fire(event_of(&frame)).await?;
         if let Err(e) = self.persist(messages).await {
             // The frame was never sent: the machine goes back to what the
             // client saw, so the failure can still be reported in order.
             self.frames.restore(before);
             return Err(e);
         }
-        // The terminal frame is committed: the thread is free before the
-        // client hears the turn ended, so its next message is never a 409.
-        if matches!(frame, wire::Frame::Done(_) | wire::Frame::Error(_)) {
+        // The frame table's terminal frame is committed: the thread is free
+        // before the client hears the turn ended, so its next message is
+        // never a 409.
+        if effect == Some(FrameEffect::EmitFinal) {
             if let Some(c) = self.claim.take() {
                 c.release().await;
             }
@@ -844,10 +846,9 @@ impl Turn<'_> {
                 }
                 self.current.push(call);
             }
-            Some(Outcome::Failed { mut call, anchor }) => {
+            Some(Outcome::Failed { call, anchor }) => {
                 self.anchor(anchor);
                 self.digests.push(call.digest.clone());
-                call.digest.ok = false;
                 self.current.push(call);
             }
             Some(Outcome::Returned {

@@ -50,8 +50,7 @@ pub struct Judgement {
 }
 
 impl Judgement {
-    fn new(tool: &str, digest: Digest) -> Judgement {
-        let _ = tool;
+    fn new(digest: Digest) -> Judgement {
         Judgement {
             anchors: Vec::new(),
             card: None,
@@ -107,7 +106,7 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
                 )
             }
         };
-        let mut j = Judgement::new(tool, Digest::value(tool, shown, input.digest));
+        let mut j = Judgement::new(Digest::value(tool, shown, input.digest));
         j.anchors.push(anchor);
         return j;
     }
@@ -116,7 +115,7 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         let id = result::id(&Value::Object(rec.clone()))
             .map(|id| super::digest::bounded_text(&id, input.digest.chars))
             .unwrap_or_default();
-        let mut j = Judgement::new(tool, Digest::record(tool, rec, input.digest));
+        let mut j = Judgement::new(Digest::record(tool, rec, input.digest));
         j.anchors.push(Anchor::Record {
             source: tool.to_string(),
             id,
@@ -174,8 +173,7 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     let effect = match gate.verdict(page) {
         Ok(effect) => effect,
         Err(v) if page != NarrowingEvent::PageOutsideScope => {
-            let mut j =
-                Judgement::new(tool, Digest::failed(tool, "refused by the narrowing table"));
+            let mut j = Judgement::new(Digest::failed(tool, "refused by the narrowing table"));
             j.violation = Some(v);
             return j;
         }
@@ -183,10 +181,10 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
             // A page outside the scope reaches the forbidden row the table
             // names for it: another population, discarded, never shown as
             // the answer.
-            let mut j = Judgement::new(
+            let mut j = Judgement::new(Digest::failed(
                 tool,
-                Digest::failed(tool, "discarded: outside the narrowing scope"),
-            );
+                "discarded: outside the narrowing scope",
+            ));
             j.anchors.push(Anchor::OutsideScope {
                 tool: tool.to_string(),
             });
@@ -199,7 +197,7 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         narrowing::upgrade(&mut count);
     }
     let digest = Digest::listing(tool, &count, &items, input.digest);
-    let mut j = Judgement::new(tool, digest);
+    let mut j = Judgement::new(digest);
     j.anchors = anchors;
     if released {
         j = j.released();

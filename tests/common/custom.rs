@@ -13,7 +13,32 @@ use turnstile::llm::{Model, Scripted};
 use turnstile::mcp::ServerSpec;
 use turnstile::wire::Frame;
 
-use super::frames::read_frames;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+
+use super::frames::{read_frames, FrameReader};
+
+/// A turn whose response stream is still open.
+pub struct OpenTurn {
+    body: BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    reader: FrameReader,
+}
+
+impl OpenTurn {
+    /// Reads until `done(frames so far)` holds; returns the frames seen.
+    pub async fn until(&mut self, done: impl Fn(&[Frame]) -> bool) -> Vec<Frame> {
+        while !done(self.reader.frames()) {
+            let chunk = self.body.next().await.expect("stream open").unwrap();
+            self.reader.push(&chunk);
+        }
+        self.reader.frames().to_vec()
+    }
+}
+
+/// How many frames of `frames` match `kind` (its SSE event name).
+pub fn count(frames: &[Frame], kind: &str) -> usize {
+    frames.iter().filter(|f| f.kind() == kind).count()
+}
 
 pub struct Server {
     pub base: String,
@@ -97,6 +122,36 @@ impl Server {
         v["thread_id"].as_str().unwrap().to_string()
     }
 
+    /// Starts a turn and returns its stream, still open.
+    pub async fn open_turn(&self, thread: &str, text: &str) -> OpenTurn {
+        let r = self
+            .http
+            .post(format!("{}/v1/threads/{thread}/messages", self.base))
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        OpenTurn {
+            body: r.bytes_stream().map(|c| c.map(|b| b.to_vec())).boxed(),
+            reader: FrameReader::new(),
+        }
+    }
+
+    /// The thread once a record of `kind` is stored (polled: the server
+    /// records a cut after it notices the client left).
+    pub async fn thread_with(&self, thread: &str, kind: &str) -> Value {
+        for _ in 0..50 {
+            let v = self.thread(thread).await;
+            let records = v["messages"].as_array().unwrap();
+            if records.iter().any(|m| m["body"]["kind"] == kind) {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("no `{kind}` record was stored");
+    }
+
     /// The thread as `GET /v1/threads/{id}` returns it.
     pub async fn thread(&self, thread: &str) -> Value {
         self.http
@@ -123,15 +178,7 @@ impl Server {
 
     /// The stored error records of the thread: (table, row_id).
     pub async fn stored_errors(&self, thread: &str) -> Vec<(Option<String>, Option<String>)> {
-        let v: Value = self
-            .http
-            .get(format!("{}/v1/threads/{thread}", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = self.thread(thread).await;
         v["messages"]
             .as_array()
             .unwrap()
