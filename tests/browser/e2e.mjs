@@ -4,72 +4,13 @@
 // With a screenshot path, the two-step turns are captured too, next to it:
 // SCREENSHOT-two-step-en.png and SCREENSHOT-two-step-ko.png.
 // Exits 0 when every check passed; prints what it saw either way.
-import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createServer } from "node:net";
+import { writeFileSync } from "node:fs";
+import { launch, sleep } from "./cdp.mjs";
 
 const BASE = process.argv[2];
 const SHOT = process.argv[3];
-const CHROMIUM = process.env.TURNSTILE_CHROMIUM || "chromium";
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-});
-
-const port = await freePort();
-const profile = mkdtempSync(join(tmpdir(), "turnstile-e2e-"));
-const chrome = spawn(CHROMIUM, [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  `--remote-debugging-port=${port}`, `--user-data-dir=${profile}`, "about:blank",
-], { stdio: "ignore" });
-let failed = false;
-const check = (ok, what) => { console.log(`${ok ? "ok  " : "FAIL"} ${what}`); if (!ok) failed = true; };
-const finish = async (code) => {
-  chrome.kill();
-  await new Promise((r) => { chrome.once("exit", r); setTimeout(r, 2000); });
-  try { rmSync(profile, { recursive: true, force: true }); } catch { /* a leftover temp dir is harmless */ }
-  process.exit(code);
-};
-setTimeout(() => { console.log("FAIL timed out"); finish(1); }, 80_000);
-
-let targets;
-for (let i = 0; i < 100 && !targets; i++) {
-  try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(200); }
-}
-if (!targets) { console.log("FAIL chromium did not start"); finish(1); }
-const page = targets.find((t) => t.type === "page");
-const ws = new WebSocket(page.webSocketDebuggerUrl);
-await new Promise((r) => ws.addEventListener("open", r));
-let nid = 0;
-const pending = new Map();
-const errors = [];
-ws.addEventListener("message", (m) => {
-  const d = JSON.parse(m.data);
-  if (d.id && pending.has(d.id)) { pending.get(d.id)(d); pending.delete(d.id); }
-  if (d.method === "Runtime.exceptionThrown") errors.push(JSON.stringify(d.params.exceptionDetails).slice(0, 300));
-});
-const cmd = (method, params = {}) => new Promise((r) => { const id = ++nid; pending.set(id, r); ws.send(JSON.stringify({ id, method, params })); });
-const ev = async (expr) => (await cmd("Runtime.evaluate", { expression: expr, awaitPromise: true, returnByValue: true })).result.result.value;
+const { cmd, ev, idle, say, check, finish, errors, failed } = await launch("e2e", 80_000);
 const texts = (testid) => ev(`[...document.querySelectorAll('[data-testid=${testid}]')].map(n => n.textContent)`);
-const idle = async () => {
-  for (let i = 0; i < 200; i++) {
-    await sleep(50);
-    if (await ev(`!!document.querySelector('[data-testid=send]') && !document.querySelector('[data-testid=send]').disabled`)) return;
-  }
-  throw new Error("the page never became idle");
-};
-const say = async (text) => {
-  await ev(`document.querySelector('[data-testid=input]').focus()`);
-  await cmd("Input.insertText", { text });
-  await cmd("Input.dispatchKeyEvent", { type: "keyDown", key: "Enter", code: "Enter", windowsVirtualKeyCode: 13, text: "\r" });
-  await cmd("Input.dispatchKeyEvent", { type: "keyUp", key: "Enter", code: "Enter", windowsVirtualKeyCode: 13 });
-  await sleep(100);
-  await idle();
-};
 const shoot = async (path) => {
   if (!path) return;
   const r = await cmd("Page.captureScreenshot", { format: "png" });
@@ -213,4 +154,4 @@ try {
 } catch (e) {
   check(false, `driver error: ${e.message}`);
 }
-finish(failed ? 1 : 0);
+finish(failed() ? 1 : 0);

@@ -1,0 +1,70 @@
+// Headless Chromium driven over the DevTools protocol, shared by the browser
+// checks (no npm packages: Node's built-in fetch and WebSocket). `launch`
+// starts a fresh profile and returns the helpers every check uses.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createServer } from "node:net";
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const freePort = () => new Promise((resolve) => {
+  const s = createServer();
+  s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
+});
+
+/// Starts Chromium (profile `turnstile-NAME-*`), gives up after `timeoutMs`.
+export async function launch(name, timeoutMs) {
+  const CHROMIUM = process.env.TURNSTILE_CHROMIUM || "chromium";
+  const port = await freePort();
+  const profile = mkdtempSync(join(tmpdir(), `turnstile-${name}-`));
+  const chrome = spawn(CHROMIUM, [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    `--remote-debugging-port=${port}`, `--user-data-dir=${profile}`, "about:blank",
+  ], { stdio: "ignore" });
+  let failed = false;
+  const check = (ok, what) => { console.log(`${ok ? "ok  " : "FAIL"} ${what}`); if (!ok) failed = true; };
+  const finish = async (code) => {
+    chrome.kill();
+    await new Promise((r) => { chrome.once("exit", r); setTimeout(r, 2000); });
+    try { rmSync(profile, { recursive: true, force: true }); } catch { /* a leftover temp dir is harmless */ }
+    process.exit(code);
+  };
+  setTimeout(() => { console.log("FAIL timed out"); finish(1); }, timeoutMs);
+
+  let targets;
+  for (let i = 0; i < 100 && !targets; i++) {
+    try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(200); }
+  }
+  if (!targets) { console.log("FAIL chromium did not start"); await finish(1); }
+  const page = targets.find((t) => t.type === "page");
+  const ws = new WebSocket(page.webSocketDebuggerUrl);
+  await new Promise((r) => ws.addEventListener("open", r));
+  let nid = 0;
+  const pending = new Map();
+  const errors = [];
+  ws.addEventListener("message", (m) => {
+    const d = JSON.parse(m.data);
+    if (d.id && pending.has(d.id)) { pending.get(d.id)(d); pending.delete(d.id); }
+    if (d.method === "Runtime.exceptionThrown") errors.push(JSON.stringify(d.params.exceptionDetails).slice(0, 300));
+  });
+  const cmd = (method, params = {}) => new Promise((r) => { const id = ++nid; pending.set(id, r); ws.send(JSON.stringify({ id, method, params })); });
+  const ev = async (expr) => (await cmd("Runtime.evaluate", { expression: expr, awaitPromise: true, returnByValue: true })).result.result.value;
+  const idle = async () => {
+    for (let i = 0; i < 200; i++) {
+      await sleep(50);
+      if (await ev(`!!document.querySelector('[data-testid=send]') && !document.querySelector('[data-testid=send]').disabled`)) return;
+    }
+    throw new Error("the page never became idle");
+  };
+  const say = async (text) => {
+    await ev(`document.querySelector('[data-testid=input]').focus()`);
+    await cmd("Input.insertText", { text });
+    await cmd("Input.dispatchKeyEvent", { type: "keyDown", key: "Enter", code: "Enter", windowsVirtualKeyCode: 13, text: "\r" });
+    await cmd("Input.dispatchKeyEvent", { type: "keyUp", key: "Enter", code: "Enter", windowsVirtualKeyCode: 13 });
+    await sleep(100);
+    await idle();
+  };
+  return { cmd, ev, idle, say, check, finish, errors, failed: () => failed };
+}
