@@ -645,3 +645,91 @@ async fn python_sdk_server_over_streamable_http() {
     client.close().await;
     let _ = py.child.kill().await;
 }
+
+/// The turn loop against a server and a model nobody here wrote the habits
+/// of: the official Python SDK server's tools, planned by an OpenAI-style
+/// model (the fake provider). Step 1 calls a tool that fails (`isError`),
+/// step 2 corrects itself with another tool, step 3 answers. The failed
+/// result reaches the planner as a digest under its `tool_call_id`, and the
+/// thread stores every call and result the client was shown.
+#[tokio::test]
+async fn the_turn_loop_runs_against_the_python_sdk_server() {
+    use common::fake_openai::{Action, FakeOpenAi, Role};
+    use common::frames::{kinds, plans, tool_results};
+    init_tracing();
+    let Some(mut py) = start_py_server().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    let db = common::server::databases(&tmp).remove(0);
+    let s = common::server::TestServer::start_full(
+        &db,
+        vec![ServerSpec::http("python", py.url.clone())],
+        None,
+        fake.model(),
+    )
+    .await;
+    fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![(
+            "fail_tool".into(),
+            r#"{"reason":"first try"}"#.into(),
+        )]),
+    );
+    fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![("weather".into(), r#"{"city":"Seoul"}"#.into())]),
+    );
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, "what is the weather in Seoul?").await;
+    assert_eq!(kinds(&frames).last(), Some(&"done"), "{:?}", kinds(&frames));
+    let steps: Vec<u32> = plans(&frames).iter().map(|p| p.step).collect();
+    assert_eq!(steps, [1, 2]);
+    let results = tool_results(&frames);
+    assert_eq!(
+        results
+            .iter()
+            .map(|r| (r.tool.as_str(), r.ok))
+            .collect::<Vec<_>>(),
+        [("fail_tool", false), ("weather", true)]
+    );
+    // The third planner request carries both earlier calls as the tools
+    // loop, each answered by a bounded digest, never the raw result.
+    let planner: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == Role::Planner)
+        .collect();
+    assert_eq!(planner.len(), 3);
+    let messages = planner[2].body["messages"].as_array().unwrap().clone();
+    let tool_messages: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_messages.len(), 2);
+    let failed: turnstile::judge::digest::Digest =
+        serde_json::from_str(tool_messages[0]["content"].as_str().unwrap()).unwrap();
+    assert!(!failed.ok);
+    assert!(!tool_messages[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("first try"));
+    let calls = messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .map(|c| c["id"].clone())
+        .collect::<Vec<_>>();
+    let answered = tool_messages
+        .iter()
+        .map(|m| m["tool_call_id"].clone())
+        .collect::<Vec<_>>();
+    assert_eq!(calls, answered, "every call answered under its own id");
+    let records = s.records(&thread).await;
+    assert_eq!(
+        records.iter().filter(|r| *r == "result").count(),
+        2,
+        "{records:?}"
+    );
+    assert_eq!(records.last().map(String::as_str), Some("answer"));
+    s.pass();
+    let _ = py.child.kill().await;
+}
