@@ -74,6 +74,11 @@ enum Command {
         #[arg(long)]
         thread: Option<String>,
     },
+    /// Connect to one MCP server, list its tools, and optionally call one.
+    ///
+    /// Prints the server's name, version and protocol, each tool (name,
+    /// readOnlyHint, description), then the normalised result of the call.
+    Mcp(cli::mcp::McpArgs),
     /// Validate, render and compare transition tables.
     Tables {
         #[command(subcommand)]
@@ -112,10 +117,17 @@ enum TablesCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `turnstile mcp` reports what happened itself, with URLs redacted;
+    // the libraries' logs (which print full URLs) stay off unless RUST_LOG
+    // asks for them.
+    let default_filter = match cli.command {
+        Command::Mcp(_) => "off",
+        _ => "warn,turnstile=info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,turnstile=info".into()),
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -176,6 +188,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(cli::chat::run(&url, &message, thread))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Mcp(args) => runtime()?.block_on(cli::mcp::run(args)),
         Command::Tables { command } => match command {
             TablesCommand::Check { dir } => {
                 let bad = cli::tables::check(&dir)?;

@@ -3,5 +3,6 @@
 
 pub mod chat;
 pub mod demo;
+pub mod mcp;
 pub mod serve;
 pub mod tables;

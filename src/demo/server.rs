@@ -14,6 +14,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::tools::{DemoOptions, DemoState, DemoTools};
 
+/// The browser origins the demo tool server accepts in an `Origin` header:
+/// pages served from loopback, on any port. (rmcp leaves `Origin`
+/// unchecked unless given a list; its `Host` allow-list is loopback by
+/// default.) A request without `Origin` — every non-browser client — passes.
+pub const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 /// A running demo MCP server.
 pub struct DemoServer {
     /// Full MCP endpoint URL with the real port, e.g. `http://127.0.0.1:41234/mcp`.
@@ -36,8 +49,11 @@ impl std::fmt::Debug for DemoServer {
 impl DemoServer {
     /// Bind `addr` (port 0 picks a free port) and serve until [`shutdown`](Self::shutdown).
     ///
-    /// Only loopback `Host` headers are accepted (rmcp's DNS-rebinding
-    /// protection); bind a loopback address.
+    /// DNS-rebinding protection, as the MCP spec asks of a local server:
+    /// only loopback `Host` headers are accepted (rmcp's default allow-list),
+    /// and a request with an `Origin` header is accepted only from a loopback
+    /// origin ([`LOOPBACK_ORIGINS`]); anything else gets HTTP 403. Bind a
+    /// loopback address.
     pub async fn start(addr: SocketAddr, opts: DemoOptions) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -60,6 +76,7 @@ impl DemoServer {
             },
             sessions.clone(),
             StreamableHttpServerConfig::default()
+                .with_allowed_origins(LOOPBACK_ORIGINS)
                 .with_sse_keep_alive(None)
                 .with_cancellation_token(cancel.child_token()),
         );

@@ -188,6 +188,13 @@ pub struct ToolInfo {
     pub input_schema: Value,
 }
 
+/// What a server says about itself in `initialize` (`serverInfo`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+}
+
 /// A server's name and its connection's state, for `GET /readyz`.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ServerStatus {
@@ -254,6 +261,8 @@ struct Inner {
     /// The last `tools/list` (`None`: never answered).
     listing: Option<Listing>,
     protocol_version: String,
+    /// The `serverInfo` of the last `initialize`.
+    server_info: Option<ServerInfo>,
     /// Failed attempts in a row (the backoff exponent).
     failures: u32,
     /// Reopens in a row of connections that broke soon after they opened.
@@ -275,6 +284,7 @@ impl Inner {
             generation: 0,
             listing: None,
             protocol_version: String::new(),
+            server_info: None,
             failures: 0,
             restarts: 0,
             last_error: None,
@@ -345,6 +355,12 @@ impl ToolClient {
     /// The protocol revision the server agreed to in the last `initialize`.
     pub fn protocol_version(&self) -> String {
         self.shared.lock().protocol_version.clone()
+    }
+
+    /// The server's name and version from the last `initialize` (`None`:
+    /// never connected, or the server sent no `serverInfo`).
+    pub fn server_info(&self) -> Option<ServerInfo> {
+        self.shared.lock().server_info.clone()
     }
 
     /// The timeout applied to each call.
@@ -451,6 +467,17 @@ impl ToolClient {
     /// configuration marks it `retry_safe`.
     pub fn retry_safe(&self, tool: &str) -> bool {
         self.shared.retry_safe(tool)
+    }
+
+    /// Did `tool` declare `readOnlyHint: true` in the last `tools/list`?
+    /// (Unlike [`retry_safe`](Self::retry_safe), the configuration does not
+    /// count.)
+    pub fn declares_read_only(&self, tool: &str) -> bool {
+        self.shared
+            .lock()
+            .listing
+            .as_ref()
+            .is_some_and(|l| l.read_only.contains(tool))
     }
 
     /// All tools, following `nextCursor` until the server stops sending one.
@@ -922,6 +949,7 @@ impl Shared {
             "mcp tools published"
         );
         inner.protocol_version = session.protocol_version.clone();
+        inner.server_info = session.server_info.clone();
         inner.listing = Some(listing);
         inner.failures = 0;
         inner.last_error = None;

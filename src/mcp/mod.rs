@@ -25,12 +25,13 @@
 pub mod client;
 pub mod error;
 pub mod normalize;
+pub mod pyliteral;
 pub mod session;
 
 pub use client::{
-    builtin_connection_table, ClientOptions, ServerSpec, ServerStatus, ToolClient, ToolInfo,
-    ToolPolicy, Transport, DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROBE_AFTER, PROTOCOL_VERSION,
+    builtin_connection_table, ClientOptions, ServerInfo, ServerSpec, ServerStatus, ToolClient,
+    ToolInfo, ToolPolicy, Transport, DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROBE_AFTER, PROTOCOL_VERSION,
 };
 pub use error::McpError;
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};

@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
+use super::client::{ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
 use super::error::McpError;
 
 /// Upper bound on `tools/list` pages, so a server that never stops paginating
@@ -108,6 +108,8 @@ pub(crate) struct Listing {
 pub(crate) struct Session {
     pub generation: u64,
     pub protocol_version: String,
+    /// The server's `serverInfo` from `initialize` (`None`: it sent none).
+    pub server_info: Option<ServerInfo>,
     pub opened: Instant,
     peer: Peer<RoleClient>,
     expiry: Option<ExpiryCheck>,
@@ -251,9 +253,15 @@ impl Session {
             .as_ref()
             .map(|i| i.protocol_version.to_string())
             .unwrap_or_default();
-        let (server_name, server_version) = info
+        let server_info = info
             .as_ref()
             .and_then(|i| i.server_info.as_ref())
+            .map(|s| ServerInfo {
+                name: s.name.clone(),
+                version: s.version.clone(),
+            });
+        let (server_name, server_version) = server_info
+            .as_ref()
             .map(|s| (s.name.clone(), s.version.clone()))
             .unwrap_or_default();
         tracing::info!(
@@ -305,6 +313,7 @@ impl Session {
         Ok(Session {
             generation,
             protocol_version,
+            server_info,
             opened: Instant::now(),
             peer,
             expiry,
