@@ -152,6 +152,26 @@ struct FileTool {
     /// session (ADR 0011).
     #[serde(default)]
     retry_safe: bool,
+    /// `required` (default) or `absent`: whether the server sends accounting.
+    accounting: Option<String>,
+    /// Dotted path to the items in the result JSON; detected when unset.
+    items_path: Option<String>,
+    /// The item field that identifies an item (default `id`).
+    id_field: Option<String>,
+    /// The input parameter taking a list of item ids, for narrowing.
+    scope_ids_param: Option<String>,
+    /// Renames of the accounting keys.
+    accounting_keys: Option<FileAccountingKeys>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAccountingKeys {
+    returned: Option<String>,
+    total: Option<String>,
+    total_lower_bound: Option<String>,
+    has_more: Option<String>,
+    next_cursor: Option<String>,
 }
 
 // ---------------------------------------------------------------------------
@@ -456,6 +476,62 @@ struct Validator {
 }
 
 impl Validator {
+    /// A tool's result contract, with how its answers are read.
+    fn contract(&mut self, key: &str, t: &FileTool) -> crate::judge::Contract {
+        use crate::judge::contracts::{AccountingKeys, AccountingMode, Shape};
+        let accounting = match t.accounting.as_deref() {
+            None => AccountingMode::Required,
+            Some(s) => AccountingMode::parse(s).unwrap_or_else(|| {
+                self.problem(
+                    &format!("{key}.accounting"),
+                    format!("must be \"required\" or \"absent\", not {s:?}"),
+                );
+                AccountingMode::Required
+            }),
+        };
+        let mut name = |field: &str, v: &Option<String>| -> Option<String> {
+            match v.as_deref().map(str::trim) {
+                Some("") => {
+                    self.problem(&format!("{key}.{field}"), "must not be empty".into());
+                    None
+                }
+                other => other.map(str::to_string),
+            }
+        };
+        let items_path = name("items_path", &t.items_path);
+        let id_field = name("id_field", &t.id_field);
+        let scope_ids_param = name("scope_ids_param", &t.scope_ids_param);
+        let mut keys = AccountingKeys::default();
+        if let Some(k) = &t.accounting_keys {
+            let at = |f: &str| format!("accounting_keys.{f}");
+            let mut set = |slot: &mut String, f: &str, v: &Option<String>| {
+                if let Some(v) = name(&at(f), v) {
+                    *slot = v;
+                }
+            };
+            set(&mut keys.returned, "returned", &k.returned);
+            set(&mut keys.total, "total", &k.total);
+            set(
+                &mut keys.total_lower_bound,
+                "total_lower_bound",
+                &k.total_lower_bound,
+            );
+            set(&mut keys.has_more, "has_more", &k.has_more);
+            set(&mut keys.next_cursor, "next_cursor", &k.next_cursor);
+        }
+        crate::judge::Contract {
+            fixed_prefixes: t.fixed_prefixes.clone(),
+            stitch: t.stitch,
+            accounting,
+            shape: Shape {
+                items_path,
+                id_field,
+                keys,
+            },
+            scope_ids_param,
+        }
+    }
+
     fn problem(&mut self, key: &str, message: String) {
         self.problems.push(Problem {
             key: key.to_string(),
@@ -726,16 +802,18 @@ impl Validator {
                     }
                     other => other.map(str::to_string),
                 };
-                if !t.result_contract && (t.stitch || !t.fixed_prefixes.is_empty()) {
+                let reading = t.accounting.is_some()
+                    || t.items_path.is_some()
+                    || t.id_field.is_some()
+                    || t.scope_ids_param.is_some()
+                    || t.accounting_keys.is_some();
+                if !t.result_contract && (t.stitch || !t.fixed_prefixes.is_empty() || reading) {
                     self.problem(
                         &format!("{key}.result_contract"),
-                        "`stitch` and `fixed_prefixes` describe a result contract: set result_contract = true".into(),
+                        "`stitch`, `fixed_prefixes`, `accounting`, `items_path`, `id_field`, `scope_ids_param` and `accounting_keys` describe a result contract: set result_contract = true".into(),
                     );
                 }
-                let contract = t.result_contract.then(|| crate::judge::Contract {
-                    fixed_prefixes: t.fixed_prefixes.clone(),
-                    stitch: t.stitch,
-                });
+                let contract = t.result_contract.then(|| self.contract(&key, t));
                 tools.insert(
                     tool.clone(),
                     ToolSettings {

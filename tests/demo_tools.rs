@@ -579,6 +579,7 @@ async fn tools_list_has_query_data_with_a_cursor() {
     assert_eq!(
         names,
         [
+            "archive_query",
             "get_panorama",
             "get_photo",
             "list_projects",
@@ -838,7 +839,8 @@ async fn get_panorama_faults_are_the_list_tools_faults() {
 async fn get_panorama_is_judged_one_record() {
     use turnstile::judge::emptiness::{read_result_emptiness, Emptiness};
     use turnstile::judge::in_band::{self, Verdict};
-    use turnstile::judge::{accounting, grade, result, CountGrade};
+    use turnstile::judge::result::Reading;
+    use turnstile::judge::{grade, CountGrade};
 
     let contracts = turnstile::demo::contracts();
     let contract = contracts.get("get_panorama");
@@ -850,31 +852,33 @@ async fn get_panorama_is_judged_one_record() {
 
     let (server, client) = demo(vec![]).await;
     let out = detail(&client, json!({"id": "PANO-003-0611"})).await;
-    let (verdict, marks) = in_band::judge(contract, &out);
+    let reading = Reading::of(&out, contract);
+    let (verdict, marks) = in_band::judge(contract, &reading, &out);
     assert_eq!(verdict, Verdict::Answer);
     assert!(marks.accounting_or_structured && !marks.structure && !marks.fixed_prefix);
-    assert_eq!(result::aggregate(&out), None, "not an aggregate");
-    assert_eq!(result::items(&out), None, "not a listing");
-    assert!(!result::has_structure(&out));
-    assert_eq!(accounting::read(&out), None, "nothing to count");
+    assert_eq!(reading.aggregate, None, "not an aggregate");
+    assert_eq!(reading.items, None, "not a listing");
+    assert!(!reading.has_structure());
+    assert_eq!(reading.accounting, None, "nothing to count");
     assert_eq!(
         grade(None, 0, INJECTED_ROW_LIMIT as u64).grade,
         CountGrade::Unknown
     );
     assert_eq!(
-        read_result_emptiness(contract, &out),
+        read_result_emptiness(contract, &reading, &out),
         Emptiness::Unknown,
         "never \"none\""
     );
-    let record = result::record(&out).expect("one record");
+    let record = reading.record.expect("one record");
     assert_eq!(record.get("label"), Some(&json!("PANO-003-0611")));
 
     // An unknown id: a tool error, no record, and no statement about absence.
     let missing = detail(&client, json!({"id": "PANO-003-9999"})).await;
     assert!(missing.is_error);
-    assert!(result::record(&missing).is_none());
+    let missing_reading = Reading::of(&missing, contract);
+    assert!(missing_reading.record.is_none());
     assert_eq!(
-        read_result_emptiness(contract, &missing),
+        read_result_emptiness(contract, &missing_reading, &missing),
         Emptiness::Unknown
     );
     stop(server, client).await;
@@ -883,14 +887,15 @@ async fn get_panorama_is_judged_one_record() {
     for fault in [Fault::Upstream502, Fault::AuthEmptyObject] {
         let (server, client) = demo(vec![fault]).await;
         let out = detail(&client, json!({"id": "PANO-003-0611"})).await;
+        let reading = Reading::of(&out, contract);
         assert_eq!(
-            in_band::judge(contract, &out).0,
+            in_band::judge(contract, &reading, &out).0,
             Verdict::InBandFailure,
             "{fault}"
         );
-        assert!(result::record(&out).is_none(), "{fault}");
+        assert!(reading.record.is_none(), "{fault}");
         assert_eq!(
-            read_result_emptiness(contract, &out),
+            read_result_emptiness(contract, &reading, &out),
             Emptiness::Unknown,
             "{fault}"
         );

@@ -6,6 +6,7 @@ use turnstile::judge::digest::DigestLimits;
 use turnstile::judge::emptiness::AbsenceCause;
 use turnstile::judge::listing::{self, Input, Judgement};
 use turnstile::judge::narrowing::{Gate, Scope};
+use turnstile::judge::result::Reading;
 use turnstile::judge::stitch::{StitchEnd, Stitched, Stitcher};
 use turnstile::judge::{grade, Accounting, Anchor, Contract, Count, CountGrade};
 use turnstile::mcp::ToolOutput;
@@ -40,13 +41,17 @@ fn judge(first: &ToolOutput, stitched: Option<&Stitched>, scope: Option<&Scope>)
     let contract = Contract {
         fixed_prefixes: vec![],
         stitch: stitched.is_some(),
+        ..Contract::default()
     };
+    let reading = Reading::of(first, Some(&contract));
     listing::judge(
         Input {
             tool: "search_photos",
             contract: Some(&contract),
             args: &Map::new(),
             first,
+            reading: &reading,
+            ids_param: None,
             stitched,
             scope,
             limit_sentinel: SENTINEL,
@@ -60,7 +65,7 @@ fn stitch(pages: &[ToolOutput]) -> Stitched {
     let bound = TableSet::builtin().unwrap().bound::<Paging>().unwrap();
     let mut s = Stitcher::new(&bound, 5);
     for p in pages {
-        if s.push(p).unwrap().is_none() {
+        if s.push(&Reading::of(p, None)).unwrap().is_none() {
             break;
         }
     }

@@ -1,6 +1,7 @@
 //! Property tests of the count grade function and the stitcher invariants.
 
 use std::collections::HashSet;
+use turnstile::judge::result::Reading;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -158,7 +159,7 @@ proptest! {
         let mut interrupted = false;
         for (n, p) in pages.iter().enumerate() {
             fed.push(p.clone());
-            match s.push(&output(p, n)).unwrap() {
+            match s.push(&Reading::of(&output(p, n), None)).unwrap() {
                 Some(_) => interrupted = true,
                 None => {
                     interrupted = false;
@@ -298,14 +299,14 @@ mod listing_props {
             scoped in any::<bool>(),
         ) {
             let out = output(&acc, cursor.then_some("c1"), items, 0, structured);
-            let contract = contract.then(|| Contract { fixed_prefixes: vec!["## Image #".into()], stitch: stitching });
+            let contract = contract.then(|| Contract { fixed_prefixes: vec!["## Image #".into()], stitch: stitching, ..Contract::default() });
             // The stitch, as the agent drives it: pages while the table says
             // "fetch on", up to a cap of two. `last` is the last page fed.
             let mut last = (acc.as_ref().map(|a| a.has_more), cursor);
             let stitched: Option<Stitched> = stitching.then(|| {
                 let paging = TableSet::builtin().unwrap().bound::<Paging>().unwrap();
                 let mut s = Stitcher::new(&paging, 2);
-                if s.push(&out).unwrap().is_some() {
+                if s.push(&Reading::of(&out, contract.as_ref())).unwrap().is_some() {
                     let second = acc.clone().map(|a| Accounting {
                         returned: tail.items as u64,
                         has_more: tail.has_more,
@@ -313,7 +314,7 @@ mod listing_props {
                     });
                     let page = output(&second, tail.cursor.then_some("c2"), tail.items, 1000, structured);
                     last = (Some(tail.has_more), tail.cursor);
-                    s.push(&page).unwrap();
+                    s.push(&Reading::of(&page, contract.as_ref())).unwrap();
                 }
                 s.finish()
             });
@@ -327,12 +328,15 @@ mod listing_props {
             }
             let args = Map::new();
             let limits = DigestLimits::default();
+            let reading = Reading::of(&out, contract.as_ref());
             let j = listing::judge(
                 Input {
                     tool: "search",
                     contract: contract.as_ref(),
                     args: &args,
                     first: &out,
+                    reading: &reading,
+                    ids_param: None,
                     stitched: stitched.as_ref(),
                     scope: scope.as_ref(),
                     limit_sentinel: sentinel,

@@ -20,6 +20,7 @@ pub fn event_of(frame: &wire::Frame) -> FrameEvent {
         wire::Frame::ToolCall(_) => FrameEvent::ToolCall,
         wire::Frame::ToolResult(_) => FrameEvent::ToolResult,
         wire::Frame::Citation(_) => FrameEvent::Citation,
+        wire::Frame::Figure(_) => FrameEvent::Figure,
         wire::Frame::Delta(_) => FrameEvent::Delta,
         wire::Frame::Interrupt(_) => FrameEvent::Interrupt,
         wire::Frame::Done(_) => FrameEvent::Done,

@@ -45,6 +45,11 @@ pub enum Record<'a> {
         /// What the models saw of this result.
         digest: &'a Digest,
     },
+    /// A single-value aggregate's figure.
+    Figure {
+        figure: &'a wire::Figure,
+        digest: &'a Digest,
+    },
     /// A batch of the answer's text, committed before it is sent.
     Text {
         text: &'a str,

@@ -11,6 +11,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use serde_json::Value;
+
+use crate::judge::Contract;
+
 use crate::mcp::{
     builtin_connection_table, ClientOptions, McpError, ServerSpec, ServerStatus, ToolClient,
     ToolInfo,
@@ -101,6 +105,21 @@ impl ToolBelt {
         self.clients.iter().find(|c| c.offers(tool))
     }
 
+    /// The input parameter of `tool` that takes a list of item ids, for
+    /// narrowing by id: the contract's `scope_ids_param`, else an array
+    /// property of its input schema named `ids` or `…_ids`.
+    pub fn ids_param(&self, tool: &str, contract: Option<&Contract>) -> Option<String> {
+        if let Some(p) = contract.and_then(|c| c.scope_ids_param.clone()) {
+            return Some(p);
+        }
+        let info = self
+            .client_for(tool)?
+            .tools()
+            .into_iter()
+            .find(|t| t.name == tool)?;
+        detect_ids_param(&info.input_schema)
+    }
+
     /// Every server, in configuration order.
     pub fn clients(&self) -> &[Arc<ToolClient>] {
         &self.clients
@@ -121,5 +140,64 @@ impl ToolBelt {
     /// Closes every connection and stops every retry.
     pub async fn shutdown(&self) {
         futures::future::join_all(self.clients.iter().map(|c| c.shutdown())).await;
+    }
+}
+
+/// Whether a property schema admits an array: `"type": "array"`, a type
+/// list holding `"array"` (`["array", "null"]`), or an `anyOf`/`oneOf`
+/// branch that does (the Python SDK's `list[str] | None`).
+fn is_array_schema(p: &Value) -> bool {
+    let typed = match p.get("type") {
+        Some(Value::String(t)) => t == "array",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+        _ => false,
+    };
+    typed
+        || ["anyOf", "oneOf"].iter().any(|k| {
+            p.get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|branches| branches.iter().any(is_array_schema))
+        })
+}
+
+/// An array property named `ids`, `…_ids` or `…Ids` in a JSON Schema.
+fn detect_ids_param(schema: &Value) -> Option<String> {
+    let props = schema.get("properties")?.as_object()?;
+    let mut names: Vec<&String> = props
+        .iter()
+        .filter(|(name, p)| {
+            let named = name.as_str() == "ids" || name.ends_with("_ids") || name.ends_with("Ids");
+            named && is_array_schema(p)
+        })
+        .map(|(name, _)| name)
+        .collect();
+    names.sort();
+    match names.as_slice() {
+        [one] => Some((*one).clone()),
+        // Two id lists: which one scopes the population is not ours to guess.
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn id_list_parameters_are_detected_in_each_sdks_spelling() {
+        // The TypeScript SDK (zod): a plain array.
+        let ts = json!({"type": "object", "properties": {"floor": {"type": "integer"}, "uids": {"type": "array"}, "photo_ids": {"type": "array", "items": {"type": "string"}}}});
+        assert_eq!(detect_ids_param(&ts).as_deref(), Some("photo_ids"));
+        // The Python SDK (pydantic): `list[str] | None`.
+        let py = json!({"type": "object", "properties": {"photo_ids": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": null}}});
+        assert_eq!(detect_ids_param(&py).as_deref(), Some("photo_ids"));
+        let nullable = json!({"properties": {"ids": {"type": ["array", "null"]}}});
+        assert_eq!(detect_ids_param(&nullable).as_deref(), Some("ids"));
+        // Not a list, or two candidates: nothing is guessed.
+        let scalar = json!({"properties": {"ids": {"type": "string"}}});
+        assert_eq!(detect_ids_param(&scalar), None);
+        let two = json!({"properties": {"a_ids": {"type": "array"}, "b_ids": {"type": "array"}}});
+        assert_eq!(detect_ids_param(&two), None);
     }
 }

@@ -20,12 +20,14 @@ use super::frames::{event_of, EmitError, FrameWriter, OutFrame};
 use super::records::{self, Record};
 use super::tools::ToolBelt;
 use crate::fsm::{Snapshot, Violation};
+use crate::judge::contracts::AccountingMode;
 use crate::judge::digest::{Digest, DigestLimits};
 use crate::judge::in_band::{self, Verdict};
 use crate::judge::listing::{self, Judgement};
-use crate::judge::narrowing::{Conflict, Gate, Scope};
+use crate::judge::narrowing::{Conflict, Gate, PageMark, Scope};
+use crate::judge::result::Reading;
 use crate::judge::stitch::{Stitched, Stitcher};
-use crate::judge::{result, Anchor, Contracts};
+use crate::judge::{Anchor, Contracts};
 use crate::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
 use crate::llm::{
     CallRecord, HistoryTurn, Model, PlanRequest, PlannedCall, Prompt, RespondRequest,
@@ -134,9 +136,11 @@ enum Outcome {
     /// A result to judge.
     Returned {
         call: CallRecord,
-        scoped: Option<Scope>,
+        scoped: Option<Box<Scope>>,
         gate: Gate,
         first: Box<ToolOutput>,
+        /// The first page as read with the tool's contract.
+        reading: Box<Reading>,
         stitched: Option<Stitched>,
     },
 }
@@ -602,10 +606,15 @@ impl Turn<'_> {
             step: self.step,
             steps,
             note: plan.note.clone(),
-            scope: self
-                .scope
-                .as_ref()
-                .and_then(|s| serde_json::to_value(s).ok()),
+            // What the call is held to; where an earlier listing stopped is
+            // internal and not shown.
+            scope: self.scope.as_ref().and_then(|s| {
+                serde_json::to_value(Scope {
+                    page: None,
+                    ..s.clone()
+                })
+                .ok()
+            }),
         };
         let record = Record::Plan(&frame).message();
         self.step(wire::Frame::Plan(frame), vec![record]).await?;
@@ -712,10 +721,25 @@ impl Turn<'_> {
             });
         };
         let contract = agent.contracts.get(&call.tool).cloned();
-        let stitching = contract.as_ref().is_some_and(|c| c.stitch);
-        let mut stitcher = Stitcher::new(&agent.tables.paging, agent.limits.page_cap);
+        let follow = contract.as_ref().is_some_and(|c| c.stitch);
+        let id_field = contract
+            .as_ref()
+            .map_or("id", |c| c.shape.id_field())
+            .to_string();
+        let mut stitcher =
+            Stitcher::new(&agent.tables.paging, agent.limits.page_cap).with_id_field(&id_field);
+        // A cursor carried over from an earlier turn continues the listing
+        // that turn showed: its page is checked as that listing's page 2.
+        let continued = self.continuation(&call.tool, &args);
+        if let Some(mark) = &continued {
+            tracing::info!(tool = %call.tool, "continuing an earlier turn's listing");
+            stitcher
+                .resume(mark.accounting.clone(), mark.ids.iter().cloned())
+                .map_err(Stop::Violation)?;
+        }
+        let stitching = follow || continued.is_some();
         let mut page_args = args.clone();
-        let mut first: Option<ToolOutput> = None;
+        let mut first: Option<(ToolOutput, Reading)> = None;
         loop {
             let call_id = self.next_call_id();
             self.emit_call(&call_id, &call.tool, Some(server.name()), &page_args)
@@ -747,7 +771,7 @@ impl Turn<'_> {
                     // as a JSON-RPC error) is an untrusted page: the stitch
                     // is abandoned and the first page stands alone.
                     stitcher
-                        .push(&ToolOutput::default())
+                        .push(&Reading::of(&ToolOutput::default(), contract.as_ref()))
                         .map_err(Stop::Violation)?;
                     break;
                 }
@@ -756,14 +780,19 @@ impl Turn<'_> {
             // Logs carry the result's shape — block count, kinds, _meta key
             // names — never its text.
             tracing::info!(tool = %call.tool, shape = %shape, "tool result");
-            let (verdict, _) = in_band::judge(contract.as_ref(), &out);
+            let reading = Reading::of(&out, contract.as_ref());
+            let (verdict, _) = in_band::judge(contract.as_ref(), &reading, &out);
             let ok = !out.is_error && verdict != Verdict::InBandFailure;
             let summary = match (out.is_error, verdict) {
                 (true, _) => "the tool reported an error".to_string(),
-                (false, Verdict::InBandFailure) => {
-                    "no accounting and no result structure: treated as a failed data source".into()
-                }
-                _ => summary(&out),
+                (false, Verdict::InBandFailure) => match contract.as_ref().map(|c| c.accounting) {
+                    Some(AccountingMode::Absent) => {
+                        "the answer did not parse as data: treated as a failed data source".into()
+                    }
+                    _ => "no accounting and no result structure: treated as a failed data source"
+                        .into(),
+                },
+                _ => summary(&reading, &out),
             };
             let failed_first = first.is_none() && !ok;
             let digest = match (failed_first, out.is_error) {
@@ -802,19 +831,28 @@ impl Turn<'_> {
                 });
             }
             if !stitching {
-                first = Some(out);
+                first = Some((out, reading));
                 break;
             }
-            let next = stitcher.push(&out).map_err(Stop::Violation)?;
-            first.get_or_insert(out);
+            let next = stitcher.push(&reading).map_err(Stop::Violation)?;
+            first.get_or_insert((out, reading));
             match next {
-                Some(cursor) => {
+                Some(cursor) if follow => {
                     page_args.insert("cursor".into(), Value::String(cursor));
+                }
+                // A continuation of a tool that is not stitched is one page.
+                Some(_) => {
+                    stitcher.stop_here().map_err(Stop::Violation)?;
+                    break;
                 }
                 None => break,
             }
         }
-        let first = first.unwrap_or_default();
+        let (first, reading) = first.unwrap_or_else(|| {
+            let out = ToolOutput::default();
+            let reading = Reading::of(&out, contract.as_ref());
+            (out, reading)
+        });
         let stitched = stitching.then(|| {
             let n = self.next_listing();
             self.dirty
@@ -825,11 +863,23 @@ impl Turn<'_> {
         let digest = Digest::failed(&call.tool, "not judged yet");
         Ok(Outcome::Returned {
             call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
-            scoped,
+            scoped: scoped.map(Box::new),
             gate,
             first: Box::new(first),
+            reading: Box::new(reading),
             stitched,
         })
+    }
+
+    /// The page mark of the earlier turn's listing that `args` continue: a
+    /// call to the same tool with a cursor.
+    fn continuation(&self, tool: &str, args: &Map<String, Value>) -> Option<PageMark> {
+        let cursor = args.get("cursor").and_then(Value::as_str)?;
+        if cursor.is_empty() {
+            return None;
+        }
+        let (scope, _) = self.previous.as_ref()?;
+        (scope.tool == tool).then(|| scope.page.clone()).flatten()
     }
 
     /// Judges the last outcome (the judge decides; this only shows and
@@ -856,15 +906,20 @@ impl Turn<'_> {
                 scoped,
                 mut gate,
                 first,
+                reading,
                 stitched,
             }) => {
+                let contract = self.agent.contracts.get(&call.tool);
+                let ids_param = self.agent.tools.ids_param(&call.tool, contract);
                 let input = listing::Input {
                     tool: &call.tool,
-                    contract: self.agent.contracts.get(&call.tool),
+                    contract,
                     args: &call.args,
                     first: &first,
+                    reading: &reading,
+                    ids_param: ids_param.as_deref(),
                     stitched: stitched.as_ref(),
-                    scope: scoped.as_ref(),
+                    scope: scoped.as_deref(),
                     limit_sentinel: self.agent.limits.limit_sentinel,
                     digest: self.agent.limits.digest,
                 };
@@ -918,6 +973,14 @@ impl Turn<'_> {
             }
             .message();
             self.step(wire::Frame::Citation(card), vec![record]).await?;
+        }
+        if let Some(figure) = j.figure {
+            let record = Record::Figure {
+                figure: &figure,
+                digest: &j.digest,
+            }
+            .message();
+            self.step(wire::Frame::Figure(figure), vec![record]).await?;
         }
         Ok(())
     }
@@ -1199,17 +1262,23 @@ impl Turn<'_> {
 
 /// The arguments that go out: the model's, with the scope spread last.
 fn effective_args(scope: Option<&Scope>, call: &PlannedCall) -> Map<String, Value> {
-    match scope.filter(|s| s.tool == call.tool) {
-        Some(s) => s.apply(&call.args).0,
-        None => call.args.clone(),
+    match scope
+        .filter(|s| s.tool == call.tool)
+        .map(|s| s.apply(&call.args))
+    {
+        Some((args, None)) => args,
+        // A conflicting call is not run; it is shown as the model asked it,
+        // never with the scope's values under the model's label.
+        Some((_, Some(_))) | None => call.args.clone(),
     }
 }
 
 /// A one-line, text-free description for the tool_result frame.
-fn summary(out: &ToolOutput) -> String {
-    match (result::items(out), result::record(out)) {
-        (Some(items), _) => format!("{} items", items.len()),
-        (None, Some(_)) => "one record".to_string(),
-        (None, None) => format!("{} content blocks", out.blocks.len()),
+fn summary(reading: &Reading, out: &ToolOutput) -> String {
+    match (&reading.aggregate, &reading.items, &reading.record) {
+        (Some(_), _, _) => "one value".to_string(),
+        (None, Some(items), _) => format!("{} items", items.len()),
+        (None, None, Some(_)) => "one record".to_string(),
+        (None, None, None) => format!("{} content blocks", out.blocks.len()),
     }
 }

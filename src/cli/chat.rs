@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::fsm::schema::{RawRow, RawTable};
 use crate::fsm::{Machine, Table};
 use crate::wire::sse::{SseDecoder, SseEvent};
-use crate::wire::{Citation, Frame};
+use crate::wire::{Citation, Figure, Frame};
 
 /// One frame as a terminal line; `None` for text deltas, which are printed
 /// as they come.
@@ -38,6 +38,7 @@ fn describe(frame: &Frame) -> Option<String> {
             r.summary
         ),
         Frame::Citation(c) => citation(c),
+        Frame::Figure(f) => figure(f),
         Frame::Delta(_) => return None,
         Frame::Interrupt(i) => format!(
             "? approval requested: {} (interrupt {})",
@@ -55,6 +56,21 @@ fn describe(frame: &Frame) -> Option<String> {
     })
 }
 
+/// A single value, with its grade: "exactly" only when the server is held to
+/// accounting.
+fn figure(f: &Figure) -> String {
+    let value = f
+        .value
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| f.value.to_string());
+    let said = match (f.grade.as_str(), f.accounted) {
+        ("EXACT", true) => format!("exactly {value}"),
+        _ => format!("{value}, as the server reports it (not accounted)"),
+    };
+    format!("▣ {} — {}: {said} [{}]", f.source, f.label, f.grade)
+}
+
 /// The card: its count as the grade allows it to be said, then up to ten
 /// items. Items are the tool's own records (not frame fields), so they are
 /// read as JSON.
@@ -70,6 +86,15 @@ fn citation(c: &Citation) -> String {
     };
     let mut out = format!("▣ {} — {count} [{}]", c.source, c.grade);
     for item in c.items.iter().take(10) {
+        // Items of other servers have other fields: shown as compact JSON.
+        if item.get("label").is_none() {
+            let mut line = item.to_string();
+            if line.chars().count() > 120 {
+                line = line.chars().take(119).collect::<String>() + "…";
+            }
+            out += &format!("\n    {line}");
+            continue;
+        }
         let titles: Vec<&str> = item
             .get("annotations")
             .and_then(Value::as_array)

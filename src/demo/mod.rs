@@ -56,6 +56,7 @@ pub fn contracts() -> crate::judge::Contracts {
         Contract {
             fixed_prefixes: vec!["## Image #".into()],
             stitch: false,
+            ..Contract::default()
         },
     );
     c.insert(
@@ -63,6 +64,7 @@ pub fn contracts() -> crate::judge::Contracts {
         Contract {
             fixed_prefixes: vec!["Showing ".into()],
             stitch: true,
+            ..Contract::default()
         },
     );
     // A detail result is ONE record: `structuredContent` is the panorama
@@ -75,11 +77,23 @@ pub fn contracts() -> crate::judge::Contracts {
     // it. No fixed prefix: its text block is the record's JSON, and a prefix
     // like `{"id"` would be weak evidence — the structured content is the
     // mark. Nothing to stitch: there is no cursor.
+    // The legacy archive answers like the reference SQLite server: Python-
+    // literal rows in text, never any accounting. Its answers are shown as
+    // the server's word (SHOWN, never EXACT, never "none"); a body that does
+    // not parse is its failure.
+    c.insert(
+        "archive_query",
+        Contract {
+            accounting: crate::judge::contracts::AccountingMode::Absent,
+            ..Contract::default()
+        },
+    );
     c.insert(
         "get_panorama",
         Contract {
             fixed_prefixes: vec![],
             stitch: false,
+            ..Contract::default()
         },
     );
     c

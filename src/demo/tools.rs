@@ -243,6 +243,16 @@ pub struct QueryDataArgs {
     pub cursor: Option<String>,
 }
 
+/// Arguments of `archive_query`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ArchiveQueryArgs {
+    /// The question in plain language, as for query_data.
+    pub question: String,
+    /// Project id (default "tower-a"; see list_projects).
+    #[serde(default)]
+    pub project: Option<String>,
+}
+
 /// Arguments of `get_photo`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct GetPhotoArgs {
@@ -338,6 +348,18 @@ impl DemoTools {
     async fn query_data(&self, Parameters(args): Parameters<QueryDataArgs>) -> CallToolResult {
         self.state.enter("query_data").await;
         query_data(&self.state, args)
+    }
+
+    #[tool(
+        description = "Ask the site's legacy archive database (a stand-in for the reference SQLite MCP server). Understands the same questions as query_data. Rows come back as one text block in Python-literal form, e.g. [{'n': 651}] or [{'id': 'TA-00412', 'floor': 3}], at most 100 rows, with no accounting, no structured content and no cursor.",
+        annotations(read_only_hint = true)
+    )]
+    async fn archive_query(
+        &self,
+        Parameters(args): Parameters<ArchiveQueryArgs>,
+    ) -> CallToolResult {
+        self.state.enter("archive_query").await;
+        archive_query(&self.state, args)
     }
 
     #[tool(description = "Get one panorama and all its annotations by id (e.g. TA-00412).")]
@@ -795,6 +817,80 @@ pub fn query_data(state: &DemoState, args: QueryDataArgs) -> CallToolResult {
         .with_meta(Some(MetaObject(accounting)));
     result.structured_content = Some(Value::Object(structured));
     result
+}
+
+/// Most rows the archive prints for one question.
+pub const ARCHIVE_MAX_ROWS: usize = 100;
+
+/// The legacy archive: the same questions as `query_data`, answered the way
+/// the reference SQLite MCP server answers — `str()` of a list of row
+/// dicts, nothing else. A question it cannot run is a text error with
+/// `isError: false`, as that server reports its database errors.
+pub fn archive_query(state: &DemoState, args: ArchiveQueryArgs) -> CallToolResult {
+    let Opening { project, data, .. } =
+        match open_call(state, args.project.as_deref(), None, "archive") {
+            Ok(o) => o,
+            Err(result) => return result,
+        };
+    let translated = match query::translate(&args.question, &project) {
+        Ok(q) => q,
+        Err(message) => return bare_text(format!("Database error: {message}")),
+    };
+    let table = query::execute(data, &translated);
+    let rows: Vec<String> = table
+        .rows
+        .iter()
+        .take(ARCHIVE_MAX_ROWS)
+        .map(|row| {
+            let cells: Vec<String> = table
+                .columns
+                .iter()
+                .zip(row)
+                .map(|(c, v)| format!("{}: {}", py_repr(&Value::from(c.as_str())), py_repr(v)))
+                .collect();
+            format!("{{{}}}", cells.join(", "))
+        })
+        .collect();
+    bare_text(format!("[{}]", rows.join(", ")))
+}
+
+/// A JSON value as Python's `repr()` prints it.
+fn py_repr(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => {
+            let quote = if s.contains('\'') && !s.contains('"') {
+                '"'
+            } else {
+                '\''
+            };
+            let mut out = String::from(quote);
+            for ch in s.chars() {
+                match ch {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    c if c == quote => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push(quote);
+            out
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", py_repr(&Value::from(k.as_str())), py_repr(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Longest `id` echoed back in an error message.

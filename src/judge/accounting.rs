@@ -5,12 +5,13 @@
 //! put reserved `io.modelcontextprotocol/*` keys into every result's `_meta`,
 //! so "no `_meta`" in the seed means "no accounting from the server".
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::contracts::AccountingKeys;
 use crate::mcp::{JsonMap, ToolOutput};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accounting {
     pub returned: u64,
     /// Exact population size, when the server knows it.
@@ -21,35 +22,39 @@ pub struct Accounting {
     pub next_cursor: Option<String>,
 }
 
-fn from_map(m: &JsonMap) -> Option<Accounting> {
-    let returned = m.get("returned")?.as_u64()?;
-    let total = m.get("total").and_then(Value::as_u64);
-    let total_lower_bound = m.get("total_lower_bound").and_then(Value::as_u64);
-    if total.is_none() && total_lower_bound.is_none() && !m.contains_key("has_more") {
+fn from_map(m: &JsonMap, k: &AccountingKeys) -> Option<Accounting> {
+    let returned = m.get(&k.returned)?.as_u64()?;
+    let total = m.get(&k.total).and_then(Value::as_u64);
+    let total_lower_bound = m.get(&k.total_lower_bound).and_then(Value::as_u64);
+    if total.is_none() && total_lower_bound.is_none() && !m.contains_key(&k.has_more) {
         return None;
     }
     Some(Accounting {
         returned,
         total,
         total_lower_bound,
-        has_more: m.get("has_more").and_then(Value::as_bool).unwrap_or(false),
+        has_more: m.get(&k.has_more).and_then(Value::as_bool).unwrap_or(false),
         next_cursor: m
-            .get("next_cursor")
+            .get(&k.next_cursor)
             .and_then(Value::as_str)
             .filter(|c| !c.is_empty())
             .map(str::to_string),
     })
 }
 
-/// The server's accounting for this result: the result-level `_meta` first,
-/// then any block's, then the structured content's top level.
-pub fn read(out: &ToolOutput) -> Option<Accounting> {
-    out.metas().find_map(from_map).or_else(|| {
-        out.structured
-            .as_ref()
-            .and_then(Value::as_object)
-            .and_then(from_map)
+/// The server's accounting for this result, under the tool's key names:
+/// the result-level `_meta` first, then any block's, then the top level of
+/// the logical result (`structuredContent`, or JSON found in its text).
+pub fn read(out: &ToolOutput, keys: &AccountingKeys, json: Option<&Value>) -> Option<Accounting> {
+    out.metas().find_map(|m| from_map(m, keys)).or_else(|| {
+        json.and_then(Value::as_object)
+            .and_then(|m| from_map(m, keys))
     })
+}
+
+/// [`read`] with the seed's key names, from `_meta` and `structuredContent`.
+pub fn read_default(out: &ToolOutput) -> Option<Accounting> {
+    read(out, &AccountingKeys::default(), out.structured.as_ref())
 }
 
 #[cfg(test)]
@@ -59,7 +64,8 @@ mod tests {
 
     fn check(result: Value, expect: Option<(u64, Option<u64>, Option<u64>, bool)>) {
         let out = ToolOutput::from_value(&result);
-        let got = read(&out).map(|a| (a.returned, a.total, a.total_lower_bound, a.has_more));
+        let got =
+            read_default(&out).map(|a| (a.returned, a.total, a.total_lower_bound, a.has_more));
         assert_eq!(got, expect, "{result}");
     }
 

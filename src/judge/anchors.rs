@@ -37,6 +37,13 @@ pub enum Anchor {
         column: String,
         value: String,
     },
+    /// A single-value answer from a server that sends no accounting: what
+    /// the server said, not a count the judge could check.
+    ValueUnaccounted {
+        source: String,
+        column: String,
+        value: String,
+    },
     /// The result carried none of the marks of a real answer: an upstream
     /// failure relayed as data. Nothing may be inferred from it.
     InBandFailure { tool: String },
@@ -49,6 +56,9 @@ pub enum Anchor {
     OutsideScope { tool: String },
     /// Stitching pages was abandoned; only the first page is shown.
     StitchAbandoned { anomaly: String },
+    /// A later turn's page no longer continues the listing an earlier turn
+    /// showed: it was discarded.
+    ContinuationDrifted { anomaly: String },
     /// Stitching stopped at the page cap.
     StitchCapped { pages: usize },
     /// A single-value aggregate came back empty (NULL): no number, no "none".
@@ -128,6 +138,12 @@ impl Anchor {
             ),
             Anchor::Aggregate { source, column, value } => format!(
                 "[{source}] The single-value aggregate {column} is exactly {value}: you may say \"exactly {value}\"."
+            ),
+            Anchor::ValueUnaccounted { source, column, value } => format!(
+                "[{source}] The server answered {column} = {value} without accounting: you may say the server reports {value}; do not call it exact, complete or verified."
+            ),
+            Anchor::ContinuationDrifted { anomaly } => format!(
+                "The next page no longer continues the results shown before ({anomaly}), so it was discarded and nothing from it is shown. Say the data changed since the earlier answer and offer to search again; do not count or describe the discarded page."
             ),
             Anchor::InBandFailure { tool } => format!(
                 "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."

@@ -2,16 +2,94 @@
 //! contract is one whose results can be cited and counted; its answers are
 //! judged for emptiness and in-band failure. A tool without one answers in
 //! plain text, which is then the right answer and is not judged.
+//!
+//! A contract also says how to *read* the tool's answers ([`Shape`]): where
+//! its items are, which field is an item's id, and what its accounting keys
+//! are called. Left unset, each is detected (see [`super::result`]).
 
 use std::collections::HashMap;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Contract {
     /// Prefixes the upstream's *program* prints at the start of a real
     /// answer's text. Used only to clear a result, never to condemn one.
     pub fixed_prefixes: Vec<String>,
     /// Whether a listing may be stitched across cursor pages.
     pub stitch: bool,
+    /// Whether the server is held to sending accounting.
+    pub accounting: AccountingMode,
+    /// How the tool's answers are read.
+    pub shape: Shape,
+    /// The input parameter that takes a list of item ids, so a narrowing
+    /// follow-up can be held to the previous population's ids. `None`:
+    /// detected from the tool's input schema.
+    pub scope_ids_param: Option<String>,
+}
+
+/// Whether a tool's server sends accounting (`returned`, `total`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccountingMode {
+    /// The seed's rule: a result without accounting or a result structure is
+    /// a failure disguised as success; counts are graded from accounting.
+    #[default]
+    Required,
+    /// The server never sends accounting (the reference SQLite server):
+    /// what it delivered is shown, graded SHOWN (LOWER_BOUND at the cap),
+    /// never EXACT and never "none". A failure is known only from `isError`
+    /// or a body that does not parse.
+    Absent,
+}
+
+impl AccountingMode {
+    pub fn parse(s: &str) -> Option<AccountingMode> {
+        match s {
+            "required" => Some(AccountingMode::Required),
+            "absent" => Some(AccountingMode::Absent),
+            _ => None,
+        }
+    }
+}
+
+/// Where a tool's answers keep what the judge reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shape {
+    /// Dotted path to the item array inside the result JSON (`"data.rows"`).
+    pub items_path: Option<String>,
+    /// The item field that identifies an item (default `id`).
+    pub id_field: Option<String>,
+    /// The names of the accounting keys.
+    pub keys: AccountingKeys,
+}
+
+impl Shape {
+    pub fn id_field(&self) -> &str {
+        self.id_field.as_deref().unwrap_or("id")
+    }
+}
+
+/// The accounting keys' names, the seed's by default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountingKeys {
+    pub returned: String,
+    pub total: String,
+    pub total_lower_bound: String,
+    pub has_more: String,
+    pub next_cursor: String,
+}
+
+impl Default for AccountingKeys {
+    fn default() -> Self {
+        AccountingKeys {
+            returned: "returned".into(),
+            total: "total".into(),
+            total_lower_bound: "total_lower_bound".into(),
+            has_more: "has_more".into(),
+            next_cursor: "next_cursor".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]

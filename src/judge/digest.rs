@@ -81,9 +81,14 @@ impl Digest {
     }
 
     /// A single-value aggregate.
-    pub fn value(tool: &str, value: Option<String>, limits: DigestLimits) -> Digest {
+    pub fn value(
+        tool: &str,
+        value: Option<String>,
+        grade: CountGrade,
+        limits: DigestLimits,
+    ) -> Digest {
         Digest {
-            grade: value.as_ref().map(|_| CountGrade::Exact),
+            grade: value.as_ref().map(|_| grade),
             value: value.map(|v| bounded_text(&v, limits.chars)),
             ..Digest::failed(tool, "")
         }
@@ -351,6 +356,7 @@ mod tests {
         let v = Digest::value(
             "q",
             Some(format!("https://x.example/dl?token=CAPSECRET {big}")),
+            CountGrade::Exact,
             limits,
         );
         assert!(v.render().len() <= limits.bytes);

@@ -4,9 +4,8 @@
 
 use serde::Serialize;
 
-use super::accounting;
 use super::contracts::Contract;
-use super::result;
+use super::result::Reading;
 use crate::mcp::ToolOutput;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -18,14 +17,20 @@ pub enum Emptiness {
     Unknown,
 }
 
-pub fn read_result_emptiness(contract: Option<&Contract>, out: &ToolOutput) -> Emptiness {
+pub fn read_result_emptiness(
+    contract: Option<&Contract>,
+    reading: &Reading,
+    out: &ToolOutput,
+) -> Emptiness {
     // 1. A tool without a result contract says nothing about how much exists.
     if contract.is_none() {
         return Emptiness::Unknown;
     }
     // 2. A result with findings in it is not empty whatever else it lacks.
-    let acc = accounting::read(out);
-    let counted = result::items(out)
+    let acc = reading.accounting.as_ref();
+    let counted = reading
+        .items
+        .as_ref()
         .map(|i| i.len() as u64)
         .unwrap_or(0)
         .max(acc.as_ref().map_or(0, |a| a.returned));
@@ -73,10 +78,13 @@ mod tests {
         let c = Contract {
             fixed_prefixes: vec![],
             stitch: false,
+            ..Contract::default()
         };
         let out = ToolOutput::from_value(&result);
+        let contract = contract.then_some(&c);
+        let reading = Reading::of(&out, contract);
         assert_eq!(
-            read_result_emptiness(contract.then_some(&c), &out),
+            read_result_emptiness(contract, &reading, &out),
             expect,
             "{result}"
         );

@@ -99,6 +99,26 @@ pub fn grade(acc: Option<&Accounting>, displayed: u64, limit_sentinel: u64) -> C
     }
 }
 
+/// Grades what a server without accounting (`accounting = "absent"`)
+/// delivered: the rows it showed, never an exact total and never "none". A
+/// delivery at the upstream's cap may have been cut by it: at least that
+/// many. Nothing delivered is no count at all.
+pub fn unaccounted(displayed: u64, limit_sentinel: u64) -> Count {
+    let (grade, total, lower, has_more) = match displayed {
+        0 => (CountGrade::Unknown, None, false, false),
+        d if d >= limit_sentinel => (CountGrade::LowerBound, Some(d), true, true),
+        _ => (CountGrade::Shown, None, false, false),
+    };
+    Count {
+        grade,
+        displayed,
+        total,
+        total_is_lower_bound: lower,
+        has_more,
+        complete: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,12 +13,15 @@
 //!
 //! The predicate errs toward reading a failure as an answer: a false positive
 //! would suppress a real answer and tell the user their data source is broken.
+//!
+//! A tool in `accounting = "absent"` mode never sends accounting, so its one
+//! mark is a body that parses as data (or a fixed prefix): a failure is then
+//! known only from `isError` or a body that does not parse.
 
 use serde::Serialize;
 
-use super::accounting;
-use super::contracts::Contract;
-use super::result;
+use super::contracts::{AccountingMode, Contract};
+use super::result::{Reading, Source};
 use crate::mcp::{Block, ToolOutput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,23 +42,30 @@ pub enum Verdict {
     InBandFailure,
 }
 
-pub fn judge(contract: Option<&Contract>, out: &ToolOutput) -> (Verdict, Marks) {
+pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -> (Verdict, Marks) {
     let marks = Marks {
-        accounting_or_structured: accounting::read(out).is_some() || out.structured.is_some(),
-        structure: result::has_structure(out)
-            || accounting::read(out).is_some_and(|a| a.returned > 0),
+        accounting_or_structured: reading.accounting.is_some() || out.structured.is_some(),
+        structure: reading.has_structure()
+            || reading.accounting.as_ref().is_some_and(|a| a.returned > 0),
         fixed_prefix: contract.is_some_and(|c| {
             out.blocks.iter().any(|b| match b {
                 Block::Text { text, .. } => c
                     .fixed_prefixes
                     .iter()
                     .any(|p| text.starts_with(p.as_str())),
-                Block::Other { .. } => false,
+                _ => false,
             })
         }),
     };
     let verdict = match contract {
         None => Verdict::NotJudged,
+        Some(c) if c.accounting == AccountingMode::Absent => {
+            if reading.source != Source::Unparsed || marks.fixed_prefix {
+                Verdict::Answer
+            } else {
+                Verdict::InBandFailure
+            }
+        }
         Some(_) if marks.accounting_or_structured || marks.structure || marks.fixed_prefix => {
             Verdict::Answer
         }
@@ -73,9 +83,11 @@ mod tests {
         let c = Contract {
             fixed_prefixes: vec!["## Image #".into()],
             stitch: false,
+            ..Contract::default()
         };
         let out = ToolOutput::from_value(&result);
-        assert_eq!(judge(Some(&c), &out).0, expect, "{result}");
+        let r = Reading::of(&out, Some(&c));
+        assert_eq!(judge(Some(&c), &r, &out).0, expect, "{result}");
     }
 
     #[test]
@@ -118,6 +130,6 @@ mod tests {
             InBandFailure,
         );
         let out = ToolOutput::from_value(&json!("plain text"));
-        assert_eq!(judge(None, &out).0, NotJudged);
+        assert_eq!(judge(None, &Reading::of(&out, None), &out).0, NotJudged);
     }
 }

@@ -6,11 +6,14 @@
 
 use serde_json::{Map, Value};
 
+use super::contracts::AccountingMode;
 use super::digest::{Digest, DigestLimits};
 use super::emptiness::{read_result_emptiness, AbsenceCause, Emptiness};
+use super::grade::CountGrade;
 use super::narrowing::{self, Gate, Scope};
+use super::result::Reading;
 use super::stitch::{StitchEnd, Stitched};
-use super::{accounting, grade, result, Anchor, Contract};
+use super::{grade, Anchor, Contract};
 use crate::mcp::ToolOutput;
 use crate::protocols::narrowing::{NarrowingEffect, NarrowingEvent};
 use crate::wire;
@@ -22,7 +25,13 @@ pub struct Input<'a> {
     /// The arguments that went out (with any scope applied).
     pub args: &'a Map<String, Value>,
     pub first: &'a ToolOutput,
+    /// The first page as read with the tool's contract.
+    pub reading: &'a Reading,
     pub stitched: Option<&'a Stitched>,
+    /// The input parameter that takes a list of item ids (configured, or
+    /// detected from the tool's input schema): the population keeps the
+    /// shown ids so a narrowing follow-up can be held to them.
+    pub ids_param: Option<&'a str>,
     /// The scope the call ran in, when the narrowing table applied one.
     pub scope: Option<&'a Scope>,
     pub limit_sentinel: u64,
@@ -35,6 +44,8 @@ pub struct Judgement {
     pub anchors: Vec<Anchor>,
     /// The card to show; `None` for an aggregate or a discarded page.
     pub card: Option<wire::Citation>,
+    /// A single-value aggregate's structured carrier.
+    pub figure: Option<wire::Figure>,
     /// The population this listing showed, for a later narrowing follow-up.
     pub population: Option<Scope>,
     /// The listing released its scope: the thread's population is cleared.
@@ -54,6 +65,7 @@ impl Judgement {
         Judgement {
             anchors: Vec::new(),
             card: None,
+            figure: None,
             population: None,
             release: false,
             digest,
@@ -78,8 +90,17 @@ impl Judgement {
 /// verdict decides upgrades and releases.
 pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     let tool = input.tool;
-    // A single-value aggregate is exact and needs no card.
-    if let Some((column, value)) = result::aggregate(input.first) {
+    let reading = input.reading;
+    let accounted = reading.mode == AccountingMode::Required;
+    // A single-value aggregate needs no card: it is carried by a figure,
+    // exact when the server is held to accounting, "as the server said"
+    // when it sends none.
+    if let Some((column, value)) = &reading.aggregate {
+        let grade = if accounted {
+            CountGrade::Exact
+        } else {
+            CountGrade::Shown
+        };
         let (anchor, shown) = match value {
             // NULL says neither "none" nor a number (MAX over no rows, or
             // over empty values): nothing is claimed either way.
@@ -94,25 +115,41 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
                     .as_str()
                     .map(str::to_string)
                     .unwrap_or_else(|| v.to_string());
-                (
-                    // What goes into a directive is bounded and redacted like
-                    // a digest: a value may be a capability URL.
-                    Anchor::Aggregate {
+                // What goes into a directive is bounded and redacted like
+                // a digest: a value may be a capability URL.
+                let column = super::digest::bounded_text(column, input.digest.chars);
+                let value = super::digest::bounded_text(&text, input.digest.chars);
+                let anchor = match accounted {
+                    true => Anchor::Aggregate {
                         source: tool.to_string(),
-                        column: super::digest::bounded_text(&column, input.digest.chars),
-                        value: super::digest::bounded_text(&text, input.digest.chars),
+                        column,
+                        value,
                     },
-                    Some(text),
-                )
+                    false => Anchor::ValueUnaccounted {
+                        source: tool.to_string(),
+                        column,
+                        value,
+                    },
+                };
+                (anchor, Some(text))
             }
         };
-        let mut j = Judgement::new(Digest::value(tool, shown, input.digest));
+        let mut j = Judgement::new(Digest::value(tool, shown, grade, input.digest));
         j.anchors.push(anchor);
+        j.figure = (!value.is_null()).then(|| wire::Figure {
+            source: tool.to_string(),
+            label: column.clone(),
+            value: value.clone(),
+            grade: grade.as_str().to_string(),
+            accounted,
+            query: input.args.clone(),
+        });
         return j;
     }
     // One record from a detail lookup: described, never counted.
-    if let Some(rec) = result::record(input.first) {
-        let id = result::id(&Value::Object(rec.clone()))
+    if let Some(rec) = &reading.record {
+        let id = reading
+            .id(&Value::Object(rec.clone()))
             .map(|id| super::digest::bounded_text(&id, input.digest.chars))
             .unwrap_or_default();
         let mut j = Judgement::new(Digest::record(tool, rec, input.digest));
@@ -134,6 +171,20 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         });
         return j;
     }
+    // A continuation of an earlier turn's listing that drifted: its page is
+    // not a continuation of what the user saw, and is not shown as one.
+    if let Some(s) = input
+        .stitched
+        .filter(|s| s.resumed && s.end == StitchEnd::Abandoned)
+    {
+        let anomaly = s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default();
+        let mut j = Judgement::new(Digest::failed(
+            tool,
+            format!("next page discarded: {anomaly}"),
+        ));
+        j.anchors.push(Anchor::ContinuationDrifted { anomaly });
+        return j;
+    }
     let mut anchors = Vec::new();
     let (items, accounting) = match input.stitched {
         Some(s) => {
@@ -141,6 +192,8 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
                 StitchEnd::Abandoned => anchors.push(Anchor::StitchAbandoned {
                     anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
                 }),
+                // A continuation that took one page stopped by design.
+                StitchEnd::Capped if s.resumed => {}
                 StitchEnd::Capped => anchors.push(Anchor::StitchCapped { pages: s.pages }),
                 // More exists beyond the last page but cannot be fetched:
                 // the stitch keeps `has_more`, so the count anchors speak
@@ -149,27 +202,36 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
             }
             // Pages without a structure hold no items; their count is what
             // they said they returned, as for an unstitched page.
-            let items = result::has_structure(input.first).then(|| s.items.clone());
+            let items = reading.items.is_some().then(|| s.items.clone());
             (items, s.accounting.clone())
         }
-        None => (result::items(input.first), accounting::read(input.first)),
+        None => (reading.items.clone(), reading.accounting.clone()),
     };
     let displayed = items
         .as_ref()
         .map(|v| v.len() as u64)
         .or(accounting.as_ref().map(|a| a.returned))
         .unwrap_or(0);
-    let mut count = grade(accounting.as_ref(), displayed, input.limit_sentinel);
+    let mut count = match reading.mode {
+        AccountingMode::Required => grade(accounting.as_ref(), displayed, input.limit_sentinel),
+        AccountingMode::Absent => grade::unaccounted(displayed, input.limit_sentinel),
+    };
     let items = items.unwrap_or_default();
 
     // The listing's narrowing verdict, decided by the table. Emptiness is
     // read from the first page; a listing that delivered items (a later
     // stitched page) is never "none", whatever its first page said.
-    let emptiness = match read_result_emptiness(input.contract, input.first) {
+    let emptiness = match read_result_emptiness(input.contract, reading, input.first) {
         Emptiness::Empty if count.displayed > 0 || !items.is_empty() => Emptiness::NonEmpty,
         e => e,
     };
-    let page = narrowing::classify(input.scope, &items, &count, emptiness, input.limit_sentinel);
+    let page =
+        match narrowing::classify(input.scope, &items, &count, emptiness, input.limit_sentinel) {
+            // Without accounting nothing says the page is the whole scope: it
+            // is never upgraded to an exact count.
+            NarrowingEvent::PageExhaustive if !accounted => NarrowingEvent::PagePartial,
+            page => page,
+        };
     let effect = match gate.verdict(page) {
         Ok(effect) => effect,
         Err(v) if page != NarrowingEvent::PageOutsideScope => {
@@ -220,7 +282,15 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
             }
             _ => j.anchors.push(Anchor::for_count(tool, &count)),
         }
-        j.population = Some(Scope::new(tool, input.args));
+        let population = Scope::new(tool, input.args)
+            .with_ids(input.ids_param, &reading.id_field, &items, count.complete)
+            .with_page(
+                accounting.as_ref(),
+                &reading.id_field,
+                &items,
+                input.stitched,
+            );
+        j.population = Some(population);
     }
     j.card = Some(wire::Citation {
         source: tool.to_string(),
@@ -233,10 +303,14 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         complete: count.complete,
         narrowed: input.scope.is_some(),
         stitch: input.stitched.map(|s| wire::StitchInfo {
-            end: serde_json::to_value(s.end)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            end: match (s.resumed, s.end) {
+                // A page that continues an earlier turn's listing.
+                (true, StitchEnd::Capped) => "continued".to_string(),
+                (_, end) => serde_json::to_value(end)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+            },
             pages: s.pages,
             anomaly: s
                 .anomaly

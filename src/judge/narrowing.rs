@@ -10,8 +10,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::accounting::Accounting;
 use super::emptiness::Emptiness;
 use super::grade::{Count, CountGrade};
+use super::stitch::{StitchEnd, Stitched};
 use crate::fsm::Violation;
 use crate::protocols::narrowing::{Narrowing, NarrowingEffect, NarrowingEvent};
 use crate::protocols::{Bound, Typed};
@@ -22,6 +24,46 @@ use crate::protocols::{Bound, Typed};
 pub struct Scope {
     pub tool: String,
     pub args: Map<String, Value>,
+    /// The population's item ids, when they are all known (a complete
+    /// listing) or the tool takes an id list: the subset check compares ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<IdScope>,
+    /// Where the listing stopped, when more could be fetched with a cursor:
+    /// a later turn's page is checked against it as page 2 would be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageMark>,
+}
+
+/// The ids of a population's items.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdScope {
+    /// The input parameter that takes them (spread last), if the tool has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// The item field that holds an id.
+    pub field: String,
+    pub ids: Vec<String>,
+}
+
+/// The last page a listing showed, for checking its continuation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageMark {
+    pub accounting: Accounting,
+    /// The ids that page delivered (I-b).
+    pub ids: Vec<String>,
+    pub field: String,
+}
+
+/// Populations larger than this keep no id list: the scope falls back to
+/// its filters.
+pub const MAX_SCOPE_IDS: usize = 1000;
+
+fn ids_of(items: &[Value], field: &str) -> Option<Vec<String>> {
+    let ids: Option<Vec<String>> = items
+        .iter()
+        .map(|i| super::result::id_in(i, field))
+        .collect();
+    ids.filter(|ids| ids.len() <= MAX_SCOPE_IDS)
 }
 
 /// A filter value in one comparable form: numbers and numeric strings alike
@@ -71,7 +113,64 @@ impl Scope {
         Scope {
             tool: tool.to_string(),
             args,
+            ids: None,
+            page: None,
         }
+    }
+
+    /// Keeps the shown items' ids: when the tool takes an id list (`param`,
+    /// spread last by [`Scope::apply`]), or when `complete` says they are
+    /// the whole population, so a subset check can compare ids.
+    pub fn with_ids(
+        mut self,
+        param: Option<&str>,
+        field: &str,
+        items: &[Value],
+        complete: bool,
+    ) -> Scope {
+        if param.is_none() && !complete {
+            return self;
+        }
+        if let Some(p) = param {
+            // The ids are the scope; an earlier id list is not a filter.
+            self.args.remove(p);
+        }
+        self.ids = ids_of(items, field).map(|ids| IdScope {
+            param: param.map(str::to_string),
+            field: field.to_string(),
+            ids,
+        });
+        self
+    }
+
+    /// Remembers where the listing stopped, when it can be continued.
+    pub fn with_page(
+        mut self,
+        acc: Option<&Accounting>,
+        field: &str,
+        items: &[Value],
+        stitched: Option<&Stitched>,
+    ) -> Scope {
+        let abandoned = stitched.is_some_and(|s| s.end == StitchEnd::Abandoned);
+        // A stitch continues from its last page, not its first.
+        let cursor = match stitched {
+            Some(s) => s.next_cursor.clone(),
+            None => acc.and_then(|a| a.next_cursor.clone()),
+        };
+        self.page = acc
+            .filter(|a| a.has_more && !abandoned)
+            .zip(cursor)
+            .and_then(|(a, cursor)| {
+                Some(PageMark {
+                    accounting: Accounting {
+                        next_cursor: Some(cursor),
+                        ..a.clone()
+                    },
+                    ids: ids_of(items, field)?,
+                    field: field.to_string(),
+                })
+            });
+        self
     }
 
     /// The model's arguments with the scope spread over them last. A date
@@ -109,6 +208,40 @@ impl Scope {
             };
             out.insert(k.clone(), narrowed);
         }
+        // An id list only shrinks: the model's ids inside the scope, or all
+        // of the scope's when it named none.
+        if let Some(IdScope {
+            param: Some(param),
+            ids,
+            ..
+        }) = &self.ids
+        {
+            let asked: Vec<String> = model_args
+                .get(param)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|v| {
+                            v.as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| v.to_string())
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let kept: Vec<String> = match asked.is_empty() {
+                true => ids.clone(),
+                false => asked.iter().filter(|a| ids.contains(a)).cloned().collect(),
+            };
+            if kept.is_empty() && !asked.is_empty() {
+                conflict.get_or_insert(Conflict::Disjoint {
+                    key: param.clone(),
+                    scope: Value::from(format!("the {} ids shown", ids.len())),
+                    asked: Value::from(asked),
+                });
+            }
+            out.insert(param.clone(), Value::from(kept));
+        }
         (out, conflict)
     }
 
@@ -117,6 +250,13 @@ impl Scope {
     /// (a semantic query's relevance) are not held against it: matching
     /// literal words would call correct semantic hits "outside".
     pub fn contains(&self, item: &Value) -> bool {
+        if let Some(scope) = &self.ids {
+            if let Some(id) = super::result::id_in(item, &scope.field) {
+                if !scope.ids.contains(&id) {
+                    return false;
+                }
+            }
+        }
         let arg = |k: &str| self.args.get(k).filter(|v| !v.is_null());
         let field = |k: &str| item.get(k);
         if let (Some(want), Some(got)) = (arg("project"), field("project")) {

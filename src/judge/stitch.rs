@@ -12,10 +12,9 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::accounting::{self, Accounting};
-use super::result;
+use super::accounting::Accounting;
+use super::result::Reading;
 use crate::fsm::Violation;
-use crate::mcp::ToolOutput;
 use crate::protocols::paging::{Paging, PagingEffect, PagingEvent, PagingState};
 use crate::protocols::{Bound, Typed};
 
@@ -73,6 +72,11 @@ pub struct Stitched {
     /// The first page's accounting: the population's verified total.
     pub accounting: Option<Accounting>,
     pub anomaly: Option<Anomaly>,
+    /// It continued a listing an earlier turn showed: `items` hold only
+    /// this turn's pages (none when abandoned).
+    pub resumed: bool,
+    /// The last kept page's cursor: where a later turn may continue.
+    pub next_cursor: Option<String>,
 }
 
 pub struct Stitcher {
@@ -91,6 +95,10 @@ pub struct Stitcher {
     /// What the kept pages delivered: their items, or what each page said
     /// it returned when it carried no structure to hold them in.
     returned: u64,
+    /// The item field that identifies an item.
+    id_field: String,
+    /// The first page was shown by an earlier turn ([`Stitcher::resume`]).
+    resumed: bool,
 }
 
 impl Stitcher {
@@ -107,7 +115,20 @@ impl Stitcher {
             next_cursor: None,
             more_unreachable: false,
             returned: 0,
+            id_field: "id".into(),
+            resumed: false,
         }
+    }
+
+    /// The item field that identifies an item (`id` unless configured).
+    pub fn with_id_field(mut self, field: &str) -> Stitcher {
+        self.id_field = field.to_string();
+        self
+    }
+
+    /// The ids delivered by the kept pages.
+    pub fn ids(&self) -> impl Iterator<Item = &String> {
+        self.ids.iter()
     }
 
     fn classify(&mut self, acc: Option<&Accounting>, items: &[Value]) -> PagingEvent {
@@ -131,7 +152,7 @@ impl Stitcher {
             }
             let repeated = items
                 .iter()
-                .filter_map(result::id)
+                .filter_map(|i| self.id_of(i))
                 .filter(|id| self.ids.contains(id))
                 .count();
             if repeated > 0 {
@@ -153,11 +174,32 @@ impl Stitcher {
         }
     }
 
-    /// Takes one page; returns the cursor of the next page to fetch, if the
-    /// table says stitching goes on.
-    pub fn push(&mut self, out: &ToolOutput) -> Result<Option<String>, Box<Violation>> {
-        let acc = accounting::read(out);
-        let items = result::items(out).unwrap_or_default();
+    fn id_of(&self, item: &Value) -> Option<String> {
+        super::result::id_in(item, &self.id_field)
+    }
+
+    /// Continues a listing an earlier turn showed the first page(s) of: the
+    /// next page pushed is checked against `prev` (I-a) and `prev_ids`
+    /// (I-b), as a page 2 would be within one turn. The earlier page is not
+    /// repeated: an abandoned continuation delivers nothing.
+    pub fn resume(
+        &mut self,
+        prev: Accounting,
+        prev_ids: impl IntoIterator<Item = String>,
+    ) -> Result<(), Box<Violation>> {
+        self.machine.fire(PagingEvent::PageMore)?;
+        self.pages = 1;
+        self.resumed = true;
+        self.first = Some(prev);
+        self.ids.extend(prev_ids);
+        Ok(())
+    }
+
+    /// Takes one page, read with the tool's contract; returns the cursor of
+    /// the next page to fetch, if the table says stitching goes on.
+    pub fn push(&mut self, reading: &Reading) -> Result<Option<String>, Box<Violation>> {
+        let acc = reading.accounting.clone();
+        let items = reading.items.clone().unwrap_or_default();
         let event = self.classify(acc.as_ref(), &items);
         if self.pages == 0 {
             // The first page is what an abandoned stitch falls back to, so it
@@ -187,11 +229,20 @@ impl Stitcher {
 
     fn append(&mut self, items: Vec<Value>) {
         for i in &items {
-            if let Some(id) = result::id(i) {
+            if let Some(id) = self.id_of(i) {
                 self.ids.insert(id);
             }
         }
         self.items.extend(items);
+    }
+
+    /// Stops following the cursor before the listing's end (a continuation
+    /// of a tool that is not stitched): the table's `cap-reached` row.
+    pub fn stop_here(&mut self) -> Result<(), Box<Violation>> {
+        if self.machine.state() == PagingState::Stitching {
+            self.machine.fire(PagingEvent::CapReached)?;
+        }
+        Ok(())
     }
 
     /// The paging machine as it is now.
@@ -231,6 +282,11 @@ impl Stitcher {
             items,
             accounting,
             anomaly: self.anomaly,
+            resumed: self.resumed,
+            next_cursor: match end {
+                StitchEnd::Abandoned => None,
+                _ => self.next_cursor,
+            },
         }
     }
 }

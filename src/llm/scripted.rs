@@ -371,8 +371,10 @@ impl Scripted {
                 true,
             );
         }
+        // "… in the archive": the legacy archive, asked the same question.
+        let archive = has_any(text, &["archive", "보관소"]) && has_tool("archive_query");
         // "how many …": a single-value aggregate is exact; a listing is not.
-        if is_count(text) && has_tool("query_data") {
+        if is_count(text) && (has_tool("query_data") || archive) {
             let mut q = match topic(text) {
                 Some(t) => format!("count {t} issues"),
                 None => "how many photos are there".to_string(),
@@ -388,19 +390,31 @@ impl Scripted {
             }
             let mut args = Map::new();
             args.insert("question".into(), json!(q));
+            let tool = if archive {
+                "archive_query"
+            } else {
+                "query_data"
+            };
             return plan(
-                vec![call("query_data", args)],
+                vec![call(tool, args)],
                 "count with a single-value aggregate",
                 false,
             );
         }
-        if is_list_all(text) && has_tool("query_data") {
+        if is_list_all(text) && (has_tool("query_data") || archive) {
             let mut args = Map::new();
             let mut q = "list all panoramas".to_string();
             if let Some(f) = floor {
                 q += &format!(" on floor {f}");
             }
             args.insert("question".into(), json!(q));
+            if archive {
+                return plan(
+                    vec![call("archive_query", args)],
+                    "list from the legacy archive",
+                    false,
+                );
+            }
             args.insert("limit".into(), json!(50));
             return plan(
                 vec![call("query_data", args)],
@@ -538,6 +552,18 @@ fn sentence(anchor: &Anchor, korean: bool) -> String {
         (Anchor::ContextTruncated { field }, true) => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         (Anchor::Aggregate { value, .. }, false) => format!("There are exactly {value}."),
         (Anchor::Aggregate { value, .. }, true) => format!("정확히 {value}건입니다."),
+        (Anchor::ContinuationDrifted { anomaly }, false) => format!(
+            "The results changed since my earlier answer ({anomaly}), so I did not show that next page. Shall I search again?"
+        ),
+        (Anchor::ContinuationDrifted { anomaly }, true) => format!(
+            "이전 답변 이후 결과가 바뀌어({anomaly}) 다음 페이지는 표시하지 않았습니다. 다시 검색할까요?"
+        ),
+        (Anchor::ValueUnaccounted { value, .. }, false) => {
+            format!("The server reports {value}; it sent no accounting to check it against.")
+        }
+        (Anchor::ValueUnaccounted { value, .. }, true) => {
+            format!("서버는 {value}(이)라고 답했습니다. 확인할 집계 정보는 없습니다.")
+        }
         (Anchor::InBandFailure { tool }, false) => format!(
             "The data source behind {tool} did not return a usable answer, so I cannot tell you anything about this data right now. Nothing here is inferred from it."
         ),

@@ -68,8 +68,22 @@ pub struct ToolOutput {
 pub enum Block {
     /// A `text` block, with its block-level `_meta`.
     Text { text: String, meta: Option<JsonMap> },
-    /// Any other block (`image`, `audio`, `resource`, `resource_link`, ...).
-    /// Only its kind and `_meta` are kept: binary payloads are not our business.
+    /// A `resource_link` block: what it points at (`uri`, `name`, `title`,
+    /// `description`, `mimeType`), which is the item a link listing delivers.
+    Link {
+        link: JsonMap,
+        meta: Option<JsonMap>,
+    },
+    /// An embedded `resource` block: its `uri`, `mimeType` and text (a blob
+    /// is not kept: binary payloads are not our business).
+    Resource {
+        uri: String,
+        mime: Option<String>,
+        text: Option<String>,
+        meta: Option<JsonMap>,
+    },
+    /// Any other block (`image`, `audio`, ...). Only its kind and `_meta`
+    /// are kept.
     Other { kind: String, meta: Option<JsonMap> },
 }
 
@@ -78,6 +92,8 @@ impl Block {
     pub fn kind(&self) -> &str {
         match self {
             Block::Text { .. } => "text",
+            Block::Link { .. } => "resource_link",
+            Block::Resource { .. } => "resource",
             Block::Other { kind, .. } => kind,
         }
     }
@@ -85,7 +101,10 @@ impl Block {
     /// The block-level `_meta`, if any.
     pub fn meta(&self) -> Option<&JsonMap> {
         match self {
-            Block::Text { meta, .. } | Block::Other { meta, .. } => meta.as_ref(),
+            Block::Text { meta, .. }
+            | Block::Link { meta, .. }
+            | Block::Resource { meta, .. }
+            | Block::Other { meta, .. } => meta.as_ref(),
         }
     }
 
@@ -93,7 +112,7 @@ impl Block {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Block::Text { text, .. } => Some(text),
-            Block::Other { .. } => None,
+            _ => None,
         }
     }
 }
@@ -269,8 +288,15 @@ fn block_from_content(block: ContentBlock) -> Block {
         },
         ContentBlock::Image(b) => other("image", b.meta),
         ContentBlock::Audio(b) => other("audio", b.meta),
-        ContentBlock::Resource(b) => other("resource", b.meta),
-        ContentBlock::ResourceLink(b) => other("resource_link", b.meta),
+        // Links and embedded resources are read from their wire form, the
+        // same path as a result replayed from storage.
+        b @ (ContentBlock::Resource(_) | ContentBlock::ResourceLink(_)) => serde_json::to_value(&b)
+            .ok()
+            .and_then(|v| block_from_value(&v))
+            .unwrap_or(Block::Other {
+                kind: "resource".into(),
+                meta: None,
+            }),
         // `ContentBlock` is non-exhaustive: keep whatever a newer rmcp adds,
         // named by its wire `type`.
         unknown => {
@@ -357,10 +383,37 @@ fn block_from_value(v: &Value) -> Option<Block> {
             meta,
         });
     }
-    Some(Block::Other {
-        kind: kind.to_string(),
-        meta,
+    Some(match kind {
+        "resource_link" => link_block(v, meta),
+        "resource" => resource_block(v.get("resource").unwrap_or(&Value::Null), meta),
+        _ => Block::Other {
+            kind: kind.to_string(),
+            meta,
+        },
     })
+}
+
+/// Keys of a `resource_link` that describe what it points at.
+const LINK_KEYS: &[&str] = &["uri", "name", "title", "description", "mimeType", "size"];
+
+fn link_block(v: &Value, meta: Option<JsonMap>) -> Block {
+    let link = LINK_KEYS
+        .iter()
+        .filter_map(|k| v.get(*k).map(|x| (k.to_string(), x.clone())))
+        .collect();
+    Block::Link { link, meta }
+}
+
+/// `resource` is the embedded resource's contents object (`uri`,
+/// `mimeType`, `text` or `blob`).
+fn resource_block(resource: &Value, meta: Option<JsonMap>) -> Block {
+    let s = |k: &str| resource.get(k).and_then(Value::as_str).map(str::to_string);
+    Block::Resource {
+        uri: s("uri").unwrap_or_default(),
+        mime: s("mimeType"),
+        text: s("text"),
+        meta,
+    }
 }
 
 /// A string that is itself a serialized content-block list or a serialized

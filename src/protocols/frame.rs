@@ -21,6 +21,7 @@ crate::names! {
         ToolCall = "tool_call",
         ToolResult = "tool_result",
         Citation = "citation",
+        Figure = "figure",
         Delta = "delta",
         Interrupt = "interrupt",
         Done = "done",

@@ -82,6 +82,23 @@ pub struct Citation {
     pub stitch: Option<StitchInfo>,
 }
 
+/// `figure`: a single-value aggregate (a COUNT, a MAX), carried with its
+/// grade so the number is on screen as data, not only in prose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// The tool that answered.
+    pub source: String,
+    /// The column or key the value came under (`COUNT(*)`, `n`).
+    pub label: String,
+    pub value: Value,
+    /// `EXACT` when the server is held to accounting; `SHOWN` when it sends
+    /// none (the value is the server's word, not a checked count).
+    pub grade: String,
+    pub accounted: bool,
+    /// The arguments of the call that produced it.
+    pub query: Map<String, Value>,
+}
+
 /// `delta`: a piece of the answer's text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delta {
@@ -123,6 +140,7 @@ pub enum Frame {
     ToolCall(ToolCall),
     ToolResult(ToolResult),
     Citation(Citation),
+    Figure(Figure),
     Delta(Delta),
     Interrupt(Interrupt),
     Done(Done),
@@ -151,6 +169,7 @@ impl Frame {
             Frame::ToolCall(_) => "tool_call",
             Frame::ToolResult(_) => "tool_result",
             Frame::Citation(_) => "citation",
+            Frame::Figure(_) => "figure",
             Frame::Delta(_) => "delta",
             Frame::Interrupt(_) => "interrupt",
             Frame::Done(_) => "done",
@@ -166,6 +185,7 @@ impl Frame {
             Frame::ToolCall(f) => serde_json::to_value(f),
             Frame::ToolResult(f) => serde_json::to_value(f),
             Frame::Citation(f) => serde_json::to_value(f),
+            Frame::Figure(f) => serde_json::to_value(f),
             Frame::Delta(f) => serde_json::to_value(f),
             Frame::Interrupt(f) => serde_json::to_value(f),
             Frame::Done(f) => serde_json::to_value(f),
@@ -190,6 +210,7 @@ impl Frame {
             "tool_call" => Frame::ToolCall(body(kind, data)?),
             "tool_result" => Frame::ToolResult(body(kind, data)?),
             "citation" => Frame::Citation(body(kind, data)?),
+            "figure" => Frame::Figure(body(kind, data)?),
             "delta" => Frame::Delta(body(kind, data)?),
             "interrupt" => Frame::Interrupt(body(kind, data)?),
             "done" => Frame::Done(body(kind, data)?),

@@ -150,6 +150,18 @@ pub fn citations(frames: &[Frame]) -> Vec<&Citation> {
         .collect()
 }
 
+/// The `figure` frames of the turn (a single-value aggregate carried as
+/// data), as their JSON bodies: `{"source", "label", "value", "grade",
+/// "accounted", "query"}`. Read by kind from the raw body, so a test reads
+/// the frame whatever its typed form.
+pub fn figures(frames: &[Frame]) -> Vec<Value> {
+    frames
+        .iter()
+        .filter(|f| f.kind() == "figure")
+        .map(Frame::data)
+        .collect()
+}
+
 /// The first plan of the turn.
 pub fn plan(frames: &[Frame]) -> Option<&Plan> {
     plans(frames).into_iter().next()
@@ -180,11 +192,8 @@ pub fn without_ids(frame: &Frame) -> Frame {
         Frame::ToolCall(c) => c.call_id = id(),
         Frame::ToolResult(r) => r.call_id = id(),
         Frame::Done(d) => d.turn_id = id(),
-        Frame::Plan(_)
-        | Frame::Citation(_)
-        | Frame::Delta(_)
-        | Frame::Interrupt(_)
-        | Frame::Error(_) => {}
+        // Every other kind carries no per-run id.
+        _ => {}
     }
     f
 }

@@ -146,14 +146,81 @@ impl TestServer {
         s
     }
 
+    /// The app as `turnstile serve` builds it from a configuration: the
+    /// config's MCP servers, per-tool contracts, limits, turn lease and
+    /// tables, with `model` as the model and `db_url` as the database (the
+    /// config's own `database_url` is not used).
+    pub async fn start_config(
+        db_url: &str,
+        config: &turnstile::config::Config,
+        model: Arc<dyn Model>,
+    ) -> TestServer {
+        let state = app::build(AppConfig {
+            database_url: db_url,
+            servers: config.server_specs(),
+            model,
+            limits: config.agent_limits(),
+            turn_lease: config.turn_lease(),
+            tables_dir: config.tables_dir.as_deref(),
+            contracts: config.contracts(),
+        })
+        .await
+        .expect("app builds from the config");
+        let store = state.store.clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            turnstile::http::serve(listener, state, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        let harness = TableSet::builtin()
+            .unwrap()
+            .bound::<Harness>()
+            .unwrap()
+            .machine();
+        let mut s = TestServer {
+            base,
+            demo: None,
+            db_url: db_url.to_string(),
+            shutdown: Some(tx),
+            task: Some(task),
+            harness,
+            http: reqwest::Client::new(),
+            store,
+        };
+        s.probe().await;
+        s
+    }
+
+    /// The thread's stored message bodies, in order (each has a `kind`).
+    pub async fn bodies(&self, thread: &str) -> Vec<Value> {
+        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
+        assert_eq!(status, 200, "{v}");
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["body"].clone())
+            .collect()
+    }
+
     /// The substrate check: health, the frame table, and a real tool list.
     async fn probe(&mut self) {
         self.harness.fire(HarnessEvent::Probe).unwrap();
         let health = self.http.get(format!("{}/healthz", self.base)).send().await;
         let table = self.get("/v1/tables/frame").await;
+        // The served frame table is the compiled-in one, row for row.
+        let rows = TableSet::builtin()
+            .ok()
+            .and_then(|t| t.get("frame").map(|f| f.rows.len()));
         let ok = health.map(|r| r.status().is_success()).unwrap_or(false)
             && table.0 == 200
-            && table.1["rows"].as_array().map(|r| r.len()) == Some(60);
+            && rows.is_some()
+            && table.1["rows"].as_array().map(|r| r.len()) == rows;
         if ok {
             self.harness.fire(HarnessEvent::SubstrateOk).unwrap();
         } else {

@@ -1,0 +1,168 @@
+"""An MCP server on the official Python SDK with JSON-in-TEXT habits, for
+tests/interop_honesty.rs.
+
+Requires the PyPI package pinned in requirements.txt (mcp 2.x). Serves
+streamable HTTP at http://127.0.0.1:<port>/mcp.
+
+Habits (none of them turnstile's own):
+  * no structuredContent at all: every answer is one text block;
+  * a listing is a JSON object in that text block,
+      {"photos": [...], "count": n, "total_count": N|null,
+       "at_least": M|null, "more": bool, "next": "cursor"|null}
+    items under `photos`, id field `photo_id`, and the accounting under
+    these non-standard key names;
+  * a SQL-style count: text {"columns": ["COUNT(*)"], "rows": [[613]]};
+  * an in-band failure: `archive=true` answers the plain text
+    "upstream error 502: Bad Gateway from the photo archive" with
+    isError false;
+  * a mutation, `add_photo`, so the total can drift between two turns.
+
+The dataset (the same in ts_server.mjs and in the test's SQLite file):
+photos on floors 1-8 (floor 9 has none), FLOOR_COUNTS per floor, id
+`P{floor:02}-{i:04}` for i = 1..n, captured on 2026-01-01 plus
+(i * 37 + floor * 11) % 365 days.
+
+Tools:
+  find_photos(floor?, date_from?, date_to?, photo_ids?, limit=10, cursor?, archive=false)
+      ordered by photo_id; the total is exact up to COUNT_CAP matches, above
+      that only `at_least: COUNT_CAP` is known; `next` is an opaque cursor
+      bound to the search (stateless: it holds an offset).
+  count_photos(floor?, date_from?, date_to?)   -> the SQL-style table above
+  add_photo(floor, captured_at)                -> text "added <photo_id>"
+
+Usage: python3 py_text_server.py --port 8765
+"""
+
+import argparse
+import base64
+import datetime
+import hashlib
+import json
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+FLOOR_COUNTS = {1: 240, 2: 613, 3: 651, 4: 198, 5: 87, 6: 45, 7: 24, 8: 3}
+COUNT_CAP = 500
+START = datetime.date(2026, 1, 1)
+
+
+def make_photos():
+    photos = []
+    for floor, n in FLOOR_COUNTS.items():
+        for i in range(1, n + 1):
+            day = START + datetime.timedelta(days=(i * 37 + floor * 11) % 365)
+            photos.append(
+                {"photo_id": f"P{floor:02d}-{i:04d}", "floor": floor, "captured_at": day.isoformat()}
+            )
+    return photos
+
+
+PHOTOS = make_photos()
+ADDED = [0]
+
+server = MCPServer("turnstile-py-text-interop", version="1.0.0")
+
+
+def matching(floor, date_from, date_to, photo_ids=None):
+    out = [
+        p
+        for p in PHOTOS
+        if (floor is None or p["floor"] == floor)
+        and (not date_from or p["captured_at"] >= date_from)
+        and (not date_to or p["captured_at"] <= date_to)
+        and (photo_ids is None or p["photo_id"] in photo_ids)
+    ]
+    return sorted(out, key=lambda p: p["photo_id"])
+
+
+def search_key(floor, date_from, date_to, photo_ids):
+    ids = ",".join(sorted(photo_ids)) if photo_ids is not None else ""
+    raw = f"{floor}|{date_from}|{date_to}|{ids}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def encode_cursor(offset, key):
+    return base64.urlsafe_b64encode(json.dumps({"o": offset, "k": key}).encode()).decode()
+
+
+def decode_cursor(cursor, key):
+    try:
+        c = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        offset = int(c["o"])
+    except Exception as e:  # noqa: BLE001 - any garbage is a bad cursor
+        raise ToolError("invalid cursor") from e
+    if c.get("k") != key:
+        raise ToolError("the cursor belongs to another search")
+    return offset
+
+
+@server.tool(
+    description=(
+        "Find site photos, newest ids last. Filters: floor, capture date range "
+        "(YYYY-MM-DD), photo_ids (only these photos). Pages of `limit`; pass `cursor` "
+        "(the previous answer's `next`) for the next page. Answers a JSON text."
+    ),
+    structured_output=False,
+)
+def find_photos(
+    floor: int | None = None,
+    date_from: str | None = None,
+    date_to: str | None = None,
+    photo_ids: list[str] | None = None,
+    limit: int = 10,
+    cursor: str | None = None,
+    archive: bool = False,
+) -> str:
+    if archive:
+        # The upstream's failure relayed as if it were an answer.
+        return "upstream error 502: Bad Gateway from the photo archive"
+    if limit < 1 or limit > 100:
+        raise ToolError("limit must be between 1 and 100")
+    key = search_key(floor, date_from, date_to, photo_ids)
+    offset = decode_cursor(cursor, key) if cursor else 0
+    hits = matching(floor, date_from, date_to, photo_ids)
+    page = hits[offset : offset + limit]
+    more = offset + len(page) < len(hits)
+    exact = len(hits) <= COUNT_CAP
+    body = {
+        "photos": page,
+        "count": len(page),
+        "total_count": len(hits) if exact else None,
+        "at_least": None if exact else COUNT_CAP,
+        "more": more,
+        "next": encode_cursor(offset + len(page), key) if more else None,
+    }
+    return json.dumps(body)
+
+
+@server.tool(
+    description="Count site photos (floor, capture date range). Answers a one-cell SQL table as JSON text.",
+    structured_output=False,
+)
+def count_photos(
+    floor: int | None = None, date_from: str | None = None, date_to: str | None = None
+) -> str:
+    n = len(matching(floor, date_from, date_to))
+    return json.dumps({"columns": ["COUNT(*)"], "rows": [[n]]})
+
+
+@server.tool(description="Record a new photo on a floor.", structured_output=False)
+def add_photo(floor: int, captured_at: str) -> str:
+    ADDED[0] += 1
+    # Sorts before the floor's other photos, so it shifts every page.
+    photo_id = f"P{floor:02d}-0000-{ADDED[0]}"
+    PHOTOS.append({"photo_id": photo_id, "floor": floor, "captured_at": captured_at})
+    return f"added {photo_id}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    server.run(transport="streamable-http", host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    main()
