@@ -359,5 +359,54 @@ mod tests {
             "▣ search_photos — 10 shown of at least 189 [LOWER_BOUND]\n    \
              PANO-003-0611 · floor 3 · 2026-08-28 · unprotected floor edge, blocked fire exit"
         );
+        let figure = |grade: &str, accounted: bool| {
+            Frame::Figure(Figure {
+                source: "read_query".into(),
+                label: "n".into(),
+                value: json!(651),
+                grade: grade.into(),
+                accounted,
+                query: serde_json::Map::new(),
+            })
+        };
+        assert_eq!(
+            describe(&figure("EXACT", true)).unwrap(),
+            "▣ read_query — n: exactly 651 [EXACT]"
+        );
+        assert_eq!(
+            describe(&figure("SHOWN", false)).unwrap(),
+            "▣ read_query — n: 651, as the server reports it (not accounted) [SHOWN]"
+        );
+        // Another server's items: compact JSON, not the demo's layout.
+        let other = Citation {
+            items: vec![json!({"uid": "P04-0001", "floor": 4})],
+            displayed: 1,
+            total: Some(198),
+            grade: "EXACT".into(),
+            total_is_lower_bound: false,
+            ..match describe_card_fixture() {
+                Frame::Citation(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(
+            describe(&Frame::Citation(other)).unwrap(),
+            "▣ search_photos — 1 shown of exactly 198 [EXACT]\n    {\"floor\":4,\"uid\":\"P04-0001\"}"
+        );
+    }
+
+    fn describe_card_fixture() -> Frame {
+        Frame::Citation(Citation {
+            source: "search_photos".into(),
+            items: vec![],
+            displayed: 0,
+            total: None,
+            total_is_lower_bound: false,
+            has_more: true,
+            grade: "UNKNOWN".into(),
+            complete: false,
+            narrowed: false,
+            stitch: None,
+        })
     }
 }

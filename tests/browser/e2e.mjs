@@ -145,6 +145,24 @@ try {
 
   await shoot(SHOT);
 
+  // A single value is carried by a figure, with its grade: exact from a tool
+  // held to accounting, "as the server reports it" from the archive (no
+  // accounting, like the reference SQLite server). A reload shows the same.
+  const figures = () => ev(`[...document.querySelectorAll('[data-testid=figure]')].map((f) => ({
+    grade: f.querySelector('[data-grade]').dataset.grade, value: f.querySelector('[data-testid=figure-value]').textContent }))`);
+  await newThread();
+  await say("how many photos are on floor 3?");
+  await say("how many photos are on floor 3 in the archive?");
+  const live = await figures();
+  check(live.length === 2 && live[0].grade === "EXACT" && live[0].value === "count: Exactly 613"
+    && live[1].grade === "SHOWN" && /613 — as the server reports it, not accounted/.test(live[1].value),
+    `each count is a figure with its grade: ${JSON.stringify(live)}`);
+  check((await texts("citation")).length === 0, "a single value has no citation card");
+  await cmd("Page.reload");
+  await sleep(300);
+  await idle();
+  check(JSON.stringify(await figures()) === JSON.stringify(live), "a reload renders the figures as they streamed");
+
   const shot = (suffix) => (SHOT ? SHOT.replace(/(\.png)?$/, `-${suffix}.png`) : null);
   await twoStep("English", "show the newest safety issue on floor 3 in detail",
     ["At least 189", "These 3", "PANO-003-0611", "in detail", "unprotected floor edge", "blocked fire exit"], shot("two-step-en"));
