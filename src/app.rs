@@ -47,6 +47,9 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         frame: tables.bound::<Frame>().map_err(bind)?,
         narrowing: tables.bound::<Narrowing>().map_err(bind)?,
         paging: tables.bound::<Paging>().map_err(bind)?,
+        narration: tables
+            .bound::<crate::protocols::narration::Narration>()
+            .map_err(bind)?,
         turn: tables
             .bound::<crate::protocols::turn::Turn>()
             .map_err(bind)?,

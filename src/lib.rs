@@ -30,6 +30,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod fsm;
+pub mod guard;
 pub mod http;
 pub mod judge;
 pub mod llm;

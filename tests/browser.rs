@@ -155,7 +155,12 @@ async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response
     let done = Frame::Done(Done {
         turn_id: TURN.into(),
     });
-    let delta = |t: &str| Frame::Delta(Delta { text: t.into() });
+    let delta = |t: &str| {
+        Frame::Delta(Delta {
+            text: t.into(),
+            replaced: None,
+        })
+    };
     let call = Frame::ToolCall(ToolCall {
         call_id: format!("{TURN}-1"),
         tool: "search_photos".into(),

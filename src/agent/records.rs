@@ -50,9 +50,13 @@ pub enum Record<'a> {
         figure: &'a wire::Figure,
         digest: &'a Digest,
     },
-    /// A batch of the answer's text, committed before it is sent.
+    /// A batch of the answer's text, committed before it is sent. A
+    /// sentence the narration guard replaced is stored as its replacement,
+    /// with why; the model's sentence is not stored.
     Text {
         text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replaced: Option<&'a wire::Replaced>,
     },
     /// The whole answer at `done`.
     Answer {

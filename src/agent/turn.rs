@@ -20,6 +20,10 @@ use super::frames::{event_of, EmitError, FrameWriter, OutFrame};
 use super::records::{self, Record};
 use super::tools::ToolBelt;
 use crate::fsm::{Snapshot, Violation};
+use crate::guard::check::{Guard, Piece};
+use crate::guard::claims::claims;
+use crate::guard::licence::Licences;
+use crate::guard::vocab::{self, Lang};
 use crate::judge::contracts::AccountingMode;
 use crate::judge::digest::{Digest, DigestLimits};
 use crate::judge::in_band::{self, Verdict};
@@ -86,6 +90,7 @@ pub struct TurnTables {
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,
     pub turn: Bound<TurnTable>,
+    pub narration: Bound<crate::protocols::narration::Narration>,
 }
 
 pub struct Agent {
@@ -189,6 +194,8 @@ struct Turn<'a> {
     calls_this_step: usize,
     /// Planned calls taken so far in this turn.
     planned_calls: usize,
+    /// Each citation card shown: whether it was the whole population.
+    cards: Vec<bool>,
 }
 
 /// Most calls one planning round may make; the rest are refused.
@@ -239,6 +246,7 @@ impl Agent {
             last_row: String::new(),
             calls_this_step: 0,
             planned_calls: 0,
+            cards: Vec::new(),
         };
         let lost = claim.as_ref().map(|c| c.lost_signal());
         turn.claim = claim;
@@ -963,6 +971,7 @@ impl Turn<'_> {
             self.population = Some((p.clone(), gate.clone()));
         }
         if let Some(card) = j.card {
+            self.cards.push(card.complete);
             let population = j.population.as_ref().filter(|_| !self.released);
             let record = Record::Card {
                 citation: &card,
@@ -1049,6 +1058,10 @@ impl Turn<'_> {
             }
         };
         let mut broken = None;
+        // Sentence by sentence through the narration guard: a sentence's
+        // deltas are held until it ends.
+        let mut guard = self.guard();
+        let mut ended = false;
         while let Some(first) = stream.next().await {
             let mut batch = String::new();
             let mut item = Some(first);
@@ -1061,20 +1074,30 @@ impl Turn<'_> {
                         break;
                     }
                 }
-                item = stream.next().now_or_never().flatten();
+                item = match stream.next().now_or_never() {
+                    Some(None) => {
+                        ended = true;
+                        None
+                    }
+                    ready => ready.flatten(),
+                };
             }
-            if !batch.is_empty() {
-                let record = Record::Text { text: &batch }.message();
-                self.answer += &batch;
-                self.step(
-                    wire::Frame::Delta(wire::Delta { text: batch }),
-                    vec![record],
-                )
-                .await?;
+            let mut pieces = guard.push(&batch);
+            // The stream's end is in this batch: its last sentence goes
+            // with it.
+            if ended && broken.is_none() {
+                pieces.extend(guard.finish());
             }
-            if broken.is_some() {
+            self.say(pieces).await?;
+            if ended || broken.is_some() {
                 break;
             }
+        }
+        // A stream that broke mid-sentence leaves that sentence unchecked:
+        // it is not shown.
+        if !ended && broken.is_none() {
+            let pieces = guard.finish();
+            self.say(pieces).await?;
         }
         if let Some(e) = broken {
             self.failure = Some(wire::Error {
@@ -1091,6 +1114,99 @@ impl Turn<'_> {
             return Ok(TurnEvent::ResponderFailed);
         }
         Ok(TurnEvent::ResponderFinished)
+    }
+
+    /// The narration guard for this turn's answer: what the judge decided,
+    /// the cards shown, the items the model was shown, and what the user and
+    /// the tool arguments named.
+    fn guard(&self) -> Guard {
+        let lang = vocab::detect(&self.user_text);
+        let mut l = Licences::from_anchors(&self.anchors);
+        for d in &self.digests {
+            for item in &d.items {
+                l.items(std::iter::once(&Value::Object(item.clone())));
+            }
+        }
+        for complete in &self.cards {
+            l.card(*complete);
+        }
+        l.named(&self.user_text);
+        for c in claims(&self.user_text, vocab::vocab(lang)) {
+            if let Some(v) = c.value {
+                l.named_value(v);
+            }
+        }
+        for call in self.steps.iter().flatten().chain(&self.current) {
+            l.named(&Value::Object(call.args.clone()).to_string());
+        }
+        let korean = lang == Lang::Ko;
+        let primary = self.anchors.iter().find(|a| {
+            matches!(
+                a,
+                Anchor::CountExact { .. }
+                    | Anchor::CountLowerBound { .. }
+                    | Anchor::CountShown { .. }
+                    | Anchor::CountUnknown { .. }
+                    | Anchor::Aggregate { .. }
+                    | Anchor::ValueUnaccounted { .. }
+                    | Anchor::Absent { .. }
+                    | Anchor::ToolFailed { .. }
+                    | Anchor::InBandFailure { .. }
+                    | Anchor::NoValue { .. }
+                    | Anchor::ContinuationDrifted { .. }
+            )
+        });
+        let replacement = primary
+            .or(self.anchors.first())
+            .map(|a| crate::llm::scripted::anchor_sentence(a, korean))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| match korean {
+                true => "위 카드에 표시된 내용만 말씀드릴 수 있습니다.".into(),
+                false => "I can only tell you what the card above shows.".into(),
+            });
+        Guard::new(&self.agent.tables.narration, l, lang, replacement)
+    }
+
+    /// Writes judged pieces of the answer: sentences that passed in one
+    /// delta, each replacement in its own, marked.
+    async fn say(&mut self, pieces: Vec<Piece>) -> Result<(), Stop> {
+        let mut passed = String::new();
+        for piece in pieces {
+            match piece.replaced {
+                None => passed += &piece.text,
+                Some(r) => {
+                    self.delta(std::mem::take(&mut passed), None).await?;
+                    // The row, not the sentence: the model's words stay out
+                    // of the log as they stay out of the store.
+                    tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced a sentence");
+                    telemetry::forbidden("narration", &r.row_id);
+                    let note = wire::Replaced {
+                        row_id: r.row_id,
+                        why: r.why,
+                        claim: r.claim.to_string(),
+                    };
+                    self.delta(piece.text, Some(note)).await?;
+                }
+            }
+        }
+        self.delta(passed, None).await
+    }
+
+    async fn delta(&mut self, text: String, replaced: Option<wire::Replaced>) -> Result<(), Stop> {
+        if text.is_empty() && replaced.is_none() {
+            return Ok(());
+        }
+        let record = Record::Text {
+            text: &text,
+            replaced: replaced.as_ref(),
+        }
+        .message();
+        self.answer += &text;
+        self.step(
+            wire::Frame::Delta(wire::Delta { text, replaced }),
+            vec![record],
+        )
+        .await
     }
 
     async fn finish(&mut self) -> Result<(), Stop> {

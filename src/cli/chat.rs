@@ -253,7 +253,12 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
             }
             let f = read_frame(&event)?;
             if let Frame::Delta(d) = &f {
-                print!("{}", d.text);
+                match &d.replaced {
+                    // The guard's sentence, marked with the row that refused
+                    // the model's.
+                    Some(r) => print!("⟦{}⟧[replaced: {}] ", d.text.trim_end(), r.row_id),
+                    None => print!("{}", d.text),
+                }
                 stdout.flush()?;
                 in_text = true;
                 continue;

@@ -499,6 +499,13 @@ fn record_sentence(req: &RespondRequest, source: &str, korean: bool) -> String {
 }
 
 /// The scripted responder's sentence for one anchor, obeying its phrasing.
+/// The code's own sentence for an anchor, in English or Korean: what the
+/// scripted model says, and what the narration guard puts in place of a
+/// sentence it does not let through.
+pub fn anchor_sentence(anchor: &Anchor, korean: bool) -> String {
+    sentence(anchor, korean)
+}
+
 fn sentence(anchor: &Anchor, korean: bool) -> String {
     match (anchor, korean) {
         (Anchor::Record { .. }, _) => String::new(),

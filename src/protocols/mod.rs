@@ -12,6 +12,7 @@
 pub mod connection;
 pub mod frame;
 pub mod harness;
+pub mod narration;
 pub mod narrowing;
 pub mod paging;
 mod registry;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Findings, Table};
 
 use super::{
-    connection::Connection, frame::Frame, harness::Harness, narrowing::Narrowing, paging::Paging,
-    turn::Turn, Protocol,
+    connection::Connection, frame::Frame, harness::Harness, narration::Narration,
+    narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -36,6 +36,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "connection.ron",
         include_str!("../../tables/connection.ron"),
     ),
+    (
+        "narration",
+        "narration.ron",
+        include_str!("../../tables/narration.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -47,6 +52,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Paging::NAME => Some(Paging::binding()),
         Turn::NAME => Some(Turn::binding()),
         Connection::NAME => Some(Connection::binding()),
+        Narration::NAME => Some(Narration::binding()),
         _ => None,
     }
 }

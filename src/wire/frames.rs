@@ -103,6 +103,21 @@ pub struct Figure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delta {
     pub text: String,
+    /// The model's sentence here contradicted the judge and was replaced by
+    /// the code's own (`text`); why, by the `narration` table's row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<Replaced>,
+}
+
+/// Why the narration guard replaced a sentence. The sentence itself is
+/// neither shown nor stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replaced {
+    /// The forbidden row of `tables/narration.ron`.
+    pub row_id: String,
+    pub why: String,
+    /// `count`, `attribute`, `absence` or `completeness`.
+    pub claim: String,
 }
 
 /// `interrupt`: the turn waits for a human decision on a prepared action.
@@ -231,7 +246,10 @@ mod tests {
                 turn_id: "t".into(),
                 thread_id: "th".into(),
             }),
-            Frame::Delta(Delta { text: "hi".into() }),
+            Frame::Delta(Delta {
+                text: "hi".into(),
+                replaced: None,
+            }),
             Frame::Error(Error {
                 message: "m".into(),
                 table: Some("turn".into()),

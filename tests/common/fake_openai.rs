@@ -344,7 +344,10 @@ pub fn directives(system: &str) -> Vec<String> {
         .collect()
 }
 
-/// One sentence per directive, so the answer visibly follows them.
+/// One quotation per directive, so the answer visibly follows them. The
+/// directives are quoted, as a model reciting its instructions would: their
+/// numbers are the judge's words, not claims of this model's own, and the
+/// narration guard does not judge quoted text.
 fn responder_text(req: &Captured) -> String {
     let korean = req
         .user()
@@ -355,7 +358,8 @@ fn responder_text(req: &Captured) -> String {
     if d.is_empty() {
         return format!("{lead}I can search the site's panoramas.");
     }
-    format!("{lead}{}", d.join(" "))
+    let quoted: Vec<String> = d.iter().map(|x| format!("“{x}”")).collect();
+    format!("{lead}{}", quoted.join(" "))
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> Value {

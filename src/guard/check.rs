@@ -1,0 +1,199 @@
+//! The narration guard: the model's answer, sentence by sentence, through
+//! the `narration` table. A sentence's deltas are held until it ends; then
+//! each of its claims is classified by its licence and fired. A forbidden
+//! row means the sentence is neither shown nor stored: the code's own anchor
+//! sentence takes its place, and the row id is reported.
+
+use serde::Serialize;
+
+use super::claims::{claims, ClaimKind};
+use super::licence::{qualifier, Licences};
+use super::split::Splitter;
+use super::vocab::{self, Lang, Vocab};
+use crate::protocols::narration::{Narration, NarrationEffect, NarrationEvent};
+use crate::protocols::Bound;
+
+/// Why a sentence was replaced: the table's row, its reason, the kind of
+/// claim. Never the sentence itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Replaced {
+    pub row_id: String,
+    pub why: String,
+    pub claim: &'static str,
+}
+
+/// A piece of the answer ready to send: a sentence that passed, or the
+/// replacement of one that did not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Piece {
+    pub text: String,
+    pub replaced: Option<Replaced>,
+}
+
+pub struct Guard {
+    table: Bound<Narration>,
+    vocab: &'static Vocab,
+    licences: Licences,
+    splitter: Splitter,
+    /// The code's own sentence for this turn, in the user's language.
+    replacement: String,
+    /// Replacements made.
+    replaced: usize,
+    /// What was let through or put in place so far, so the anchor sentence
+    /// is said once.
+    said: String,
+    /// A quotation left open by the previous sentence: its closing mark.
+    quote: Option<char>,
+}
+
+/// Byte ranges inside straight or curly double quotes (the quotes
+/// included). A quotation may span sentences: `open` carries the closing
+/// mark still awaited from the previous sentence, and is left with the one
+/// this sentence leaves open.
+fn quoted_spans(s: &str, open: &mut Option<char>) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = open.map(|_| 0);
+    for (i, c) in s.char_indices() {
+        match (*open, c) {
+            (None, '"') => {
+                *open = Some('"');
+                start = Some(i);
+            }
+            (None, '“') => {
+                *open = Some('”');
+                start = Some(i);
+            }
+            (Some(close), c) if c == close => {
+                out.push(start.unwrap_or(0)..i + c.len_utf8());
+                *open = None;
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = start {
+        out.push(from..s.len());
+    }
+    out
+}
+
+fn claim_name(kind: ClaimKind) -> &'static str {
+    match kind {
+        ClaimKind::Count => "count",
+        ClaimKind::Attribute => "attribute",
+        ClaimKind::Absence => "absence",
+        ClaimKind::Completeness => "completeness",
+    }
+}
+
+impl Guard {
+    pub fn new(
+        table: &Bound<Narration>,
+        licences: Licences,
+        lang: Lang,
+        replacement: String,
+    ) -> Guard {
+        Guard {
+            table: table.clone(),
+            vocab: vocab::vocab(lang),
+            licences,
+            splitter: Splitter::new(),
+            replacement,
+            replaced: 0,
+            said: String::new(),
+            quote: None,
+        }
+    }
+
+    /// Takes one delta; returns the sentences it completed, judged.
+    pub fn push(&mut self, delta: &str) -> Vec<Piece> {
+        let done = self.splitter.push(delta);
+        done.into_iter().map(|s| self.judge(s)).collect()
+    }
+
+    /// The rest of the answer, judged. The guard is empty afterwards.
+    pub fn finish(&mut self) -> Vec<Piece> {
+        let rest = std::mem::replace(&mut self.splitter, Splitter::new()).finish();
+        rest.into_iter().map(|s| self.judge(s)).collect()
+    }
+
+    /// How many sentences were replaced.
+    pub fn replacements(&self) -> usize {
+        self.replaced
+    }
+
+    /// One sentence through its own `narration` machine.
+    pub fn judge(&mut self, sentence: String) -> Piece {
+        let mut machine = self.table.machine();
+        // Words in quotation marks are quoted, not claimed (an example
+        // prompt, a phrase the judge allows).
+        let quoted = quoted_spans(&sentence, &mut self.quote);
+        let found: Vec<_> = claims(&sentence, self.vocab)
+            .into_iter()
+            .filter(|c| {
+                !quoted
+                    .iter()
+                    .any(|q| q.start <= c.span.start && c.span.end <= q.end)
+            })
+            .collect();
+        let mut verdict: Result<(), (String, String, &'static str)> = Ok(());
+        for claim in &found {
+            let q = qualifier(
+                &sentence,
+                claim,
+                &self.vocab.exact_cues,
+                &self.vocab.at_least_cues,
+            );
+            let event = self.licences.classify(claim, q);
+            if let Err(v) = machine.fire(event) {
+                verdict = Err((v.row_id.clone(), v.why.clone(), claim_name(claim.kind)));
+                break;
+            }
+        }
+        if verdict.is_ok() {
+            verdict = match machine.fire(NarrationEvent::SentenceEnd) {
+                Ok(step) if step.effect == Some(NarrationEffect::EmitSentence) => Ok(()),
+                Ok(_) => Err((
+                    "sentence_end".to_string(),
+                    "the table's sentence_end row does not emit the sentence".into(),
+                    "sentence",
+                )),
+                Err(v) => Err((v.row_id.clone(), v.why.clone(), "sentence")),
+            };
+        }
+        match verdict {
+            Ok(()) => {
+                self.said.push_str(&sentence);
+                Piece {
+                    text: sentence,
+                    replaced: None,
+                }
+            }
+            Err((row_id, why, claim)) => {
+                self.replaced += 1;
+                // The whitespace after the sentence stays, so the answer
+                // reads on.
+                let tail: String = sentence
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_whitespace())
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                // The anchor sentence once; a sentence replaced when it was
+                // said already is dropped (marked, not repeated).
+                let anchor = self.replacement.trim();
+                let text = match self.said.contains(anchor) {
+                    true => String::new(),
+                    false => format!("{anchor}{}", if tail.is_empty() { " " } else { &tail }),
+                };
+                self.said.push_str(&text);
+                Piece {
+                    text,
+                    replaced: Some(Replaced { row_id, why, claim }),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! What the judge licensed a turn's narration to say, built from the turn's
+//! anchors (counts, bounds, single values, accounted zeros), the cards it
+//! showed (complete or a sample), the items the model was shown (their
+//! attributes), and what the user and the tool arguments named.
+//!
+//! A claim is classified into one `narration` table event here; the table
+//! decides whether it passes.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::claims::{Claim, ClaimKind};
+use crate::judge::emptiness::AbsenceCause;
+use crate::judge::Anchor;
+use crate::protocols::narration::NarrationEvent;
+
+/// How a count is said: as the population ("exactly 10", "there are 10"),
+/// as a lower bound ("at least 189"), or neither ("these 10").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Qualifier {
+    Exact,
+    AtLeast,
+    Plain,
+}
+
+/// The numbers and facts one turn's narration may state.
+#[derive(Debug, Clone, Default)]
+pub struct Licences {
+    /// Exact totals, complete cards' sizes, accounted single values, and
+    /// the facts the judge stated (page counts, anomalies' totals).
+    exact: BTreeSet<u64>,
+    /// Lower bounds.
+    bounds: BTreeSet<u64>,
+    /// The sizes of samples (shown, not the population) and unaccounted
+    /// single values (the server's word).
+    shown: BTreeSet<u64>,
+    /// Numbers the user or the tool arguments named.
+    named: BTreeSet<u64>,
+    /// Numbers inside the attributes of shown items (ids, dates, floors).
+    attributes: BTreeSet<u64>,
+    /// Text an attribute may be quoted from (lower case).
+    corpus: String,
+    /// The largest sample shown: a plain "3 of them" within it is a part
+    /// of what the user sees, not a population claim.
+    largest_sample: u64,
+    /// "None" is backed by an accounted zero.
+    accounted_zero: bool,
+    /// Cards shown this turn, and how many of them are complete.
+    cards: usize,
+    complete_cards: usize,
+}
+
+/// Every integer written with digits in `text` (`PANO-003-0611` → 3, 611;
+/// `2026-04-01` → 2026, 4, 1).
+pub fn numbers_in(text: &str) -> impl Iterator<Item = u64> + '_ {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse::<u64>().ok())
+}
+
+fn number_of(text: &str) -> Option<u64> {
+    let t = text.trim();
+    t.parse::<u64>().ok().or_else(|| {
+        t.parse::<f64>()
+            .ok()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+            .map(|f| f as u64)
+    })
+}
+
+impl Licences {
+    /// The licences of what the judge decided (its anchors).
+    pub fn from_anchors(anchors: &[Anchor]) -> Licences {
+        let mut l = Licences::default();
+        for a in anchors {
+            match a {
+                Anchor::CountExact {
+                    total,
+                    displayed,
+                    complete,
+                    ..
+                } => {
+                    l.exact.insert(*total);
+                    if *complete {
+                        l.exact.insert(*displayed);
+                    } else {
+                        l.sample(*displayed);
+                    }
+                }
+                Anchor::CountLowerBound {
+                    at_least,
+                    displayed,
+                    ..
+                } => {
+                    l.bounds.insert(*at_least);
+                    l.sample(*displayed);
+                }
+                Anchor::CountShown { displayed, .. } => l.sample(*displayed),
+                Anchor::Aggregate { value, .. } => l.exact.extend(number_of(value)),
+                Anchor::ValueUnaccounted { value, .. } => l.shown.extend(number_of(value)),
+                Anchor::Absent {
+                    cause: AbsenceCause::ZeroFromStart | AbsenceCause::ZeroAfterNarrowing,
+                } => {
+                    l.accounted_zero = true;
+                    l.exact.insert(0);
+                }
+                // The judge itself says there was nothing earlier to narrow.
+                Anchor::NothingToNarrow => l.accounted_zero = true,
+                Anchor::Record { id, .. } => {
+                    // One record: "one record" is its count.
+                    l.exact.insert(1);
+                    l.attribute_text(id);
+                }
+                // Facts the judge states in its own words (a changed total,
+                // a page cap, a step limit).
+                Anchor::StitchAbandoned { anomaly } | Anchor::ContinuationDrifted { anomaly } => {
+                    l.exact.extend(numbers_in(anomaly))
+                }
+                Anchor::StitchCapped { pages } => {
+                    l.exact.insert(*pages as u64);
+                }
+                Anchor::StepLimit { steps } => {
+                    l.exact.insert(u64::from(*steps));
+                }
+                _ => {}
+            }
+        }
+        l
+    }
+
+    fn sample(&mut self, displayed: u64) {
+        self.shown.insert(displayed);
+        self.largest_sample = self.largest_sample.max(displayed);
+    }
+
+    /// The cards shown this turn: whether each was the whole population.
+    pub fn card(&mut self, complete: bool) {
+        self.cards += 1;
+        if complete {
+            self.complete_cards += 1;
+        }
+    }
+
+    /// Items the model was shown (digest items, a record): their scalar
+    /// fields are attributes it may quote.
+    pub fn items<'a>(&mut self, items: impl IntoIterator<Item = &'a Value>) {
+        for item in items {
+            self.value(item);
+        }
+    }
+
+    fn value(&mut self, v: &Value) {
+        match v {
+            Value::String(s) => self.attribute_text(s),
+            Value::Number(n) => self.attribute_text(&n.to_string()),
+            Value::Array(a) => a.iter().for_each(|v| self.value(v)),
+            Value::Object(m) => m.values().for_each(|v| self.value(v)),
+            _ => {}
+        }
+    }
+
+    fn attribute_text(&mut self, s: &str) {
+        self.attributes.extend(numbers_in(s));
+        self.corpus.push_str(&s.to_lowercase());
+        self.corpus.push('\n');
+    }
+
+    /// What the user or the tool arguments named: numbers said back are not
+    /// claims about the data, and ids or dates they carry may be quoted.
+    pub fn named(&mut self, text: &str) {
+        self.named.extend(numbers_in(text));
+        self.corpus.push_str(&text.to_lowercase());
+        self.corpus.push('\n');
+    }
+
+    /// A number the user named in words ("twelve photos"), as the claim
+    /// extractor read it from the user's text.
+    pub fn named_value(&mut self, n: u64) {
+        self.named.insert(n);
+    }
+
+    /// The `narration` table event for one claim.
+    pub fn classify(&self, claim: &Claim, qualifier: Qualifier) -> NarrationEvent {
+        use NarrationEvent as E;
+        match claim.kind {
+            ClaimKind::Absence => match self.accounted_zero {
+                true => E::AbsenceAccounted,
+                false => E::AbsenceUnaccounted,
+            },
+            ClaimKind::Completeness => match self.cards > 0 && self.complete_cards == self.cards {
+                true => E::CompletenessComplete,
+                false => E::CompletenessOnSample,
+            },
+            ClaimKind::Attribute => {
+                let quoted = !claim.text.trim().is_empty()
+                    && self.corpus.contains(&claim.text.trim().to_lowercase());
+                let valued = claim
+                    .value
+                    .is_none_or(|v| self.attributes.contains(&v) || self.named.contains(&v));
+                match quoted || valued {
+                    true => E::AttributeLicensed,
+                    false => E::AttributeUnlicensed,
+                }
+            }
+            ClaimKind::Count => {
+                let Some(v) = claim.value else {
+                    return E::CountUnlicensed;
+                };
+                if self.exact.contains(&v) {
+                    E::CountExact
+                } else if self.bounds.contains(&v) {
+                    match qualifier {
+                        Qualifier::Exact => E::CountBoundAsExact,
+                        _ => E::CountBound,
+                    }
+                } else if self.shown.contains(&v) {
+                    match qualifier {
+                        Qualifier::Exact => E::CountShownAsTotal,
+                        _ => E::CountShown,
+                    }
+                } else if self.named.contains(&v) {
+                    E::CountUserNamed
+                } else if qualifier == Qualifier::Plain && v > 0 && v <= self.largest_sample {
+                    // "3 of them show …": a part of the sample on screen.
+                    E::CountShown
+                } else if self.attributes.contains(&v) {
+                    E::CountFromAttribute
+                } else {
+                    E::CountUnlicensed
+                }
+            }
+        }
+    }
+}
+
+/// How the count at `span` is said, from the words around it: the vocab's
+/// exact and at-least cues before it (or, for Korean, right after it).
+pub fn qualifier(
+    sentence: &str,
+    claim: &Claim,
+    exact: &[String],
+    at_least: &[String],
+) -> Qualifier {
+    let start = claim.span.start.min(sentence.len());
+    let end = claim.span.end.min(sentence.len());
+    let before = sentence.get(..start).unwrap_or("").to_lowercase();
+    let after = sentence.get(end..).unwrap_or("").to_lowercase();
+    // The few words right before the number, and the few right after it.
+    let near_before: String = before
+        .chars()
+        .rev()
+        .take(24)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let near_after: String = after.chars().take(12).collect();
+    let cue = |cues: &[String]| {
+        cues.iter().any(|c| {
+            let c = c.to_lowercase();
+            match c.strip_prefix('~') {
+                // `~cue`: a cue that follows the number ("189건 이상").
+                Some(c) => near_after.contains(c),
+                None => near_before.contains(&c),
+            }
+        })
+    };
+    if cue(at_least) {
+        Qualifier::AtLeast
+    } else if cue(exact) {
+        Qualifier::Exact
+    } else {
+        Qualifier::Plain
+    }
+}

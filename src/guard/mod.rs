@@ -1,0 +1,7 @@
+//! The narration guard: checks the model's sentences against the judge.
+
+pub mod check;
+pub mod claims;
+pub mod licence;
+pub mod split;
+pub mod vocab;
