@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use turnstile::cli;
-use turnstile::demo::Fault;
+use turnstile::cli::demo::DemoFault;
 
 #[derive(Parser)]
 #[command(
@@ -30,10 +30,13 @@ enum Command {
         /// Database: a SQLite file path, or a sqlite:// or postgres:// URL.
         #[arg(long, default_value = "turnstile-demo.db")]
         db: String,
-        /// Inject a fault into the demo tool server (repeatable): upstream-502,
-        /// auth-empty-object, cursor-rejected, cursor-drift.
-        #[arg(long = "fault", value_parser = Fault::parse)]
-        faults: Vec<Fault>,
+        /// Inject a fault (repeatable). Into the demo tool server:
+        /// upstream-502, auth-empty-object, cursor-rejected, cursor-drift.
+        /// Into the model: lying-model (the scripted model mixes
+        /// contradictions of the judge into its answers, to watch the
+        /// narration guard replace them).
+        #[arg(long = "fault", value_parser = DemoFault::parse)]
+        faults: Vec<DemoFault>,
         /// Address of the demo MCP tool server (port 0: any free port). Fix it
         /// to point `turnstile serve` at the demo tools.
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -158,11 +161,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             model_delay_ms,
             mcp_session_ttl,
         } => {
+            let (faults, lying_model) = DemoFault::split(&faults);
             let opts = cli::demo::DemoRun {
                 addr,
                 mcp_addr,
                 db: &db,
                 faults,
+                lying_model,
                 tables_dir: tables.as_deref(),
                 turn_lease: std::time::Duration::from_secs(turn_lease_secs),
                 model_delay: std::time::Duration::from_millis(model_delay_ms),

@@ -93,6 +93,33 @@ async fn the_chat_page_in_chromium() {
     s.pass();
 }
 
+/// The narration guard in the page: a model that lies on purpose (the
+/// demo's `--fault lying-model`) has each lie replaced; the page marks the
+/// replacement with a tooltip naming the row, and no lie reaches the DOM.
+#[tokio::test]
+async fn the_page_marks_sentences_the_guard_replaced() {
+    let Some(chromium) = browser() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Arc::new(turnstile::llm::lying::Lying::new(
+        turnstile::llm::Scripted::demo(),
+    ));
+    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], model).await;
+    let base = format!("{}/", s.base);
+    // The lies `Lying` tells over the safety search's lower-bound card.
+    drive(
+        &chromium,
+        "tests/browser/guard.mjs",
+        &[
+            &base,
+            "There are exactly 10",
+            "Here are all 189",
+            "that is the complete list",
+        ],
+    )
+    .await;
+    s.pass();
+}
+
 /// The page's frame check must stop a stream that breaks the `frame` table:
 /// it names the broken row (with the table's reason) and renders nothing of
 /// the stream from that frame on. The page, the table and threads are the

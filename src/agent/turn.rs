@@ -21,8 +21,7 @@ use super::records::{self, Record};
 use super::tools::ToolBelt;
 use crate::fsm::{Snapshot, Violation};
 use crate::guard::check::{Guard, Piece};
-use crate::guard::claims::claims;
-use crate::guard::licence::Licences;
+use crate::guard::licence::{Licences, TurnFacts};
 use crate::guard::vocab::{self, Lang};
 use crate::judge::contracts::AccountingMode;
 use crate::judge::digest::{Digest, DigestLimits};
@@ -1121,24 +1120,20 @@ impl Turn<'_> {
     /// the tool arguments named.
     fn guard(&self) -> Guard {
         let lang = vocab::detect(&self.user_text);
-        let mut l = Licences::from_anchors(&self.anchors);
-        for d in &self.digests {
-            for item in &d.items {
-                l.items(std::iter::once(&Value::Object(item.clone())));
-            }
-        }
-        for complete in &self.cards {
-            l.card(*complete);
-        }
-        l.named(&self.user_text);
-        for c in claims(&self.user_text, vocab::vocab(lang)) {
-            if let Some(v) = c.value {
-                l.named_value(v);
-            }
-        }
-        for call in self.steps.iter().flatten().chain(&self.current) {
-            l.named(&Value::Object(call.args.clone()).to_string());
-        }
+        let facts = TurnFacts {
+            anchors: &self.anchors,
+            digests: &self.digests,
+            cards: &self.cards,
+            user_text: &self.user_text,
+            args: self
+                .steps
+                .iter()
+                .flatten()
+                .chain(&self.current)
+                .map(|c| &c.args)
+                .collect(),
+        };
+        let l = Licences::of_turn(facts, vocab::vocab(lang));
         let korean = lang == Lang::Ko;
         let primary = self.anchors.iter().find(|a| {
             matches!(

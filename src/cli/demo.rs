@@ -1,5 +1,9 @@
 //! `turnstile demo`: the demo tool server, the scripted model and a SQLite
 //! file, all on loopback; prints the URL to open.
+//!
+//! `--fault` takes the demo tool server's faults ([`Fault`]) and one model
+//! fault, `lying-model`: the scripted model wrapped in [`Lying`], so that a
+//! reviewer can watch the narration guard replace its contradictions.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -11,9 +15,56 @@ use anyhow::Context;
 use crate::agent::Limits;
 use crate::app::{self, AppConfig};
 use crate::demo::{DemoOptions, DemoServer, Fault};
+use crate::llm::lying::Lying;
 use crate::llm::slow::Slowed;
-use crate::llm::Scripted;
+use crate::llm::{Model, Scripted};
 use crate::mcp::{ClientOptions, ServerSpec, DEFAULT_PROBE_AFTER};
+
+/// A `--fault` of `turnstile demo`: a fault of the demo tool server, or
+/// the model fault `lying-model`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoFault {
+    Tool(Fault),
+    /// The scripted model mixes contradictions of the judge into its
+    /// answers ([`Lying`]); the narration guard replaces them.
+    LyingModel,
+}
+
+impl DemoFault {
+    pub const LYING_MODEL: &'static str = "lying-model";
+
+    /// The CLI name: a tool fault's own, or `lying-model`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoFault::Tool(f) => f.name(),
+            DemoFault::LyingModel => Self::LYING_MODEL,
+        }
+    }
+
+    /// Parses a CLI name. Usable as a clap `value_parser`.
+    pub fn parse(s: &str) -> Result<DemoFault, String> {
+        if s.trim() == Self::LYING_MODEL {
+            return Ok(DemoFault::LyingModel);
+        }
+        Fault::parse(s).map(DemoFault::Tool).map_err(|_| {
+            let mut known: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+            known.push(Self::LYING_MODEL);
+            format!("unknown fault '{}' (known: {})", s.trim(), known.join(", "))
+        })
+    }
+
+    /// The tool server's faults, and whether the model lies.
+    pub fn split(faults: &[DemoFault]) -> (Vec<Fault>, bool) {
+        let tools = faults
+            .iter()
+            .filter_map(|f| match f {
+                DemoFault::Tool(t) => Some(*t),
+                DemoFault::LyingModel => None,
+            })
+            .collect();
+        (tools, faults.contains(&DemoFault::LyingModel))
+    }
+}
 
 /// What `turnstile demo` was asked for.
 pub struct DemoRun<'a> {
@@ -21,6 +72,8 @@ pub struct DemoRun<'a> {
     pub mcp_addr: SocketAddr,
     pub db: &'a str,
     pub faults: Vec<Fault>,
+    /// `--fault lying-model`: the scripted model lies ([`Lying`]).
+    pub lying_model: bool,
     pub tables_dir: Option<&'a Path>,
     /// How long a turn's claim on its thread holds without renewal.
     pub turn_lease: Duration,
@@ -38,6 +91,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         mcp_addr,
         db,
         faults,
+        lying_model,
         tables_dir,
         turn_lease,
         model_delay,
@@ -66,7 +120,11 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         AppConfig {
             database_url: db,
             servers: vec![ServerSpec::http("demo", demo.url.clone())],
-            model: Arc::new(Slowed::new(Scripted::demo(), model_delay)),
+            model: match lying_model {
+                true => Arc::new(Slowed::new(Lying::new(Scripted::demo()), model_delay))
+                    as Arc<dyn Model>,
+                false => Arc::new(Slowed::new(Scripted::demo(), model_delay)),
+            },
             limits: Limits::default(),
             turn_lease,
             tables_dir,
@@ -91,6 +149,11 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     if !faults.is_empty() {
         let names: Vec<&str> = faults.iter().map(|f| f.name()).collect();
         println!("  faults injected: {}", names.join(", "));
+    }
+    if lying_model {
+        println!(
+            "  model fault: lying-model (the scripted model mixes contradictions of the judge into its answers; the narration guard replaces them)"
+        );
     }
     println!("  try: turnstile chat {url} \"show safety issues on floor 3\"");
     crate::http::serve(listener, state, async {

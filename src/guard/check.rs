@@ -137,13 +137,16 @@ impl Guard {
             })
             .collect();
         let mut verdict: Result<(), (String, String, &'static str)> = Ok(());
+        let mut from = 0;
         for claim in &found {
             let q = qualifier(
                 &sentence,
                 claim,
+                from,
                 &self.vocab.exact_cues,
                 &self.vocab.at_least_cues,
             );
+            from = claim.span.end;
             let event = self.licences.classify(claim, q);
             if let Err(v) = machine.fire(event) {
                 verdict = Err((v.row_id.clone(), v.why.clone(), claim_name(claim.kind)));

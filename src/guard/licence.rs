@@ -10,10 +10,23 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::claims::{Claim, ClaimKind};
+use super::claims::{claims, Claim, ClaimKind};
+use super::vocab::Vocab;
+use crate::judge::digest::Digest;
 use crate::judge::emptiness::AbsenceCause;
 use crate::judge::Anchor;
 use crate::protocols::narration::NarrationEvent;
+
+/// What one turn decided and showed, for [`Licences::of_turn`].
+pub struct TurnFacts<'a> {
+    pub anchors: &'a [Anchor],
+    pub digests: &'a [Digest],
+    /// Each citation card shown: whether it was the whole population.
+    pub cards: &'a [bool],
+    pub user_text: &'a str,
+    /// The arguments of every call the turn made.
+    pub args: Vec<&'a serde_json::Map<String, Value>>,
+}
 
 /// How a count is said: as the population ("exactly 10", "there are 10"),
 /// as a lower bound ("at least 189"), or neither ("these 10").
@@ -35,7 +48,10 @@ pub struct Licences {
     /// The sizes of samples (shown, not the population) and unaccounted
     /// single values (the server's word).
     shown: BTreeSet<u64>,
-    /// Numbers the user or the tool arguments named.
+    /// Numbers the judge stated in its own words (an anomaly's totals, a
+    /// page cap, a step limit): said plainly, never as a population.
+    stated: BTreeSet<u64>,
+    /// Numbers the user or the tool arguments named as quantities.
     named: BTreeSet<u64>,
     /// Numbers inside the attributes of shown items (ids, dates, floors).
     attributes: BTreeSet<u64>,
@@ -115,16 +131,46 @@ impl Licences {
                 // Facts the judge states in its own words (a changed total,
                 // a page cap, a step limit).
                 Anchor::StitchAbandoned { anomaly } | Anchor::ContinuationDrifted { anomaly } => {
-                    l.exact.extend(numbers_in(anomaly))
+                    l.stated.extend(numbers_in(anomaly))
                 }
                 Anchor::StitchCapped { pages } => {
-                    l.exact.insert(*pages as u64);
+                    l.stated.insert(*pages as u64);
                 }
                 Anchor::StepLimit { steps } => {
-                    l.exact.insert(u64::from(*steps));
+                    l.stated.insert(u64::from(*steps));
                 }
                 _ => {}
             }
+        }
+        l
+    }
+
+    /// The licences of one turn: what the judge decided, the cards it
+    /// showed, the items the model was shown, and what the user and the
+    /// tool arguments named.
+    pub fn of_turn(facts: TurnFacts<'_>, vocab: &Vocab) -> Licences {
+        let mut l = Licences::from_anchors(facts.anchors);
+        for d in facts.digests {
+            for item in &d.items {
+                for v in item.values() {
+                    l.value(v);
+                }
+            }
+        }
+        for complete in facts.cards {
+            l.card(*complete);
+        }
+        // What the user wrote: its ids, dates and floors may be quoted;
+        // only the quantities it named ("12 photos") may be said back as
+        // counts.
+        l.quoted(facts.user_text);
+        for c in claims(facts.user_text, vocab) {
+            if let (ClaimKind::Count, Some(v)) = (c.kind, c.value) {
+                l.named_value(v);
+            }
+        }
+        for args in facts.args {
+            l.arguments(args);
         }
         l
     }
@@ -166,18 +212,35 @@ impl Licences {
         self.corpus.push('\n');
     }
 
-    /// What the user or the tool arguments named: numbers said back are not
-    /// claims about the data, and ids or dates they carry may be quoted.
-    pub fn named(&mut self, text: &str) {
-        self.named.extend(numbers_in(text));
-        self.corpus.push_str(&text.to_lowercase());
-        self.corpus.push('\n');
+    /// Text the user or the tool arguments carry (ids, dates, floors): it
+    /// may be quoted back as attributes, never used as a count.
+    pub fn quoted(&mut self, text: &str) {
+        self.attribute_text(text);
     }
 
-    /// A number the user named in words ("twelve photos"), as the claim
-    /// extractor read it from the user's text.
+    /// A quantity the user or the tool arguments named ("12 photos", a
+    /// `limit` of 12): said back, it is not a claim about the data.
     pub fn named_value(&mut self, n: u64) {
         self.named.insert(n);
+    }
+
+    /// The tool arguments of this turn's calls: attributes the answer may
+    /// quote (a floor, a date range, an id), never counts — a `floor: 3`
+    /// does not license "there are 3".
+    pub fn arguments(&mut self, args: &serde_json::Map<String, Value>) {
+        for v in args.values() {
+            self.argument(v);
+        }
+    }
+
+    fn argument(&mut self, v: &Value) {
+        match v {
+            Value::Number(n) => self.attribute_text(&n.to_string()),
+            Value::String(s) => self.attribute_text(s),
+            Value::Array(a) => a.iter().for_each(|v| self.argument(v)),
+            Value::Object(m) => m.values().for_each(|v| self.argument(v)),
+            _ => {}
+        }
     }
 
     /// The `narration` table event for one claim.
@@ -193,11 +256,20 @@ impl Licences {
                 false => E::CompletenessOnSample,
             },
             ClaimKind::Attribute => {
-                let quoted = !claim.text.trim().is_empty()
-                    && self.corpus.contains(&claim.text.trim().to_lowercase());
+                // A Korean particle may be attached ("PANO-003-0611은").
+                let text = claim
+                    .text
+                    .trim()
+                    .trim_end_matches(|c: char| {
+                        !c.is_ascii_alphanumeric() && !c.is_ascii_punctuation()
+                    })
+                    .to_lowercase();
+                let quoted = !text.is_empty() && self.corpus.contains(&text);
+                // An id or a date without one value must be quoted from
+                // what the model was shown or the user named.
                 let valued = claim
                     .value
-                    .is_none_or(|v| self.attributes.contains(&v) || self.named.contains(&v));
+                    .is_some_and(|v| self.attributes.contains(&v) || self.named.contains(&v));
                 match quoted || valued {
                     true => E::AttributeLicensed,
                     false => E::AttributeUnlicensed,
@@ -214,7 +286,9 @@ impl Licences {
                         Qualifier::Exact => E::CountBoundAsExact,
                         _ => E::CountBound,
                     }
-                } else if self.shown.contains(&v) {
+                } else if self.shown.contains(&v) || self.stated.contains(&v) {
+                    // A sample's size, or a number the judge stated: said
+                    // plainly, never as the population.
                     match qualifier {
                         Qualifier::Exact => E::CountShownAsTotal,
                         _ => E::CountShown,
@@ -236,15 +310,22 @@ impl Licences {
 
 /// How the count at `span` is said, from the words around it: the vocab's
 /// exact and at-least cues before it (or, for Korean, right after it).
+///
+/// `from` is where the previous claim ended: a cue before it belongs to
+/// that claim ("exactly 613; twelve of them …" — "exactly" is 613's).
 pub fn qualifier(
     sentence: &str,
     claim: &Claim,
+    from: usize,
     exact: &[String],
     at_least: &[String],
 ) -> Qualifier {
     let start = claim.span.start.min(sentence.len());
     let end = claim.span.end.min(sentence.len());
-    let before = sentence.get(..start).unwrap_or("").to_lowercase();
+    let before = sentence
+        .get(from.min(start)..start)
+        .unwrap_or("")
+        .to_lowercase();
     let after = sentence.get(end..).unwrap_or("").to_lowercase();
     // The few words right before the number, and the few right after it.
     let near_before: String = before

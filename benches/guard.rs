@@ -1,0 +1,406 @@
+//! The narration guard's cost (`cargo bench --bench guard`).
+//!
+//! Every demo flow's narration, in English and Korean, as the scripted
+//! model writes it from the flow's anchors (the judge's decisions for that
+//! flow, built here as the demo produces them):
+//!
+//! (a) CPU: judging the narration through `turnstile::guard::check::Guard`
+//!     (the turn's licences built, every word-delta pushed, the rest
+//!     finished), against a baseline that only splits the same deltas into
+//!     sentences. Reported per narration and as a ratio.
+//! (b) Latency added to the first delta: the guard holds a sentence until
+//!     it ends (and until the next word shows it ended), so the first
+//!     delta the user sees waits for the deltas held before it. Counted per
+//!     narration, times a model pace of 30 ms per delta (`turnstile demo
+//!     --model-delay-ms 30`), reported as p50 and max.
+//!
+//! Knobs: `TURNSTILE_BENCH_GUARD_ROUNDS` (10000 rounds per narration),
+//! `TURNSTILE_BENCH_GUARD_PACE_MS` (30).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use turnstile::guard::check::Guard;
+use turnstile::guard::licence::{Licences, TurnFacts};
+use turnstile::guard::split::Splitter;
+use turnstile::guard::vocab::{self, Lang};
+use turnstile::judge::digest::Digest;
+use turnstile::judge::emptiness::AbsenceCause;
+use turnstile::judge::Anchor;
+use turnstile::llm::prompt::{Prompt, RESPONDER_FIXED};
+use turnstile::llm::{Model, RespondRequest, Scripted};
+use turnstile::protocols::narration::Narration;
+use turnstile::protocols::{Bound, TableSet};
+
+/// One demo flow's answer as the guard sees it.
+struct Case {
+    name: String,
+    user: &'static str,
+    anchors: Vec<Anchor>,
+    /// Each card shown: whether it was complete.
+    cards: Vec<bool>,
+    args: Value,
+    digests: Vec<Digest>,
+    /// The scripted model's word-deltas.
+    deltas: Vec<String>,
+}
+
+fn lb(at_least: u64, displayed: u64) -> Anchor {
+    Anchor::CountLowerBound {
+        source: "search_photos".into(),
+        at_least,
+        displayed,
+    }
+}
+
+fn record_digest() -> Digest {
+    let item: Map<String, Value> = serde_json::from_value(json!({
+        "label": "PANO-003-0611",
+        "floor_name": "3",
+        "captured_at": "2026-08-28",
+        "annotations": ["title: unprotected floor edge", "title: blocked fire exit"],
+    }))
+    .unwrap_or_default();
+    Digest {
+        tool: "get_panorama".into(),
+        ok: true,
+        failure: None,
+        grade: None,
+        displayed: Some(1),
+        total: None,
+        total_is_lower_bound: false,
+        value: None,
+        items: vec![item],
+        items_omitted: 0,
+    }
+}
+
+/// The demo flows (README "Demo prompts", and the fault switches).
+fn cases() -> Vec<Case> {
+    type Flow = (
+        &'static str,
+        &'static str,
+        &'static str,
+        Vec<Anchor>,
+        Vec<bool>,
+        Value,
+    );
+    let flows: Vec<Flow> = vec![
+        (
+            "safety search",
+            "show safety issues on floor 3",
+            "3층 안전 지적사항 보여줘",
+            vec![lb(189, 10)],
+            vec![false],
+            json!({"floor": 3, "query": "safety"}),
+        ),
+        (
+            "1999 zero",
+            "show photos from 1999",
+            "1999년 사진 보여줘",
+            vec![Anchor::Absent {
+                cause: AbsenceCause::ZeroFromStart,
+            }],
+            vec![true],
+            json!({"query": "", "date_from": "1999-01-01", "date_to": "1999-12-31"}),
+        ),
+        (
+            "12 photos",
+            "show me 12 photos of floor 2",
+            "2층 사진 12장 보여줘",
+            vec![Anchor::CountExact {
+                source: "search_photos".into(),
+                total: 613,
+                displayed: 12,
+                complete: false,
+            }],
+            vec![false],
+            json!({"query": "", "floor": 2, "limit": 12}),
+        ),
+        (
+            "list all",
+            "list all panoramas",
+            "모든 파노라마 목록 보여줘",
+            vec![lb(3000, 250), Anchor::StitchCapped { pages: 5 }],
+            vec![false],
+            json!({"question": "list all panoramas", "limit": 50}),
+        ),
+        (
+            "count",
+            "how many photos are on floor 3?",
+            "3층 사진은 몇 장이야?",
+            vec![Anchor::Aggregate {
+                source: "query_data".into(),
+                column: "count".into(),
+                value: "613".into(),
+            }],
+            vec![],
+            json!({"question": "how many photos are there on floor 3"}),
+        ),
+        (
+            "archive count",
+            "how many photos are on floor 3 in the archive?",
+            "보관소에 있는 3층 사진은 몇 장이야?",
+            vec![Anchor::ValueUnaccounted {
+                source: "archive_query".into(),
+                column: "count".into(),
+                value: "613".into(),
+            }],
+            vec![],
+            json!({"question": "how many photos are there on floor 3"}),
+        ),
+        (
+            "narrow to April",
+            "only those from April",
+            "그중 4월 것만",
+            vec![Anchor::CountExact {
+                source: "search_photos".into(),
+                total: 25,
+                displayed: 25,
+                complete: true,
+            }],
+            vec![true],
+            json!({"floor": 3, "query": "safety", "date_from": "2026-04-01", "date_to": "2026-04-30", "limit": 50}),
+        ),
+        (
+            "narrow to January",
+            "only those from January",
+            "그중 1월 것만",
+            vec![
+                Anchor::Absent {
+                    cause: AbsenceCause::ZeroAfterNarrowing,
+                },
+                Anchor::NarrowingReleased,
+            ],
+            vec![],
+            json!({"floor": 3, "query": "safety", "date_from": "2026-01-01", "date_to": "2026-01-31", "limit": 50}),
+        ),
+        (
+            "two-step detail",
+            "show the newest safety issue on floor 3 in detail",
+            "3층 최신 안전 지적사항 자세히 보여줘",
+            vec![
+                lb(189, 3),
+                Anchor::Record {
+                    source: "get_panorama".into(),
+                    id: "PANO-003-0611".into(),
+                },
+            ],
+            vec![false, true],
+            json!({"floor": 3, "query": "safety", "limit": 3, "id": "PANO-003-0611"}),
+        ),
+        (
+            "upstream-502",
+            "show safety issues on floor 3",
+            "3층 안전 지적사항 보여줘",
+            vec![Anchor::InBandFailure {
+                tool: "search_photos".into(),
+            }],
+            vec![],
+            json!({"floor": 3, "query": "safety"}),
+        ),
+        (
+            "auth-empty-object",
+            "show safety issues on floor 3",
+            "3층 안전 지적사항 보여줘",
+            vec![Anchor::InBandFailure {
+                tool: "search_photos".into(),
+            }],
+            vec![],
+            json!({"floor": 3, "query": "safety"}),
+        ),
+        (
+            "cursor-drift",
+            "list all panoramas",
+            "모든 파노라마 목록 보여줘",
+            vec![
+                lb(3000, 50),
+                Anchor::StitchAbandoned {
+                    anomaly: "the total changed between pages (3000 → 3003)".into(),
+                },
+            ],
+            vec![false],
+            json!({"question": "list all panoramas", "limit": 50}),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, en, ko, anchors, cards, args) in flows {
+        for user in [en, ko] {
+            let digests = match anchors.iter().any(|a| matches!(a, Anchor::Record { .. })) {
+                true => vec![record_digest()],
+                false => vec![],
+            };
+            let req = RespondRequest {
+                prompt: Prompt::new(RESPONDER_FIXED),
+                user_text: user.into(),
+                anchors: anchors.clone(),
+                digests: digests.clone(),
+            };
+            let deltas: Vec<String> = futures::executor::block_on(async {
+                let mut s = Scripted::demo()
+                    .respond(&req)
+                    .await
+                    .expect("scripted answers");
+                let mut d = Vec::new();
+                while let Some(x) = s.next().await {
+                    d.push(x.expect("a delta"));
+                }
+                d
+            });
+            let lang = if user == en { "en" } else { "ko" };
+            out.push(Case {
+                name: format!("{name} ({lang})"),
+                user,
+                anchors: anchors.clone(),
+                cards: cards.clone(),
+                args: args.clone(),
+                digests,
+                deltas,
+            });
+        }
+    }
+    out
+}
+
+/// The guard for one case, built as the turn builds it.
+fn guard(table: &Bound<Narration>, c: &Case) -> Guard {
+    let lang = vocab::detect(c.user);
+    let facts = TurnFacts {
+        anchors: &c.anchors,
+        digests: &c.digests,
+        cards: &c.cards,
+        user_text: c.user,
+        args: c.args.as_object().into_iter().collect(),
+    };
+    let l = Licences::of_turn(facts, vocab::vocab(lang));
+    let replacement = c
+        .anchors
+        .first()
+        .map(|a| turnstile::llm::scripted::anchor_sentence(a, lang == Lang::Ko))
+        .unwrap_or_default();
+    Guard::new(table, l, lang, replacement)
+}
+
+/// Judges the whole narration; returns how many pieces came out and how
+/// many were replaced.
+fn judged(table: &Bound<Narration>, c: &Case) -> (usize, usize) {
+    let mut g = guard(table, c);
+    let mut pieces = 0;
+    for d in &c.deltas {
+        pieces += g.push(d).len();
+    }
+    let replaced = g.replacements();
+    pieces += g.finish().len();
+    (pieces, replaced)
+}
+
+fn split_only(c: &Case) -> usize {
+    let mut s = Splitter::new();
+    let mut n = 0;
+    for d in &c.deltas {
+        n += s.push(d).len();
+    }
+    n + usize::from(s.finish().is_some())
+}
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn main() {
+    let rounds = env("TURNSTILE_BENCH_GUARD_ROUNDS", 10000) as u32;
+    let pace = Duration::from_millis(env("TURNSTILE_BENCH_GUARD_PACE_MS", 30));
+    let table = TableSet::builtin()
+        .and_then(|t| t.bound::<Narration>())
+        .expect("the built-in narration table binds");
+    let cases = cases();
+    let started = Instant::now();
+
+    println!(
+        "narration guard: {} demo narrations, {rounds} rounds each",
+        cases.len()
+    );
+    println!();
+    println!("(a) CPU per narration: guard (licences + judge every sentence) vs split only");
+    println!(
+        "  {:<34} {:>6} {:>6} {:>10} {:>10} {:>7}",
+        "narration", "deltas", "repl.", "guard µs", "split µs", "ratio"
+    );
+    let (mut total_guard, mut total_split) = (Duration::ZERO, Duration::ZERO);
+    for c in &cases {
+        // Warm-up, and the replacement count (a scripted narration is
+        // honest: 0 expected).
+        let (_, replaced) = judged(&table, c);
+        let t = Instant::now();
+        for _ in 0..rounds {
+            black_box(judged(&table, black_box(c)));
+        }
+        let g = t.elapsed();
+        let t = Instant::now();
+        for _ in 0..rounds {
+            black_box(split_only(black_box(c)));
+        }
+        let s = t.elapsed();
+        total_guard += g;
+        total_split += s;
+        println!(
+            "  {:<34} {:>6} {:>6} {:>10.2} {:>10.2} {:>6.1}×",
+            c.name,
+            c.deltas.len(),
+            replaced,
+            g.as_secs_f64() * 1e6 / f64::from(rounds),
+            s.as_secs_f64() * 1e6 / f64::from(rounds),
+            g.as_secs_f64() / s.as_secs_f64().max(1e-12)
+        );
+    }
+    let n = f64::from(rounds) * cases.len() as f64;
+    println!(
+        "  all: guard {:.2} µs, split {:.2} µs per narration; ratio {:.1}×",
+        total_guard.as_secs_f64() * 1e6 / n,
+        total_split.as_secs_f64() * 1e6 / n,
+        total_guard.as_secs_f64() / total_split.as_secs_f64().max(1e-12)
+    );
+
+    println!();
+    println!(
+        "(b) latency added to the first delta at {} ms per delta",
+        pace.as_millis()
+    );
+    println!("  {:<34} {:>6} {:>10}", "narration", "held", "added ms");
+    let mut added = Vec::new();
+    for c in &cases {
+        let mut g = guard(&table, c);
+        // The delta (1-based) whose arrival releases the first text; the
+        // stream's end releases it when no sentence ended before.
+        let mut released_at = None;
+        for (i, d) in c.deltas.iter().enumerate() {
+            if g.push(d).iter().any(|p| !p.text.is_empty()) {
+                released_at = Some(i + 1);
+                break;
+            }
+        }
+        let at = released_at.unwrap_or(c.deltas.len());
+        let held = at.saturating_sub(1);
+        let ms = held as f64 * pace.as_secs_f64() * 1e3;
+        added.push(ms);
+        println!("  {:<34} {:>6} {:>10.0}", c.name, held, ms);
+    }
+    let max = added.iter().cloned().fold(0.0, f64::max);
+    println!(
+        "  first delta held: p50 {:.0} ms, max {:.0} ms (without the guard the first word goes out at once)",
+        percentile(&mut added, 0.5),
+        max
+    );
+    println!();
+    println!("bench took {:.1} s", started.elapsed().as_secs_f64());
+}
