@@ -57,6 +57,18 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
     let store = Store::connect(cfg.database_url)
         .await
         .with_context(|| "cannot open the database")?;
+    // Turns a dead process left unfinished are closed as cut through their
+    // tables before anything is served; those whose thread another live
+    // process still leases are retried once the lease expires (ADR 0014).
+    let recovered = crate::agent::recovery::recover(&store, &turn_tables, cfg.turn_lease)
+        .await
+        .with_context(|| "cannot close the turns left unfinished")?;
+    crate::agent::recovery::spawn_deferred(
+        store.clone(),
+        turn_tables.clone(),
+        cfg.turn_lease,
+        recovered,
+    );
     // A server that is down does not stop start-up: its connection machine
     // (tables/connection.ron) retries it in the background, and `/readyz`
     // says so. Only a spec that can never work, or a tool offered twice,

@@ -22,8 +22,10 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::agent::{ContextLimits, Limits};
+pub use crate::http::HttpConfig;
 use crate::llm::{ApiKey, OpenAiConfig};
 use crate::mcp::{ServerSpec, Transport};
+use crate::store::Backend;
 
 /// Environment variables that override the file.
 pub const ENV_ADDR: &str = "TURNSTILE_ADDR";
@@ -89,7 +91,22 @@ struct FileConfig {
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]
+    http: FileHttp,
+    #[serde(default)]
     mcp_servers: Vec<FileServer>,
+}
+
+/// `[http]`: connection timeouts, the head size limit, and which origins may
+/// frame the page or read the API.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHttp {
+    header_read_timeout_secs: Option<u64>,
+    body_read_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    max_header_bytes: Option<u64>,
+    frame_ancestors: Option<Vec<String>>,
+    cors_origins: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,6 +206,8 @@ pub struct Config {
     pub tables_dir: Option<PathBuf>,
     pub model: ModelConfig,
     pub limits: LimitsConfig,
+    /// `[http]`: connection timeouts, head size, framing and CORS origins.
+    pub http: HttpConfig,
     pub mcp_servers: Vec<McpServer>,
     /// Things that work but should be changed (a literal key in the file, …).
     /// Never contain a secret.
@@ -322,13 +341,16 @@ impl Config {
                 line,
                 column,
                 // One line: the message may hold a hint on a line of its own.
-                message: e
-                    .message()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                // A type error never quotes the value: a key may be pasted
+                // into any field (`model = "sk-…"`).
+                message: hide_string_values(
+                    &e.message()
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
             }
         })?;
         let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
@@ -343,8 +365,19 @@ impl Config {
         let database_url = env(ENV_DATABASE_URL)
             .or(file.database_url.clone())
             .filter(|u| !u.trim().is_empty());
-        if database_url.is_none() {
-            v.missing("database_url", ENV_DATABASE_URL);
+        match &database_url {
+            None => v.missing("database_url", ENV_DATABASE_URL),
+            // Decided here, once, for `serve --check` and `serve` alike.
+            Some(url) => {
+                if let Err(why) = database_backend(url) {
+                    let key = if env(ENV_DATABASE_URL).is_some() {
+                        format!("{ENV_DATABASE_URL} (overrides `database_url`)")
+                    } else {
+                        "database_url".into()
+                    };
+                    v.problem(&key, why);
+                }
+            }
         }
         let tables_dir = match (env(ENV_TABLES), &file.tables_dir) {
             (Some(d), _) => Some(PathBuf::from(d)),
@@ -365,6 +398,7 @@ impl Config {
 
         let model = v.model(&file.model, &env);
         let limits = v.limits(&file.limits);
+        let http = v.http(&file.http);
         let mcp_servers = v.servers(&file.mcp_servers);
         if file.mcp_servers.is_empty() {
             v.warn(
@@ -381,6 +415,7 @@ impl Config {
                 tables_dir,
                 model,
                 limits,
+                http,
                 mcp_servers,
                 warnings: v.warnings,
             }),
@@ -389,6 +424,12 @@ impl Config {
                 problems: v.problems,
             }),
         }
+    }
+
+    /// The database `database_url` names (validated by
+    /// [`Config::from_toml`] with [`database_backend`]).
+    pub fn database(&self) -> Backend {
+        database_backend(&self.database_url).unwrap_or(Backend::Sqlite)
     }
 
     /// The agent's limits.
@@ -455,7 +496,78 @@ impl Config {
     }
 }
 
+/// Which database a `database_url` names, by the rules of
+/// [`Store::connect`](crate::store::Store::connect) (case-insensitive
+/// scheme): `postgres://`/`postgresql://` is PostgreSQL, `sqlite:` or a path
+/// without `://` is SQLite, any other scheme is refused. `serve --check` and
+/// `serve` both decide through this function (in [`Config::from_toml`]); a
+/// test holds it to the store's own decision on a table of URLs. The error
+/// names the scheme at most, never the URL (it may hold a password).
+pub fn database_backend(url: &str) -> Result<Backend, String> {
+    let lower = url.trim_start().to_ascii_lowercase();
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        return Ok(Backend::Postgres);
+    }
+    if lower.starts_with("sqlite:") {
+        return Ok(Backend::Sqlite);
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        let scheme = scheme.trim();
+        let plain = !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        let named = if plain {
+            format!("`{scheme}:` is not a supported database")
+        } else {
+            "not a supported database URL".to_string()
+        };
+        return Err(format!(
+            "{named}; use sqlite:PATH, a file path, or postgres://user:pass@host/db"
+        ));
+    }
+    Ok(Backend::Sqlite)
+}
+
+/// A serde/TOML error message without the string values it quotes:
+/// `invalid type: string "sk-…", expected …` → `invalid type: a string,
+/// expected …`.
+fn hide_string_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("string \"") {
+        out += &rest[..at];
+        out += "a string";
+        let value = &rest[at + "string \"".len()..];
+        // The closing quote: the first one not escaped.
+        let mut escaped = false;
+        let end = value.char_indices().find_map(|(i, c)| {
+            let close = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            close.then_some(i + 1)
+        });
+        rest = &value[end.unwrap_or(value.len())..];
+    }
+    out += rest;
+    out
+}
+
 /// 1-based line and column (in characters) of a byte offset.
+/// `o` as an origin (`scheme://host[:port]`, http or https, nothing else),
+/// as browsers send it in `Origin`; `None` if it is not one.
+fn origin(o: &str) -> Option<String> {
+    let url = reqwest::Url::parse(o.trim()).ok()?;
+    let bare = matches!(url.scheme(), "http" | "https")
+        && url.has_host()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && !o.trim().ends_with('/');
+    bare.then(|| url.origin().ascii_serialization())
+}
+
 fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
     let before = src.get(..offset).unwrap_or(src);
@@ -581,6 +693,69 @@ impl Validator {
                 self.problem(key, format!("not a URL ({e})"));
                 None
             }
+        }
+    }
+
+    /// `[http]`, over [`HttpConfig::default`].
+    fn http(&mut self, f: &FileHttp) -> HttpConfig {
+        let d = HttpConfig::default();
+        let secs = |v: &mut Self, key: &str, value: Option<u64>, default: Duration| {
+            Duration::from_secs(v.positive(key, value, default.as_secs()))
+        };
+        let header_read_timeout = secs(
+            self,
+            "http.header_read_timeout_secs",
+            f.header_read_timeout_secs,
+            d.header_read_timeout,
+        );
+        let body_read_timeout = secs(
+            self,
+            "http.body_read_timeout_secs",
+            f.body_read_timeout_secs,
+            d.body_read_timeout,
+        );
+        let idle_timeout = secs(
+            self,
+            "http.idle_timeout_secs",
+            f.idle_timeout_secs,
+            d.idle_timeout,
+        );
+        let max_header_bytes = match f.max_header_bytes {
+            Some(n) if !(1024..=1024 * 1024).contains(&n) => {
+                self.problem(
+                    "http.max_header_bytes",
+                    format!("must be between 1024 and 1048576, not {n}"),
+                );
+                d.max_header_bytes
+            }
+            Some(n) => n as usize,
+            None => d.max_header_bytes,
+        };
+        let mut origins = |key: &str, list: &Option<Vec<String>>| -> Vec<String> {
+            let mut out = Vec::new();
+            for (i, o) in list.iter().flatten().enumerate() {
+                match origin(o) {
+                    Some(o) => out.push(o),
+                    None => self.problem(
+                        &format!("{key}[{i}]"),
+                        format!(
+                            "must be an origin like https://host.example[:port] \
+                             (scheme, host and port only), not {o:?}"
+                        ),
+                    ),
+                }
+            }
+            out
+        };
+        let frame_ancestors = origins("http.frame_ancestors", &f.frame_ancestors);
+        let cors_origins = origins("http.cors_origins", &f.cors_origins);
+        HttpConfig {
+            header_read_timeout,
+            body_read_timeout,
+            idle_timeout,
+            max_header_bytes,
+            frame_ancestors,
+            cors_origins,
         }
     }
 
@@ -1162,6 +1337,62 @@ url = "not a url"
         assert_eq!(
             c.server_specs(),
             vec![site, ServerSpec::stdio("files", "npx", ["-y", "server"]),]
+        );
+    }
+
+    #[test]
+    fn the_database_is_decided_by_its_scheme_in_any_case() {
+        for (url, want) in [
+            ("postgres://u:p@h/db", Some(Backend::Postgres)),
+            ("POSTGRES://u:p@h/db", Some(Backend::Postgres)),
+            ("PostgreSQL://u@h/db", Some(Backend::Postgres)),
+            ("sqlite://t.db?mode=rwc", Some(Backend::Sqlite)),
+            ("SQLite:t.db", Some(Backend::Sqlite)),
+            ("turnstile.db", Some(Backend::Sqlite)),
+            ("mysql://u:p@h/db", None),
+            ("u:secret@h://x", None),
+        ] {
+            assert_eq!(database_backend(url).ok(), want, "{url}");
+        }
+        let err = database_backend("u:secret@h://x").unwrap_err();
+        assert!(!err.contains("secret"), "{err}");
+        let src = MINIMAL.replace("sqlite://t.db?mode=rwc", "mysql://u:pw@h/db");
+        let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+        else {
+            panic!("mysql must be refused");
+        };
+        let p = problems.iter().find(|p| p.key == "database_url").unwrap();
+        assert!(
+            p.message.contains("`mysql:`") && !p.message.contains("pw"),
+            "{p}"
+        );
+        let c = load(
+            MINIMAL,
+            &[("OPENAI_API_KEY", KEY), ("DATABASE_URL", "POSTGRES://h/db")],
+        );
+        assert_eq!(c.unwrap().database(), Backend::Postgres);
+    }
+
+    #[test]
+    fn type_errors_never_quote_a_string_value() {
+        assert_eq!(
+            hide_string_values(r#"invalid type: string "sk-a\"b", expected u32"#),
+            "invalid type: a string, expected u32"
+        );
+        assert_eq!(
+            hide_string_values("invalid type: integer `3`, expected a string"),
+            "invalid type: integer `3`, expected a string"
+        );
+        let Err(ConfigError::Parse { message, line, .. }) = load(
+            "[model]\nname = \"m\"\nmax_retries = \"sk-live-123456789\"\n",
+            &[],
+        ) else {
+            panic!("a type error");
+        };
+        assert_eq!(line, 3);
+        assert!(
+            message.contains("invalid type") && !message.contains("sk-live"),
+            "{message}"
         );
     }
 

@@ -1,5 +1,6 @@
 //! The `turnstile` binary: a thin layer of argument parsing over the library.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,6 +120,8 @@ enum TablesCommand {
 }
 
 fn main() -> ExitCode {
+    // `turnstile … | head -1`: a closed stdout ends the process quietly.
+    cli::quiet_on_closed_stdout();
     let cli = Cli::parse();
     // `turnstile mcp` reports what happened itself, with URLs redacted;
     // the libraries' logs (which print full URLs) stay off unless RUST_LOG
@@ -132,7 +135,9 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| default_filter.into()),
         )
-        .with_writer(std::io::stderr)
+        // Every log line, ours and the libraries' (rmcp logs a transport
+        // error with the full URL), has its URLs cut to scheme, host and path.
+        .with_writer(|| ScrubbedLine(Vec::new()))
         .init();
     match run(cli) {
         Ok(code) => code,
@@ -179,7 +184,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { config, check } => {
             let config = turnstile::config::Config::load(&config)?;
             if check {
-                print!("{}", cli::serve::check(&config)?);
+                write!(cli::stdout(), "{}", cli::serve::check(&config)?)?;
             } else {
                 runtime()?.block_on(cli::serve::run(config))?;
             }
@@ -208,14 +213,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 format,
                 tables,
             } => {
-                print!(
+                write!(
+                    cli::stdout(),
                     "{}",
                     cli::tables::render(&name, &format, tables.as_deref())?
-                );
+                )?;
                 Ok(ExitCode::SUCCESS)
             }
             TablesCommand::Diff { old, new } => {
-                print!("{}", cli::tables::diff(&old, &new)?);
+                write!(cli::stdout(), "{}", cli::tables::diff(&old, &new)?)?;
                 Ok(ExitCode::SUCCESS)
             }
         },
@@ -225,12 +231,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tables,
         } => {
             let (out, violated) = cli::tables::replay(&name, &events, tables.as_deref())?;
-            print!("{out}");
+            write!(cli::stdout(), "{out}")?;
             Ok(if violated {
                 ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
             })
         }
+    }
+}
+
+/// One log line, written to stderr when dropped with every URL in it
+/// redacted (`mcp::redact_url`): credentials and queries never reach the log,
+/// whoever logged them.
+struct ScrubbedLine(Vec<u8>);
+
+impl std::io::Write for ScrubbedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedLine {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let line = String::from_utf8_lossy(&self.0);
+        let clean = turnstile::mcp::client::scrub_urls(&line);
+        let _ = std::io::stderr().write_all(clean.as_bytes());
     }
 }

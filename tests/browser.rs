@@ -93,6 +93,20 @@ async fn the_chat_page_in_chromium() {
     s.pass();
 }
 
+/// The page's Content-Security-Policy holds in a real browser: the page's
+/// own script and style run (a turn renders its card, nothing is reported),
+/// while an inline script or event handler injected into the document does
+/// not run and is reported as a violation. Driven by tests/browser/csp.mjs.
+#[tokio::test]
+async fn the_page_runs_under_its_csp_and_injected_script_does_not() {
+    let Some(chromium) = browser() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let base = format!("{}/", s.base);
+    drive(&chromium, "tests/browser/csp.mjs", &[&base]).await;
+    s.pass();
+}
+
 /// The narration guard in the page: a model that lies on purpose (the
 /// demo's `--fault lying-model`) has each lie replaced; the page marks the
 /// replacement with a tooltip naming the row, and no lie reaches the DOM.

@@ -23,7 +23,6 @@ use turnstile::store::Store;
 use turnstile::wire::Frame;
 
 const BIN: &str = env!("CARGO_BIN_EXE_turnstile");
-const PG_ENV: &str = "TURNSTILE_TEST_DATABASE_URL";
 /// The lease TTL of both processes: short, so the test waits little for a
 /// dead process's lease to expire, and still three renewals long.
 const LEASE_SECS: u64 = 3;
@@ -119,12 +118,8 @@ impl Server {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_runs_one_turn_across_two_processes_and_a_dead_holder_expires() {
-    let url = match std::env::var(PG_ENV) {
-        Ok(url) if !url.trim().is_empty() => url,
-        _ => {
-            eprintln!("skipping the two-process lease test: {PG_ENV} is not set");
-            return;
-        }
+    let Some(url) = common::pg::url_or_skip() else {
+        return;
     };
     let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;

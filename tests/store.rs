@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use turnstile::store::{Backend, NewMessage, Role, Store, StoreError};
 
-const PG_ENV: &str = "TURNSTILE_TEST_DATABASE_URL";
+#[path = "common/pg.rs"]
+mod pg;
 
 /// A database the checks may open any number of pools on.
 struct Db {
@@ -33,21 +34,15 @@ impl Db {
         }
     }
 
-    /// The PostgreSQL database named by the environment, if any.
+    /// The PostgreSQL database named by the environment; without one, the
+    /// test is reported as skipped (a failure under
+    /// `TURNSTILE_REQUIRE_POSTGRES=1`).
     fn postgres() -> Option<Db> {
-        match std::env::var(PG_ENV) {
-            Ok(url) if !url.trim().is_empty() => Some(Db {
-                url,
-                backend: Backend::Postgres,
-                _dir: None,
-            }),
-            _ => {
-                eprintln!(
-                    "skipping PostgreSQL store tests: TURNSTILE_TEST_DATABASE_URL is not set"
-                );
-                None
-            }
-        }
+        pg::url_or_skip().map(|url| Db {
+            url,
+            backend: Backend::Postgres,
+            _dir: None,
+        })
     }
 
     /// A new pool: another "process" on the same database.
@@ -95,6 +90,40 @@ suite!(
     expired_lease_is_taken_over,
     concurrent_lease_claims_from_two_pools,
 );
+
+/// Without PostgreSQL, a PostgreSQL check does not pass silently: it reports
+/// itself skipped, and with `TURNSTILE_REQUIRE_POSTGRES=1` (CI) it fails.
+/// Runs one such check in a child process of this test binary.
+#[test]
+fn a_postgres_check_without_postgres_is_a_reported_skip() {
+    let test = "postgres::threads_round_trip";
+    let run = |require: bool| {
+        let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+        c.args([test, "--exact", "--test-threads", "1"])
+            .env_remove(pg::PG_ENV)
+            .env_remove(pg::REQUIRE_ENV);
+        if require {
+            c.env(pg::REQUIRE_ENV, "1");
+        }
+        let out = c.output().expect("the test binary runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, out) = run(false);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "skipped: {test}: TURNSTILE_TEST_DATABASE_URL is not set"
+        )),
+        "{out}"
+    );
+    let (ok, out) = run(true);
+    assert!(!ok, "a skip must fail when PostgreSQL is required:\n{out}");
+    assert!(out.contains("TURNSTILE_REQUIRE_POSTGRES=1"), "{out}");
+}
 
 fn msg(role: Role, body: Value) -> NewMessage {
     NewMessage { role, body }

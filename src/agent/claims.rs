@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::store::{Store, StoreError};
 
@@ -137,20 +138,30 @@ async fn renew(
 }
 
 /// Releases the lease, logging instead of failing: a lease that cannot be
-/// released expires after its TTL.
+/// released expires after its TTL. The events name no thread or turn: they
+/// run in the turn's span, or in [`lease_span`] outside it, so each log line
+/// carries each id once.
 async fn release_lease(store: &Store, thread: &str, turn: &str) {
     match store.release_turn_lease(thread, turn).await {
-        Ok(()) => tracing::debug!(thread_id = %thread, turn_id = %turn, "turn lease released"),
+        Ok(()) => tracing::debug!("turn lease released"),
         Err(StoreError::LeaseLost { .. }) => {
-            tracing::debug!(thread_id = %thread, turn_id = %turn, "turn lease was no longer held")
+            tracing::debug!("turn lease was no longer held")
         }
         Err(e) => tracing::warn!(
-            thread_id = %thread,
-            turn_id = %turn,
             error = %e,
             "cannot release the turn lease; it expires after its TTL"
         ),
     }
+}
+
+/// The span that names the thread and turn of a lease operation run
+/// outside the turn's own span (which already names them).
+fn lease_span(thread: &str, turn: &str) -> tracing::Span {
+    let current = tracing::Span::current();
+    if current.metadata().is_some_and(|m| m.name() == "turn") {
+        return current;
+    }
+    tracing::info_span!(parent: None, "turn_lease", thread_id = %thread, turn_id = %turn)
 }
 
 impl Claim {
@@ -202,7 +213,10 @@ impl Claim {
     /// thread succeeds at once.
     pub async fn release(mut self) {
         self.renewer.abort();
-        release_lease(&self.store, &self.thread, &self.turn).await;
+        let span = lease_span(&self.thread, &self.turn);
+        release_lease(&self.store, &self.thread, &self.turn)
+            .instrument(span)
+            .await;
         // Only now: if this future is dropped half-way, `drop` releases.
         self.released = true;
     }
@@ -218,7 +232,10 @@ impl Drop for Claim {
             Ok(runtime) => {
                 let (store, thread, turn) =
                     (self.store.clone(), self.thread.clone(), self.turn.clone());
-                runtime.spawn(async move { release_lease(&store, &thread, &turn).await });
+                let span = lease_span(&thread, &turn);
+                runtime.spawn(
+                    async move { release_lease(&store, &thread, &turn).await }.instrument(span),
+                );
             }
             Err(_) => tracing::warn!(
                 thread_id = %self.thread,

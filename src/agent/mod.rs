@@ -10,6 +10,7 @@ pub mod context;
 pub mod frames;
 pub mod history;
 pub mod records;
+pub mod recovery;
 pub mod tools;
 pub mod turn;
 

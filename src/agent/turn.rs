@@ -318,6 +318,22 @@ impl Turn<'_> {
 
     async fn drive(&mut self, req: TurnRequest) -> Result<(), Stop> {
         let limits = self.agent.limits;
+        // Holding the thread's lease, no other turn runs on it: one a dead
+        // process left unfinished is closed as cut before this one starts,
+        // so the thread reads in order (ADR 0014).
+        if self.claim.is_some() {
+            let tables = &self.agent.tables;
+            if let Err(e) = super::recovery::close_leftovers(
+                &self.agent.store,
+                tables,
+                &self.thread_id,
+                &self.turn_id,
+            )
+            .await
+            {
+                tracing::warn!(error = %e, "closing the thread's unfinished turns");
+            }
+        }
         self.context = req
             .context
             .map(|c| BoundedContext::bound(c, limits.context));

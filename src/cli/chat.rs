@@ -191,9 +191,77 @@ fn read_frame(event: &SseEvent) -> anyhow::Result<Frame> {
     })
 }
 
+/// The terminal side of a turn: frame lines, text deltas as they come, and
+/// notes such as the thread id, all on one stream so that every line is
+/// whole (a note never lands on the end of a card row or a text line).
+struct Printer<W: Write> {
+    out: W,
+    /// The last thing written was text without its line end.
+    in_text: bool,
+}
+
+impl<W: Write> Printer<W> {
+    fn new(out: W) -> Self {
+        Printer {
+            out,
+            in_text: false,
+        }
+    }
+
+    /// One whole line, after ending any open text line.
+    fn line(&mut self, line: &str) -> std::io::Result<()> {
+        self.end_text()?;
+        writeln!(self.out, "{line}")?;
+        self.out.flush()
+    }
+
+    fn end_text(&mut self) -> std::io::Result<()> {
+        if self.in_text {
+            writeln!(self.out)?;
+            self.in_text = false;
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, f: &Frame) -> std::io::Result<()> {
+        if let Frame::Delta(d) = f {
+            match &d.replaced {
+                // The guard's sentence, marked with the row that refused
+                // the model's.
+                Some(r) => write!(self.out, "⟦{}⟧[replaced: {}] ", d.text.trim_end(), r.row_id)?,
+                None => write!(self.out, "{}", d.text)?,
+            }
+            self.in_text = true;
+            return self.out.flush();
+        }
+        match describe(f) {
+            Some(line) => self.line(&line),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the output on a line boundary, whatever happened.
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.end_text()?;
+        self.out.flush()
+    }
+}
+
 /// Runs one turn against a server; returns an error if the server answered
 /// with an error frame or broke the frame order.
 pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Result<()> {
+    let mut printer = Printer::new(super::stdout());
+    let result = turn(&mut printer, url, message, thread).await;
+    printer.finish()?;
+    result
+}
+
+async fn turn<W: Write>(
+    printer: &mut Printer<W>,
+    url: &str,
+    message: &str,
+    thread: Option<String>,
+) -> anyhow::Result<()> {
     let base = url.trim_end_matches('/');
     let http = reqwest::Client::new();
     let thread = match thread {
@@ -216,7 +284,7 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
             r.thread_id
         }
     };
-    eprintln!("thread {thread}");
+    printer.line(&format!("thread {thread}"))?;
     let resp = http
         .post(format!("{base}/v1/threads/{thread}/messages"))
         .json(&json!({"text": message}))
@@ -232,8 +300,6 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
     let mut sse = SseDecoder::new();
     let mut body = resp.bytes_stream();
     let mut failed = false;
-    let mut in_text = false;
-    let mut stdout = std::io::stdout();
     let mut eof = false;
     while !eof {
         match body.next().await {
@@ -252,25 +318,8 @@ pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Re
                 bail!("frame order violation: row {} — {}", v.row_id, v.why);
             }
             let f = read_frame(&event)?;
-            if let Frame::Delta(d) = &f {
-                match &d.replaced {
-                    // The guard's sentence, marked with the row that refused
-                    // the model's.
-                    Some(r) => print!("⟦{}⟧[replaced: {}] ", d.text.trim_end(), r.row_id),
-                    None => print!("{}", d.text),
-                }
-                stdout.flush()?;
-                in_text = true;
-                continue;
-            }
-            if in_text {
-                println!();
-                in_text = false;
-            }
             failed |= matches!(f, Frame::Error(_));
-            if let Some(line) = describe(&f) {
-                println!("{line}");
-            }
+            printer.frame(&f)?;
         }
     }
     if let Err(v) = machine.fire(frame.event_index("close").context("close event")?) {
@@ -397,6 +446,42 @@ mod tests {
         assert_eq!(
             describe(&Frame::Citation(other)).unwrap(),
             "▣ search_photos — 1 shown of exactly 198 [EXACT]\n    {\"floor\":4,\"uid\":\"P04-0001\"}"
+        );
+    }
+
+    #[test]
+    fn every_line_is_whole() {
+        let mut p = Printer::new(Vec::new());
+        let card = Citation {
+            items: vec![json!({"label": "PANO-1", "floor": 3, "captured_at": "d"})],
+            displayed: 1,
+            ..match describe_card_fixture() {
+                Frame::Citation(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        p.line("thread t1").unwrap();
+        p.frame(&Frame::Citation(card)).unwrap();
+        p.line("thread t1").unwrap();
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({"text": "Two photos"})).unwrap(),
+        ))
+        .unwrap();
+        p.line("thread t1").unwrap();
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({"text": "cut off"})).unwrap(),
+        ))
+        .unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert_eq!(
+            out,
+            "thread t1\n\
+             ▣ search_photos — 1 shown, total unknown [UNKNOWN]\n    PANO-1 · floor 3 · d · \n\
+             thread t1\n\
+             Two photos\n\
+             thread t1\n\
+             cut off\n"
         );
     }
 

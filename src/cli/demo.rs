@@ -85,6 +85,15 @@ pub struct DemoRun<'a> {
     pub mcp_session_ttl: Option<Duration>,
 }
 
+/// A SQLite path as given; a PostgreSQL URL as scheme, host(:port) and path
+/// (it may hold a password).
+fn shown_database(db: &str) -> String {
+    match crate::config::database_backend(db) {
+        Ok(crate::store::Backend::Sqlite) => db.to_string(),
+        _ => crate::llm::openai::shown_url(db),
+    }
+}
+
 pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     let DemoRun {
         addr,
@@ -138,11 +147,14 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {addr}"))?;
     let url = format!("http://{}/", listener.local_addr()?);
     println!("turnstile demo is running: open {url}");
-    println!("  demo tool server (MCP): {}", demo.url);
+    println!(
+        "  demo tool server (MCP): {}",
+        crate::llm::openai::shown_url(&demo.url)
+    );
     if let Some(ttl) = mcp_session_ttl {
         println!("  MCP session ttl: {} s", ttl.as_secs());
     }
-    println!("  database: {db}");
+    println!("  database: {}", shown_database(db));
     if !model_delay.is_zero() {
         println!("  model delay: {} ms per delta", model_delay.as_millis());
     }

@@ -15,6 +15,10 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::{Map, Value};
 
+/// Shared with everything that prints a URL (`serve`, the MCP client's
+/// errors, the model adapter): scheme, host(:port) and path only.
+pub use crate::mcp::client::redact_url;
+use crate::mcp::client::{scrub_urls, shown_command};
 use crate::mcp::{ClientOptions, McpError, ServerSpec, ToolClient, ToolOutput};
 
 /// Descriptions are cut to this many characters in the tool list.
@@ -58,11 +62,7 @@ impl Target {
     fn shown(&self) -> String {
         match self {
             Target::Http { shown, .. } => shown.clone(),
-            Target::Stdio { command, args } => match args.len() {
-                0 => format!("stdio: {command}"),
-                1 => format!("stdio: {command} (1 argument, not shown)"),
-                n => format!("stdio: {command} ({n} arguments, not shown)"),
-            },
+            Target::Stdio { command, args } => shown_command(command, args.len()),
         }
     }
 
@@ -87,35 +87,6 @@ impl Target {
     }
 }
 
-/// Every `http://` or `https://` URL in `text`, redacted with
-/// [`redact_url`] (one that does not parse becomes `<url>`).
-fn scrub_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    loop {
-        let next = ["http://", "https://"]
-            .iter()
-            .filter_map(|scheme| rest.find(scheme))
-            .min();
-        let Some(start) = next else {
-            out += rest;
-            return out;
-        };
-        out += &rest[..start];
-        let tail = &rest[start..];
-        let end = tail
-            .find(|c: char| {
-                c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ',')
-            })
-            .unwrap_or(tail.len());
-        match redact_url(&tail[..end]) {
-            Some(shown) => out += &shown,
-            None => out += "<url>",
-        }
-        rest = &tail[end..];
-    }
-}
-
 /// The request after validation: where, and what to call.
 #[derive(Debug, Clone, PartialEq)]
 struct Request {
@@ -128,18 +99,6 @@ fn program_name(command: &str) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| command.to_string())
-}
-
-/// `scheme://host[:port]/path` of `url`: no userinfo, query or fragment.
-pub fn redact_url(url: &str) -> Option<String> {
-    let parsed = reqwest::Url::parse(url).ok()?;
-    let host = parsed.host_str()?;
-    let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
-    Some(format!(
-        "{}://{host}{port}{}",
-        parsed.scheme(),
-        parsed.path()
-    ))
 }
 
 fn parse(args: &McpArgs) -> anyhow::Result<Request> {

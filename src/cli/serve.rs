@@ -8,25 +8,29 @@ use anyhow::Context;
 
 use crate::app::{self, AppConfig};
 use crate::config::{Config, KeySource};
+use crate::llm::openai::shown_url;
 use crate::llm::OpenAi;
-use crate::mcp::Transport;
 use crate::protocols::TableSet;
+use crate::store::Backend;
 
 /// Loads the tables (compiled-in, or the override directory) and describes
-/// what `run` would start. Never prints a secret.
+/// what `run` would start. Never prints a secret: the database by its kind,
+/// URLs as scheme, host(:port) and path, a stdio server as its program and
+/// the number of its arguments.
 pub fn check(config: &Config) -> anyhow::Result<String> {
     let tables =
         TableSet::load(config.tables_dir.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut out = format!("{}: ok\n", config.path.display());
     out += &format!("  listen: {}\n", config.addr);
-    out += &format!("  database: {}\n", database_kind(&config.database_url));
+    out += &format!("  database: {}\n", database_kind(config));
     let key = match &config.model.key_source {
         KeySource::Env(var) => format!("from ${var}"),
         KeySource::File => "written in the file".into(),
     };
     out += &format!(
         "  model: {} at {} (key {key})\n",
-        config.model.name, config.model.base_url
+        config.model.name,
+        shown_url(&config.model.base_url)
     );
     let names: Vec<&str> = tables.names().collect();
     match &config.tables_dir {
@@ -40,13 +44,7 @@ pub fn check(config: &Config) -> anyhow::Result<String> {
         None => out += &format!("  tables: {} (compiled in)\n", names.join(", ")),
     }
     for s in &config.mcp_servers {
-        let how = match &s.transport {
-            Transport::Http { url } => url.clone(),
-            Transport::Stdio { command, args } => format!("stdio: {command} {}", args.join(" "))
-                .trim_end()
-                .to_string(),
-        };
-        out += &format!("  mcp server {}: {how}\n", s.name);
+        out += &format!("  mcp server {}: {}\n", s.name, s.transport.shown());
     }
     for w in &config.warnings {
         out += &format!("  warning: {w}\n");
@@ -54,12 +52,12 @@ pub fn check(config: &Config) -> anyhow::Result<String> {
     Ok(out)
 }
 
-/// The database's kind only: a URL may hold a password.
-fn database_kind(url: &str) -> &'static str {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        "PostgreSQL"
-    } else {
-        "SQLite"
+/// The database's kind only (a URL may hold a password), as the config
+/// decided it: the same decision for `--check` and `run`.
+fn database_kind(config: &Config) -> &'static str {
+    match config.database() {
+        Backend::Postgres => "PostgreSQL",
+        Backend::Sqlite => "SQLite",
     }
 }
 
@@ -87,13 +85,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     println!("turnstile is serving on {url}");
     println!(
         "  model: {} at {}",
-        config.model.name, config.model.base_url
+        config.model.name,
+        shown_url(&config.model.base_url)
     );
-    println!("  database: {}", database_kind(&config.database_url));
+    println!("  database: {}", database_kind(&config));
     for s in &config.mcp_servers {
-        println!("  mcp server: {}", s.name);
+        println!("  mcp server: {} ({})", s.name, s.transport.shown());
     }
-    crate::http::serve(listener, state, async {
+    crate::http::serve_with(listener, state, &config.http, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;

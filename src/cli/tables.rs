@@ -1,17 +1,25 @@
 //! `turnstile tables …` and `turnstile replay`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
 use crate::fsm::{self, render::Format, Machine, Table};
-use crate::protocols::{registry_check_source, TableSet};
+use crate::protocols::{check_dir, read_table_file, registry_check_source, LoadError, TableSet};
 
 /// Validates every `*.ron` file in `dir`. Prints a summary line per good
 /// table to stdout and every finding to stderr; returns the number of files
-/// with findings.
+/// with findings. A file that cannot be read (not UTF-8, unreadable) counts
+/// as one with findings, and the run goes on; a `*.ron` that is not a
+/// regular file (a named pipe would block the run) is skipped with a notice.
 pub fn check(dir: &Path) -> Result<usize> {
+    check_to(dir, &mut super::stdout())
+}
+
+/// [`check`], with its summary lines written to `out`.
+pub fn check_to(dir: &Path, out: &mut impl Write) -> Result<usize> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read table directory {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -24,9 +32,20 @@ pub fn check(dir: &Path) -> Result<usize> {
     let mut bad = 0;
     for path in files {
         let shown = path.display().to_string();
-        let src = std::fs::read_to_string(&path).with_context(|| format!("cannot read {shown}"))?;
+        let src = match read_table_file(&path) {
+            Ok(src) => src,
+            Err(LoadError::NotAFile { .. }) => {
+                eprintln!("skipped {shown}: not a regular file");
+                continue;
+            }
+            Err(e) => {
+                bad += 1;
+                eprintln!("error: {e}");
+                continue;
+            }
+        };
         match registry_check_source(&src, &shown) {
-            Ok(t) => println!("ok  {shown}  {}", summary(&t)),
+            Ok(t) => writeln!(out, "ok  {shown}  {}", summary(&t))?,
             Err(findings) => {
                 bad += 1;
                 eprintln!("{findings}");
@@ -49,11 +68,15 @@ pub fn summary(t: &Table) -> String {
     )
 }
 
-/// A table by name (compiled in, or from `dir` when given) or by path.
+/// A table by name (compiled in, or from `dir` when given) or by path. A
+/// `dir` that is not a directory is an error, even for a path.
 pub fn resolve(name_or_path: &str, dir: Option<&Path>) -> Result<Arc<Table>> {
-    if name_or_path.ends_with(".ron") || Path::new(name_or_path).is_file() {
-        let src = std::fs::read_to_string(name_or_path)
-            .with_context(|| format!("cannot read {name_or_path}"))?;
+    if let Some(d) = dir {
+        check_dir(d).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let path = Path::new(name_or_path);
+    if name_or_path.ends_with(".ron") || path.is_file() {
+        let src = read_table_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
         return registry_check_source(&src, name_or_path)
             .map(Arc::new)
             .map_err(|f| anyhow::anyhow!("{f}"));

@@ -43,6 +43,9 @@ pub enum Code {
     DuplicateDeclaration,
     /// A forbidden row has no reason.
     EmptyReason,
+    /// The table's `name` is not its file's name (`harness.ron` declaring
+    /// `name: "frame"`): two files could then claim one protocol.
+    NameMismatch,
 }
 
 impl Code {
@@ -65,6 +68,7 @@ impl Code {
             Code::MissingFromTable => "T015",
             Code::DuplicateDeclaration => "T016",
             Code::EmptyReason => "T017",
+            Code::NameMismatch => "T018",
         }
     }
 
@@ -87,6 +91,7 @@ impl Code {
             Code::MissingFromTable => "missing-from-table",
             Code::DuplicateDeclaration => "duplicate-declaration",
             Code::EmptyReason => "empty-reason",
+            Code::NameMismatch => "name-mismatch",
         }
     }
 }

@@ -20,4 +20,4 @@ pub mod validate;
 pub use finding::{Code, Finding, Findings};
 pub use machine::{Machine, RestoreError, Snapshot, Step, Violation};
 pub use table::{Row, RowKind, Table};
-pub use validate::{load, BindingNames};
+pub use validate::{load, load_with, BindingNames, Expect};

@@ -22,8 +22,33 @@ pub struct BindingNames<'a> {
     pub effects: &'a [&'a str],
 }
 
+/// What a table is expected to be, beyond being a valid table.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expect<'a> {
+    /// The `name` the table must declare: its file's name (`frame.ron` →
+    /// `frame`). A different name is a [`Code::NameMismatch`] finding.
+    pub name: Option<&'a str>,
+    /// The names the protocol's Rust binding declares.
+    pub binding: Option<BindingNames<'a>>,
+    /// The protocol whose binding that is, for findings; by default the
+    /// name the table declares.
+    pub protocol: Option<&'a str>,
+}
+
 /// Parses and validates one table file. `file` is used in findings only.
 pub fn load(src: &str, file: &str, binding: Option<BindingNames<'_>>) -> Result<Table, Findings> {
+    load_with(
+        src,
+        file,
+        Expect {
+            binding,
+            ..Expect::default()
+        },
+    )
+}
+
+/// [`load`], with what the table must also agree with.
+pub fn load_with(src: &str, file: &str, expect: Expect<'_>) -> Result<Table, Findings> {
     let opts =
         ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
     let raw: RawTable = match opts.from_str(src) {
@@ -42,7 +67,7 @@ pub fn load(src: &str, file: &str, binding: Option<BindingNames<'_>>) -> Result<
         }
     };
     let spans = spans::index(src);
-    Validator::new(file, &spans).run(raw, binding)
+    Validator::new(file, &spans).run(raw, expect)
 }
 
 /// A resolved (state, event) pair.
@@ -114,7 +139,23 @@ impl<'a> Validator<'a> {
         map
     }
 
-    fn run(mut self, raw: RawTable, binding: Option<BindingNames<'_>>) -> Result<Table, Findings> {
+    fn run(mut self, raw: RawTable, expect: Expect<'_>) -> Result<Table, Findings> {
+        if let Some(want) = expect.name {
+            if raw.name != want {
+                self.push(
+                    Code::NameMismatch,
+                    self.spans.value("name", 0),
+                    format!(
+                        "the table is named \"{}\" but its file is {want}.ron",
+                        raw.name
+                    ),
+                    format!(
+                        "a file's name and its table's name agree: write `name: \"{want}\"`, or move the table to {}.ron",
+                        raw.name
+                    ),
+                );
+            }
+        }
         let states = self.declare("states", &raw.states);
         let events = self.declare("events", &raw.events);
         let effects = self.declare("effects", &raw.effects);
@@ -161,8 +202,9 @@ impl<'a> Validator<'a> {
         if let Some(initial) = initial {
             self.graph(&raw, &rows, initial, &terminal);
         }
-        if let Some(b) = binding {
-            self.binding(&raw, b);
+        if let Some(b) = expect.binding {
+            let protocol = expect.protocol.unwrap_or(&raw.name).to_string();
+            self.binding(&raw, b, &protocol);
         }
 
         if !self.findings.is_empty() {
@@ -434,7 +476,7 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn binding(&mut self, raw: &RawTable, b: BindingNames<'_>) {
+    fn binding(&mut self, raw: &RawTable, b: BindingNames<'_>, protocol: &str) {
         let sets = [
             ("states", &raw.states, b.states),
             ("events", &raw.events, b.events),
@@ -447,7 +489,7 @@ impl<'a> Validator<'a> {
                     self.push(
                         Code::NotInBinding,
                         self.spans.value(field, i),
-                        format!("`{field}` names \"{name}\", which the `{}` protocol's Rust binding does not know", raw.name),
+                        format!("`{field}` names \"{name}\", which the `{protocol}` protocol's Rust binding does not know"),
                         format!("the binding knows: {}; a new name needs a code change first", code.join(", ")),
                     );
                 }
@@ -458,7 +500,7 @@ impl<'a> Validator<'a> {
                     self.push(
                         Code::MissingFromTable,
                         self.spans.field(field),
-                        format!("the `{}` protocol's Rust binding names \"{name}\", which `{field}` lacks", raw.name),
+                        format!("the `{protocol}` protocol's Rust binding names \"{name}\", which `{field}` lacks"),
                         format!("declare \"{name}\" in `{field}` (and give it its rows)"),
                     );
                 }

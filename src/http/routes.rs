@@ -22,7 +22,7 @@ use super::{AppState, MAX_TEXT};
 use crate::agent::{OutFrame, TurnRequest};
 use crate::fsm::render;
 
-const PAGE: &str = include_str!("page/index.html");
+pub(super) const PAGE: &str = include_str!("page/index.html");
 
 /// One span per request; paths carry thread ids, never tokens or text.
 pub async fn request_span(req: Request, next: Next) -> Response {

@@ -24,6 +24,14 @@
 //! The API key is only ever written into the `Authorization` header (marked
 //! sensitive). It has no `Display`, its `Debug` is redacted, and every error
 //! message is scrubbed of it before it leaves this module.
+//!
+//! What the provider says in an error (an HTTP error body, an `error` event
+//! mid-stream) is the provider's words, not ours: it may quote part of the
+//! key. The user (the `error` frame, the stored thread) gets a fixed message
+//! with the status and a reference id; the text is logged, redacted
+//! ([`redact_secrets`]), under the same reference. The base URL is printed
+//! as scheme, host(:port) and path only: it may hold `user:pass@` or an
+//! `?api-key=`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -71,8 +79,9 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Endpoint, model and failure-handling knobs.
-#[derive(Debug, Clone)]
+/// Endpoint, model and failure-handling knobs. Its `Debug` shows the base
+/// URL as scheme, host and path only.
+#[derive(Clone)]
 pub struct OpenAiConfig {
     /// The API base, e.g. `https://api.openai.com/v1`; `/chat/completions`
     /// is appended.
@@ -93,6 +102,21 @@ pub struct OpenAiConfig {
     /// Largest delay we wait before a retry. A `Retry-After` longer than this
     /// ends the retries: the user's turn should fail, not sit silent.
     pub backoff_max: Duration,
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &shown_url(&self.base_url))
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("backoff_initial", &self.backoff_initial)
+            .field("backoff_max", &self.backoff_max)
+            .finish()
+    }
 }
 
 impl OpenAiConfig {
@@ -127,16 +151,28 @@ pub enum OpenAiError {
     Send(String),
     #[error("the model endpoint sent no response within {0:?}")]
     HeaderTimeout(Duration),
-    #[error("the model endpoint answered HTTP {status}{}", detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
-    Status { status: u16, detail: Option<String> },
+    /// The provider's error body, as read; only inside this module, until
+    /// [`Redactor::error`] logs it (redacted) and turns it into
+    /// [`OpenAiError::Status`]. Its message never shows the body.
+    #[error("the model provider answered HTTP {status}")]
+    StatusBody { status: u16, body: Option<String> },
+    /// An HTTP error answer; the provider's text is in the log under
+    /// `reference`, redacted.
+    #[error("the model provider answered HTTP {status} (ref {reference}); its own words are [redacted] here and logged under that ref")]
+    Status { status: u16, reference: String },
     #[error("no data from the model for {0:?}")]
     IdleTimeout(Duration),
     #[error("the connection to the model broke: {0}")]
     Broken(String),
     #[error("the model sent a malformed chunk: {0}")]
     Malformed(String),
-    #[error("the model reported an error mid-stream: {0}")]
-    Provider(String),
+    /// An `error` event mid-stream, as read; only inside this module, like
+    /// [`OpenAiError::StatusBody`].
+    #[error("the model provider reported an error mid-stream")]
+    ProviderBody(String),
+    /// An `error` event mid-stream; its text is in the log under `reference`.
+    #[error("the model provider reported an error mid-stream (ref {reference})")]
+    Provider { reference: String },
     #[error("the model stream ended before the model finished")]
     Unfinished,
     #[error("the model stopped at its length limit in the middle of a tool call")]
@@ -155,7 +191,8 @@ impl OpenAiError {
             OpenAiError::IdleTimeout(_)
                 | OpenAiError::Broken(_)
                 | OpenAiError::Malformed(_)
-                | OpenAiError::Provider(_)
+                | OpenAiError::ProviderBody(_)
+                | OpenAiError::Provider { .. }
                 | OpenAiError::Unfinished
                 | OpenAiError::TruncatedAnswer
                 | OpenAiError::TruncatedToolCall
@@ -184,7 +221,7 @@ pub struct OpenAi {
 impl fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAi")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &shown_url(&self.endpoint))
             .field("model", &self.cfg.model)
             .finish_non_exhaustive()
     }
@@ -196,7 +233,7 @@ impl OpenAi {
             .connect_timeout(cfg.connect_timeout)
             .build()
             .map_err(|e| OpenAiError::Client(describe(e)))?;
-        let endpoint = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+        let endpoint = endpoint(&cfg.base_url);
         Ok(OpenAi {
             http,
             endpoint,
@@ -268,15 +305,12 @@ impl OpenAi {
                 Ok(Ok(resp)) => {
                     let status = resp.status();
                     let retry_after = retry_after(&resp);
-                    let detail = if matches!(status.as_u16(), 401 | 403) {
-                        // Providers quote (parts of) the rejected key here.
-                        None
-                    } else {
-                        error_detail(resp, self.cfg.idle_timeout).await
-                    };
-                    let err = self.scrub_err(OpenAiError::Status {
+                    // Providers quote (parts of) the rejected key here: the
+                    // body goes to the log only, redacted, under a reference.
+                    let body = error_detail(resp, self.cfg.idle_timeout).await;
+                    let err = self.scrub_err(OpenAiError::StatusBody {
                         status: status.as_u16(),
-                        detail,
+                        body,
                     });
                     if !(status.as_u16() == 429 || status.is_server_error()) {
                         return Err(err);
@@ -429,7 +463,7 @@ impl Model for OpenAi {
 }
 
 /// Removes the key from messages that may quote something the server or a
-/// library said.
+/// library said, and turns the provider's own words into a reference.
 #[derive(Clone)]
 struct Redactor {
     key: Option<ApiKey>,
@@ -437,10 +471,7 @@ struct Redactor {
 
 impl Redactor {
     fn text(&self, text: String) -> String {
-        match &self.key {
-            Some(k) if !k.0.is_empty() && text.contains(&k.0) => text.replace(&k.0, "[redacted]"),
-            _ => text,
-        }
+        redact_secrets(&text, self.key.as_ref().map(ApiKey::expose))
     }
 
     fn error(&self, e: OpenAiError) -> OpenAiError {
@@ -449,16 +480,137 @@ impl Redactor {
             Client(m) => Client(self.text(m)),
             Connect(m) => Connect(self.text(m)),
             Send(m) => Send(self.text(m)),
-            Status { status, detail } => Status {
-                status,
-                detail: detail.map(|d| self.text(d)),
+            StatusBody { status, body } => {
+                let reference = self.log_provider_text(Some(status), body);
+                Status { status, reference }
+            }
+            ProviderBody(m) => Provider {
+                reference: self.log_provider_text(None, Some(m)),
             },
             Broken(m) => Broken(self.text(m)),
             Malformed(m) => Malformed(self.text(m)),
-            Provider(m) => Provider(self.text(m)),
             other => other,
         }
     }
+
+    /// Logs the provider's text, redacted, under a new reference id, and
+    /// returns the id: the user is shown the id, never the text.
+    fn log_provider_text(&self, status: Option<u16>, body: Option<String>) -> String {
+        let reference = reference_id();
+        let body = body.map(|b| self.text(b)).unwrap_or_default();
+        match status {
+            Some(status) => tracing::warn!(
+                reference = %reference,
+                status,
+                body = %body,
+                "the model provider answered with an error (its body, redacted)"
+            ),
+            None => tracing::warn!(
+                reference = %reference,
+                body = %body,
+                "the model provider reported an error mid-stream (its text, redacted)"
+            ),
+        }
+        reference
+    }
+}
+
+/// A short random id that ties what the user is shown to a log line.
+fn reference_id() -> String {
+    let hex = uuid::Uuid::new_v4().simple().to_string();
+    hex[..8].to_string()
+}
+
+/// The shortest piece of the key that is redacted wherever it appears.
+const KEY_PIECE_MIN: usize = 8;
+
+const REDACTED: &str = "[redacted]";
+
+/// `text` with every secret it may quote replaced by `[redacted]`:
+///
+/// - any piece of `key` of [`KEY_PIECE_MIN`] characters or more (providers
+///   quote a prefix or the last characters of a rejected key), or the whole
+///   key if it is shorter;
+/// - any `sk-…`-shaped token (`sk-` at a word start, then key characters);
+/// - the token after any `Bearer ` (case-insensitive).
+pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut masked = vec![false; chars.len()];
+    if let Some(key) = key.filter(|k| !k.is_empty()) {
+        let key: Vec<char> = key.chars().collect();
+        let min = KEY_PIECE_MIN.min(key.len());
+        for i in 0..chars.len() {
+            // The longest piece of the key that starts at `i`.
+            let longest = (0..key.len())
+                .map(|j| {
+                    chars[i..]
+                        .iter()
+                        .zip(&key[j..])
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            if longest >= min {
+                masked[i..i + longest].iter_mut().for_each(|m| *m = true);
+            }
+        }
+    }
+    let token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_');
+    let bearer_char = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
+    let lower: Vec<char> = chars.iter().map(|c| c.to_ascii_lowercase()).collect();
+    let starts = |i: usize, word: &str| {
+        word.chars()
+            .enumerate()
+            .all(|(k, w)| lower.get(i + k) == Some(&w))
+    };
+    for i in 0..chars.len() {
+        let word_start = i == 0 || !token_char(chars[i - 1]);
+        if word_start && starts(i, "sk-") {
+            let end = (i + 3..chars.len())
+                .find(|&k| !token_char(chars[k]))
+                .unwrap_or(chars.len());
+            if end > i + 3 {
+                masked[i..end].iter_mut().for_each(|m| *m = true);
+            }
+        }
+        if word_start && starts(i, "bearer ") {
+            let from = i + "bearer ".len();
+            let end = (from..chars.len())
+                .find(|&k| !bearer_char(chars[k]))
+                .unwrap_or(chars.len());
+            masked[from..end].iter_mut().for_each(|m| *m = true);
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_mask = false;
+    for (c, m) in chars.iter().zip(&masked) {
+        match (m, in_mask) {
+            (true, false) => out += REDACTED,
+            (false, _) => out.push(*c),
+            (true, true) => {}
+        }
+        in_mask = *m;
+    }
+    out
+}
+
+/// `…/chat/completions` under the base URL; a query (`?api-version=…`,
+/// `?api-key=…`) stays a query, after the path.
+fn endpoint(base_url: &str) -> String {
+    match reqwest::Url::parse(base_url.trim()) {
+        Ok(mut url) => {
+            let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+            url.set_path(&path);
+            url.to_string()
+        }
+        Err(_) => format!("{}/chat/completions", base_url.trim_end_matches('/')),
+    }
+}
+
+/// `url` as scheme, host(:port) and path: never `user:pass@` or a query.
+pub fn shown_url(url: &str) -> String {
+    crate::mcp::client::redact_url(url).unwrap_or_else(|| "<url>".into())
 }
 
 struct Responding {
@@ -851,7 +1003,7 @@ fn parse_event(data: &str) -> Result<Event, OpenAiError> {
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| err.to_string());
-        return Err(OpenAiError::Provider(bounded(&msg)));
+        return Err(OpenAiError::ProviderBody(bounded(&msg)));
     }
     serde_json::from_value(value)
         .map(Event::Chunk)
@@ -916,7 +1068,8 @@ fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
-/// The provider's `error.message`, if the body says one.
+/// The provider's `error.message`, if the body says one (else the body),
+/// bounded — for the log, after redaction, never for the user.
 async fn error_detail(resp: reqwest::Response, wait: Duration) -> Option<String> {
     let text = tokio::time::timeout(wait, resp.text()).await.ok()?.ok()?;
     let msg = serde_json::from_str::<Value>(&text)
@@ -1084,7 +1237,7 @@ mod tests {
     #[test]
     fn a_provider_error_mid_stream_is_not_a_chunk() {
         let err = parse_event("{\"error\":{\"message\":\"overloaded\"}}");
-        assert!(matches!(err, Err(OpenAiError::Provider(m)) if m == "overloaded"));
+        assert!(matches!(err, Err(OpenAiError::ProviderBody(m)) if m == "overloaded"));
         assert!(matches!(
             parse_event("{not json"),
             Err(OpenAiError::Malformed(_))
@@ -1138,6 +1291,91 @@ mod tests {
             let full = (i * 2u32.saturating_pow(attempt.min(16))).min(m);
             assert!(d >= full / 2 && d <= full, "attempt {attempt}: {d:?}");
         }
+    }
+
+    #[test]
+    fn every_piece_of_the_key_of_8_or_more_and_every_token_shape_is_redacted() {
+        let key = "sk-proj-ABCDEFGH12345678-tail";
+        let r = |t: &str| redact_secrets(t, Some(key));
+        // A prefix, a middle piece and a suffix of 8+ characters.
+        assert_eq!(
+            r("Invalid API key: sk-proj-ABC..."),
+            "Invalid API key: [redacted]..."
+        );
+        assert_eq!(
+            r("key ending EFGH1234 given"),
+            "key ending [redacted] given"
+        );
+        assert_eq!(r("(5678-tail)"), "([redacted])");
+        // Seven characters of the key are not a secret by themselves.
+        assert_eq!(r("ref ABCDEFG."), "ref ABCDEFG.");
+        // Token shapes, whatever the key.
+        assert_eq!(
+            redact_secrets("got sk-other_9f8e7d, task-force ok", None),
+            "got [redacted], task-force ok"
+        );
+        assert_eq!(
+            redact_secrets("Authorization: Bearer eyJ.abc-def/x= and more", None),
+            "Authorization: Bearer [redacted] and more"
+        );
+        assert_eq!(redact_secrets("bearer tok3n", None), "bearer [redacted]");
+        // A key shorter than 8 is redacted whole, not by pieces.
+        assert_eq!(
+            redact_secrets("k=abc12 abc1", Some("abc12")),
+            "k=[redacted] abc1"
+        );
+        assert_eq!(
+            redact_secrets("안녕 sk-x 하세요", None),
+            "안녕 [redacted] 하세요"
+        );
+    }
+
+    #[test]
+    fn a_provider_error_body_becomes_a_reference() {
+        let a = OpenAi::new(OpenAiConfig::new(
+            "https://u:pw@api.example.com/v1?api-key=q",
+            "m",
+            Some(ApiKey::new("sk-abcdefgh-12345678")),
+        ))
+        .expect("client builds");
+        let e = a.scrub_err(OpenAiError::StatusBody {
+            status: 400,
+            body: Some("Invalid API key: sk-abcdefgh...".into()),
+        });
+        let OpenAiError::Status { status, reference } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!((*status, reference.len()), (400, 8));
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("the model provider answered HTTP 400 (ref ")
+                && !shown.contains("Invalid")
+                && !shown.contains("abcdefgh"),
+            "{shown}"
+        );
+        let e = a.scrub_err(OpenAiError::ProviderBody("quota for sk-abcdefgh-1".into()));
+        assert!(matches!(&e, OpenAiError::Provider { .. }), "{e:?}");
+        assert!(!e.to_string().contains("sk-"), "{e}");
+        // Even unconverted, the raw variants never show the body.
+        let raw = OpenAiError::StatusBody {
+            status: 401,
+            body: Some("sk-abcdefgh".into()),
+        };
+        assert!(!raw.to_string().contains("sk-"));
+        // The query stays a query after the path.
+        assert_eq!(
+            a.endpoint,
+            "https://u:pw@api.example.com/v1/chat/completions?api-key=q"
+        );
+        // The endpoint is shown without credentials or query.
+        let debug = format!("{a:?} {:?}", a.config());
+        assert!(
+            debug.contains("https://api.example.com/v1/chat/completions")
+                && debug.contains("base_url: \"https://api.example.com/v1\"")
+                && !debug.contains("pw")
+                && !debug.contains("api-key"),
+            "{debug}"
+        );
     }
 
     #[test]

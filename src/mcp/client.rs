@@ -149,6 +149,73 @@ impl ServerSpec {
     }
 }
 
+impl Transport {
+    /// How the transport may be printed or logged: an HTTP URL as
+    /// `scheme://host[:port]/path` ([`redact_url`]), a stdio server as its
+    /// program and the number of its arguments — never the arguments, which
+    /// may carry a token.
+    pub fn shown(&self) -> String {
+        match self {
+            Transport::Http { url } => redact_url(url).unwrap_or_else(|| "<url>".into()),
+            Transport::Stdio { command, args } => shown_command(command, args.len()),
+        }
+    }
+}
+
+/// `stdio: PROGRAM` and how many arguments it takes, not what they are.
+pub fn shown_command(command: &str, args: usize) -> String {
+    match args {
+        0 => format!("stdio: {command}"),
+        1 => format!("stdio: {command} (1 argument, not shown)"),
+        n => format!("stdio: {command} ({n} arguments, not shown)"),
+    }
+}
+
+/// `scheme://host[:port]/path` of `url`: no userinfo, query or fragment,
+/// which may carry credentials or tokens. `None` when it does not parse (or
+/// has no host): print nothing of it then.
+pub fn redact_url(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url.trim()).ok()?;
+    let host = parsed.host_str()?;
+    let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
+    Some(format!(
+        "{}://{host}{port}{}",
+        parsed.scheme(),
+        parsed.path()
+    ))
+}
+
+/// Every `http://` or `https://` URL in `text` (an error message of the
+/// HTTP client, which quotes the URL it sent, query included), redacted
+/// with [`redact_url`]; one that does not parse becomes `<url>`.
+pub fn scrub_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let next = ["http://", "https://"]
+            .iter()
+            .filter_map(|scheme| lower.find(scheme))
+            .min();
+        let Some(start) = next else {
+            out += rest;
+            return out;
+        };
+        out += &rest[..start];
+        let tail = &rest[start..];
+        let end = tail
+            .find(|c: char| {
+                c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ',')
+            })
+            .unwrap_or(tail.len());
+        match redact_url(&tail[..end]) {
+            Some(shown) => out += &shown,
+            None => out += "<url>",
+        }
+        rest = &tail[end..];
+    }
+}
+
 /// Knobs for [`ToolClient::connect_with`] and [`ToolClient::start`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientOptions {
@@ -1061,6 +1128,25 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transports_are_shown_without_tokens_or_args() {
+        let http = ServerSpec::http("s", "https://u:pw@Tools.Example.com:8443/mcp?token=t#f");
+        assert_eq!(http.transport.shown(), "https://tools.example.com:8443/mcp");
+        let stdio = ServerSpec::stdio("f", "npx", ["-y", "srv", "--api-key=k"]);
+        assert_eq!(
+            stdio.transport.shown(),
+            "stdio: npx (3 arguments, not shown)"
+        );
+        assert_eq!(
+            ServerSpec::http("s", "not a url").transport.shown(),
+            "<url>"
+        );
+        assert_eq!(
+            scrub_urls("error sending request for url (HTTP://h/mcp?token=t): refused"),
+            "error sending request for url (http://h/mcp): refused"
+        );
+    }
 
     #[test]
     fn tool_client_is_send_sync() {

@@ -148,7 +148,11 @@ pub(crate) fn validate(spec: &ServerSpec) -> Result<(), McpError> {
     };
     match &spec.transport {
         Transport::Http { url } if !(url.starts_with("http://") || url.starts_with("https://")) => {
-            Err(invalid(format!("not an http(s) URL: {url}")))
+            // Never the URL as written: it may carry a token.
+            Err(invalid(format!(
+                "not an http(s) URL: {}",
+                spec.transport.shown()
+            )))
         }
         Transport::Stdio { command, .. } if command.trim().is_empty() => {
             Err(invalid("empty command".to_string()))
@@ -506,7 +510,8 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         }
         source = cause.source();
     }
-    out
+    // The HTTP client quotes the URL it sent, query (a token) included.
+    super::client::scrub_urls(&out)
 }
 
 /// A stdio server's stderr is its log; keep it out of our stdout/stderr and

@@ -25,7 +25,8 @@ use std::sync::Arc;
 use crate::fsm::{BindingNames, Machine, RestoreError, Snapshot, Table, Violation};
 
 pub use registry::{
-    binding_for, check_source as registry_check_source, LoadError, TableSet, BUILTIN,
+    binding_for, check_dir, check_source as registry_check_source, read_table_file, LoadError,
+    TableSet, BUILTIN,
 };
 
 /// A closed set of names bound to a table's states, events or effects.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::fsm::{self, BindingNames, Findings, Table};
+use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
     connection::Connection, frame::Frame, harness::Harness, narration::Narration,
@@ -67,6 +67,12 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path}: not UTF-8 at byte {offset}")]
+    NotUtf8 { path: String, offset: usize },
+    #[error("{path}: not a regular file")]
+    NotAFile { path: String },
+    #[error("table directory {path}: {cause}")]
+    NoDir { path: String, cause: std::io::Error },
     #[error("table \"{0}\" does not match its binding")]
     Binding(String),
     #[error("{file}: no protocol named \"{name}\" exists in this build; known: {known}")]
@@ -77,15 +83,35 @@ pub enum LoadError {
     },
 }
 
-/// Validates one file's text, using the binding named by its file stem (or,
-/// failing that, by the `name` it declares).
+/// Validates one file's text. Its name and its table's `name` must agree
+/// (`frame.ron` declares `name: "frame"`), and it is checked against the
+/// binding of the protocol its file names; a file named after no protocol
+/// (`x.ron`) is checked against the binding of the name it declares.
 pub fn check_source(src: &str, file: &str) -> Result<Table, Findings> {
-    let stem = Path::new(file)
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("");
-    let binding = binding_for(stem).or_else(|| declared_name(src).and_then(|n| binding_for(&n)));
-    fsm::load(src, file, binding)
+    let stem = file_stem(file);
+    let (protocol, binding) = match binding_for(stem) {
+        Some(b) => (Some(stem.to_string()), Some(b)),
+        None => match declared_name(src) {
+            Some(n) => (Some(n.clone()), binding_for(&n)),
+            None => (None, None),
+        },
+    };
+    fsm::load_with(
+        src,
+        file,
+        Expect {
+            name: (!stem.is_empty()).then_some(stem),
+            binding,
+            protocol: protocol.as_deref(),
+        },
+    )
+}
+
+/// The part of a file name or URL that names its table: `dir/frame.ron` →
+/// `frame`.
+fn file_stem(file: &str) -> &str {
+    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    base.strip_suffix(".ron").unwrap_or(base)
 }
 
 fn declared_name(src: &str) -> Option<String> {
@@ -94,6 +120,25 @@ fn declared_name(src: &str) -> Option<String> {
     let a = rest.find('"')?;
     let b = rest[a + 1..].find('"')?;
     Some(rest[a + 1..a + 1 + b].to_string())
+}
+
+/// Reads a table file: a regular file (a named pipe or a device would block
+/// or never end), in UTF-8 (an error names the first bad byte's offset).
+pub fn read_table_file(path: &Path) -> Result<String, LoadError> {
+    let shown = path.display().to_string();
+    let io = |source| LoadError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(LoadError::NotAFile { path: shown });
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
+        path: shown,
+        offset: e.utf8_error().valid_up_to(),
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -109,19 +154,20 @@ impl TableSet {
     }
 
     /// Compiled-in tables, each replaced by `DIR/<name>.ron` where it exists.
-    /// Every finding of every file is reported together.
+    /// Every finding of every file is reported together. A `DIR` that is not
+    /// a directory is an error, never a silent fall-back to the compiled-in
+    /// tables.
     pub fn load(dir: Option<&Path>) -> Result<TableSet, LoadError> {
+        if let Some(d) = dir {
+            check_dir(d)?;
+        }
         let mut tables = BTreeMap::new();
         let mut findings = Vec::new();
         for (name, file, src) in BUILTIN {
             let (text, origin) = match dir.map(|d| d.join(file)) {
-                Some(p) if p.exists() => (
-                    std::fs::read_to_string(&p).map_err(|source| LoadError::Io {
-                        path: p.display().to_string(),
-                        source,
-                    })?,
-                    p.display().to_string(),
-                ),
+                Some(p) if std::fs::symlink_metadata(&p).is_ok() => {
+                    (read_table_file(&p)?, p.display().to_string())
+                }
                 _ => (src.to_string(), format!("tables/{file}")),
             };
             match check_source(&text, &origin) {
@@ -150,5 +196,21 @@ impl TableSet {
             .get(P::NAME)
             .ok_or_else(|| LoadError::Binding(P::NAME.to_string()))?;
         super::Bound::new(t)
+    }
+}
+
+/// An override directory must exist and be a directory.
+pub fn check_dir(dir: &Path) -> Result<(), LoadError> {
+    let no_dir = |cause| LoadError::NoDir {
+        path: dir.display().to_string(),
+        cause,
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(no_dir(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory",
+        ))),
+        Err(e) => Err(no_dir(e)),
     }
 }

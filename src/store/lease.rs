@@ -58,7 +58,7 @@ impl Store {
     /// live, and with [`StoreError::UnknownThread`] for a thread that does
     /// not exist. Claiming again with the holder's own `turn_id` while the
     /// lease is live also fails: a turn claims once, then renews.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn claim_turn_lease(
         &self,
         thread_id: &str,
@@ -103,7 +103,7 @@ impl Store {
     /// [`StoreError::LeaseLost`] if `turn_id` does not hold it (it was
     /// released, or it expired and another turn claimed it). An expired
     /// lease that nobody took over is still the holder's, and is renewed.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn renew_turn_lease(
         &self,
         thread_id: &str,
@@ -137,7 +137,7 @@ impl Store {
     /// Ends `turn_id`'s lease on the thread, so the next claim succeeds at
     /// once. Fails with [`StoreError::LeaseLost`], changing nothing, if
     /// `turn_id` does not hold it: another turn's lease is never removed.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn release_turn_lease(
         &self,
         thread_id: &str,
@@ -158,7 +158,7 @@ impl Store {
     }
 
     /// The thread's lease row, live or expired, or `None`.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn turn_lease(&self, thread_id: &str) -> Result<Option<Lease>, StoreError> {
         let row = sqlx::query(
             "SELECT turn_id, claimed_at, expires_at FROM turn_leases WHERE thread_id = $1",

@@ -43,6 +43,7 @@
 mod error;
 mod lease;
 mod model;
+mod recovery;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -57,6 +58,7 @@ use tracing::Instrument;
 pub use error::StoreError;
 pub use lease::Lease;
 pub use model::{Backend, Message, NewMessage, Role, Thread, UnknownRole};
+pub use recovery::TurnMachines;
 
 /// The migrations under `migrations/`, embedded at compile time:
 /// `(version, description, sql)`. A new file there must be added here too
@@ -166,6 +168,11 @@ fn migrator() -> Migrator {
     )
 }
 
+/// Now, in unix milliseconds, as the store writes it (lease expiries).
+pub fn now_unix_ms() -> i64 {
+    now_ms()
+}
+
 /// Now, in unix milliseconds.
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -236,25 +243,25 @@ impl Store {
     }
 
     /// Creates a thread with a fresh UUID v4 id.
-    #[tracing::instrument(level = "debug", skip_all, fields(thread_id))]
+    #[tracing::instrument(name = "store.create_thread", level = "debug", skip_all)]
     pub async fn create_thread(&self, owner: Option<&str>) -> Result<Thread, StoreError> {
         let thread = Thread {
             id: uuid::Uuid::new_v4().to_string(),
             owner: owner.map(str::to_owned),
             created_at: now_ms(),
         };
-        tracing::Span::current().record("thread_id", thread.id.as_str());
         sqlx::query("INSERT INTO threads (id, owner, created_at, last_seq) VALUES ($1, $2, $3, 0)")
             .bind(thread.id.as_str())
             .bind(thread.owner.as_deref())
             .bind(thread.created_at)
             .execute(&self.pool)
             .await?;
+        tracing::debug!(thread_id = %thread.id, "thread created");
         Ok(thread)
     }
 
     /// The thread with this id, or `None`.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
         let row = sqlx::query("SELECT id, owner, created_at FROM threads WHERE id = $1")
             .bind(id)
@@ -279,10 +286,14 @@ impl Store {
     /// Fails with [`StoreError::UnknownThread`] if the thread does not exist,
     /// and with [`StoreError::Database`] if a row violates a constraint
     /// (e.g. an empty machine name); nothing is written in either case.
+    ///
+    /// Its span carries counts only: the thread and turn ids come from the
+    /// caller's span (the turn's), so a log line names each field once.
     #[tracing::instrument(
+        name = "store.step",
         level = "debug",
         skip_all,
-        fields(thread_id, turn_id, messages = messages.len(), machines = machines.len())
+        fields(messages = messages.len(), machines = machines.len())
     )]
     pub async fn step(
         &self,
@@ -291,10 +302,6 @@ impl Store {
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
     ) -> Result<Vec<i64>, StoreError> {
-        let span = tracing::Span::current();
-        span.record("thread_id", thread_id);
-        span.record("turn_id", turn_id);
-
         // Encode before taking the write lock.
         let bodies = messages
             .iter()
@@ -365,7 +372,7 @@ impl Store {
     }
 
     /// The thread's messages in seq order (empty for an unknown thread).
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn messages(&self, thread_id: &str) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query(
             "SELECT seq, turn_id, role, body, created_at FROM messages \
@@ -378,7 +385,7 @@ impl Store {
     }
 
     /// The snapshot of machine `name` in this thread's turn, or `None`.
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn machine(
         &self,
         thread_id: &str,
@@ -402,7 +409,7 @@ impl Store {
 
     /// All machine snapshots of the thread as `(turn, name, snapshot)`,
     /// sorted by turn id then name (bytewise, the same on every backend).
-    #[tracing::instrument(level = "debug", skip(self))]
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn machines(
         &self,
         thread_id: &str,

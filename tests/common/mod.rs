@@ -12,6 +12,7 @@ pub fn snapshot_settings() -> insta::Settings {
 pub mod custom;
 pub mod fake_openai;
 pub mod frames;
+pub mod pg;
 pub mod server;
 
 /// Test logs to the test writer, filtered by RUST_LOG (default warn).

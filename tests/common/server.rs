@@ -38,16 +38,52 @@ pub struct TestServer {
 }
 
 /// The databases to run against: SQLite always, PostgreSQL when configured.
-pub fn databases(tmp: &tempfile::TempDir) -> Vec<String> {
-    let mut out = vec![format!(
-        "sqlite://{}?mode=rwc",
-        tmp.path().join("t.db").display()
-    )];
-    match std::env::var("TURNSTILE_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => out.push(url),
-        _ => eprintln!("skipping PostgreSQL: TURNSTILE_TEST_DATABASE_URL is not set"),
+/// `databases(&tmp)[0]` is SQLite; a test that loops over all of them and
+/// has no PostgreSQL reports that half as skipped ([`super::pg::skip`]).
+pub fn databases(tmp: &tempfile::TempDir) -> Databases {
+    Databases {
+        sqlite: format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display()),
+        postgres: super::pg::url(),
     }
-    out
+}
+
+/// SQLite, and PostgreSQL when configured.
+pub struct Databases {
+    sqlite: String,
+    postgres: Option<String>,
+}
+
+impl Databases {
+    /// The `i`-th URL (0: SQLite, 1: PostgreSQL), taken out.
+    pub fn remove(&mut self, i: usize) -> String {
+        match i {
+            0 => std::mem::take(&mut self.sqlite),
+            _ => self.postgres.take().expect("no PostgreSQL database"),
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Databases {
+    type Output = String;
+    fn index(&self, i: usize) -> &String {
+        match i {
+            0 => &self.sqlite,
+            _ => self.postgres.as_ref().expect("no PostgreSQL database"),
+        }
+    }
+}
+
+impl IntoIterator for Databases {
+    type Item = String;
+    type IntoIter = std::vec::IntoIter<String>;
+    fn into_iter(self) -> Self::IntoIter {
+        if self.postgres.is_none() {
+            super::pg::skip("its PostgreSQL half");
+        }
+        let mut all = vec![self.sqlite];
+        all.extend(self.postgres);
+        all.into_iter()
+    }
 }
 
 impl TestServer {

@@ -1,0 +1,202 @@
+//! Request limits applied before any handler: the size of the head, the
+//! time and size of the body, the nesting depth of JSON; and the net that
+//! gives every error response the JSON shape of [`ApiError`].
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+use super::{MAX_BODY, MAX_JSON_DEPTH};
+
+#[derive(Clone, Copy)]
+pub struct Limits {
+    pub max_header_bytes: usize,
+    pub body_read_timeout: Duration,
+}
+
+/// The size of a request head as sent: request line and header lines.
+fn head_size(req: &Request) -> usize {
+    let line =
+        req.method().as_str().len() + req.uri().to_string().len() + " HTTP/1.1\r\n".len() + 1;
+    line + req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum::<usize>()
+}
+
+/// Refuses a head over the limit with 431 and closes the connection.
+pub async fn head_limit(State(l): State<Limits>, req: Request, next: Next) -> Response {
+    let size = head_size(&req);
+    if size > l.max_header_bytes {
+        let mut r = ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            format!(
+                "the request head is {size} bytes; at most {} are accepted",
+                l.max_header_bytes
+            ),
+        )
+        .into_response();
+        close(&mut r);
+        return r;
+    }
+    next.run(req).await
+}
+
+fn close(r: &mut Response) {
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+}
+
+/// Reads the whole body within `body_read_timeout` (408 when it does not
+/// arrive in time), refuses one over [`MAX_BODY`] (413) and JSON nested
+/// deeper than [`MAX_JSON_DEPTH`] (400), all before any handler parses it.
+pub async fn read_body(State(l): State<Limits>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let read = axum::body::to_bytes(body, MAX_BODY);
+    let bytes: Bytes = match tokio::time::timeout(l.body_read_timeout, read).await {
+        Err(_) => {
+            let mut r = ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} ms",
+                    l.body_read_timeout.as_millis()
+                ),
+            )
+            .into_response();
+            close(&mut r);
+            return r;
+        }
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            let mut r = if too_large {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is larger than {MAX_BODY} bytes"),
+                )
+            } else {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                )
+            }
+            .into_response();
+            close(&mut r);
+            return r;
+        }
+        Ok(Ok(b)) => b,
+    };
+    if let Some(depth) = too_deep(&bytes, MAX_JSON_DEPTH) {
+        return ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the JSON body is nested deeper than {MAX_JSON_DEPTH} levels (at byte {depth})"
+            ),
+        )
+        .into_response();
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// The byte offset where `body`, read as JSON, first opens more than `max`
+/// nested arrays or objects; `None` if it never does. Brackets inside
+/// strings do not count. Runs over raw bytes, before any parsing, so the
+/// bound holds for every key, known or not.
+pub fn too_deep(body: &[u8], max: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in body.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(i);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every 4xx and 5xx leaves as `{"error": "…"}`: responses made by axum
+/// itself (405, a path that does not decode, …) get their text, or the
+/// status's reason, as the `error`.
+pub async fn json_errors(req: Request, next: Next) -> Response {
+    let res = next.run(req).await;
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let text = axum::body::to_bytes(body, 4096)
+        .await
+        .ok()
+        .and_then(|b| String::from_utf8(b.to_vec()).ok())
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default();
+    let reason = if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allowed = parts
+            .headers
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        format!("method not allowed; this route accepts {allowed}")
+    } else if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("request refused")
+            .to_lowercase()
+    } else {
+        text
+    };
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let fresh = ApiError::new(status, reason).into_response();
+    let (fresh_parts, body) = fresh.into_parts();
+    for (k, v) in fresh_parts.headers.iter() {
+        parts.headers.insert(k.clone(), v.clone());
+    }
+    Response::from_parts(parts, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::too_deep;
+
+    #[test]
+    fn depth_counts_brackets_outside_strings_only() {
+        assert_eq!(too_deep(br#"{"a":[1,{"b":2}]}"#, 3), None);
+        assert_eq!(too_deep(br#"{"a":[1,{"b":2}]}"#, 2), Some(8));
+        assert_eq!(too_deep(br#"{"a":"[[[[[[[[\"[[[["}"#, 1), None);
+        assert_eq!(too_deep(b"[[[[", 3), Some(3));
+    }
+}

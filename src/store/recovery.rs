@@ -1,0 +1,94 @@
+//! What start-up recovery reads: the stored `turn` and `frame` machines of
+//! each turn, and whether a turn was already marked `cut`
+//! (`docs/adr/0014-start-up-recovery.md`). Deciding what is unfinished is
+//! the tables' job (`agent::recovery`); the store only reads rows.
+
+use sqlx::Row;
+
+use super::{json_column, Store, StoreError};
+
+/// One turn's stored `turn` and `frame` machine snapshots (JSON).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnMachines {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub turn: serde_json::Value,
+    pub frame: Option<serde_json::Value>,
+}
+
+impl Store {
+    /// The threads that have a turn lease row, live or expired. A turn
+    /// claims its thread before its first step and deletes the row only
+    /// after its terminal step, so every turn a dead process left
+    /// unfinished is on one of these threads (until a later turn on the
+    /// thread takes the row over, and closes it then).
+    #[tracing::instrument(name = "store.leased_threads", level = "debug", skip_all)]
+    pub async fn leased_threads(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query("SELECT thread_id FROM turn_leases ORDER BY thread_id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get("thread_id")?)).collect()
+    }
+
+    /// The `turn` and `frame` machines of every turn of the thread that has
+    /// a `turn` machine, sorted by turn id.
+    #[tracing::instrument(name = "store.turn_machines", level = "debug", skip_all)]
+    pub async fn turn_machines(&self, thread_id: &str) -> Result<Vec<TurnMachines>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT thread_id, turn_id, name, snapshot FROM machines \
+             WHERE thread_id = $1 AND name IN ('turn', 'frame')",
+        )
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut turns =
+            std::collections::BTreeMap::<(String, String), (Option<_>, Option<_>)>::new();
+        for row in &rows {
+            let thread: String = row.try_get("thread_id")?;
+            let turn: String = row.try_get("turn_id")?;
+            let name: String = row.try_get("name")?;
+            let text: String = row.try_get("snapshot")?;
+            let snap = json_column("machines", &text)?;
+            let entry = turns.entry((thread, turn)).or_default();
+            match name.as_str() {
+                "turn" => entry.0 = Some(snap),
+                _ => entry.1 = Some(snap),
+            }
+        }
+        Ok(turns
+            .into_iter()
+            .filter_map(|((thread_id, turn_id), (turn, frame))| {
+                Some(TurnMachines {
+                    thread_id,
+                    turn_id,
+                    turn: turn?,
+                    frame,
+                })
+            })
+            .collect())
+    }
+
+    /// Whether the turn has a record of `kind` (a message body whose `kind`
+    /// field is it).
+    #[tracing::instrument(name = "store.turn_has_record", level = "debug", skip_all)]
+    pub async fn turn_has_record(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        kind: &str,
+    ) -> Result<bool, StoreError> {
+        let rows = sqlx::query("SELECT body FROM messages WHERE thread_id = $1 AND turn_id = $2")
+            .bind(thread_id)
+            .bind(turn_id)
+            .fetch_all(&self.pool)
+            .await?;
+        for row in &rows {
+            let text: String = row.try_get("body")?;
+            let body = json_column("messages", &text)?;
+            if body.get("kind").and_then(serde_json::Value::as_str) == Some(kind) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}

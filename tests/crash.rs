@@ -1,0 +1,518 @@
+//! Issue 11, finding 8: crash leftovers. The real `turnstile demo` binary is
+//! killed with SIGKILL at each step of a turn, as the client reads it (after
+//! `start`, the plan, a tool result, a citation, mid-answer), and restarted
+//! on the same SQLite file. Each time, the interrupted turn is closed as cut
+//! through its tables before anything is served, its stored records hold
+//! everything the client had read, and the next turn on the thread works. A
+//! last restart changes nothing (idempotent).
+//!
+//! A second test drives the recovery in process against a turn whose lease
+//! is still held (as by another live process): it is left alone until the
+//! lease is gone. It runs on SQLite and, when configured, PostgreSQL.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::frames::FrameReader;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use turnstile::agent::recovery;
+use turnstile::agent::TurnTables;
+use turnstile::protocols::frame::FrameEvent;
+use turnstile::protocols::turn::TurnEvent;
+use turnstile::protocols::TableSet;
+use turnstile::store::{NewMessage, Role, Store};
+use turnstile::wire::{Citation, Frame};
+
+/// The lease TTL the servers run with: a killed turn's thread is free again
+/// after it.
+const LEASE_SECS: u64 = 1;
+
+/// A `turnstile demo` process; killed (SIGKILL) when dropped.
+struct Proc {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Proc {
+    /// Starts the demo on `db` and waits until it serves; on a port taken
+    /// between choosing and binding it, tries another.
+    async fn start(db: &Path, log: &Path, http: &reqwest::Client) -> Proc {
+        for _ in 0..3 {
+            if let Some(p) = Proc::try_start(db, log, http).await {
+                return p;
+            }
+        }
+        panic!("turnstile did not start; see {}", log.display());
+    }
+
+    async fn try_start(db: &Path, log: &Path, http: &reqwest::Client) -> Option<Proc> {
+        let port = free_port();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_turnstile"))
+            .args(["demo", "--addr"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--db")
+            .arg(db)
+            .args(["--mcp-addr", "127.0.0.1:0"])
+            .args(["--turn-lease-secs", &LEASE_SECS.to_string()])
+            // Slow enough that a kill lands mid-answer; fast enough that a
+            // whole turn takes about a second.
+            .args(["--model-delay-ms", "40"])
+            .env("RUST_LOG", "warn,turnstile=info")
+            .env_remove("TURNSTILE_TABLES")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("turnstile runs");
+        let mut proc = Proc {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ok = http
+                .get(format!("{}/healthz", proc.base))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                return Some(proc);
+            }
+            if proc.child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILL, and reaped.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    async fn thread(&self, http: &reqwest::Client, id: &str) -> Value {
+        let r = http
+            .get(format!("{}/v1/threads/{id}", self.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        r.json().await.unwrap()
+    }
+
+    async fn new_thread(&self, http: &reqwest::Client) -> String {
+        let r = http
+            .post(format!("{}/v1/threads", self.base))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        let v: Value = r.json().await.unwrap();
+        v["thread_id"].as_str().unwrap().to_string()
+    }
+
+    /// Posts a message; retried while the thread is still leased (409).
+    async fn post(&self, http: &reqwest::Client, thread: &str, text: &str) -> reqwest::Response {
+        let deadline = Instant::now() + Duration::from_secs(LEASE_SECS * 5 + 5);
+        loop {
+            let r = http
+                .post(format!("{}/v1/threads/{thread}/messages", self.base))
+                .json(&json!({ "text": text }))
+                .send()
+                .await
+                .unwrap();
+            if r.status().as_u16() != 409 || Instant::now() > deadline {
+                assert_eq!(r.status().as_u16(), 200, "turn refused");
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+const ASK: &str = "show safety issues on floor 3";
+
+/// The records of one turn, by kind.
+fn records<'a>(thread: &'a Value, turn: &str) -> Vec<&'a Value> {
+    thread["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["turn_id"] == turn)
+        .map(|m| &m["body"])
+        .collect()
+}
+
+fn count(records: &[&Value], kind: &str) -> usize {
+    records.iter().filter(|b| b["kind"] == kind).count()
+}
+
+fn machines<'a>(thread: &'a Value, turn: &str) -> &'a Value {
+    &thread["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["turn_id"] == turn)
+        .expect("the turn's machines")["machines"]
+}
+
+/// The interrupted turn is closed as cut, and holds what the client read.
+fn check_cut(thread: &Value, turn: &str, seen: &[Frame], step: &str) {
+    let recs = records(thread, turn);
+    let m = machines(thread, turn);
+    assert_eq!(
+        m["turn"]["state"], "Cancelled",
+        "[{step}] the turn is closed through its table: {m}"
+    );
+    let gone = m["turn"]["trace"].as_array().unwrap().last().unwrap();
+    assert!(
+        gone.as_str().unwrap().starts_with("gone-"),
+        "[{step}] by a client_gone row: {gone}"
+    );
+    assert_eq!(count(&recs, "cut"), 1, "[{step}] one cut record");
+    assert_eq!(count(&recs, "answer"), 0, "[{step}] no answer");
+    assert!(
+        recs.last().unwrap()["kind"] == "cut",
+        "[{step}] the cut is the turn's last record"
+    );
+    let cut = recs.iter().find(|b| b["kind"] == "cut").unwrap();
+    assert_eq!(cut["cause"], "restart");
+    // The frame table forbids closing a stream without a terminal frame:
+    // the row is named, and the frame machine keeps what the client saw.
+    let frame_state = m["frame"]["state"].as_str().unwrap();
+    assert!(
+        ["Open", "Working", "Narrating"].contains(&frame_state),
+        "[{step}] {frame_state}"
+    );
+    assert!(
+        cut["frame"]["forbidden"]
+            .as_str()
+            .unwrap()
+            .starts_with("unterminated"),
+        "[{step}] {cut}"
+    );
+    // Everything the client read is stored.
+    for (frame_kind, record_kind) in [
+        ("start", "user"),
+        ("plan", "plan"),
+        ("tool_call", "call"),
+        ("tool_result", "result"),
+        ("citation", "card"),
+        ("delta", "text"),
+    ] {
+        let shown = seen.iter().filter(|f| f.kind() == frame_kind).count();
+        assert!(
+            count(&recs, record_kind) >= shown,
+            "[{step}] {shown} {frame_kind} frames read, {} {record_kind} records stored",
+            count(&recs, record_kind)
+        );
+    }
+    let cards: Vec<Citation> = recs
+        .iter()
+        .filter(|b| b["kind"] == "card")
+        .map(|b| serde_json::from_value(b["citation"].clone()).unwrap())
+        .collect();
+    let shown: Vec<&Citation> = seen
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Citation(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    for (i, c) in shown.iter().enumerate() {
+        assert_eq!(&cards[i], *c, "[{step}] card {i} as shown");
+    }
+    let text: String = recs
+        .iter()
+        .filter(|b| b["kind"] == "text")
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    let seen_text = common::frames::answer(seen);
+    assert!(
+        text.starts_with(&seen_text),
+        "[{step}] stored {text:?} holds what was read {seen_text:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
+    let started = Instant::now();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("crash.db");
+    let log = tmp.path().join("turnstile.log");
+    let http = reqwest::Client::new();
+    let mut proc = Proc::start(&db, &log, &http).await;
+    let mut threads = Vec::new();
+    for step in ["start", "plan", "tool_result", "citation", "delta"] {
+        let thread = proc.new_thread(&http).await;
+        let r = proc.post(&http, &thread, ASK).await;
+        let mut body = r.bytes_stream();
+        let mut reader = FrameReader::new();
+        while !reader.frames().iter().any(|f| f.kind() == step) {
+            let chunk = body.next().await.expect("stream open").unwrap();
+            reader.push(&chunk);
+        }
+        let seen = reader.frames().to_vec();
+        assert!(
+            !seen.iter().any(|f| matches!(f.kind(), "done" | "error")),
+            "[{step}] killed before the turn ended: {:?}",
+            seen.iter().map(Frame::kind).collect::<Vec<_>>()
+        );
+        let turn = match &seen[0] {
+            Frame::Start(s) => s.turn_id.clone(),
+            f => panic!("first frame {f:?}"),
+        };
+        proc.kill();
+        drop(body);
+        // The killed turn's lease has expired by the time the new process
+        // starts: recovery closes the turn before anything is served.
+        tokio::time::sleep(Duration::from_millis(LEASE_SECS * 1000 + 100)).await;
+        proc = Proc::start(&db, &log, &http).await;
+        let v = proc.thread(&http, &thread).await;
+        check_cut(&v, &turn, &seen, step);
+        // The next turn on the thread works, and reads the cut one as
+        // history.
+        let r = proc.post(&http, &thread, ASK).await;
+        let mut reader = FrameReader::new();
+        let mut body = r.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            reader.push(&chunk.unwrap());
+        }
+        let frames = reader.finish();
+        assert_eq!(frames.last().map(Frame::kind), Some("done"), "[{step}]");
+        let v = proc.thread(&http, &thread).await;
+        let states: Vec<&str> = v["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["machines"]["turn"]["state"].as_str().unwrap())
+            .collect();
+        assert_eq!(states, ["Cancelled", "Done"], "[{step}]");
+        threads.push((thread, v));
+    }
+    // Idempotent: another kill and restart, with nothing unfinished,
+    // changes nothing.
+    proc.kill();
+    let proc = Proc::start(&db, &log, &http).await;
+    for (thread, before) in &threads {
+        let after = proc.thread(&http, thread).await;
+        assert_eq!(&after, before, "a second start changed the thread");
+    }
+    drop(proc);
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// The builtin tables as a turn runs them.
+fn tables() -> TurnTables {
+    let t = TableSet::builtin().unwrap();
+    TurnTables {
+        frame: t.bound().unwrap(),
+        narrowing: t.bound().unwrap(),
+        paging: t.bound().unwrap(),
+        turn: t.bound().unwrap(),
+        narration: t.bound().unwrap(),
+    }
+}
+
+/// A turn as a process leaves it when it dies after its plan: the user's
+/// message and the plan stored, `turn` in Calling and `frame` in Working.
+async fn dead_turn(store: &Store, tables: &TurnTables, thread: &str, turn: &str) {
+    let mut t = tables.turn.machine();
+    t.fire(TurnEvent::Planned).unwrap();
+    let mut f = tables.frame.machine();
+    f.fire(FrameEvent::Start).unwrap();
+    f.fire(FrameEvent::Plan).unwrap();
+    let machines = [
+        ("turn", serde_json::to_value(t.snapshot()).unwrap()),
+        ("frame", serde_json::to_value(f.snapshot()).unwrap()),
+    ];
+    let msgs = [
+        NewMessage::new(Role::User, json!({"kind": "user", "text": "hi"})),
+        NewMessage::new(Role::Assistant, json!({"kind": "plan", "step": 1})),
+    ];
+    store.step(thread, turn, &msgs, &machines).await.unwrap();
+}
+
+async fn leased_turn_is_left_alone(url: &str) {
+    let store = Store::connect(url).await.unwrap();
+    let tables = tables();
+    let thread = store.create_thread(None).await.unwrap().id;
+    let turn = uuid::Uuid::new_v4().to_string();
+    // Another live process holds the thread for this turn.
+    store
+        .claim_turn_lease(&thread, &turn, Duration::from_secs(60))
+        .await
+        .unwrap();
+    dead_turn(&store, &tables, &thread, &turn).await;
+    let before = store.messages(&thread).await.unwrap();
+
+    let r = recovery::recover(&store, &tables, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!r.closed.contains(&(thread.clone(), turn.clone())));
+    assert!(r.deferred.iter().any(|d| d.0 == thread && d.1 == turn));
+    assert_eq!(store.messages(&thread).await.unwrap(), before);
+    assert_eq!(
+        store.turn_lease(&thread).await.unwrap().unwrap().turn_id,
+        turn,
+        "the live lease is untouched"
+    );
+
+    // The holder is gone (its lease released or expired): closed as cut.
+    store.release_turn_lease(&thread, &turn).await.unwrap();
+    // Re-create the row as an expired one, as a dead process leaves it.
+    store
+        .claim_turn_lease(&thread, &turn, Duration::ZERO)
+        .await
+        .unwrap();
+    let r = recovery::recover(&store, &tables, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(r.closed.contains(&(thread.clone(), turn.clone())));
+    let after = store.messages(&thread).await.unwrap();
+    assert_eq!(after.len(), before.len() + 1);
+    let cut = &after.last().unwrap().body;
+    assert_eq!(cut["kind"], "cut");
+    assert_eq!(cut["turn"]["row_id"], "gone-while-calling");
+    assert_eq!(cut["turn"]["to"], "Cancelled");
+    assert_eq!(cut["frame"]["from"], "Working");
+    assert_eq!(cut["frame"]["forbidden"], "unterminated-working");
+    let t = store
+        .machine(&thread, &turn, "turn")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t["state"], "Cancelled");
+    let f = store
+        .machine(&thread, &turn, "frame")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        f["state"], "Working",
+        "no state is written past a forbidden row"
+    );
+    assert!(
+        store.turn_lease(&thread).await.unwrap().is_none(),
+        "recovery's own lease is released"
+    );
+
+    // Idempotent.
+    let r = recovery::recover(&store, &tables, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!r.closed.iter().any(|c| c.0 == thread));
+    assert_eq!(store.messages(&thread).await.unwrap(), after);
+    // A turn that starts on the thread later finds nothing to close either.
+    let closed = recovery::close_leftovers(&store, &tables, &thread, "next")
+        .await
+        .unwrap();
+    assert_eq!(closed, 0);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn recovery_leaves_a_turn_alone_while_another_process_holds_its_lease() {
+    let tmp = tempfile::tempdir().unwrap();
+    for url in common::server::databases(&tmp) {
+        leased_turn_is_left_alone(&url).await;
+    }
+}
+
+/// A turn that starts on a thread closes the leftovers of a dead turn
+/// there first, whatever state the lease row is in.
+#[tokio::test]
+async fn a_new_turn_closes_the_threads_leftovers_first() {
+    let store = Store::connect("sqlite::memory:").await.unwrap();
+    let tables = tables();
+    let thread = store.create_thread(None).await.unwrap().id;
+    dead_turn(&store, &tables, &thread, "dead").await;
+    let closed = recovery::close_leftovers(&store, &tables, &thread, "next")
+        .await
+        .unwrap();
+    assert_eq!(closed, 1);
+    let t = store
+        .machine(&thread, "dead", "turn")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t["state"], "Cancelled");
+    let closed = recovery::close_leftovers(&store, &tables, &thread, "next")
+        .await
+        .unwrap();
+    assert_eq!(closed, 0, "idempotent");
+}
+
+/// A turn deferred at start-up (its lease was live) is closed in the
+/// background once the lease has expired without renewal.
+#[tokio::test]
+async fn a_deferred_turn_is_closed_once_its_lease_expires() {
+    let store = Store::connect("sqlite::memory:").await.unwrap();
+    let tables = tables();
+    let thread = store.create_thread(None).await.unwrap().id;
+    store
+        .claim_turn_lease(&thread, "dead", Duration::from_millis(300))
+        .await
+        .unwrap();
+    dead_turn(&store, &tables, &thread, "dead").await;
+    let r = recovery::recover(&store, &tables, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(r.deferred.len(), 1);
+    assert!(r.closed.is_empty());
+    recovery::spawn_deferred(store.clone(), tables.clone(), Duration::from_secs(5), r);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let t = store
+            .machine(&thread, "dead", "turn")
+            .await
+            .unwrap()
+            .unwrap();
+        if t["state"] == "Cancelled" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not closed after the lease expired"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cuts = store
+        .messages(&thread)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|m| m.body["kind"] == "cut")
+        .count();
+    assert_eq!(cuts, 1);
+}

@@ -1,0 +1,533 @@
+//! The HTTP server against hostile and slow clients, over real sockets:
+//!
+//! - connection timeouts: a head sent one byte per second, a body that
+//!   stalls after 10 of its declared 500 bytes, and a socket that says
+//!   nothing are each closed within the configured time, while a normal
+//!   turn completes and a live SSE turn slower than the idle timeout is
+//!   not cut;
+//! - edges: every 4xx is `{"error": "…"}` (405 and an undecodable path
+//!   included), a head over the limit gets 431, and JSON nested too deep is
+//!   refused wherever it is in the body, before parsing;
+//! - browser headers: CSP with the page's hashes, `nosniff`,
+//!   `no-referrer` on every response; CORS closed unless configured.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use turnstile::agent::Limits;
+use turnstile::app::{self, AppConfig};
+use turnstile::demo::{DemoOptions, DemoServer};
+use turnstile::http::HttpConfig;
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+
+/// The timeouts every test here runs with: short, and each distinct, so a
+/// close time says which timer closed the connection.
+fn short() -> HttpConfig {
+    HttpConfig {
+        header_read_timeout: Duration::from_secs(1),
+        body_read_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(3),
+        ..HttpConfig::default()
+    }
+}
+
+struct Server {
+    addr: SocketAddr,
+    base: String,
+    _demo: DemoServer,
+    _tmp: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn start(cfg: HttpConfig, model: Arc<dyn Model>) -> Server {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
+    let demo = DemoServer::start(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        DemoOptions::default(),
+    )
+    .await
+    .expect("demo server starts");
+    let state = app::build(AppConfig {
+        database_url: &db,
+        servers: vec![turnstile::mcp::ServerSpec::http("demo", demo.url.clone())],
+        model,
+        limits: Limits::default(),
+        turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
+        tables_dir: None,
+        contracts: turnstile::demo::contracts(),
+    })
+    .await
+    .expect("app builds");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        turnstile::http::serve_with(listener, state, &cfg, async {
+            let _ = rx.await;
+        })
+        .await
+        .unwrap();
+    });
+    Server {
+        addr,
+        base: format!("http://{addr}"),
+        _demo: demo,
+        _tmp: tmp,
+        stop: Some(tx),
+    }
+}
+
+async fn start_default_model(cfg: HttpConfig) -> Server {
+    start(cfg, Arc::new(Scripted::demo())).await
+}
+
+/// Reads until the server closes the socket (EOF or reset); returns what
+/// was read and when the close came, or `None` if it stayed open `limit`.
+async fn until_closed(sock: &mut TcpStream, limit: Duration) -> Option<(Vec<u8>, Duration)> {
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = limit.checked_sub(start.elapsed())?;
+        match tokio::time::timeout(left, sock.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some((got, start.elapsed())),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_head_sent_one_byte_per_second_is_closed_after_the_header_timeout() {
+    let s = start_default_model(short()).await;
+    let sock = TcpStream::connect(s.addr).await.unwrap();
+    let (mut rd, mut wr) = sock.into_split();
+    let started = Instant::now();
+    // Never completes the head: one byte a second for 20 s.
+    let writer = tokio::spawn(async move {
+        for b in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaa".iter() {
+            if wr.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let mut buf = [0u8; 256];
+    let closed = tokio::time::timeout(Duration::from_secs(8), async {
+        loop {
+            match rd.read(&mut buf).await {
+                Ok(0) | Err(_) => return started.elapsed(),
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    writer.abort();
+    let took = closed.expect("the slow head's connection is closed");
+    // The header timer (1 s) closed it, not the idle timer (3 s).
+    assert!(took < Duration::from_millis(2_500), "closed after {took:?}");
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_gets_408_and_is_closed_after_the_body_timeout() {
+    let s = start_default_model(short()).await;
+    let mut sock = TcpStream::connect(s.addr).await.unwrap();
+    let head = "POST /v1/threads/none/messages HTTP/1.1\r\nHost: x\r\n\
+                Content-Type: application/json\r\nContent-Length: 500\r\n\r\n";
+    sock.write_all(head.as_bytes()).await.unwrap();
+    sock.write_all(b"{\"text\": \"").await.unwrap(); // 10 of 500 bytes, then nothing
+    let (got, took) = until_closed(&mut sock, Duration::from_secs(8))
+        .await
+        .expect("the stalled body's connection is closed");
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("{\"error\":"), "a JSON reason: {text}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2_500),
+        "closed after {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_socket_is_closed_after_the_idle_timeout() {
+    let s = start_default_model(short()).await;
+    // A socket that never sends a byte.
+    let mut silent = TcpStream::connect(s.addr).await.unwrap();
+    // A kept-alive socket after one answered request.
+    let mut kept = TcpStream::connect(s.addr).await.unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    let n = kept.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    let (silent_closed, kept_closed) = tokio::join!(
+        until_closed(&mut silent, Duration::from_secs(8)),
+        until_closed(&mut kept, Duration::from_secs(8)),
+    );
+    for (what, closed) in [("silent", silent_closed), ("kept-alive", kept_closed)] {
+        let (_, took) = closed.unwrap_or_else(|| panic!("the {what} socket is closed"));
+        // The idle timer (3 s), not the header timer (1 s): no head began.
+        assert!(
+            took >= Duration::from_millis(2_500) && took < Duration::from_millis(5_000),
+            "{what} closed after {took:?}"
+        );
+    }
+}
+
+async fn new_thread(http: &reqwest::Client, base: &str) -> String {
+    let r = http
+        .post(format!("{base}/v1/threads"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    r.json::<Value>().await.unwrap()["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Runs one turn and returns its SSE text and how long it took.
+async fn turn(http: &reqwest::Client, base: &str, thread: &str, text: &str) -> (String, Duration) {
+    let started = Instant::now();
+    let r = http
+        .post(format!("{base}/v1/threads/{thread}/messages"))
+        .json(&json!({ "text": text }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body = r.text().await.expect("the stream ends cleanly");
+    (body, started.elapsed())
+}
+
+#[tokio::test]
+async fn a_normal_turn_completes_under_short_timeouts() {
+    let s = start_default_model(short()).await;
+    let http = reqwest::Client::new();
+    let thread = new_thread(&http, &s.base).await;
+    for prompt in ["hello", "show safety issues on floor 3"] {
+        let (sse, took) = turn(&http, &s.base, &thread, prompt).await;
+        assert!(sse.contains("event: done"), "{prompt}: {sse}");
+        assert!(took < Duration::from_secs(3), "{prompt} took {took:?}");
+    }
+}
+
+/// The demo model, silent for `pause` before each plan.
+struct Pausing {
+    inner: Scripted,
+    pause: Duration,
+}
+
+#[async_trait::async_trait]
+impl Model for Pausing {
+    fn name(&self) -> &str {
+        "pausing"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        tokio::time::sleep(self.pause).await;
+        self.inner.plan(req).await
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        self.inner.respond(req).await
+    }
+}
+
+#[tokio::test]
+async fn a_live_turn_silent_for_longer_than_the_idle_timeout_is_not_cut() {
+    let cfg = short();
+    let pause = cfg.idle_timeout + Duration::from_secs(1);
+    let s = start(
+        cfg,
+        Arc::new(Pausing {
+            inner: Scripted::demo(),
+            pause,
+        }),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let thread = new_thread(&http, &s.base).await;
+    let (sse, took) = turn(&http, &s.base, &thread, "hello").await;
+    assert!(took >= pause, "the model paused: {took:?}");
+    assert!(
+        sse.contains("event: done"),
+        "the turn ended with done: {sse}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Edges
+
+async fn error_json(r: reqwest::Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let ct = r
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let text = r.text().await.unwrap();
+    assert!(
+        ct.starts_with("application/json"),
+        "{status}: content-type {ct:?}, body {text:?}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    let reason = v["error"].as_str().unwrap_or_else(|| panic!("{text}"));
+    assert!(!reason.is_empty(), "a reason: {text}");
+    (status, reason.to_string())
+}
+
+#[tokio::test]
+async fn a_405_is_json_with_a_reason() {
+    let s = start_default_model(short()).await;
+    let http = reqwest::Client::new();
+    for (method, path) in [
+        (reqwest::Method::DELETE, "/v1/tables"),
+        (reqwest::Method::GET, "/v1/threads"),
+        (reqwest::Method::PUT, "/"),
+    ] {
+        let r = http
+            .request(method.clone(), format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        let (status, reason) = error_json(r).await;
+        assert_eq!(status, 405, "{method} {path}");
+        assert!(reason.contains("not allowed"), "{reason}");
+    }
+}
+
+#[tokio::test]
+async fn a_path_that_does_not_decode_is_a_json_400() {
+    let s = start_default_model(short()).await;
+    let r = reqwest::get(format!("{}/v1/tables/%ff", s.base))
+        .await
+        .unwrap();
+    let (status, _) = error_json(r).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn a_head_over_the_limit_gets_431() {
+    let s = start_default_model(short()).await;
+    let http = reqwest::Client::new();
+    for size in [17 * 1024, 100 * 1024] {
+        let r = http
+            .get(format!("{}/healthz", s.base))
+            .header("x-big", "a".repeat(size))
+            .send()
+            .await
+            .unwrap();
+        let (status, reason) = error_json(r).await;
+        assert_eq!(status, 431, "{size}");
+        assert!(reason.contains("16384"), "{reason}");
+    }
+    // Just under the limit is fine.
+    let r = http
+        .get(format!("{}/healthz", s.base))
+        .header("x-big", "a".repeat(15 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+fn nested(depth: usize) -> String {
+    format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+#[tokio::test]
+async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
+    let s = start_default_model(short()).await;
+    let http = reqwest::Client::new();
+    let thread = new_thread(&http, &s.base).await;
+    let url = format!("{}/v1/threads/{thread}/messages", s.base);
+    let deep = nested(100);
+    for body in [
+        format!(r#"{{"text":"hello","context":{{"unknown":{deep}}}}}"#),
+        format!(r#"{{"text":"hello","context":{{"floor":{deep}}}}}"#),
+        format!(r#"{{"text":"hello","extra":{deep}}}"#),
+    ] {
+        let r = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let (status, reason) = error_json(r).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(reason.contains("nested deeper than 32"), "{reason}");
+    }
+    // Shallow nesting in an unknown key is still a turn.
+    let r = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(format!(
+            r#"{{"text":"hello","context":{{"unknown":{}}}}}"#,
+            nested(5)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("event: done"));
+    // The whole body is bounded in size, whatever key holds the bulk.
+    let big = format!(
+        r#"{{"text":"hello","context":{{"unknown":"{}"}}}}"#,
+        "a".repeat(70 * 1024)
+    );
+    let r = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    let (status, _) = error_json(r).await;
+    assert_eq!(status, 413);
+}
+
+// ---------------------------------------------------------------------------
+// Browser-facing headers
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let s = start_default_model(short()).await;
+    let http = reqwest::Client::new();
+    let page = include_str!("../src/http/page/index.html");
+    let expected = turnstile::http::csp(page, &[]);
+    for path in ["/", "/v1/tables", "/healthz", "/nope", "/v1/tables/%ff"] {
+        let r = http
+            .get(format!("{}{path}", s.base))
+            .header("origin", "https://evil.example")
+            .send()
+            .await
+            .unwrap();
+        let h = r.headers();
+        let csp = h["content-security-policy"].to_str().unwrap();
+        assert_eq!(csp, expected, "{path}");
+        assert!(csp.contains("script-src 'sha256-"), "{csp}");
+        assert!(csp.contains("style-src 'sha256-"), "{csp}");
+        assert!(csp.contains("connect-src 'self'"), "{csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert!(
+            h.get("access-control-allow-origin").is_none(),
+            "CORS is closed by default ({path})"
+        );
+    }
+    // A preflight from an origin nobody allowed gets no CORS headers.
+    let r = http
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/threads", s.base))
+        .header("origin", "https://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn cors_and_framing_follow_the_configured_origins() {
+    let cfg = HttpConfig {
+        cors_origins: vec!["https://host.example".into()],
+        frame_ancestors: vec!["https://panel.example".into()],
+        ..short()
+    };
+    let s = start_default_model(cfg).await;
+    let http = reqwest::Client::new();
+    let r = http
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/threads", s.base))
+        .header("origin", "https://host.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://host.example"
+    );
+    let r = http
+        .get(format!("{}/v1/tables", s.base))
+        .header("origin", "https://host.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://host.example"
+    );
+    let csp = r.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.ends_with("frame-ancestors https://panel.example"),
+        "{csp}"
+    );
+    let r = http
+        .get(format!("{}/v1/tables", s.base))
+        .header("origin", "https://other.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+}
+
+const BASE_TOML: &str = "database_url = \"sqlite://x.db\"\n\
+    [model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key = \"k\"\n";
+
+#[test]
+fn the_http_section_is_read_and_checked() {
+    use turnstile::config::Config;
+    let c = Config::from_toml(BASE_TOML, Path::new("t.toml"), &|_| None).expect("valid");
+    assert_eq!(c.http, HttpConfig::default());
+    let src = format!(
+        "{BASE_TOML}[http]\nheader_read_timeout_secs = 5\nbody_read_timeout_secs = 6\n\
+         idle_timeout_secs = 7\nmax_header_bytes = 8192\n\
+         frame_ancestors = [\"https://panel.example\"]\ncors_origins = [\"http://localhost:3000\"]\n"
+    );
+    let c = Config::from_toml(&src, Path::new("t.toml"), &|_| None).expect("valid");
+    assert_eq!(c.http.header_read_timeout, Duration::from_secs(5));
+    assert_eq!(c.http.body_read_timeout, Duration::from_secs(6));
+    assert_eq!(c.http.idle_timeout, Duration::from_secs(7));
+    assert_eq!(c.http.max_header_bytes, 8192);
+    assert_eq!(c.http.frame_ancestors, ["https://panel.example"]);
+    assert_eq!(c.http.cors_origins, ["http://localhost:3000"]);
+    for (bad, key) in [
+        ("idle_timeout_secs = 0", "http.idle_timeout_secs"),
+        ("max_header_bytes = 10", "http.max_header_bytes"),
+        ("cors_origins = [\"*\"]", "http.cors_origins[0]"),
+        (
+            "cors_origins = [\"https://a.example/path\"]",
+            "http.cors_origins[0]",
+        ),
+        (
+            "frame_ancestors = [\"https://a.example; script-src *\"]",
+            "http.frame_ancestors[0]",
+        ),
+    ] {
+        let src = format!("{BASE_TOML}[http]\n{bad}\n");
+        let err = Config::from_toml(&src, Path::new("t.toml"), &|_| None)
+            .expect_err(bad)
+            .to_string();
+        assert!(err.contains(key), "{bad}: {err}");
+    }
+}
