@@ -152,6 +152,16 @@ impl TestServer {
         })
         .await
         .expect("app builds");
+        Self::serve_state(db_url, state, demo).await
+    }
+
+    /// Serves a built app on a free port and probes it (the harness's
+    /// substrate check).
+    async fn serve_state(
+        db_url: &str,
+        state: turnstile::http::AppState,
+        demo: Option<DemoServer>,
+    ) -> TestServer {
         let store = state.store.clone();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -202,34 +212,7 @@ impl TestServer {
         })
         .await
         .expect("app builds from the config");
-        let store = state.store.clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            turnstile::http::serve(listener, state, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        let harness = TableSet::builtin()
-            .unwrap()
-            .bound::<Harness>()
-            .unwrap()
-            .machine();
-        let mut s = TestServer {
-            base,
-            demo: None,
-            db_url: db_url.to_string(),
-            shutdown: Some(tx),
-            task: Some(task),
-            harness,
-            http: reqwest::Client::new(),
-            store,
-        };
-        s.probe().await;
-        s
+        Self::serve_state(db_url, state, None).await
     }
 
     /// The thread's stored message bodies, in order (each has a `kind`).
