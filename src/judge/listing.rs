@@ -225,13 +225,14 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         Emptiness::Empty if count.displayed > 0 || !items.is_empty() => Emptiness::NonEmpty,
         e => e,
     };
-    let page =
-        match narrowing::classify(input.scope, &items, &count, emptiness, input.limit_sentinel) {
-            // Without accounting nothing says the page is the whole scope: it
-            // is never upgraded to an exact count.
-            NarrowingEvent::PageExhaustive if !accounted => NarrowingEvent::PagePartial,
-            page => page,
-        };
+    let page = narrowing::classify(
+        input.scope,
+        &items,
+        &count,
+        emptiness,
+        input.limit_sentinel,
+        accounted,
+    );
     let effect = match gate.verdict(page) {
         Ok(effect) => effect,
         Err(v) if page != NarrowingEvent::PageOutsideScope => {

@@ -299,6 +299,7 @@ pub fn classify(
     count: &Count,
     emptiness: Emptiness,
     limit_sentinel: u64,
+    accounted: bool,
 ) -> NarrowingEvent {
     if let Some(scope) = scope {
         if !items.iter().all(|i| scope.contains(i)) {
@@ -307,7 +308,9 @@ pub fn classify(
     }
     // A page at the upstream's cap never "fits": rows beyond it may exist
     // whatever `has_more` says.
-    let fits = count.displayed > 0
+    // Without accounting nothing says the page is the whole scope.
+    let fits = accounted
+        && count.displayed > 0
         && count.displayed < limit_sentinel
         && !count.has_more
         && count.grade != CountGrade::Unknown
@@ -438,5 +441,35 @@ mod tests {
         let mut april = s.clone();
         april.args.insert("date_from".into(), json!("2026-05-01"));
         assert!(!april.contains(&inside));
+    }
+
+    #[test]
+    fn an_unaccounted_page_never_fits_its_scope() {
+        let count = Count {
+            grade: CountGrade::Shown,
+            displayed: 3,
+            total: None,
+            total_is_lower_bound: false,
+            has_more: false,
+            complete: false,
+        };
+        let items = [
+            json!({"floor": 3}),
+            json!({"floor": 3}),
+            json!({"floor": 3}),
+        ];
+        let s = scope();
+        let at = |accounted| {
+            classify(
+                Some(&s),
+                &items,
+                &count,
+                Emptiness::NonEmpty,
+                3000,
+                accounted,
+            )
+        };
+        assert_eq!(at(true), NarrowingEvent::PageExhaustive);
+        assert_eq!(at(false), NarrowingEvent::PagePartial);
     }
 }
