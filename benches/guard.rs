@@ -275,9 +275,7 @@ fn guard(table: &Bound<Narration>, c: &Case) -> Guard {
         args: c.args.as_object().into_iter().collect(),
     };
     let l = Licences::of_turn(facts, vocab::vocab(lang));
-    let replacement = c
-        .anchors
-        .first()
+    let replacement = turnstile::guard::check::primary_anchor(&c.anchors)
         .map(|a| turnstile::llm::scripted::anchor_sentence(a, lang == Lang::Ko))
         .unwrap_or_default();
     Guard::new(table, l, lang, replacement)

@@ -1151,24 +1151,7 @@ impl Turn<'_> {
         };
         let l = Licences::of_turn(facts, vocab::vocab(lang));
         let korean = lang == Lang::Ko;
-        let primary = self.anchors.iter().find(|a| {
-            matches!(
-                a,
-                Anchor::CountExact { .. }
-                    | Anchor::CountLowerBound { .. }
-                    | Anchor::CountShown { .. }
-                    | Anchor::CountUnknown { .. }
-                    | Anchor::Aggregate { .. }
-                    | Anchor::ValueUnaccounted { .. }
-                    | Anchor::Absent { .. }
-                    | Anchor::ToolFailed { .. }
-                    | Anchor::InBandFailure { .. }
-                    | Anchor::NoValue { .. }
-                    | Anchor::ContinuationDrifted { .. }
-            )
-        });
-        let replacement = primary
-            .or(self.anchors.first())
+        let replacement = crate::guard::check::primary_anchor(&self.anchors)
             .map(|a| crate::llm::scripted::anchor_sentence(a, korean))
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| match korean {

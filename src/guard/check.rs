@@ -10,6 +10,7 @@ use super::claims::{claims, ClaimKind};
 use super::licence::{qualifier, Licences};
 use super::split::Splitter;
 use super::vocab::{self, Lang, Vocab};
+use crate::judge::Anchor;
 use crate::protocols::narration::{Narration, NarrationEffect, NarrationEvent};
 use crate::protocols::Bound;
 
@@ -44,6 +45,31 @@ pub struct Guard {
     said: String,
     /// A quotation left open by the previous sentence: its closing mark.
     quote: Option<char>,
+}
+
+/// The anchor whose sentence stands in for a replaced one: the turn's first
+/// statement of a count, a value, an absence or a failure, else its first
+/// anchor.
+pub fn primary_anchor(anchors: &[Anchor]) -> Option<&Anchor> {
+    anchors
+        .iter()
+        .find(|a| {
+            matches!(
+                a,
+                Anchor::CountExact { .. }
+                    | Anchor::CountLowerBound { .. }
+                    | Anchor::CountShown { .. }
+                    | Anchor::CountUnknown { .. }
+                    | Anchor::Aggregate { .. }
+                    | Anchor::ValueUnaccounted { .. }
+                    | Anchor::Absent { .. }
+                    | Anchor::ToolFailed { .. }
+                    | Anchor::InBandFailure { .. }
+                    | Anchor::NoValue { .. }
+                    | Anchor::ContinuationDrifted { .. }
+            )
+        })
+        .or(anchors.first())
 }
 
 /// Byte ranges inside straight or curly double quotes (the quotes
