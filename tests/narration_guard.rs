@@ -16,8 +16,7 @@ mod common;
 #[path = "common/liar.rs"]
 mod liar;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::Arc;
 
 use common::frames::answer;
 use common::server::{databases, TestServer};
@@ -32,33 +31,12 @@ use turnstile::wire::{Frame, Replaced};
 
 /// Everything the server logged in this test binary (turnstile at trace,
 /// the rest at info), as text.
-static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct LogWriter;
-
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOG.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn capture_log() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("info,turnstile=trace"))
-            .with_ansi(false)
-            .with_writer(|| LogWriter)
-            .init();
-    });
+    common::logs::capture("info,turnstile=trace");
 }
 
 fn log_text() -> String {
-    String::from_utf8_lossy(&LOG.lock().unwrap()).into_owned()
+    common::logs::text()
 }
 
 // -------------------------------------------------------------- the flows

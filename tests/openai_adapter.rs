@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use common::fake_openai::{directives, Action, Captured, FakeOpenAi, Role, FAKE_MODEL, KEY};
@@ -25,36 +23,12 @@ use turnstile::wire::Frame;
 // Captured logs: every test's tracing output, all levels of turnstile and
 // the HTTP client, so the key can be looked for in them.
 
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn capture_logs() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let filter = tracing_subscriber::EnvFilter::new(
-            "info,turnstile=trace,reqwest=trace,hyper_util=trace",
-        );
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(false)
-            .with_writer(|| Capture)
-            .init();
-    });
+    common::logs::capture("info,turnstile=trace,reqwest=trace,hyper_util=trace");
 }
 
 fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+    common::logs::text()
 }
 
 fn assert_no_key_in_logs() {

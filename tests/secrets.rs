@@ -11,9 +11,7 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use common::fake_openai::{Action, FakeOpenAi, Role, KEY};
@@ -24,36 +22,12 @@ use serde_json::json;
 // ---------------------------------------------------------------------------
 // Captured logs (all levels of turnstile), as in tests/openai_adapter.rs.
 
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 fn capture_logs() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let filter = tracing_subscriber::EnvFilter::new(
-            "info,turnstile=trace,reqwest=trace,hyper_util=trace",
-        );
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(false)
-            .with_writer(|| Capture)
-            .init();
-    });
+    common::logs::capture("info,turnstile=trace,reqwest=trace,hyper_util=trace");
 }
 
 fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+    common::logs::text()
 }
 
 /// The first piece of `text` that is a substring of the key of 8 or more

@@ -12,6 +12,7 @@ pub fn snapshot_settings() -> insta::Settings {
 pub mod custom;
 pub mod fake_openai;
 pub mod frames;
+pub mod logs;
 pub mod pg;
 pub mod server;
 

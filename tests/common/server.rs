@@ -215,16 +215,17 @@ impl TestServer {
         Self::serve_state(db_url, state, None).await
     }
 
-    /// The thread's stored message bodies, in order (each has a `kind`).
-    pub async fn bodies(&self, thread: &str) -> Vec<Value> {
+    /// The thread's stored messages, in order.
+    async fn messages(&self, thread: &str) -> Vec<Value> {
         let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
         assert_eq!(status, 200, "{v}");
-        v["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["body"].clone())
-            .collect()
+        v["messages"].as_array().unwrap().clone()
+    }
+
+    /// The thread's stored message bodies, in order (each has a `kind`).
+    pub async fn bodies(&self, thread: &str) -> Vec<Value> {
+        let messages = self.messages(thread).await;
+        messages.iter().map(|m| m["body"].clone()).collect()
     }
 
     /// The substrate check: health, the frame table, and a real tool list.
@@ -294,11 +295,8 @@ impl TestServer {
 
     /// The roles of a thread's stored messages, in order.
     pub async fn roles(&self, thread: &str) -> Vec<String> {
-        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
-        assert_eq!(status, 200, "{v}");
-        v["messages"]
-            .as_array()
-            .unwrap()
+        let messages = self.messages(thread).await;
+        messages
             .iter()
             .map(|m| m["role"].as_str().unwrap().to_string())
             .collect()
@@ -307,13 +305,10 @@ impl TestServer {
     /// The `kind` of every stored record, in order (`user`, `plan`, `call`,
     /// `result`, `card`, `text`, `answer`, `error`, `cut`).
     pub async fn records(&self, thread: &str) -> Vec<String> {
-        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
-        assert_eq!(status, 200, "{v}");
-        v["messages"]
-            .as_array()
-            .unwrap()
+        let bodies = self.bodies(thread).await;
+        bodies
             .iter()
-            .map(|m| m["body"]["kind"].as_str().unwrap_or("?").to_string())
+            .map(|b| b["kind"].as_str().unwrap_or("?").to_string())
             .collect()
     }
 
