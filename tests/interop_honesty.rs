@@ -1258,6 +1258,62 @@ async fn aggregate(kind: Kind) {
     rig.done();
 }
 
+/// The narration guard on a server and a model wire we did not write: the
+/// responder (an OpenAI-style stream) contradicts the lower-bound card of
+/// the server's own listing, and says the honest thing in its own words.
+/// The lies are replaced by the guard's rows; the honest sentence passes.
+async fn narration_guard(kind: Kind) {
+    let Some(rig) = Rig::start(kind).await else {
+        return;
+    };
+    let lies = [
+        "There are exactly 10 photos on floor 3.",
+        "That is the complete list of all 10 photos.",
+        "There are 7342 photos on floor 3.",
+    ];
+    let honest = "The server counted at least 500 photos on floor 3; the card holds 10 of them.";
+    let text = format!("{} {honest} {} {}", lies[0], lies[1], lies[2]);
+    rig.fake.on(Role::Responder, Action::Text(text));
+    let frames = rig
+        .turn(
+            "show photos of floor 3",
+            &[("find_photos", json!({"floor": 3, "limit": 10}))],
+        )
+        .await;
+    let answer = answer_text(&frames);
+    for lie in lies {
+        assert!(
+            !answer.contains(lie),
+            "{kind}: a lie reached the client: {answer:?}"
+        );
+    }
+    assert!(
+        answer.contains(honest),
+        "{kind}: the honest sentence passes: {answer:?}"
+    );
+    let rows: Vec<String> = frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Delta(d) => d.replaced.as_ref().map(|r| r.row_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "sample-said-exact",
+            "sample-called-complete",
+            "unlicensed-number"
+        ],
+        "{kind}: each lie is replaced by its row"
+    );
+    let stored = Value::Array(rig.app.bodies(&rig.thread).await).to_string();
+    for lie in lies {
+        assert!(!stored.contains(lie), "{kind}: a lie was stored");
+    }
+    rig.done();
+}
+
 // ------------------------------------------------------ server × flow table --
 
 macro_rules! flows {
@@ -1276,11 +1332,11 @@ macro_rules! flows {
 
 flows!(ts_sdk: Kind::Ts => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    narrowing_discards_outside, paging, paging_drift, aggregate,
+    narrowing_discards_outside, paging, paging_drift, aggregate, narration_guard,
 ]);
 flows!(py_text: Kind::PyText => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    paging, paging_drift, aggregate,
+    paging, paging_drift, aggregate, narration_guard,
 ]);
 flows!(sqlite_reference: Kind::Sqlite => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,

@@ -89,6 +89,8 @@ pub enum Action {
     /// Send this many content chunks, then send only keep-alive comments
     /// with the connection open.
     StallAfter(usize),
+    /// Answer with exactly this text (a model's own words, honest or not).
+    Text(String),
 }
 
 #[derive(Default)]
@@ -204,6 +206,7 @@ async fn completions(
                 .to_string(),
         )
             .into_response(),
+        (_, Some(Action::Text(text))) => sse(text_events(&text), End::Clean),
         (_, Some(Action::ToolCalls(calls))) => {
             sse(tool_call_events(&calls, "tool_calls"), End::Clean)
         }
