@@ -276,7 +276,7 @@ fn guard(table: &Bound<Narration>, c: &Case) -> Guard {
     };
     let l = Licences::of_turn(facts, vocab::vocab(lang));
     let replacement = turnstile::guard::check::primary_anchor(&c.anchors)
-        .map(|a| turnstile::llm::scripted::anchor_sentence(a, lang == Lang::Ko))
+        .map(|a| turnstile::judge::sentences::sentence(a, lang == Lang::Ko))
         .unwrap_or_default();
     Guard::new(table, l, lang, replacement)
 }

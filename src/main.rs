@@ -74,9 +74,19 @@ enum Command {
         /// Server base URL, e.g. http://127.0.0.1:8080/
         url: String,
         message: String,
-        /// Continue this thread instead of starting a new one.
+        /// Continue this thread (its id is printed on the first line)
+        /// instead of starting a new one.
         #[arg(long)]
         thread: Option<String>,
+        /// Host context to send, as JSON: '{"floor": 4, "project": "tower-a"}'.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        /// The floor on the user's screen (context.floor), for "this floor".
+        #[arg(long)]
+        floor: Option<String>,
+        /// How many rows of each card to print: a number or `all`.
+        #[arg(long, default_value = "all")]
+        rows: cli::chat::Rows,
     },
     /// Connect to one MCP server, list its tools, and optionally call one.
     ///
@@ -194,8 +204,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             url,
             message,
             thread,
+            context,
+            floor,
+            rows,
         } => {
-            runtime()?.block_on(cli::chat::run(&url, &message, thread))?;
+            let context = cli::chat::context(context.as_deref(), floor)?;
+            let opts = cli::chat::ChatOptions {
+                thread,
+                context,
+                rows,
+            };
+            runtime()?.block_on(cli::chat::run(&url, &message, &opts))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Mcp(args) => runtime()?.block_on(cli::mcp::run(args)),

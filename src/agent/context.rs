@@ -73,6 +73,24 @@ fn item_text(v: &Value) -> String {
 }
 
 impl BoundedContext {
+    /// A named field as a tool argument: a floor that reads as a number is
+    /// one ("4" → 4), as the tools' schemas take it.
+    pub fn field(&self, name: &str) -> Option<Value> {
+        let text = match name {
+            "floor" => self.floor.as_deref(),
+            "project" => self.project.as_deref(),
+            _ => None,
+        }?;
+        let text = text.trim();
+        if text.is_empty() {
+            return None;
+        }
+        Some(match (name, text.parse::<i64>()) {
+            ("floor", Ok(n)) => Value::from(n),
+            _ => Value::from(text),
+        })
+    }
+
     pub fn bound(raw: RawContext, limits: ContextLimits) -> Self {
         let mut truncated = Vec::new();
         let project = raw

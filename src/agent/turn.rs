@@ -608,14 +608,14 @@ impl Turn<'_> {
         // stays scoped for the rest of the turn: a later step cannot widen
         // it by searching again.
         self.calls_this_step = 0;
-        if plan.narrows_previous && self.scope_step.is_none() {
-            match self.previous.clone() {
-                Some((scope, _)) => {
-                    self.scope = Some(scope);
-                    self.scope_step = Some(self.step);
-                }
-                None => self.anchor(Anchor::NothingToNarrow),
-            }
+        let mut plan = plan;
+        // What the request refers to without saying it ("this floor",
+        // "those") comes from the host context and stored turn state, never
+        // from the model; when the turn has no such thing, nothing runs and
+        // the user is asked (the turn table's `reference_missing` row).
+        if let Err(missing) = self.resolve_references(&mut plan) {
+            self.anchor(missing);
+            return Ok(TurnEvent::ReferenceMissing);
         }
         let steps = plan
             .calls
@@ -643,6 +643,40 @@ impl Turn<'_> {
         self.step(wire::Frame::Plan(frame), vec![record]).await?;
         self.pending = plan.calls.into();
         Ok(TurnEvent::Planned)
+    }
+
+    /// Fills the host-context fields the plan refers to into its calls and
+    /// takes a narrowing's scope from the thread's earlier results. The
+    /// anchor of the first reference the turn cannot resolve is the error.
+    fn resolve_references(&mut self, plan: &mut crate::llm::Plan) -> Result<(), Anchor> {
+        for field in &plan.from_context {
+            let value = self.context.as_ref().and_then(|c| c.field(field));
+            let Some(value) = value else {
+                return Err(Anchor::ContextMissing {
+                    field: field.clone(),
+                });
+            };
+            let tools = self.agent.tools.tools();
+            for call in &mut plan.calls {
+                let takes_it = tools
+                    .iter()
+                    .find(|t| t.name == call.tool)
+                    .is_some_and(|t| t.input_schema["properties"].get(field).is_some());
+                if takes_it {
+                    call.args.insert(field.clone(), value.clone());
+                }
+            }
+        }
+        // Once a step narrows, the population's tool stays scoped for the
+        // rest of the turn: a later step cannot widen it by searching again.
+        if plan.narrows_previous && self.scope_step.is_none() {
+            let Some((scope, _)) = self.previous.clone() else {
+                return Err(Anchor::NothingToNarrow);
+            };
+            self.scope = Some(scope);
+            self.scope_step = Some(self.step);
+        }
+        Ok(())
     }
 
     /// Runs the step's next call (and, for a stitchable listing, its further
@@ -1152,7 +1186,7 @@ impl Turn<'_> {
         let l = Licences::of_turn(facts, vocab::vocab(lang));
         let korean = lang == Lang::Ko;
         let replacement = crate::guard::check::primary_anchor(&self.anchors)
-            .map(|a| crate::llm::scripted::anchor_sentence(a, korean))
+            .map(|a| crate::judge::sentences::sentence(a, korean))
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| match korean {
                 true => "위 카드에 표시된 내용만 말씀드릴 수 있습니다.".into(),

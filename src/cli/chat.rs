@@ -16,7 +16,7 @@ use crate::wire::{Citation, Figure, Frame};
 
 /// One frame as a terminal line; `None` for text deltas, which are printed
 /// as they come.
-fn describe(frame: &Frame) -> Option<String> {
+fn describe(frame: &Frame, rows: Rows) -> Option<String> {
     Some(match frame {
         Frame::Start(s) => format!("· turn {}", s.turn_id),
         Frame::Plan(p) => {
@@ -37,7 +37,7 @@ fn describe(frame: &Frame) -> Option<String> {
             if r.ok { "ok" } else { "FAILED" },
             r.summary
         ),
-        Frame::Citation(c) => citation(c),
+        Frame::Citation(c) => citation(c, rows),
         Frame::Figure(f) => figure(f),
         Frame::Delta(_) => return None,
         Frame::Interrupt(i) => format!(
@@ -71,10 +71,62 @@ fn figure(f: &Figure) -> String {
     format!("▣ {} — {}: {said} [{}]", f.source, f.label, f.grade)
 }
 
-/// The card: its count as the grade allows it to be said, then up to ten
-/// items. Items are the tool's own records (not frame fields), so they are
-/// read as JSON.
-fn citation(c: &Citation) -> String {
+/// How many of a card's rows the terminal prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// Every row the card holds: an answer may say "all 25 are in the card
+    /// above", and the terminal must not make that false.
+    All,
+    /// At most this many, and a line saying how many were left out.
+    AtMost(usize),
+}
+
+impl std::str::FromStr for Rows {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Rows, String> {
+        match s {
+            "all" => Ok(Rows::All),
+            n => n
+                .parse()
+                .map(Rows::AtMost)
+                .map_err(|_| format!("`{n}` is not a number of rows or `all`")),
+        }
+    }
+}
+
+/// What one `turnstile chat` sends and how it prints.
+#[derive(Debug, Clone)]
+pub struct ChatOptions {
+    /// Continue this thread instead of starting a new one.
+    pub thread: Option<String>,
+    /// The host context sent with the message (`{"floor": 4}`).
+    pub context: Option<Value>,
+    pub rows: Rows,
+}
+
+/// The host context from `--context JSON` and `--floor F` (which wins).
+pub fn context(json: Option<&str>, floor: Option<String>) -> anyhow::Result<Option<Value>> {
+    let mut context = match json {
+        Some(text) => {
+            let v: Value = serde_json::from_str(text).context("--context is not JSON")?;
+            if !v.is_object() {
+                bail!("--context must be a JSON object, such as '{{\"floor\": 4}}'");
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    if let Some(f) = floor {
+        let c = context.get_or_insert_with(|| json!({}));
+        c["floor"] = f.parse::<i64>().map(Value::from).unwrap_or(Value::from(f));
+    }
+    Ok(context)
+}
+
+/// The card: its count as the grade allows it to be said, then its rows.
+/// Items are the tool's own records (not frame fields), so they are read as
+/// JSON.
+fn citation(c: &Citation, rows: Rows) -> String {
     let displayed = c.displayed;
     let count = match (c.grade.as_str(), c.total) {
         ("EXACT", Some(0)) => "none (the source counted exactly 0)".to_string(),
@@ -85,7 +137,11 @@ fn citation(c: &Citation) -> String {
         _ => format!("{displayed} shown, total unknown"),
     };
     let mut out = format!("▣ {} — {count} [{}]", c.source, c.grade);
-    for item in c.items.iter().take(10) {
+    let limit = match rows {
+        Rows::All => c.items.len(),
+        Rows::AtMost(n) => n.min(c.items.len()),
+    };
+    for item in c.items.iter().take(limit) {
         // Items of other servers have other fields: shown as compact JSON.
         if item.get("label").is_none() {
             let mut line = item.to_string();
@@ -111,6 +167,11 @@ fn citation(c: &Citation) -> String {
                 .unwrap_or(""),
             titles.join(", ")
         );
+    }
+    let left = c.items.len() - limit;
+    if left > 0 {
+        out +=
+            &format!("\n    … {left} more rows of this card not printed (--rows all prints them)");
     }
     out
 }
@@ -196,14 +257,16 @@ fn read_frame(event: &SseEvent) -> anyhow::Result<Frame> {
 /// whole (a note never lands on the end of a card row or a text line).
 struct Printer<W: Write> {
     out: W,
+    rows: Rows,
     /// The last thing written was text without its line end.
     in_text: bool,
 }
 
 impl<W: Write> Printer<W> {
-    fn new(out: W) -> Self {
+    fn new(out: W, rows: Rows) -> Self {
         Printer {
             out,
+            rows,
             in_text: false,
         }
     }
@@ -228,13 +291,18 @@ impl<W: Write> Printer<W> {
             match &d.replaced {
                 // The guard's sentence, marked with the row that refused
                 // the model's.
-                Some(r) => write!(self.out, "⟦{}⟧[replaced: {}] ", d.text.trim_end(), r.row_id)?,
+                Some(r) if !d.text.trim().is_empty() => {
+                    write!(self.out, "⟦{}⟧[replaced: {}] ", d.text.trim_end(), r.row_id)?
+                }
+                // A refused sentence whose replacement was said already:
+                // nothing takes its place, and the mark says so.
+                Some(r) => write!(self.out, "[removed: {}] ", r.row_id)?,
                 None => write!(self.out, "{}", d.text)?,
             }
             self.in_text = true;
             return self.out.flush();
         }
-        match describe(f) {
+        match describe(f, self.rows) {
             Some(line) => self.line(&line),
             None => Ok(()),
         }
@@ -249,9 +317,9 @@ impl<W: Write> Printer<W> {
 
 /// Runs one turn against a server; returns an error if the server answered
 /// with an error frame or broke the frame order.
-pub async fn run(url: &str, message: &str, thread: Option<String>) -> anyhow::Result<()> {
-    let mut printer = Printer::new(super::stdout());
-    let result = turn(&mut printer, url, message, thread).await;
+pub async fn run(url: &str, message: &str, opts: &ChatOptions) -> anyhow::Result<()> {
+    let mut printer = Printer::new(super::stdout(), opts.rows);
+    let result = turn(&mut printer, url, message, opts).await;
     printer.finish()?;
     result
 }
@@ -260,12 +328,12 @@ async fn turn<W: Write>(
     printer: &mut Printer<W>,
     url: &str,
     message: &str,
-    thread: Option<String>,
+    opts: &ChatOptions,
 ) -> anyhow::Result<()> {
     let base = url.trim_end_matches('/');
     let http = reqwest::Client::new();
-    let thread = match thread {
-        Some(t) => t,
+    let thread = match &opts.thread {
+        Some(t) => t.clone(),
         None => {
             #[derive(Deserialize)]
             struct Created {
@@ -284,10 +352,17 @@ async fn turn<W: Write>(
             r.thread_id
         }
     };
-    printer.line(&format!("thread {thread}"))?;
+    // The follow-up ("only those from April") goes to the same thread.
+    printer.line(&format!(
+        "thread {thread}  (follow up with --thread {thread})"
+    ))?;
+    let mut body = json!({"text": message});
+    if let Some(c) = &opts.context {
+        body["context"] = c.clone();
+    }
     let resp = http
         .post(format!("{base}/v1/threads/{thread}/messages"))
-        .json(&json!({"text": message}))
+        .json(&body)
         .send()
         .await?;
     if !resp.status().is_success() {
@@ -376,11 +451,11 @@ mod tests {
             scope: None,
         };
         assert_eq!(
-            describe(&Frame::Plan(plan.clone())).unwrap(),
+            describe_all(&Frame::Plan(plan.clone())).unwrap(),
             r#"· plan: [{"args":{"floor":3,"query":"safety"},"tool":"search_photos"}]"#
         );
         plan.step = 2;
-        assert!(describe(&Frame::Plan(plan))
+        assert!(describe_all(&Frame::Plan(plan))
             .unwrap()
             .starts_with("· plan (step 2): [{"));
         let call = ToolCall {
@@ -390,7 +465,7 @@ mod tests {
             args,
         };
         assert_eq!(
-            describe(&Frame::ToolCall(call)).unwrap(),
+            describe_all(&Frame::ToolCall(call)).unwrap(),
             "· calling search_photos on demo"
         );
         let card = Citation {
@@ -409,7 +484,7 @@ mod tests {
             stitch: None,
         };
         assert_eq!(
-            describe(&Frame::Citation(card)).unwrap(),
+            describe_all(&Frame::Citation(card)).unwrap(),
             "▣ search_photos — 10 shown of at least 189 [LOWER_BOUND]\n    \
              PANO-003-0611 · floor 3 · 2026-08-28 · unprotected floor edge, blocked fire exit"
         );
@@ -424,11 +499,11 @@ mod tests {
             })
         };
         assert_eq!(
-            describe(&figure("EXACT", true)).unwrap(),
+            describe_all(&figure("EXACT", true)).unwrap(),
             "▣ read_query — n: exactly 651 [EXACT]"
         );
         assert_eq!(
-            describe(&figure("SHOWN", false)).unwrap(),
+            describe_all(&figure("SHOWN", false)).unwrap(),
             "▣ read_query — n: 651, as the server reports it (not accounted) [SHOWN]"
         );
         // Another server's items: compact JSON, not the demo's layout.
@@ -444,14 +519,14 @@ mod tests {
             }
         };
         assert_eq!(
-            describe(&Frame::Citation(other)).unwrap(),
+            describe_all(&Frame::Citation(other)).unwrap(),
             "▣ search_photos — 1 shown of exactly 198 [EXACT]\n    {\"floor\":4,\"uid\":\"P04-0001\"}"
         );
     }
 
     #[test]
     fn every_line_is_whole() {
-        let mut p = Printer::new(Vec::new());
+        let mut p = Printer::new(Vec::new(), Rows::All);
         let card = Citation {
             items: vec![json!({"label": "PANO-1", "floor": 3, "captured_at": "d"})],
             displayed: 1,
@@ -483,6 +558,62 @@ mod tests {
              thread t1\n\
              cut off\n"
         );
+    }
+
+    fn describe_all(f: &Frame) -> Option<String> {
+        describe(f, Rows::All)
+    }
+
+    #[test]
+    fn a_card_prints_every_row_or_says_how_many_it_left_out() {
+        let items: Vec<Value> = (0..25)
+            .map(|i| json!({"label": format!("PANO-{i}"), "floor": 3, "captured_at": "d"}))
+            .collect();
+        let card = Citation {
+            items,
+            displayed: 25,
+            total: Some(25),
+            grade: "EXACT".into(),
+            complete: true,
+            ..match describe_card_fixture() {
+                Frame::Citation(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        let all = citation(&card, Rows::All);
+        assert_eq!(all.lines().count(), 26, "{all}");
+        assert!(all.starts_with("▣ search_photos — all 25 [EXACT]"));
+        let ten = citation(&card, Rows::AtMost(10));
+        assert_eq!(ten.lines().count(), 12, "{ten}");
+        assert!(
+            ten.ends_with("… 15 more rows of this card not printed (--rows all prints them)"),
+            "{ten}"
+        );
+        assert_eq!(citation(&card, Rows::AtMost(30)), all);
+        assert_eq!("all".parse::<Rows>(), Ok(Rows::All));
+        assert_eq!("7".parse::<Rows>(), Ok(Rows::AtMost(7)));
+        assert!("seven".parse::<Rows>().is_err());
+    }
+
+    #[test]
+    fn a_removed_sentence_is_marked_never_an_empty_bracket() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        let replaced = |text: &str| {
+            Frame::Delta(
+                serde_json::from_value(json!({"text": text, "replaced":
+                    {"row_id": "sample-called-complete", "why": "w", "claim": "completeness"}}))
+                .unwrap(),
+            )
+        };
+        p.frame(&replaced("These 10 are shown. ")).unwrap();
+        p.frame(&replaced("")).unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert_eq!(
+            out,
+            "⟦These 10 are shown.⟧[replaced: sample-called-complete] [removed: sample-called-complete] \n"
+        );
+        assert!(!out.contains("⟦⟧"));
     }
 
     fn describe_card_fixture() -> Frame {

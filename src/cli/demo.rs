@@ -167,7 +167,11 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             "  model fault: lying-model (the scripted model mixes contradictions of the judge into its answers; the narration guard replaces them)"
         );
     }
-    println!("  try: turnstile chat {url} \"show safety issues on floor 3\"");
+    // A line that runs as printed, from any directory.
+    println!(
+        "  try: {} chat {url} \"show safety issues on floor 3\"",
+        super::self_command()
+    );
     crate::http::serve(listener, state, async {
         let _ = tokio::signal::ctrl_c().await;
     })

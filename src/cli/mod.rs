@@ -83,3 +83,33 @@ mod tests {
         assert!(!is_closed_stdout_panic(stderr.as_ref()));
     }
 }
+
+/// How to run this binary again, as a line a user can paste: `turnstile`
+/// when that name on `PATH` is this very binary, else this binary's path
+/// (`cargo run` builds it under `target/`, which is not on `PATH`).
+pub fn self_command() -> String {
+    let exe = std::env::current_exe().ok();
+    let exe = exe.and_then(|e| e.canonicalize().ok());
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("turnstile"))
+            .find(|p| p.is_file())
+            .and_then(|p| p.canonicalize().ok())
+    });
+    match exe {
+        Some(exe) if on_path.as_ref() == Some(&exe) => "turnstile".into(),
+        Some(exe) => shell_word(&exe.to_string_lossy()),
+        None => "turnstile".into(),
+    }
+}
+
+/// A word the shell reads back as itself: single-quoted unless it is plain.
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:+=@,%".contains(c));
+    match plain {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', r"'\''")),
+    }
+}

@@ -109,6 +109,7 @@ fn claim_name(kind: ClaimKind) -> &'static str {
         ClaimKind::Attribute => "attribute",
         ClaimKind::Absence => "absence",
         ClaimKind::Completeness => "completeness",
+        ClaimKind::Search => "search",
     }
 }
 
@@ -146,6 +147,11 @@ impl Guard {
     /// How many sentences were replaced.
     pub fn replacements(&self) -> usize {
         self.replaced
+    }
+
+    fn said_already(&self, sentence: &str) -> bool {
+        let s = sentence.trim();
+        !s.is_empty() && self.said.contains(s)
     }
 
     /// One sentence through its own `narration` machine.
@@ -191,6 +197,12 @@ impl Guard {
             };
         }
         match verdict {
+            // A sentence the code's replacement said already (the anchor's
+            // own words, which the model may say too) is not said twice.
+            Ok(()) if self.replaced > 0 && self.said_already(&sentence) => Piece {
+                text: String::new(),
+                replaced: None,
+            },
             Ok(()) => {
                 self.said.push_str(&sentence);
                 Piece {

@@ -10,6 +10,9 @@
 //! - [`ClaimKind::Absence`]: "no photos", "none", "nothing was found",
 //!   "0건", "없습니다" (not "할 수 없습니다").
 //! - [`ClaimKind::Completeness`]: "all 651", "the complete list", "전부".
+//! - [`ClaimKind::Search`]: "this searched everything", "I found", "검색했습니다":
+//!   a search ran and answered. Checked after the sentence's other claims, so
+//!   a number or an absence is refused by its own row first.
 
 use std::ops::Range;
 
@@ -22,6 +25,7 @@ pub enum ClaimKind {
     Attribute,
     Absence,
     Completeness,
+    Search,
 }
 
 /// One claim of a sentence.
@@ -216,8 +220,16 @@ pub fn claims(sentence: &str, vocab: &Vocab) -> Vec<Claim> {
     r.numbers();
     r.absence();
     r.completeness();
+    r.search();
     let mut out = r.out;
-    out.sort_by_key(|c| (c.span.start, c.kind, c.span.end));
+    out.sort_by_key(|c| {
+        (
+            c.kind == ClaimKind::Search,
+            c.span.start,
+            c.kind,
+            c.span.end,
+        )
+    });
     // One claim of a kind per place: overlapping matches of the same kind
     // are the same claim.
     let mut kept: Vec<Claim> = Vec::new();
@@ -544,6 +556,32 @@ impl Reader<'_> {
                     let span = self.toks[i].start..self.toks[j - 1].end;
                     self.push(kind, None, span);
                 }
+            }
+        }
+    }
+
+    fn search(&mut self) {
+        let v = self.v;
+        for i in 0..self.toks.len() {
+            let hit = v.search.verbs.iter().any(|verb| {
+                let words = verb.split_whitespace().count();
+                match words {
+                    1 => is_in(v.lang, &self.toks[i].lower, std::slice::from_ref(verb)),
+                    _ => self.phrase_at(i, verb).is_some(),
+                }
+            });
+            if !hit {
+                continue;
+            }
+            let negated = (1..=3)
+                .map_while(|k| i.checked_sub(k).map(|p| &self.toks[p]))
+                .any(|t| v.search.negators.contains(&t.lower));
+            if !negated {
+                self.push(
+                    ClaimKind::Search,
+                    None,
+                    self.toks[i].start..self.toks[i].end,
+                );
             }
         }
     }

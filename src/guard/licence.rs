@@ -62,6 +62,10 @@ pub struct Licences {
     largest_sample: u64,
     /// "None" is backed by an accounted zero.
     accounted_zero: bool,
+    /// A call of this turn answered with a result the judge read (a count,
+    /// a value, a record, an accounted zero): "searched", "found" may be
+    /// said. A failure, an in-band failure or a question asked back is none.
+    searched: bool,
     /// Cards shown this turn, and how many of them are complete.
     cards: usize,
     complete_cards: usize,
@@ -89,6 +93,22 @@ impl Licences {
     /// The licences of what the judge decided (its anchors).
     pub fn from_anchors(anchors: &[Anchor]) -> Licences {
         let mut l = Licences::default();
+        l.searched = anchors.iter().any(|a| {
+            matches!(
+                a,
+                Anchor::CountExact { .. }
+                    | Anchor::CountLowerBound { .. }
+                    | Anchor::CountShown { .. }
+                    | Anchor::CountUnknown { .. }
+                    | Anchor::Aggregate { .. }
+                    | Anchor::ValueUnaccounted { .. }
+                    | Anchor::NoValue { .. }
+                    | Anchor::Record { .. }
+                    | Anchor::Absent {
+                        cause: AbsenceCause::ZeroFromStart | AbsenceCause::ZeroAfterNarrowing
+                    }
+            )
+        });
         for a in anchors {
             match a {
                 Anchor::CountExact {
@@ -247,6 +267,10 @@ impl Licences {
     pub fn classify(&self, claim: &Claim, qualifier: Qualifier) -> NarrationEvent {
         use NarrationEvent as E;
         match claim.kind {
+            ClaimKind::Search => match self.searched {
+                true => E::SearchAnswered,
+                false => E::SearchWithoutResult,
+            },
             ClaimKind::Absence => match self.accounted_zero {
                 true => E::AbsenceAccounted,
                 false => E::AbsenceUnaccounted,

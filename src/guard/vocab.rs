@@ -55,6 +55,8 @@ pub struct Vocab {
     pub absence: Absence,
     pub completeness: Completeness,
     pub attribute_cues: AttributeCues,
+    #[serde(default)]
+    pub search: Search,
     /// Cues before a count that say it is exact (`~cue`: after it). Read by
     /// the guard's licence check, not by the extractor.
     #[serde(default)]
@@ -91,6 +93,16 @@ pub struct Absence {
     /// Count words after which a zero count is an absence claim too
     /// ("zero photos"); a number 0 followed by a counter always is.
     pub zero_not_before: Vec<String>,
+}
+
+/// Words that say a search ran and answered.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Search {
+    /// "searched", "found"; Korean: word stems ("검색했").
+    pub verbs: Vec<String>,
+    /// Within three words before a verb, these make it no claim.
+    pub negators: Vec<String>,
 }
 
 /// Words and patterns that call a list the whole population.

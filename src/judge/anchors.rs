@@ -63,8 +63,13 @@ pub enum Anchor {
     StitchCapped { pages: usize },
     /// A single-value aggregate came back empty (NULL): no number, no "none".
     NoValue { source: String },
-    /// The user narrowed, but the previous answer showed no population.
+    /// The user narrowed, but the thread shows no earlier population: the
+    /// user is asked what to search; nothing was searched.
     NothingToNarrow,
+    /// The request names something on the user's screen ("this floor")
+    /// that the host context does not carry: the user is asked which one;
+    /// nothing was searched.
+    ContextMissing { field: String },
     /// The narrowing asked for another search term inside the previous
     /// results, which the tool cannot express as a subset.
     NarrowingUnsupported { key: String },
@@ -173,8 +178,11 @@ impl Anchor {
                 "[{source}] The aggregate has no value (no rows, or only empty values): state no number and do not say anything is absent."
             ),
             Anchor::NothingToNarrow => {
-                "There were no previous results to narrow: this search covered everything. Say so; do not call the results \"those\".".into()
+                "There are no earlier results in this conversation to narrow, and nothing was searched: say so and ask what to search for.".into()
             }
+            Anchor::ContextMissing { field } => format!(
+                "The request refers to the user's current {field}, but the screen did not say which {field} that is, and nothing was searched: ask which {field} is meant."
+            ),
             Anchor::NarrowingUnsupported { key } => format!(
                 "The previous results cannot be narrowed by another `{key}` with this tool: say so and offer a new search instead; nothing was searched."
             ),

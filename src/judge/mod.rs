@@ -20,6 +20,7 @@ pub mod in_band;
 pub mod listing;
 pub mod narrowing;
 pub mod result;
+pub mod sentences;
 pub mod stitch;
 
 pub use accounting::Accounting;

@@ -89,6 +89,11 @@ pub struct Plan {
     /// those from April"). The scope itself comes from turn state.
     #[serde(default)]
     pub narrows_previous: bool,
+    /// Host-context fields the request refers to ("this floor" → `floor`).
+    /// The model leaves them out of its calls: code fills them in from the
+    /// host context, or asks the user when the context lacks one.
+    #[serde(default)]
+    pub from_context: Vec<String>,
 }
 
 /// What the responder sees: the user's words and the anchors code derived.

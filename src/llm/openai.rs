@@ -51,6 +51,17 @@ use crate::wire::sse::SseDecoder;
 /// results are meant is the agent's knowledge, never the model's.
 pub const NARROW_PREVIOUS_TOOL: &str = "narrow_previous_results";
 
+/// The function that lets the model say the user refers to something on
+/// their screen ("this floor"): it names the host-context field and runs
+/// nothing. Code fills the field into the calls from the host context, or
+/// asks the user which one is meant ([`Plan::from_context`]); the model
+/// never guesses it.
+pub const HOST_CONTEXT_TOOL: &str = "from_host_context";
+
+const HOST_CONTEXT_DESCRIPTION: &str = "Call this together with the search when the user refers to \
+what is on their screen (\"this floor\", \"this project\"), once per such field. Leave that argument out \
+of the search: the server fills it in from the user's screen, or asks the user which one is meant.";
+
 const NARROW_PREVIOUS_DESCRIPTION: &str = "Call this together with the search when the user \
 restricts the results of the previous answer (\"only those from April\", \"just the ones on floor 5\"). \
 It takes no arguments and runs nothing: which results are meant is already known.";
@@ -276,6 +287,13 @@ impl OpenAi {
                 "description": NARROW_PREVIOUS_DESCRIPTION,
                 "parameters": {"type": "object", "properties": {}},
             }}));
+            defs.push(json!({"type": "function", "function": {
+                "name": HOST_CONTEXT_TOOL,
+                "description": HOST_CONTEXT_DESCRIPTION,
+                "parameters": {"type": "object", "properties": {
+                    "field": {"type": "string", "enum": ["floor", "project"]},
+                }, "required": ["field"]},
+            }}));
             body["tools"] = Value::Array(defs);
             body["tool_choice"] = json!("auto");
         }
@@ -390,7 +408,15 @@ impl OpenAi {
         let (marks, calls): (Vec<PlannedCall>, Vec<PlannedCall>) = calls
             .into_calls()
             .into_iter()
-            .partition(|c| c.tool == NARROW_PREVIOUS_TOOL);
+            .partition(|c| c.tool == NARROW_PREVIOUS_TOOL || c.tool == HOST_CONTEXT_TOOL);
+        let narrows_previous = marks.iter().any(|c| c.tool == NARROW_PREVIOUS_TOOL);
+        let mut from_context: Vec<String> = marks
+            .iter()
+            .filter(|c| c.tool == HOST_CONTEXT_TOOL)
+            .filter_map(|c| c.args.get("field").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        from_context.dedup();
         let calls: Vec<PlannedCall> = calls
             .into_iter()
             .map(|mut c| {
@@ -414,7 +440,8 @@ impl OpenAi {
         Ok(Plan {
             calls,
             note,
-            narrows_previous: !marks.is_empty(),
+            narrows_previous,
+            from_context,
         })
     }
 }
@@ -731,8 +758,9 @@ fn plan_messages(req: &PlanRequest, tools: &[WireTool]) -> Vec<Value> {
 
 fn wire_tools(tools: &[ToolInfo]) -> Vec<WireTool> {
     let mut out: Vec<WireTool> = Vec::with_capacity(tools.len());
-    let taken =
-        |out: &[WireTool], w: &str| w == NARROW_PREVIOUS_TOOL || out.iter().any(|t| t.wire == w);
+    let taken = |out: &[WireTool], w: &str| {
+        w == NARROW_PREVIOUS_TOOL || w == HOST_CONTEXT_TOOL || out.iter().any(|t| t.wire == w)
+    };
     for t in tools {
         let mut base: String = t
             .name

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::{
     CallRecord, LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream,
 };
-use crate::judge::emptiness::AbsenceCause;
+use crate::judge::sentences::sentence;
 use crate::judge::Anchor;
 
 #[derive(Debug, Default, Clone)]
@@ -66,9 +66,9 @@ fn leading_number(t: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// The floor a message names: "floor 3", "3rd floor", "3층", "b1", "지하1층",
-/// or the host context's floor for "this floor" / "이 층".
-fn floor(text: &str, context: Option<&Value>) -> Option<i64> {
+/// The floor a message names: "floor 3", "3rd floor", "3층", "b1", "지하1층".
+/// "This floor" is not a floor the message names: see [`this_floor`].
+fn floor(text: &str) -> Option<i64> {
     let toks = tokens(text);
     for (i, t) in toks.iter().enumerate() {
         if t == "floor" {
@@ -93,14 +93,17 @@ fn floor(text: &str, context: Option<&Value>) -> Option<i64> {
             }
         }
     }
-    let this_floor = text.to_lowercase().contains("this floor") || text.contains("이 층");
-    if this_floor {
-        return context.and_then(|c| c.get("floor")).and_then(|f| {
-            f.as_i64()
-                .or_else(|| f.as_str().and_then(|s| s.parse().ok()))
-        });
-    }
     None
+}
+
+/// "this floor" / "이 층": the floor on the user's screen. Which floor that
+/// is, is the host context's to say, and the agent's to read: the model
+/// only says that the request refers to it ([`Plan::from_context`]).
+fn this_floor(text: &str) -> bool {
+    has_any(
+        text,
+        &["this floor", "current floor", "이 층", "이층", "현재 층"],
+    )
 }
 
 /// A four-digit year 1900..2100 ("from 1999", "1999년").
@@ -323,6 +326,7 @@ fn plan(calls: Vec<PlannedCall>, note: &str, narrows_previous: bool) -> Plan {
         calls,
         note: note.into(),
         narrows_previous,
+        from_context: vec![],
     }
 }
 
@@ -330,7 +334,14 @@ impl Scripted {
     fn plan_for(&self, req: &PlanRequest) -> Plan {
         let text = &req.user_text;
         let has_tool = |name: &str| req.tools.iter().any(|t| t.name == name);
-        let floor = floor(text, req.context.as_ref());
+        let floor = floor(text);
+        // The screen's floor is filled in by the agent, never guessed here.
+        let from_context = |mut p: Plan| {
+            if floor.is_none() && this_floor(text) {
+                p.from_context = vec!["floor".into()];
+            }
+            p
+        };
         let year = year(text);
         let month = month(text);
 
@@ -365,11 +376,11 @@ impl Scripted {
             }
             // A page large enough to hold a narrowed scope whole.
             args.insert("limit".into(), json!(50));
-            return plan(
+            return from_context(plan(
                 vec![call("search_photos", args)],
                 "narrow the previous results",
                 true,
-            );
+            ));
         }
         // "… in the archive": the legacy archive, asked the same question.
         let archive = has_any(text, &["archive", "보관소"]) && has_tool("archive_query");
@@ -448,11 +459,11 @@ impl Scripted {
             // Only the newest few are needed to open the top one.
             args.insert("limit".into(), json!(3));
         }
-        plan(
+        from_context(plan(
             vec![call("search_photos", args)],
             "search the site's panoramas",
             false,
-        )
+        ))
     }
 }
 
@@ -495,128 +506,6 @@ fn record_sentence(req: &RespondRequest, source: &str, korean: bool) -> String {
             "가장 위의 {label}({floor}층, {date})을 위에 자세히 표시했습니다. 기록된 내용: {}.",
             notes.join(", ")
         ),
-    }
-}
-
-/// The scripted responder's sentence for one anchor, obeying its phrasing.
-/// The code's own sentence for an anchor, in English or Korean: what the
-/// scripted model says, and what the narration guard puts in place of a
-/// sentence it does not let through.
-pub fn anchor_sentence(anchor: &Anchor, korean: bool) -> String {
-    sentence(anchor, korean)
-}
-
-fn sentence(anchor: &Anchor, korean: bool) -> String {
-    match (anchor, korean) {
-        (Anchor::Record { .. }, _) => String::new(),
-        (Anchor::NarrowingStale, false) => {
-            "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
-        }
-        (Anchor::NarrowingStale, true) => {
-            "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()
-        }
-        (Anchor::StepLimit { steps }, false) => {
-            format!("I stopped after {steps} tool steps; more may have been needed.")
-        }
-        (Anchor::StepLimit { steps }, true) => {
-            format!("도구 단계 {steps}번에서 멈췄습니다. 더 필요했을 수 있습니다.")
-        }
-        (Anchor::CountExact { total, complete: true, .. }, false) => {
-            format!("There are exactly {total}, and all of them are in the card above.")
-        }
-        (Anchor::CountExact { total, complete: true, .. }, true) => {
-            format!("정확히 {total}건이며, 위 카드에 전부 있습니다.")
-        }
-        (Anchor::CountExact { total, displayed, .. }, false) => {
-            format!("Exactly {total} match. These {displayed} are shown in the card above.")
-        }
-        (Anchor::CountExact { total, displayed, .. }, true) => {
-            format!("정확히 {total}건이 일치합니다. 이 {displayed}건은 위 카드에 표시했습니다.")
-        }
-        (Anchor::CountLowerBound { at_least, displayed, .. }, false) => format!(
-            "At least {at_least} match this search; the exact number is not known. These {displayed} are shown in the card above."
-        ),
-        (Anchor::CountLowerBound { at_least, displayed, .. }, true) => format!(
-            "이 검색 조건에 최소 {at_least}건이 일치하며, 정확한 수는 알 수 없습니다. 이 {displayed}건은 위 카드에 표시했습니다."
-        ),
-        (Anchor::CountShown { displayed, .. }, false) => {
-            format!("These {displayed} are shown in the card above; the total is not known.")
-        }
-        (Anchor::CountShown { displayed, .. }, true) => {
-            format!("이 {displayed}건을 위 카드에 표시했습니다. 전체 수는 알 수 없습니다.")
-        }
-        (Anchor::CountUnknown { .. }, false) => {
-            "The search answered, but without any count, so I cannot say how many there are.".into()
-        }
-        (Anchor::CountUnknown { .. }, true) => "검색 결과에 개수 정보가 없어 몇 건인지 말씀드릴 수 없습니다.".into(),
-        (Anchor::ToolFailed { tool }, false) => {
-            format!("The {tool} tool failed, so I cannot answer from it.")
-        }
-        (Anchor::ToolFailed { tool }, true) => format!("{tool} 도구가 실패하여 답변할 수 없습니다."),
-        (Anchor::ContextTruncated { field }, false) => {
-            format!("(The {field} list from your screen may be truncated.)")
-        }
-        (Anchor::ContextTruncated { field }, true) => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
-        (Anchor::Aggregate { value, .. }, false) => format!("There are exactly {value}."),
-        (Anchor::Aggregate { value, .. }, true) => format!("정확히 {value}건입니다."),
-        (Anchor::ContinuationDrifted { anomaly }, false) => format!(
-            "The results changed since my earlier answer ({anomaly}), so I did not show that next page. Shall I search again?"
-        ),
-        (Anchor::ContinuationDrifted { anomaly }, true) => format!(
-            "이전 답변 이후 결과가 바뀌어({anomaly}) 다음 페이지는 표시하지 않았습니다. 다시 검색할까요?"
-        ),
-        (Anchor::ValueUnaccounted { value, .. }, false) => {
-            format!("The server reports {value}; it sent no accounting to check it against.")
-        }
-        (Anchor::ValueUnaccounted { value, .. }, true) => {
-            format!("서버는 {value}(이)라고 답했습니다. 확인할 집계 정보는 없습니다.")
-        }
-        (Anchor::InBandFailure { tool }, false) => format!(
-            "The data source behind {tool} did not return a usable answer, so I cannot tell you anything about this data right now. Nothing here is inferred from it."
-        ),
-        (Anchor::InBandFailure { tool }, true) => {
-            format!("{tool} 데이터 소스가 사용할 수 있는 응답을 주지 않아 지금은 이 데이터에 대해 말씀드릴 수 없습니다.")
-        }
-        (Anchor::Absent { cause }, false) => match cause {
-            AbsenceCause::ZeroFromStart => "There are none: the search accounted for its answer and found nothing.".into(),
-            AbsenceCause::ZeroAfterNarrowing => "None of the previous results match.".into(),
-            AbsenceCause::AuthenticationFailed => "Authentication with the data source failed, so nothing was searched.".into(),
-            AbsenceCause::BlockedByPermission => "This was not searched: it needs access you do not have.".into(),
-        },
-        (Anchor::Absent { cause }, true) => match cause {
-            AbsenceCause::ZeroFromStart => "해당하는 항목이 없습니다. 검색 서버가 결과 집계와 함께 0건을 확인했습니다.".into(),
-            AbsenceCause::ZeroAfterNarrowing => "이전 결과 중에는 해당하는 항목이 없습니다.".into(),
-            AbsenceCause::AuthenticationFailed => "데이터 소스 인증에 실패하여 검색하지 못했습니다.".into(),
-            AbsenceCause::BlockedByPermission => "접근 권한이 없어 검색하지 않았습니다.".into(),
-        },
-        (Anchor::NarrowingReleased, false) => {
-            "I have let go of that narrowing: your next search covers the whole project. Shall I search everything?".into()
-        }
-        (Anchor::NarrowingReleased, true) => "좁힌 범위는 해제했습니다. 다음 검색은 전체를 대상으로 합니다. 전체에서 다시 찾을까요?".into(),
-        (Anchor::OutsideScope { .. }, false) => {
-            "The narrowed search returned results outside your previous results, so I discarded them and cannot answer the narrowed question.".into()
-        }
-        (Anchor::OutsideScope { .. }, true) => "좁힌 검색 결과가 이전 결과 범위를 벗어나 버렸습니다. 좁힌 질문에는 답할 수 없습니다.".into(),
-        (Anchor::StitchAbandoned { anomaly }, false) => {
-            format!("I stopped combining result pages because {anomaly}; only the first page is shown.")
-        }
-        (Anchor::StitchAbandoned { anomaly }, true) => {
-            format!("결과 페이지를 이어 붙이다가 중단했습니다({anomaly}). 첫 페이지만 표시합니다.")
-        }
-        (Anchor::NoValue { .. }, false) => "The data source returned no value for this, so I cannot state a number.".into(),
-        (Anchor::NoValue { .. }, true) => "데이터 소스가 값을 돌려주지 않아 숫자를 말씀드릴 수 없습니다.".into(),
-        (Anchor::NothingToNarrow, false) => {
-            "There were no earlier results to narrow, so this searched everything.".into()
-        }
-        (Anchor::NothingToNarrow, true) => "좁힐 이전 결과가 없어 전체를 검색했습니다.".into(),
-        (Anchor::NarrowingUnsupported { .. }, false) => {
-            "I cannot narrow the previous results by a different search term; I can run a new search instead.".into()
-        }
-        (Anchor::NarrowingUnsupported { .. }, true) => {
-            "이전 결과를 다른 검색어로 좁힐 수는 없습니다. 새로 검색해 드릴 수 있습니다.".into()
-        }
-        (Anchor::StitchCapped { pages }, false) => format!("Only the first {pages} pages are combined here."),
-        (Anchor::StitchCapped { pages }, true) => format!("처음 {pages}페이지만 이어 붙였습니다."),
     }
 }
 
@@ -731,12 +620,39 @@ mod tests {
         for (text, expect) in cases {
             assert_eq!(&plan(text, None), expect, "{text}");
         }
-        assert_eq!(
-            plan(
-                "show quality issues on this floor",
-                Some(json!({"floor": "4"}))
-            ),
-            json!({"query": "quality", "floor": 4})
-        );
+        // "This floor" is the screen's: the model names the field, the
+        // agent fills it in (or asks), whatever the context says.
+        for context in [Some(json!({"floor": "4"})), None] {
+            assert_eq!(
+                plan("show quality issues on this floor", context.clone()),
+                json!({"query": "quality"})
+            );
+        }
+        let req = |text: &str| PlanRequest {
+            prompt: Prompt::new(super::super::prompt::PLANNER_FIXED),
+            user_text: text.into(),
+            tools: vec![ToolInfo {
+                name: "search_photos".into(),
+                description: String::new(),
+                input_schema: json!({}),
+            }],
+            context: None,
+            history: vec![],
+            steps: vec![],
+        };
+        for text in [
+            "show quality issues on this floor",
+            "이 층 품질 지적사항 보여줘",
+        ] {
+            assert_eq!(
+                Scripted::demo().plan_for(&req(text)).from_context,
+                vec!["floor".to_string()],
+                "{text}"
+            );
+        }
+        assert!(Scripted::demo()
+            .plan_for(&req("show quality issues on floor 3"))
+            .from_context
+            .is_empty());
     }
 }

@@ -27,6 +27,10 @@ crate::names! {
         AbsenceUnaccounted = "absence_unaccounted",
         CompletenessComplete = "completeness_complete",
         CompletenessOnSample = "completeness_on_sample",
+        /// "searched", "found" after a call of this turn answered.
+        SearchAnswered = "search_answered",
+        /// "searched", "found" when no call answered: it failed, or none ran.
+        SearchWithoutResult = "search_without_result",
         SentenceEnd = "sentence_end",
     }
 }

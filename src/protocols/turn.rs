@@ -25,6 +25,10 @@ crate::names! {
         Answered = "answered",
         /// The model planned nothing on the first step.
         PlanEmpty = "plan_empty",
+        /// The plan refers to something the turn does not have: "this
+        /// floor" with no floor in the host context, "those" with no
+        /// earlier results. Nothing is called; the user is asked.
+        ReferenceMissing = "reference_missing",
         PlannerFailed = "planner_failed",
         /// The step has another planned call.
         NextCall = "next_call",

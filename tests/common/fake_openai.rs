@@ -29,7 +29,7 @@ use axum::routing::post;
 use axum::Router;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use turnstile::llm::openai::NARROW_PREVIOUS_TOOL;
+use turnstile::llm::openai::{HOST_CONTEXT_TOOL, NARROW_PREVIOUS_TOOL};
 use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
 use turnstile::llm::{ApiKey, Model, OpenAi, OpenAiConfig, PlanRequest, Prompt, Scripted};
 use turnstile::mcp::ToolInfo;
@@ -280,6 +280,19 @@ async fn plan_like_scripted(req: &Captured) -> Response {
     // the adapter offers for it; if it is not offered, it cannot be said.
     if plan.narrows_previous && narrow_offered {
         calls.insert(0, (NARROW_PREVIOUS_TOOL.to_string(), "{}".to_string()));
+    }
+    // "This floor" is said with the adapter's host-context function; the
+    // floor itself is the server's to fill in.
+    if offered(HOST_CONTEXT_TOOL) {
+        for field in &plan.from_context {
+            calls.insert(
+                0,
+                (
+                    HOST_CONTEXT_TOOL.to_string(),
+                    json!({"field": field}).to_string(),
+                ),
+            );
+        }
     }
     sse(tool_call_events(&calls, "tool_calls"), End::Clean)
 }

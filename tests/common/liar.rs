@@ -622,7 +622,7 @@ pub fn paraphrase(req: &RespondRequest) -> String {
                     true => format!("첫 번째 결과 {label}은 {floor}층에서 {date}에 촬영되었습니다."),
                 }
             }
-            (other, _) => turnstile::llm::scripted::anchor_sentence(other, ko),
+            (other, _) => turnstile::judge::sentences::sentence(other, ko),
         };
         if !s.is_empty() {
             out.push(if ko { s } else { en_title(&s) });

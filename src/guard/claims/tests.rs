@@ -2,7 +2,8 @@
 //!
 //! Expected claims are written in order of position: `C25` count 25,
 //! `A3` attribute 3, `A` attribute without a single value (an id, a date),
-//! `N` absence, `P` completeness ("the whole population").
+//! `N` absence, `P` completeness ("the whole population"), `S` a search
+//! that ran (after every other claim of the sentence).
 
 use super::*;
 use crate::guard::vocab::{vocab, Lang};
@@ -15,6 +16,7 @@ fn code(c: &Claim) -> String {
         ClaimKind::Attribute => format!("A{v}"),
         ClaimKind::Absence => "N".into(),
         ClaimKind::Completeness => "P".into(),
+        ClaimKind::Search => "S".into(),
     }
 }
 
@@ -22,7 +24,13 @@ fn run(lang: Lang, table: &[(&str, &str)]) {
     let v = vocab(lang);
     let mut failures = Vec::new();
     for (sentence, want) in table {
-        let got: Vec<String> = claims(sentence, v).iter().map(code).collect();
+        // Search claims are listed (as `S`, last) only in the tables
+        // that test them.
+        let got: Vec<String> = claims(sentence, v)
+            .iter()
+            .filter(|c| c.kind != ClaimKind::Search || want.contains('S'))
+            .map(code)
+            .collect();
         let want: Vec<&str> = want.split_whitespace().collect();
         if got != want {
             failures.push(format!(
@@ -70,7 +78,7 @@ const EN_HONEST: &[(&str, &str)] = &[
     ("I stopped combining result pages because the cursor repeated; only the first page is shown.", ""),
     ("The data source returned no value for this, so I cannot state a number.", ""),
     // A real absence claim (of earlier results, not of data).
-    ("There were no earlier results to narrow, so this searched everything.", "N"),
+    ("There are no earlier results to narrow in this conversation. What should I search for?", "N"),
     ("I cannot narrow the previous results by a different search term; I can run a new search instead.", ""),
     ("Only the first 3 pages are combined here.", "C3"),
     ("The top one, PANO-B1-0007 (floor B1, 2026-03-02), is shown above in detail; it notes: no hard hat, formwork complete.", "A A1 A"),
@@ -278,6 +286,61 @@ fn korean_honest_sentences() {
 #[test]
 fn korean_sentences() {
     run(Lang::Ko, KO);
+}
+
+/// Sentences that say (or deny) that a search ran: `S` when they claim it.
+/// A search claim comes after every other claim of its sentence.
+const SEARCH: &[(Lang, &str, &str)] = &[
+    (
+        Lang::En,
+        "There were no earlier results to narrow, so this searched everything.",
+        "N S",
+    ),
+    (Lang::En, "I searched the archive.", "S"),
+    (Lang::En, "I found these in the card above.", "S"),
+    (Lang::En, "It found nothing.", "N S"),
+    (
+        Lang::En,
+        "Authentication with the data source failed, so nothing was searched.",
+        "S-",
+    ),
+    (
+        Lang::En,
+        "This was not searched: it needs access you do not have.",
+        "S-",
+    ),
+    (
+        Lang::En,
+        "I could not search, and nothing was found.",
+        "N S-",
+    ),
+    (Lang::En, "What should I search for?", "S-"),
+    (
+        Lang::Ko,
+        "좁힐 이전 결과가 없어 전체를 검색했습니다.",
+        "N S",
+    ),
+    (Lang::Ko, "3층에서 10건을 찾았습니다.", "A3 C10 S"),
+    (
+        Lang::Ko,
+        "데이터 소스 인증에 실패하여 검색하지 못했습니다.",
+        "S-",
+    ),
+    (Lang::Ko, "무엇을 검색할까요?", "S-"),
+];
+
+#[test]
+fn search_claims() {
+    // `S-` marks a sentence that must carry no search claim.
+    let mut failures = Vec::new();
+    for (lang, sentence, want) in SEARCH {
+        let got: Vec<String> = claims(sentence, vocab(*lang)).iter().map(code).collect();
+        let want: Vec<&str> = want.split_whitespace().filter(|w| *w != "S-").collect();
+        if got != want {
+            failures.push(format!("{sentence:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
