@@ -94,9 +94,13 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.ends_with('\n'), "{stdout:?}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[0], format!("thread {thread}"), "{stdout}");
     assert_eq!(
-        stdout.matches("thread ").count(),
+        lines[0],
+        format!("thread {thread}  (follow up with --thread {thread})"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("thread ")).count(),
         1,
         "one thread line:\n{stdout}"
     );
@@ -110,5 +114,66 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
         assert!(row.contains(" · floor "), "a whole card row: {row:?}");
     }
     assert_eq!(lines.last(), Some(&"· done"), "{stdout}");
+    s.stop().await;
+}
+
+async fn chat(args: &[&str]) -> String {
+    let out = tokio::time::timeout(Duration::from_secs(60), turnstile(args).output())
+        .await
+        .expect("chat ends")
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "turnstile {args:?}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The README's follow-up, typed as printed: the first chat prints the
+/// thread, `--thread` continues it, and the card of "all 25" prints all 25
+/// rows the answer points at. `--rows` prints fewer and says how many it
+/// left out. `--floor` is what "this floor" means; without it, a question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let base = format!("{}/", s.base);
+    let first = chat(&["chat", &base, PROMPT]).await;
+    let thread = first
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("thread "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("a thread line")
+        .to_string();
+    let rows = |out: &str| out.lines().filter(|l| l.starts_with("    PANO-")).count();
+    assert_eq!(rows(&first), 10, "{first}");
+    let narrowed = chat(&["chat", &base, "only those from April", "--thread", &thread]).await;
+    assert!(narrowed.contains("▣ search_photos — all 25 [EXACT]"), "{narrowed}");
+    assert!(narrowed.contains("all of them are in the card above"), "{narrowed}");
+    assert_eq!(rows(&narrowed), 25, "every row the answer points at:\n{narrowed}");
+
+    let capped = chat(&["chat", &base, "list all panoramas", "--rows", "5"]).await;
+    assert!(
+        capped.contains("    … 245 more rows of this card not printed (--rows all prints them)"),
+        "{capped}"
+    );
+
+    let floor = chat(&["chat", &base, "show quality issues on this floor", "--floor", "4"]).await;
+    assert!(floor.contains(r#""floor":4"#), "{floor}");
+    let context = chat(&[
+        "chat",
+        &base,
+        "show quality issues on this floor",
+        "--context",
+        r#"{"floor": 4}"#,
+    ])
+    .await;
+    assert!(context.contains(r#""floor":4"#), "{context}");
+    let ask = chat(&["chat", &base, "show quality issues on this floor"]).await;
+    assert!(!ask.contains("· plan"), "nothing is searched:\n{ask}");
+    assert!(ask.contains("Which floor do you mean?"), "{ask}");
     s.stop().await;
 }

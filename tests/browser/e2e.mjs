@@ -112,7 +112,13 @@ try {
   await idle();
   check((await ev("location.search")).includes("thread="), "the page created a thread and put it in the URL");
 
+  // An empty thread offers prompts to start with; they go once a turn runs.
+  const examples = await texts("example");
+  check(examples.length >= 3 && examples.includes("show safety issues on floor 3"),
+    `the empty page offers example prompts: ${JSON.stringify(examples)}`);
+
   await say("show safety issues on floor 3");
+  check(await ev(`document.getElementById('examples').hidden`), "the examples are gone once the thread has a turn");
   const counts = await texts("count");
   check(counts.at(-1) === "10 shown of at least 189", `the card shows the honest count: ${JSON.stringify(counts)}`);
   const answer = await ev(`document.querySelector('[data-testid=answer]').textContent`);
@@ -162,6 +168,30 @@ try {
   await sleep(300);
   await idle();
   check(JSON.stringify(await figures()) === JSON.stringify(live), "a reload renders the figures as they streamed");
+
+  // "This floor" is the host context's: the floor picker sends it; without
+  // it the page gets a counter-question and nothing is searched.
+  await newThread();
+  await ev(`(() => { const f = document.getElementById('floor'); f.value = '4'; return f.value; })()`);
+  await say("show quality issues on this floor");
+  let t = await lastTurn();
+  const planArgs = await ev(`[...document.querySelectorAll('.asst')].at(-1).querySelector('[data-testid=plan]').title`);
+  check(t.plans.length === 1 && planArgs.includes('"floor":4') && t.cards.length === 1,
+    `the picked floor is what "this floor" searches: ${JSON.stringify(planArgs)}`);
+  await ev(`(() => { document.getElementById('floor').value = ''; return true; })()`);
+  await say("show quality issues on this floor");
+  t = await lastTurn();
+  check(t.plans.length === 0 && t.tools.length === 0 && t.answer.startsWith("Which floor do you mean?"),
+    `without a floor, a counter-question and no search: ${JSON.stringify(t)}`);
+
+  // An example prompt runs as a turn when clicked.
+  await newThread();
+  await ev(`document.querySelector('[data-testid=example]').click()`);
+  await sleep(100);
+  await idle();
+  t = await lastTurn();
+  check(t && t.cards.length === 1 && t.cards[0].count === "10 shown of at least 189",
+    `a clicked example runs its prompt: ${JSON.stringify(t && t.cards)}`);
 
   const shot = (suffix) => (SHOT ? SHOT.replace(/(\.png)?$/, `-${suffix}.png`) : null);
   await twoStep("English", "show the newest safety issue on floor 3 in detail",
