@@ -107,6 +107,60 @@ async fn the_turn_table_decides_whether_the_planner_is_asked_again() {
     ends_at_row("turn", "plan-again", "show safety issues on floor 3").await;
 }
 
+/// Whether a request that refers to what the turn lacks is asked back is
+/// the turn table's row, not the model's or the agent's choice.
+#[tokio::test]
+async fn the_turn_table_decides_that_a_missing_reference_is_asked_back() {
+    ends_at_row(
+        "turn",
+        "ask-for-missing-reference",
+        "show quality issues on this floor",
+    )
+    .await;
+    ends_at_row("turn", "ask-for-missing-reference", "only those from April").await;
+}
+
+/// A search claimed without a result is the narration table's row: a
+/// reviewer who makes "searched" legal there changes what the guard lets
+/// through, with the same binary.
+#[tokio::test]
+async fn the_narration_table_decides_whether_a_search_may_be_claimed() {
+    use turnstile::guard::check::Guard;
+    use turnstile::guard::licence::Licences;
+    use turnstile::guard::vocab::Lang;
+    use turnstile::judge::Anchor;
+    use turnstile::protocols::narration::Narration;
+    use turnstile::protocols::TableSet;
+
+    let sentence = "There were no earlier results to narrow, so this searched everything.";
+    let judge = |set: &TableSet| {
+        let table = set.bound::<Narration>().expect("narration binds");
+        let mut g = Guard::new(
+            &table,
+            Licences::from_anchors(&[Anchor::NothingToNarrow]),
+            Lang::En,
+            "What should I search for?".into(),
+        );
+        g.judge(sentence.into()).replaced.map(|r| r.row_id)
+    };
+    assert_eq!(
+        judge(&TableSet::builtin().unwrap()).as_deref(),
+        Some("search-claimed-without-result")
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tables/narration.ron");
+    let src = std::fs::read_to_string(path).unwrap();
+    let start = src
+        .find("Forbidden(id: \"search-claimed-without-result\"")
+        .unwrap();
+    let end = start + src[start..].find("\"),\n").unwrap() + 3;
+    let legal = "Legal(id: \"search-claimed-without-result\", from: \"Checking\", on: \"search_without_result\", to: \"Checking\", effect: \"pass\"),";
+    let edited = format!("{}{legal}{}", &src[..start], &src[end..]);
+    std::fs::write(tmp.path().join("narration.ron"), edited).unwrap();
+    let set = TableSet::load(Some(tmp.path())).expect("the edited table loads");
+    assert_eq!(judge(&set), None, "the edited table lets the claim pass");
+}
+
 #[tokio::test]
 async fn a_forbidden_frame_row_ends_the_turn() {
     ends_at_row("frame", "cite", "show safety issues on floor 3").await;
