@@ -11,12 +11,14 @@
 //!   every other request (the page, the frame table, threads) through.
 //!   Driven by tests/browser/violations.mjs.
 //!
-//! Needs `chromium` and `node` (20+). Without them the tests print a notice
-//! and pass, unless TURNSTILE_REQUIRE_BROWSER=1 (CI sets it).
+//! Needs `chromium` (`TURNSTILE_CHROMIUM`) and `node` 20+ (`NODE`), so every
+//! test is `#[ignore = "needs Chromium and node: …"]`; run with
+//! `--include-ignored`, a missing one fails it (ADR 0015). `scripts/test-deps`
+//! installs Debian's chromium (as root).
 
 mod common;
 
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,36 +33,26 @@ use common::server::{databases, TestServer};
 use serde_json::{json, Map, Value};
 use turnstile::wire::{Citation, Delta, Done, Frame, Start, ToolCall, ToolResult};
 
-fn have(cmd: &str) -> bool {
-    std::process::Command::new(cmd)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// What drives the page: Chromium and node; fails the test without them.
+struct Browser {
+    chromium: String,
+    node: String,
 }
 
-/// The Chromium to drive, or `None` (after a notice) when it or node is
-/// missing and the browser is not required.
-fn browser() -> Option<String> {
-    let chromium = std::env::var("TURNSTILE_CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    if !have(&chromium) || !have("node") {
-        if std::env::var("TURNSTILE_REQUIRE_BROWSER").as_deref() == Ok("1") {
-            panic!("chromium and node are required (TURNSTILE_REQUIRE_BROWSER=1)");
-        }
-        eprintln!("skipping the browser test: chromium or node is not installed");
-        return None;
+fn browser() -> Browser {
+    Browser {
+        chromium: common::needs::chromium(),
+        node: common::needs::node(),
     }
-    Some(chromium)
 }
 
 /// Runs one driver script under node and asserts that every check passed.
-async fn drive(chromium: &str, script: &str, args: &[&str]) -> Output {
-    let run = tokio::process::Command::new("node")
+async fn drive(browser: &Browser, script: &str, args: &[&str]) -> Output {
+    let run = tokio::process::Command::new(&browser.node)
         .arg("--experimental-websocket")
         .arg(script)
         .args(args)
-        .env("TURNSTILE_CHROMIUM", chromium)
+        .env("TURNSTILE_CHROMIUM", &browser.chromium)
         .output();
     let out = tokio::time::timeout(Duration::from_secs(90), run)
         .await
@@ -77,14 +69,15 @@ async fn drive(chromium: &str, script: &str, args: &[&str]) -> Output {
 }
 
 #[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_chat_page_in_chromium() {
-    let Some(chromium) = browser() else { return };
+    let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
     let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
     let shot = tmp.path().join("page.png");
     let base = format!("{}/", s.base);
     let shot_arg = shot.to_string_lossy().into_owned();
-    drive(&chromium, "tests/browser/e2e.mjs", &[&base, &shot_arg]).await;
+    drive(&browser, "tests/browser/e2e.mjs", &[&base, &shot_arg]).await;
     assert!(shot.exists(), "the screenshot was taken");
     for lang in ["en", "ko"] {
         let two_step = tmp.path().join(format!("page-two-step-{lang}.png"));
@@ -98,12 +91,13 @@ async fn the_chat_page_in_chromium() {
 /// while an inline script or event handler injected into the document does
 /// not run and is reported as a violation. Driven by tests/browser/csp.mjs.
 #[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_runs_under_its_csp_and_injected_script_does_not() {
-    let Some(chromium) = browser() else { return };
+    let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
     let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
     let base = format!("{}/", s.base);
-    drive(&chromium, "tests/browser/csp.mjs", &[&base]).await;
+    drive(&browser, "tests/browser/csp.mjs", &[&base]).await;
     s.pass();
 }
 
@@ -111,8 +105,9 @@ async fn the_page_runs_under_its_csp_and_injected_script_does_not() {
 /// demo's `--fault lying-model`) has each lie replaced; the page marks the
 /// replacement with a tooltip naming the row, and no lie reaches the DOM.
 #[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_marks_sentences_the_guard_replaced() {
-    let Some(chromium) = browser() else { return };
+    let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
     let model = Arc::new(turnstile::llm::lying::Lying::new(
         turnstile::llm::Scripted::demo(),
@@ -121,7 +116,7 @@ async fn the_page_marks_sentences_the_guard_replaced() {
     let base = format!("{}/", s.base);
     // The lies `Lying` tells over the safety search's lower-bound card.
     drive(
-        &chromium,
+        &browser,
         "tests/browser/guard.mjs",
         &[
             &base,
@@ -139,8 +134,9 @@ async fn the_page_marks_sentences_the_guard_replaced() {
 /// the stream from that frame on. The page, the table and threads are the
 /// real server's; only the message route answers with hand-made streams.
 #[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
-    let Some(chromium) = browser() else { return };
+    let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
     let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
     let stub = Stub {
@@ -156,7 +152,7 @@ async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
     let base = format!("http://{}/", listener.local_addr().unwrap());
     let task = tokio::spawn(async move { axum::serve(listener, app).await });
 
-    drive(&chromium, "tests/browser/violations.mjs", &[&base]).await;
+    drive(&browser, "tests/browser/violations.mjs", &[&base]).await;
     assert_eq!(
         stub.answered.load(Ordering::SeqCst),
         3,

@@ -151,9 +151,19 @@ async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
     let rows = |out: &str| out.lines().filter(|l| l.starts_with("    PANO-")).count();
     assert_eq!(rows(&first), 10, "{first}");
     let narrowed = chat(&["chat", &base, "only those from April", "--thread", &thread]).await;
-    assert!(narrowed.contains("▣ search_photos — all 25 [EXACT]"), "{narrowed}");
-    assert!(narrowed.contains("all of them are in the card above"), "{narrowed}");
-    assert_eq!(rows(&narrowed), 25, "every row the answer points at:\n{narrowed}");
+    assert!(
+        narrowed.contains("▣ search_photos — all 25 [EXACT]"),
+        "{narrowed}"
+    );
+    assert!(
+        narrowed.contains("all of them are in the card above"),
+        "{narrowed}"
+    );
+    assert_eq!(
+        rows(&narrowed),
+        25,
+        "every row the answer points at:\n{narrowed}"
+    );
 
     let capped = chat(&["chat", &base, "list all panoramas", "--rows", "5"]).await;
     assert!(
@@ -161,7 +171,14 @@ async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
         "{capped}"
     );
 
-    let floor = chat(&["chat", &base, "show quality issues on this floor", "--floor", "4"]).await;
+    let floor = chat(&[
+        "chat",
+        &base,
+        "show quality issues on this floor",
+        "--floor",
+        "4",
+    ])
+    .await;
     assert!(floor.contains(r#""floor":4"#), "{floor}");
     let context = chat(&[
         "chat",

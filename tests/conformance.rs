@@ -8,12 +8,14 @@
 //!   ([`DemoServer`], what `turnstile demo` starts), in-process.
 //!
 //! The suite needs Node ≥ 22; `tests/conformance/package.json` installs one
-//! (npm package `node`) next to the suite: `cd tests/conformance && npm ci`.
-//! Missing, the tests print "skipping: ..." and pass, unless
-//! `TURNSTILE_REQUIRE_INTEROP=1` (CI), where they fail.
+//! (npm package `node`) next to the suite: `cd tests/conformance && npm ci`
+//! (`scripts/test-deps` does it). The tests that run the suite are
+//! `#[ignore = "needs the MCP conformance suite: …"]`; run with
+//! `--include-ignored`, a missing suite fails them (ADR 0015).
 //!
-//! `cargo test --test conformance -- --ignored --nocapture` runs every
-//! scenario of both sides and prints the table in `docs/conformance.md`.
+//! `cargo test --test conformance full_suite_report -- --ignored --nocapture`
+//! runs every scenario of both sides and prints the table in
+//! `docs/conformance.md`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -39,16 +41,6 @@ const SERVER_SCENARIOS: &[&str] = &[
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
 // ---------------------------------------------------------------- helpers --
-
-fn interop_required() -> bool {
-    std::env::var("TURNSTILE_REQUIRE_INTEROP").is_ok_and(|v| v == "1")
-}
-
-/// Print a skip notice, or fail when CI demands interop.
-fn skip(why: &str) {
-    assert!(!interop_required(), "TURNSTILE_REQUIRE_INTEROP=1 but {why}");
-    eprintln!("skipping: {why}");
-}
 
 fn conformance_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
@@ -76,14 +68,20 @@ fn node_major(node: &Path) -> Option<u32> {
         .ok()
 }
 
+/// The installed suite; fails the test when it cannot run ([`find_suite`]).
+fn suite() -> Suite {
+    find_suite()
+        .unwrap_or_else(|why| panic!("needs the MCP conformance suite, which is missing: {why}"))
+}
+
 /// The installed suite, or why it cannot run. Node: the one npm installed
 /// next to the suite, else `NODE` (default `node`) if it is ≥ 22.
-fn suite() -> Result<Suite, String> {
+fn find_suite() -> Result<Suite, String> {
     let dir = conformance_dir();
     let cli = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     if !cli.is_file() {
         return Err(format!(
-            "the MCP conformance suite is not installed (cd {} && npm ci)",
+            "the MCP conformance suite is not installed (run scripts/test-deps, or cd {} && npm ci)",
             dir.display()
         ));
     }
@@ -95,7 +93,7 @@ fn suite() -> Result<Suite, String> {
         }
     }
     Err(format!(
-        "no Node >= 22 for the conformance suite (cd {} && npm ci installs one)",
+        "no Node >= 22 for the conformance suite (run scripts/test-deps, or cd {} && npm ci: it installs one)",
         dir.display()
     ))
 }
@@ -327,11 +325,9 @@ fn result_directories_name_their_scenario() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the MCP conformance suite: scripts/test-deps, run with --include-ignored"]
 async fn client_scenarios_pass_with_turnstile_mcp() {
-    let suite = match suite() {
-        Ok(s) => s,
-        Err(why) => return skip(&why),
-    };
+    let suite = suite();
     let command = client_command();
     let mode = [
         "client",
@@ -364,11 +360,9 @@ async fn client_scenarios_pass_with_turnstile_mcp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the MCP conformance suite: scripts/test-deps, run with --include-ignored"]
 async fn server_scenarios_pass_against_the_demo_tool_server() {
-    let suite = match suite() {
-        Ok(s) => s,
-        Err(why) => return skip(&why),
-    };
+    let suite = suite();
     let server = demo().await;
     let url = server.url.clone();
     let mode = ["server", "--url", url.as_str()];
@@ -391,12 +385,9 @@ async fn server_scenarios_pass_against_the_demo_tool_server() {
 /// Every scenario of both sides, for `docs/conformance.md`; failures are
 /// printed, not asserted (most do not apply, see the doc).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "report: runs the whole suite and prints a table"]
+#[ignore = "needs the MCP conformance suite: scripts/test-deps; a report, it prints the table of docs/conformance.md with --nocapture"]
 async fn full_suite_report() {
-    let suite = match suite() {
-        Ok(s) => s,
-        Err(why) => return skip(&why),
-    };
+    let suite = suite();
     let command = client_command();
     let started = Instant::now();
     let (client, _, _) =

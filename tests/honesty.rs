@@ -1,5 +1,8 @@
 //! The honesty layer through the real path: HTTP/SSE, the real demo MCP
 //! server (with its fault switches), SQLite. The seed's measured cases.
+//! `narrowing_upgrades_and_releases_on_postgres` runs one of them on
+//! PostgreSQL: ignored unless `--include-ignored`, where it needs
+//! TURNSTILE_TEST_DATABASE_URL (ADR 0015).
 
 mod common;
 
@@ -103,59 +106,68 @@ async fn failures_disguised_as_200_are_failures() {
 #[tokio::test]
 async fn narrowing_upgrades_and_releases() {
     let tmp = tempfile::tempdir().unwrap();
-    for db in databases(&tmp) {
-        let s = TestServer::start(&db, vec![]).await;
-        let t = s.new_thread().await;
-        let wide = s.say(&t, "show safety issues on floor 3").await;
-        assert_eq!(
-            citation(&wide).unwrap().grade,
-            CountGrade::LowerBound.as_str()
-        );
+    narrowing_upgrades_and_releases_on(&databases(&tmp)[0]).await;
+}
 
-        for (name, prompt) in [("en", "only those from April"), ("ko", "그중 4월 것만")] {
-            let frames = s.say(&t, prompt).await;
-            let p = plan(&frames).unwrap();
-            // The scope came from turn state, not from the model.
-            let scope: Scope = typed(&p.scope);
-            assert_eq!(scope.args.get("floor"), Some(&json!(3)));
-            assert_eq!(p.steps[0].args.get("query"), Some(&json!("safety")));
-            let c = citation(&frames).unwrap();
-            assert_eq!(c.grade, CountGrade::Exact.as_str(), "{prompt}");
-            assert!(c.complete, "{prompt}");
-            assert!(c.narrowed);
-            assert_eq!(c.total, Some(c.displayed));
-            // Items are the tool's own records, not frame fields.
-            for item in &c.items {
-                assert_eq!(item["floor"], 3);
-                assert!(
-                    item["captured_at"].as_str().unwrap().starts_with("2026-04"),
-                    "{item}"
-                );
-            }
-            common::snapshot_settings().bind(|| {
-                insta::assert_snapshot!(format!("narrowed-april-{name}"), stable(&frames))
-            });
-        }
-        // January inside the April scope is empty: zero after narrowing.
-        let frames = s.say(&t, "only those from January").await;
-        let text = answer(&frames);
-        assert!(
-            text.contains("None of the previous results match"),
-            "{text}"
-        );
-        assert!(
-            text.contains("next search covers the whole project"),
-            "{text}"
-        );
-        // The scope was released: the next follow-up has no scope.
-        let frames = s.say(&t, "only those from April").await;
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn narrowing_upgrades_and_releases_on_postgres() {
+    narrowing_upgrades_and_releases_on(&common::needs::postgres()).await;
+}
+
+async fn narrowing_upgrades_and_releases_on(db: &str) {
+    let s = TestServer::start(db, vec![]).await;
+    let t = s.new_thread().await;
+    let wide = s.say(&t, "show safety issues on floor 3").await;
+    assert_eq!(
+        citation(&wide).unwrap().grade,
+        CountGrade::LowerBound.as_str()
+    );
+
+    for (name, prompt) in [("en", "only those from April"), ("ko", "그중 4월 것만")] {
+        let frames = s.say(&t, prompt).await;
         let p = plan(&frames).unwrap();
-        assert!(
-            p.scope.is_none(),
-            "released scope must not come back: {p:?}"
-        );
-        s.pass();
+        // The scope came from turn state, not from the model.
+        let scope: Scope = typed(&p.scope);
+        assert_eq!(scope.args.get("floor"), Some(&json!(3)));
+        assert_eq!(p.steps[0].args.get("query"), Some(&json!("safety")));
+        let c = citation(&frames).unwrap();
+        assert_eq!(c.grade, CountGrade::Exact.as_str(), "{prompt}");
+        assert!(c.complete, "{prompt}");
+        assert!(c.narrowed);
+        assert_eq!(c.total, Some(c.displayed));
+        // Items are the tool's own records, not frame fields.
+        for item in &c.items {
+            assert_eq!(item["floor"], 3);
+            assert!(
+                item["captured_at"].as_str().unwrap().starts_with("2026-04"),
+                "{item}"
+            );
+        }
+        common::snapshot_settings()
+            .bind(|| insta::assert_snapshot!(format!("narrowed-april-{name}"), stable(&frames)));
     }
+    // January inside the April scope is empty: zero after narrowing.
+    let frames = s.say(&t, "only those from January").await;
+    let text = answer(&frames);
+    assert!(
+        text.contains("None of the previous results match"),
+        "{text}"
+    );
+    assert!(
+        text.contains("next search covers the whole project"),
+        "{text}"
+    );
+    // The scope was released: the next follow-up has nothing to narrow, so
+    // it searches nothing and asks.
+    let frames = s.say(&t, "only those from April").await;
+    assert!(
+        plan(&frames).is_none(),
+        "released scope must not come back: {:?}",
+        plan(&frames)
+    );
+    assert!(answer(&frames).contains("no earlier results to narrow"));
+    s.pass();
 }
 
 /// The model cannot widen a scope, and cannot relabel it either: a follow-up
@@ -202,14 +214,17 @@ async fn the_scope_is_applied_last() {
     s.pass();
 }
 
-/// Narrowing with nothing to narrow says so, instead of answering a search
-/// of everything as "of those".
+/// Narrowing with nothing to narrow says so and asks what to search,
+/// instead of answering a search of everything as "of those": nothing runs
+/// (the turn table's `ask-for-missing-reference`).
 #[tokio::test]
 async fn narrowing_without_previous_results_says_so() {
     let (s, _tmp) = server(vec![]).await;
     let t = s.new_thread().await;
     let frames = s.say(&t, "only those from April").await;
-    assert!(plan(&frames).unwrap().scope.is_none());
+    assert!(plan(&frames).is_none(), "{:?}", plan(&frames));
+    assert!(tool_calls(&frames).is_empty());
+    assert!(answer(&frames).contains("What should I search for?"));
     assert!(
         answer(&frames).contains("no earlier results to narrow"),
         "{}",

@@ -1,6 +1,8 @@
 //! The chat server end to end: real HTTP/SSE, the real demo MCP server, a
-//! real database (SQLite, and PostgreSQL when TURNSTILE_TEST_DATABASE_URL is
-//! set). Every frame is checked against the frame table as it arrives.
+//! real database (SQLite; a check that also runs on PostgreSQL has an
+//! `…_on_postgres` twin, ignored unless `--include-ignored`, where it needs
+//! TURNSTILE_TEST_DATABASE_URL: ADR 0015). Every frame is checked against
+//! the frame table as it arrives.
 
 mod common;
 
@@ -25,17 +27,25 @@ const DEMO_PROMPTS: &[(&str, &str)] = &[
 #[tokio::test]
 async fn demo_prompts_stream_frames_in_table_order() {
     let tmp = tempfile::tempdir().unwrap();
-    for db in databases(&tmp) {
-        let s = TestServer::start(&db, vec![]).await;
-        let thread = s.new_thread().await;
-        for (name, prompt) in DEMO_PROMPTS {
-            let frames = s.say(&thread, prompt).await;
-            assert_eq!(kinds(&frames).last(), Some(&"done"), "{prompt}");
-            common::snapshot_settings()
-                .bind(|| insta::assert_snapshot!(format!("turn-{name}"), stable(&frames)));
-        }
-        s.pass();
+    demo_prompts_stream_frames_in_table_order_on(&databases(&tmp)[0]).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn demo_prompts_stream_frames_in_table_order_on_postgres() {
+    demo_prompts_stream_frames_in_table_order_on(&common::needs::postgres()).await;
+}
+
+async fn demo_prompts_stream_frames_in_table_order_on(db: &str) {
+    let s = TestServer::start(db, vec![]).await;
+    let thread = s.new_thread().await;
+    for (name, prompt) in DEMO_PROMPTS {
+        let frames = s.say(&thread, prompt).await;
+        assert_eq!(kinds(&frames).last(), Some(&"done"), "{prompt}");
+        common::snapshot_settings()
+            .bind(|| insta::assert_snapshot!(format!("turn-{name}"), stable(&frames)));
     }
+    s.pass();
 }
 
 #[tokio::test]
@@ -65,26 +75,34 @@ async fn the_safety_card_is_honest() {
 #[tokio::test]
 async fn threads_persist_and_survive_a_restart() {
     let tmp = tempfile::tempdir().unwrap();
-    for db in databases(&tmp) {
-        let s = TestServer::start(&db, vec![]).await;
-        let thread = s.new_thread().await;
-        s.say(&thread, "show safety issues on floor 3").await;
-        s.stop().await;
+    threads_persist_and_survive_a_restart_on(&databases(&tmp)[0]).await;
+}
 
-        let s = TestServer::start(&db, vec![]).await;
-        assert_eq!(
-            s.records(&thread).await,
-            ["user", "plan", "call", "result", "card", "text", "answer"]
-        );
-        let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-        let card: turnstile::wire::Citation =
-            serde_json::from_value(v["messages"][4]["body"]["citation"].clone()).unwrap();
-        assert_eq!(card.grade, "LOWER_BOUND");
-        // The thread goes on after the restart.
-        let frames = s.say(&thread, "3층 안전 지적사항 보여줘").await;
-        assert_eq!(kinds(&frames).last(), Some(&"done"));
-        s.pass();
-    }
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn threads_persist_and_survive_a_restart_on_postgres() {
+    threads_persist_and_survive_a_restart_on(&common::needs::postgres()).await;
+}
+
+async fn threads_persist_and_survive_a_restart_on(db: &str) {
+    let s = TestServer::start(db, vec![]).await;
+    let thread = s.new_thread().await;
+    s.say(&thread, "show safety issues on floor 3").await;
+    s.stop().await;
+
+    let s = TestServer::start(db, vec![]).await;
+    assert_eq!(
+        s.records(&thread).await,
+        ["user", "plan", "call", "result", "card", "text", "answer"]
+    );
+    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
+    let card: turnstile::wire::Citation =
+        serde_json::from_value(v["messages"][4]["body"]["citation"].clone()).unwrap();
+    assert_eq!(card.grade, "LOWER_BOUND");
+    // The thread goes on after the restart.
+    let frames = s.say(&thread, "3층 안전 지적사항 보여줘").await;
+    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    s.pass();
 }
 
 #[tokio::test]

@@ -25,14 +25,16 @@
 //! which is not an accounted zero), in-band failure, narrowing, paging
 //! across turns (and drift between them) and the single-value aggregate.
 //!
-//! A missing server prints "skipping: ..." and passes, unless
-//! `TURNSTILE_REQUIRE_INTEROP=1` (CI), where it fails. Install them with
-//! `npm ci` in tests/interop, `pip install -r tests/interop/requirements.txt`
-//! and, in its own venv, `python3 -m venv tests/interop/.venv-sqlite &&
-//! tests/interop/.venv-sqlite/bin/pip install -r tests/interop/requirements-sqlite.txt`
-//! (`.ci/run` does all three). `TURNSTILE_PYTHON` overrides the interpreter,
-//! `NODE` the node binary, `TURNSTILE_SQLITE_SERVER` the SQLite server's
-//! executable.
+//! Every test here needs one of these servers, so every test is
+//! `#[ignore = "needs the npm/PyPI MCP servers: …"]`; run with
+//! `--include-ignored`, a missing server fails it (ADR 0015,
+//! `tests/common/needs.rs`). `scripts/test-deps` installs them all: `npm ci`
+//! in tests/interop, `tests/interop/requirements.txt` in the venv
+//! `tests/interop/.venv`, and `tests/interop/requirements-sqlite.txt` in the
+//! venv `tests/interop/.venv-sqlite` (it needs `mcp<2`).
+//! `TURNSTILE_PYTHON` overrides the interpreter (default
+//! `tests/interop/.venv/bin/python`, else `python3`), `NODE` the node binary,
+//! `TURNSTILE_SQLITE_SERVER` the SQLite server's executable.
 
 mod common;
 
@@ -46,8 +48,8 @@ use std::time::{Duration, Instant};
 
 use common::fake_openai::{Action, FakeOpenAi, Role, FAKE_MODEL, KEY};
 use common::frames::{citations, figures, kinds, stable, tool_calls, tool_results};
-use common::init_tracing;
 use common::server::TestServer;
+use common::{init_tracing, needs};
 use serde_json::{json, Map, Value};
 use turnstile::config::Config;
 use turnstile::llm::openai::NARROW_PREVIOUS_TOOL;
@@ -152,41 +154,8 @@ async fn make_sqlite(path: &Path) {
 
 // ---------------------------------------------------------------- servers --
 
-fn interop_required() -> bool {
-    std::env::var("TURNSTILE_REQUIRE_INTEROP").is_ok_and(|v| v == "1")
-}
-
-/// Print a skip notice, or fail when CI demands interop.
-fn skip(why: &str) {
-    assert!(!interop_required(), "TURNSTILE_REQUIRE_INTEROP=1 but {why}");
-    eprintln!("skipping: {why}");
-}
-
 fn interop_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
-}
-
-fn python() -> String {
-    std::env::var("TURNSTILE_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
-fn node() -> String {
-    std::env::var("NODE").unwrap_or_else(|_| "node".to_string())
-}
-
-fn sqlite_server() -> PathBuf {
-    std::env::var("TURNSTILE_SQLITE_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| interop_dir().join(".venv-sqlite/bin/mcp-server-sqlite"))
-}
-
-fn runs(cmd: &str, args: &[&str]) -> bool {
-    std::process::Command::new(cmd)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    needs::interop_dir()
 }
 
 fn free_port() -> u16 {
@@ -368,51 +337,27 @@ async fn spawn_http(kind: Kind, cmd: &str, script: &str) -> Running {
     }
 }
 
-/// Starts `kind`, or says why it cannot (skip, or a CI failure).
-async fn start_server(kind: Kind, tmp: &Path) -> Option<Running> {
+/// Starts `kind`; fails the test when it is not installed.
+async fn start_server(kind: Kind, tmp: &Path) -> Running {
     match kind {
         Kind::Ts => {
-            let sdk = interop_dir().join("node_modules/@modelcontextprotocol/sdk/package.json");
-            if !sdk.exists() {
-                skip(&format!(
-                    "{} not found (run `npm ci` in tests/interop)",
-                    sdk.display()
-                ));
-                return None;
-            }
-            let node = node();
-            if !runs(&node, &["--version"]) {
-                skip(&format!("`{node}` is not runnable"));
-                return None;
-            }
-            Some(spawn_http(kind, &node, "ts_server.mjs").await)
+            needs::interop_npm("@modelcontextprotocol/sdk/package.json");
+            let node = needs::node();
+            spawn_http(kind, &node, "ts_server.mjs").await
         }
         Kind::PyText | Kind::PySdk => {
-            let py = python();
-            if !runs(&py, &["-c", "import mcp.server.mcpserver"]) {
-                skip(&format!(
-                    "python `mcp` SDK (2.x) not importable with `{py}` (pip install -r tests/interop/requirements.txt)"
-                ));
-                return None;
-            }
+            let py = needs::python_sdk();
             let script = match kind {
                 Kind::PyText => "py_text_server.py",
                 _ => "py_server.py",
             };
-            Some(spawn_http(kind, &py, script).await)
+            spawn_http(kind, &py, script).await
         }
         Kind::Sqlite => {
-            let bin = sqlite_server();
-            if !bin.exists() {
-                skip(&format!(
-                    "{} not found (python3 -m venv tests/interop/.venv-sqlite && tests/interop/.venv-sqlite/bin/pip install -r tests/interop/requirements-sqlite.txt)",
-                    bin.display()
-                ));
-                return None;
-            }
+            let bin = needs::sqlite_server();
             let db = tmp.join("photos.db");
             make_sqlite(&db).await;
-            Some(Running {
+            Running {
                 kind,
                 spec: ServerSpec::stdio(
                     "sqlite",
@@ -420,7 +365,7 @@ async fn start_server(kind: Kind, tmp: &Path) -> Option<Running> {
                     ["--db-path".to_string(), db.display().to_string()],
                 ),
                 _child: None,
-            })
+            }
         }
     }
 }
@@ -473,10 +418,10 @@ name = {server_name}
 }
 
 impl Rig {
-    async fn start(kind: Kind) -> Option<Rig> {
+    async fn start(kind: Kind) -> Rig {
         init_tracing();
         let tmp = tempfile::tempdir().unwrap();
-        let server = start_server(kind, tmp.path()).await?;
+        let server = start_server(kind, tmp.path()).await;
         let fake = FakeOpenAi::start().await;
         let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
         let src = config_toml(&server, &fake, &db);
@@ -486,14 +431,14 @@ impl Rig {
         let model = Arc::new(OpenAi::new(config.openai()).expect("model adapter from the config"));
         let app = TestServer::start_config(&db, &config, model).await;
         let thread = app.new_thread().await;
-        Some(Rig {
+        Rig {
             kind,
             server,
             fake,
             app,
             thread,
             _tmp: tmp,
-        })
+        }
     }
 
     /// One turn whose first planning round makes exactly `calls`; later
@@ -694,9 +639,7 @@ fn sql_listing(floor: u32, limit: u64, offset: u64) -> Value {
 /// A listing whose total the server counted: EXACT with that total. From a
 /// server without accounting: SHOWN, never EXACT, never "none".
 async fn counted_listing(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let floor4 = floor_ids(4);
     match kind {
         Kind::Ts | Kind::PyText => {
@@ -753,9 +696,7 @@ async fn counted_listing(kind: Kind) {
 /// A total the server only knows a lower bound of (the SQLite server: a
 /// result at the configured `limit_sentinel`): LOWER_BOUND, "at least".
 async fn lower_bound(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let (tool, args, at_least, displayed) = match kind {
         Kind::Ts | Kind::PyText => (
             "find_photos",
@@ -791,9 +732,7 @@ async fn lower_bound(kind: Kind) {
 /// Floor 9 has no photos. With accounting: "none" may be said, and no card
 /// shows a number. Without (the SQLite server's `[]`): no absence claim.
 async fn accounted_zero(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let (tool, args) = match kind {
         Kind::Ts | Kind::PyText => ("find_photos", json!({"floor": 9})),
         Kind::Sqlite => ("read_query", sql_listing(9, 20, 0)),
@@ -837,9 +776,7 @@ async fn accounted_zero(kind: Kind) {
 /// a failed tool_result, nothing cited, counted or called absent. On the
 /// Python SDK server: `isError` results and a JSON-RPC error.
 async fn in_band_failure(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     match kind {
         Kind::Ts | Kind::PyText => {
             let frames = rig
@@ -878,9 +815,7 @@ async fn in_band_failure(kind: Kind) {
 /// is narrowed, and it holds only previous results. The SQLite server's one
 /// parameter is SQL: narrowing is refused, nothing is searched.
 async fn narrowing(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let april = ("2026-04-01", "2026-04-30");
     match kind {
         Kind::Ts | Kind::PyText => {
@@ -991,9 +926,7 @@ async fn narrowing(kind: Kind) {
 /// APIs do: a narrowing of 60 previous results comes back with photos that
 /// were never among them. Those are discarded, never shown as the answer.
 async fn narrowing_discards_outside(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let april = ("2026-04-01", "2026-04-30");
     let first = rig
         .turn(
@@ -1060,9 +993,7 @@ async fn narrowing_discards_outside(kind: Kind) {
 /// same population, checked against page 1: the same total, no overlap.
 /// Without accounting (SQL OFFSET): still never EXACT.
 async fn paging(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let floor4 = floor_ids(4);
     match kind {
         Kind::Ts | Kind::PyText => {
@@ -1127,9 +1058,7 @@ async fn paging(kind: Kind) {
 /// turns): page 2's total differs from page 1's, so the stitch across the
 /// turns is abandoned and the anomaly named; nothing is EXACT.
 async fn paging_drift(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let args = json!({"floor": 4, "limit": 10});
     let first = rig
         .turn("show photos of floor 4", &[("find_photos", args.clone())])
@@ -1184,9 +1113,7 @@ async fn paging_drift(kind: Kind) {
 /// A single-value aggregate: one `figure` frame carrying the value, its
 /// grade and whether the server accounted for it; never a card saying "1".
 async fn aggregate(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     // (tool, args, label, value, grade, accounted)
     let (tool, args, label, value, grade, accounted) = match kind {
         Kind::Ts => (
@@ -1263,9 +1190,7 @@ async fn aggregate(kind: Kind) {
 /// the server's own listing, and says the honest thing in its own words.
 /// The lies are replaced by the guard's rows; the honest sentence passes.
 async fn narration_guard(kind: Kind) {
-    let Some(rig) = Rig::start(kind).await else {
-        return;
-    };
+    let rig = Rig::start(kind).await;
     let lies = [
         "There are exactly 10 photos on floor 3.",
         "That is the complete list of all 10 photos.",
@@ -1322,6 +1247,7 @@ macro_rules! flows {
             use super::Kind;
             $(
                 #[tokio::test]
+                #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
                 async fn $flow() {
                     super::$flow($kind).await
                 }
@@ -1359,11 +1285,11 @@ mod shapes {
         serde_json::from_str(&out.text()).unwrap_or_else(|e| panic!("{e}: {}", out.text()))
     }
 
-    async fn start(kind: Kind) -> Option<(Running, tempfile::TempDir)> {
+    async fn start(kind: Kind) -> (Running, tempfile::TempDir) {
         init_tracing();
         let tmp = tempfile::tempdir().unwrap();
-        let server = start_server(kind, tmp.path()).await?;
-        Some((server, tmp))
+        let server = start_server(kind, tmp.path()).await;
+        (server, tmp)
     }
 
     async fn call(client: &ToolClient, tool: &str, args: Value) -> ToolOutput {
@@ -1374,10 +1300,9 @@ mod shapes {
     }
 
     #[tokio::test]
+    #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
     async fn typescript_sdk_server() {
-        let Some((server, _tmp)) = start(Kind::Ts).await else {
-            return;
-        };
+        let (server, _tmp) = start(Kind::Ts).await;
         let client = server.client().await;
         let mut names: Vec<String> = client
             .list_tools()
@@ -1477,10 +1402,9 @@ mod shapes {
     }
 
     #[tokio::test]
+    #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
     async fn python_sdk_text_server() {
-        let Some((server, _tmp)) = start(Kind::PyText).await else {
-            return;
-        };
+        let (server, _tmp) = start(Kind::PyText).await;
         let client = server.client().await;
         let page = call(&client, "find_photos", json!({"floor": 4, "limit": 3})).await;
         assert!(!page.is_error);
@@ -1561,10 +1485,9 @@ mod shapes {
     }
 
     #[tokio::test]
+    #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
     async fn reference_sqlite_server() {
-        let Some((server, _tmp)) = start(Kind::Sqlite).await else {
-            return;
-        };
+        let (server, _tmp) = start(Kind::Sqlite).await;
         let client = server.client().await;
         let names: Vec<String> = client
             .list_tools()

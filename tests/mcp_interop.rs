@@ -3,18 +3,21 @@
 //! * Our [`ToolClient`] against our [`DemoServer`] over streamable HTTP.
 //! * Against servers nobody here wrote:
 //!   - npm `@modelcontextprotocol/server-everything` over stdio
-//!     (`cd tests/interop && npm ci`),
+//!     (`npm ci` in tests/interop),
 //!   - a server on the official Python SDK over streamable HTTP
-//!     (`pip install -r tests/interop/requirements.txt`; `tests/interop/py_server.py`).
+//!     (`tests/interop/requirements.txt` in the venv `tests/interop/.venv`;
+//!     `tests/interop/py_server.py`).
 //!
-//! A missing third-party server prints "skipping: ..." and passes, unless
-//! `TURNSTILE_REQUIRE_INTEROP=1` (CI), where it fails.
-//! `TURNSTILE_PYTHON` overrides the interpreter (default `python3`), `NODE`
-//! the node binary (default `node`).
+//! `scripts/test-deps` installs both. The tests against them are
+//! `#[ignore = "needs the npm/PyPI MCP servers: …"]`; run with
+//! `--include-ignored`, a missing server fails them (ADR 0015,
+//! `tests/common/needs.rs`). `TURNSTILE_PYTHON` overrides the interpreter
+//! (default `tests/interop/.venv/bin/python`, else `python3`), `NODE` the
+//! node binary (default `node`).
 
 mod common;
 
-use common::init_tracing;
+use common::{init_tracing, needs};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -28,18 +31,8 @@ use turnstile::mcp::{
 
 // ---------------------------------------------------------------- helpers --
 
-fn interop_required() -> bool {
-    std::env::var("TURNSTILE_REQUIRE_INTEROP").is_ok_and(|v| v == "1")
-}
-
-/// Print a skip notice, or fail when CI demands interop.
-fn skip(why: &str) {
-    assert!(!interop_required(), "TURNSTILE_REQUIRE_INTEROP=1 but {why}");
-    eprintln!("skipping: {why}");
-}
-
 fn interop_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+    needs::interop_dir()
 }
 
 fn args(v: Value) -> Map<String, Value> {
@@ -86,6 +79,61 @@ fn item_ids(out: &ToolOutput) -> Vec<String> {
 
 fn safety_floor3() -> Map<String, Value> {
     args(json!({"query": "safety", "floor": 3}))
+}
+
+// ------------------------------------------ the ignore-or-fail mechanism --
+
+/// An interop test never passes without its server: a plain run lists it as
+/// ignored with its reason, and `--include-ignored` with an interpreter that
+/// lacks the Python SDK fails it, saying to run `scripts/test-deps` (ADR
+/// 0015; the PostgreSQL twin of this check is in `tests/store.rs`). Runs the
+/// test in a child process of this test binary, with a stand-in `python`
+/// that answers `--version` and nothing else.
+#[test]
+fn an_interop_test_without_its_server_is_ignored_or_fails() {
+    let test = "python_sdk_server_over_streamable_http";
+    let tmp = tempfile::tempdir().unwrap();
+    let python = tmp.path().join("python");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\nexit 1\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = |include_ignored: bool| {
+        let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+        c.args([test, "--exact", "--test-threads", "1"])
+            .env("TURNSTILE_PYTHON", &python);
+        if include_ignored {
+            c.arg("--include-ignored");
+        }
+        let out = c.output().expect("the test binary runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, out) = run(false);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "test {test} ... ignored, needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("0 passed; 0 failed; 1 ignored"), "{out}");
+    let (ok, out) = run(true);
+    assert!(!ok, "a missing server must fail the test:\n{out}");
+    assert!(out.contains(&format!("test {test} ... FAILED")), "{out}");
+    assert!(
+        out.contains("needs the MCP Python SDK 2.x, which is missing"),
+        "{out}"
+    );
+    assert!(out.contains("run scripts/test-deps"), "{out}");
 }
 
 // ------------------------------------------------------- demo server (ours) --
@@ -388,40 +436,21 @@ async fn rmcp_default_would_silently_reinitialise() {
 
 // ------------------------------------- npm @modelcontextprotocol/server-everything --
 
-fn everything_spec() -> Option<ServerSpec> {
-    let entry =
-        interop_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !entry.exists() {
-        skip(&format!(
-            "{} not found (run `npm ci` in tests/interop)",
-            entry.display()
-        ));
-        return None;
-    }
-    let node = std::env::var("NODE").unwrap_or_else(|_| "node".to_string());
-    let node_ok = std::process::Command::new(&node)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !node_ok {
-        skip(&format!("`{node}` is not runnable"));
-        return None;
-    }
-    Some(ServerSpec::stdio(
+fn everything_spec() -> ServerSpec {
+    let entry = needs::interop_npm("@modelcontextprotocol/server-everything/dist/index.js");
+    let node = needs::node();
+    ServerSpec::stdio(
         "everything",
         node,
         [entry.display().to_string(), "stdio".to_string()],
-    ))
+    )
 }
 
 #[tokio::test]
+#[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
 async fn npm_server_everything_over_stdio() {
     init_tracing();
-    let Some(spec) = everything_spec() else {
-        return;
-    };
+    let spec = everything_spec();
     let client = ToolClient::connect(&spec)
         .await
         .expect("connect to server-everything");
@@ -501,10 +530,6 @@ struct PyServer {
     url: String,
 }
 
-fn python() -> String {
-    std::env::var("TURNSTILE_PYTHON").unwrap_or_else(|_| "python3".to_string())
-}
-
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -512,20 +537,8 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
-async fn start_py_server() -> Option<PyServer> {
-    let py = python();
-    let has_sdk = std::process::Command::new(&py)
-        .args(["-c", "import mcp.server.mcpserver"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_sdk {
-        skip(&format!(
-            "python `mcp` SDK (2.x) not importable with `{py}` (pip install -r tests/interop/requirements.txt)"
-        ));
-        return None;
-    }
+async fn start_py_server() -> PyServer {
+    let py = needs::python_sdk();
     let port = free_port();
     let mut child = tokio::process::Command::new(&py)
         .arg(interop_dir().join("py_server.py"))
@@ -553,18 +566,17 @@ async fn start_py_server() -> Option<PyServer> {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Some(PyServer {
+    PyServer {
         child,
         url: format!("http://127.0.0.1:{port}/mcp"),
-    })
+    }
 }
 
 #[tokio::test]
+#[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
 async fn python_sdk_server_over_streamable_http() {
     init_tracing();
-    let Some(mut py) = start_py_server().await else {
-        return;
-    };
+    let mut py = start_py_server().await;
     let client = ToolClient::connect_with(
         &ServerSpec::http("python", py.url.clone()),
         ClientOptions::default(),
@@ -654,13 +666,12 @@ async fn python_sdk_server_over_streamable_http() {
 /// result reaches the planner as a digest under its `tool_call_id`, and the
 /// thread stores every call and result the client was shown.
 #[tokio::test]
+#[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
 async fn the_turn_loop_runs_against_the_python_sdk_server() {
     use common::fake_openai::{Action, FakeOpenAi, Role};
     use common::frames::{kinds, plans, tool_results};
     init_tracing();
-    let Some(mut py) = start_py_server().await else {
-        return;
-    };
+    let mut py = start_py_server().await;
     let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let db = common::server::databases(&tmp).remove(0);

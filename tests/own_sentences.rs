@@ -38,10 +38,7 @@ fn threads() -> Vec<Vec<(&'static str, Option<Value>)>> {
             ("show safety issues on floor 3", None),
             ("only those from April", None),
         ],
-        vec![
-            ("3층 안전 지적사항 보여줘", None),
-            ("그중 4월 것만", None),
-        ],
+        vec![("3층 안전 지적사항 보여줘", None), ("그중 4월 것만", None)],
         alone("show photos from 1999"),
         alone("1999년 사진 보여줘"),
         alone("show me 12 photos of floor 2"),

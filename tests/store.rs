@@ -1,6 +1,9 @@
 //! Store tests: one suite of checks, each run against SQLite (a fresh temp
-//! file) and against PostgreSQL when `TURNSTILE_TEST_DATABASE_URL` is set,
-//! e.g. `postgres://postgres@127.0.0.1:5432/test`.
+//! file, `sqlite::*`) and against PostgreSQL (`postgres::*`, the database
+//! `TURNSTILE_TEST_DATABASE_URL` names, e.g.
+//! `postgres://postgres@127.0.0.1:5432/test`). The PostgreSQL checks are
+//! `#[ignore = "needs PostgreSQL: …"]`: `cargo test -- --include-ignored`
+//! runs them, and there a missing URL fails them (ADR 0015).
 //!
 //! Checks only ever touch threads they create (random UUIDs), so they are
 //! independent of each other and of earlier runs on the same database; the
@@ -12,8 +15,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use turnstile::store::{Backend, NewMessage, Role, Store, StoreError};
 
-#[path = "common/pg.rs"]
-mod pg;
+#[path = "common/needs.rs"]
+mod needs;
 
 /// A database the checks may open any number of pools on.
 struct Db {
@@ -35,14 +38,13 @@ impl Db {
     }
 
     /// The PostgreSQL database named by the environment; without one, the
-    /// test is reported as skipped (a failure under
-    /// `TURNSTILE_REQUIRE_POSTGRES=1`).
-    fn postgres() -> Option<Db> {
-        pg::url_or_skip().map(|url| Db {
-            url,
+    /// test fails ([`needs::postgres`]).
+    fn postgres() -> Db {
+        Db {
+            url: needs::postgres(),
             backend: Backend::Postgres,
             _dir: None,
-        })
+        }
     }
 
     /// A new pool: another "process" on the same database.
@@ -54,7 +56,7 @@ impl Db {
 }
 
 /// Runs every listed check once per backend: `sqlite::<check>` and
-/// `postgres::<check>`.
+/// `postgres::<check>` (ignored unless `--include-ignored`).
 macro_rules! suite {
     ($($check:ident),* $(,)?) => {
         mod sqlite {
@@ -68,9 +70,9 @@ macro_rules! suite {
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
                 async fn $check() {
-                    let Some(db) = super::Db::postgres() else { return };
-                    super::$check(&db).await;
+                    super::$check(&super::Db::postgres()).await;
                 }
             )*
         }
@@ -91,19 +93,21 @@ suite!(
     concurrent_lease_claims_from_two_pools,
 );
 
-/// Without PostgreSQL, a PostgreSQL check does not pass silently: it reports
-/// itself skipped, and with `TURNSTILE_REQUIRE_POSTGRES=1` (CI) it fails.
-/// Runs one such check in a child process of this test binary.
+/// A PostgreSQL check never passes without PostgreSQL: a plain run lists it
+/// as ignored with its reason, and `--include-ignored` without
+/// `TURNSTILE_TEST_DATABASE_URL` fails it, naming what is missing. Runs one
+/// such check in a child process of this test binary. (The ignore-and-fail
+/// mechanism of every outside dependency, ADR 0015; the interop one is
+/// checked in `tests/mcp_interop.rs`.)
 #[test]
-fn a_postgres_check_without_postgres_is_a_reported_skip() {
+fn a_postgres_check_without_postgres_is_ignored_or_fails() {
     let test = "postgres::threads_round_trip";
-    let run = |require: bool| {
+    let run = |include_ignored: bool| {
         let mut c = std::process::Command::new(std::env::current_exe().unwrap());
         c.args([test, "--exact", "--test-threads", "1"])
-            .env_remove(pg::PG_ENV)
-            .env_remove(pg::REQUIRE_ENV);
-        if require {
-            c.env(pg::REQUIRE_ENV, "1");
+            .env_remove(needs::PG_ENV);
+        if include_ignored {
+            c.arg("--include-ignored");
         }
         let out = c.output().expect("the test binary runs");
         (
@@ -116,13 +120,18 @@ fn a_postgres_check_without_postgres_is_a_reported_skip() {
     assert!(ok, "{out}");
     assert!(
         out.contains(&format!(
-            "skipped: {test}: TURNSTILE_TEST_DATABASE_URL is not set"
+            "test {test} ... ignored, needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"
         )),
         "{out}"
     );
+    assert!(out.contains("0 passed; 0 failed; 1 ignored"), "{out}");
     let (ok, out) = run(true);
-    assert!(!ok, "a skip must fail when PostgreSQL is required:\n{out}");
-    assert!(out.contains("TURNSTILE_REQUIRE_POSTGRES=1"), "{out}");
+    assert!(!ok, "a missing database must fail the check:\n{out}");
+    assert!(out.contains(&format!("test {test} ... FAILED")), "{out}");
+    assert!(
+        out.contains("needs PostgreSQL, which is missing: TURNSTILE_TEST_DATABASE_URL is not set"),
+        "{out}"
+    );
 }
 
 fn msg(role: Role, body: Value) -> NewMessage {

@@ -67,23 +67,6 @@ pub fn quiet_on_closed_stdout() {
     }));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_closed_stdout_is_quiet() {
-        let closed: Box<dyn std::any::Any + Send> =
-            Box::new("failed printing to stdout: Broken pipe (os error 32)".to_string());
-        assert!(is_closed_stdout_panic(closed.as_ref()));
-        let other: Box<dyn std::any::Any + Send> = Box::new("index out of bounds");
-        assert!(!is_closed_stdout_panic(other.as_ref()));
-        let stderr: Box<dyn std::any::Any + Send> =
-            Box::new("failed printing to stderr: Broken pipe (os error 32)".to_string());
-        assert!(!is_closed_stdout_panic(stderr.as_ref()));
-    }
-}
-
 /// How to run this binary again, as a line a user can paste: `turnstile`
 /// when that name on `PATH` is this very binary, else this binary's path
 /// (`cargo run` builds it under `target/`, which is not on `PATH`).
@@ -111,5 +94,22 @@ pub fn shell_word(s: &str) -> String {
     match plain {
         true => s.to_string(),
         false => format!("'{}'", s.replace('\'', r"'\''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_closed_stdout_is_quiet() {
+        let closed: Box<dyn std::any::Any + Send> =
+            Box::new("failed printing to stdout: Broken pipe (os error 32)".to_string());
+        assert!(is_closed_stdout_panic(closed.as_ref()));
+        let other: Box<dyn std::any::Any + Send> = Box::new("index out of bounds");
+        assert!(!is_closed_stdout_panic(other.as_ref()));
+        let stderr: Box<dyn std::any::Any + Send> =
+            Box::new("failed printing to stderr: Broken pipe (os error 32)".to_string());
+        assert!(!is_closed_stdout_panic(stderr.as_ref()));
     }
 }

@@ -92,23 +92,25 @@ fn number_of(text: &str) -> Option<u64> {
 impl Licences {
     /// The licences of what the judge decided (its anchors).
     pub fn from_anchors(anchors: &[Anchor]) -> Licences {
-        let mut l = Licences::default();
-        l.searched = anchors.iter().any(|a| {
-            matches!(
-                a,
-                Anchor::CountExact { .. }
-                    | Anchor::CountLowerBound { .. }
-                    | Anchor::CountShown { .. }
-                    | Anchor::CountUnknown { .. }
-                    | Anchor::Aggregate { .. }
-                    | Anchor::ValueUnaccounted { .. }
-                    | Anchor::NoValue { .. }
-                    | Anchor::Record { .. }
-                    | Anchor::Absent {
-                        cause: AbsenceCause::ZeroFromStart | AbsenceCause::ZeroAfterNarrowing
-                    }
-            )
-        });
+        let mut l = Licences {
+            searched: anchors.iter().any(|a| {
+                matches!(
+                    a,
+                    Anchor::CountExact { .. }
+                        | Anchor::CountLowerBound { .. }
+                        | Anchor::CountShown { .. }
+                        | Anchor::CountUnknown { .. }
+                        | Anchor::Aggregate { .. }
+                        | Anchor::ValueUnaccounted { .. }
+                        | Anchor::NoValue { .. }
+                        | Anchor::Record { .. }
+                        | Anchor::Absent {
+                            cause: AbsenceCause::ZeroFromStart | AbsenceCause::ZeroAfterNarrowing
+                        }
+                )
+            }),
+            ..Licences::default()
+        };
         for a in anchors {
             match a {
                 Anchor::CountExact {

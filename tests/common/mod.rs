@@ -13,7 +13,7 @@ pub mod custom;
 pub mod fake_openai;
 pub mod frames;
 pub mod logs;
-pub mod pg;
+pub mod needs;
 pub mod server;
 
 /// Test logs to the test writer, filtered by RUST_LOG (default warn).
