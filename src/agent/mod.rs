@@ -11,6 +11,7 @@ pub mod frames;
 pub mod history;
 pub mod records;
 pub mod recovery;
+pub mod tables;
 pub mod tools;
 pub mod turn;
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tracing::Instrument;
 
-use super::turn::TurnTables;
+use super::tables::TurnTables;
 use crate::fsm::Snapshot;
 use crate::protocols::frame::FrameEvent;
 use crate::protocols::turn::TurnEvent;

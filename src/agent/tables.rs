@@ -1,0 +1,19 @@
+//! The tables a turn runs on. Its own module, so that start-up recovery and
+//! the turn both depend on it and not on each other.
+
+use crate::protocols::frame::Frame;
+use crate::protocols::narration::Narration;
+use crate::protocols::narrowing::Narrowing;
+use crate::protocols::paging::Paging;
+use crate::protocols::turn::Turn;
+use crate::protocols::Bound;
+
+/// The tables a turn runs on, bound to their protocols.
+#[derive(Clone)]
+pub struct TurnTables {
+    pub frame: Bound<Frame>,
+    pub narrowing: Bound<Narrowing>,
+    pub paging: Bound<Paging>,
+    pub turn: Bound<Turn>,
+    pub narration: Bound<Narration>,
+}

@@ -1,0 +1,251 @@
+//! Writing what the turn shows: every frame's step is committed (records
+//! and machine states in one transaction) before the frame is sent, and the
+//! turn's endings (done, error, a cut, a lost lease) are written the same way.
+
+use serde_json::{Map, Value};
+
+use super::{Stop, Turn};
+use crate::agent::frames::event_of;
+use crate::agent::records::Record;
+use crate::fsm::{Snapshot, Violation};
+use crate::judge::digest::Digest;
+use crate::llm::CallRecord;
+use crate::mcp::ToolOutput;
+use crate::protocols::frame::{FrameEffect, FrameEvent};
+use crate::protocols::telemetry;
+use crate::protocols::turn::TurnEvent;
+use crate::store::NewMessage;
+use crate::wire;
+
+impl Turn<'_> {
+    /// Ends the turn on a table that asks for something code cannot do,
+    /// naming the row that led there.
+    pub(super) async fn internal(&mut self, message: String) -> Result<(), Stop> {
+        tracing::error!(row_id = %self.last_row, %message, "turn table led nowhere");
+        self.evidence.failure = Some(wire::Error {
+            message: format!("internal error: {message}"),
+            table: Some("turn".into()),
+            row_id: Some(self.last_row.clone()),
+            ..wire::Error::default()
+        });
+        self.fail().await
+    }
+
+    /// A forbidden row of the turn table: the turn ends with an error frame
+    /// naming the table and the row, stored like any other frame.
+    pub(super) async fn violation(&mut self, v: &Violation) -> Result<(), Stop> {
+        tracing::error!(table = %v.table, row_id = %v.row_id, state = %v.state, event = %v.event, "turn table forbids this step");
+        telemetry::violation(v);
+        if !self.frames.allows(FrameEvent::Error) {
+            return Ok(());
+        }
+        self.evidence.failure = Some(wire::Error {
+            message: format!("the turn stopped: {} ({} on {})", v.why, v.event, v.state),
+            table: Some(v.table.clone()),
+            row_id: Some(v.row_id.clone()),
+            ..wire::Error::default()
+        });
+        self.fail().await
+    }
+
+    pub(super) fn machines(&mut self) -> Vec<(String, Value)> {
+        let snap = |s: Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
+        let mut out = vec![
+            ("frame".to_string(), snap(self.frames.snapshot())),
+            ("turn".to_string(), snap(self.machine.snapshot())),
+        ];
+        for (name, s) in self.ledger.dirty.drain(..) {
+            out.push((name, snap(s)));
+        }
+        out
+    }
+
+    pub(super) async fn persist(&mut self, messages: Vec<NewMessage>) -> Result<(), Stop> {
+        // Moved, not cloned: every commit carries the machines' JSON.
+        let mut machines = self.machines();
+        let refs: Vec<(&str, Value)> = machines
+            .iter_mut()
+            .map(|(n, v)| (n.as_str(), std::mem::take(v)))
+            .collect();
+        self.agent
+            .store
+            .step(&self.thread_id, &self.turn_id, &messages, &refs)
+            .await?;
+        Ok(())
+    }
+
+    /// Tells the client why the turn stopped, from the frame state the client
+    /// actually saw. Nothing is persisted here: the store may be what failed.
+    pub(super) async fn report(&mut self, stop: &Stop) {
+        let Stop::Store(_) = stop else { return };
+        if self.frames.allows(FrameEvent::Start) {
+            let start = wire::Frame::Start(wire::Start {
+                turn_id: self.turn_id.clone(),
+                thread_id: self.thread_id.clone(),
+            });
+            let _ = self.frames.emit(start).await;
+        }
+        if self.frames.allows(FrameEvent::Error) {
+            let e = wire::Frame::Error(wire::Error {
+                message: "storage is unavailable; this turn was not saved".into(),
+                ..wire::Error::default()
+            });
+            let _ = self.frames.emit(e).await;
+        }
+    }
+
+    /// The lease on the thread was lost mid-turn (it expired, and another
+    /// turn may own the thread now): nothing more is stored, and the client
+    /// is told, in the frame order it saw.
+    pub(super) async fn lease_lost(&mut self) {
+        self.claim = None;
+        if self.frames.allows(FrameEvent::Error) {
+            let e = wire::Frame::Error(wire::Error {
+                message: "this turn lost its claim on the thread and was stopped; nothing after this point was saved".into(),
+                ..wire::Error::default()
+            });
+            let _ = self.frames.emit(e).await;
+        }
+        let _ = self.frames.close().await;
+    }
+
+    /// The client went away: the table moves the turn to Cancelled, and the
+    /// cut is recorded (best effort: the process may be going away too).
+    pub(super) async fn cancelled(&mut self) {
+        if let Err(v) = self.machine.fire(TurnEvent::ClientGone) {
+            tracing::error!(row_id = %v.row_id, "turn table refused the client's leaving");
+        }
+        let cut = Record::Cut.message();
+        let save = self.persist(vec![cut]);
+        match tokio::time::timeout(std::time::Duration::from_secs(5), save).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "recording the cut"),
+            Err(_) => tracing::warn!("recording the cut timed out"),
+        }
+    }
+
+    /// A frame whose step is durable before the client sees it: the
+    /// machine moves, the records and the machine states are written in one
+    /// transaction, then the frame is sent.
+    pub(super) async fn step(
+        &mut self,
+        frame: wire::Frame,
+        messages: Vec<NewMessage>,
+    ) -> Result<(), Stop> {
+        let before = self.frames.checkpoint();
+        let effect = self.frames.fire(event_of(&frame)).await?;
+        if let Err(e) = self.persist(messages).await {
+            // The frame was never sent: the machine goes back to what the
+            // client saw, so the failure can still be reported in order.
+            self.frames.restore(before);
+            return Err(e);
+        }
+        // The frame table's terminal frame is committed: the thread is free
+        // before the client hears the turn ended, so its next message is
+        // never a 409.
+        if effect == Some(FrameEffect::EmitFinal) {
+            if let Some(c) = self.claim.take() {
+                c.release().await;
+            }
+        }
+        self.frames.send(frame).await?;
+        Ok(())
+    }
+
+    pub(super) async fn finish(&mut self) -> Result<(), Stop> {
+        let population = self.thread.population.as_ref().map(|(p, _)| p);
+        let narrowing = self.thread.population.as_ref().map(|(_, s)| s);
+        let answer = Record::Answer {
+            text: &self.evidence.answer,
+            anchors: &self.evidence.anchors,
+            population,
+            narrowing,
+            scope_released: self.thread.released,
+        }
+        .message();
+        let done = wire::Frame::Done(wire::Done {
+            turn_id: self.turn_id.clone(),
+        });
+        self.step(done, vec![answer]).await
+    }
+
+    /// Ends the turn with an error frame and records it.
+    pub(super) async fn fail(&mut self) -> Result<(), Stop> {
+        let error = self.evidence.failure.take().unwrap_or_else(|| wire::Error {
+            message: "internal error: the turn failed without a reason".into(),
+            ..wire::Error::default()
+        });
+        let record = Record::Error(&error).message();
+        self.step(wire::Frame::Error(error), vec![record]).await
+    }
+
+    pub(super) async fn emit_call(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        server: Option<&str>,
+        args: &Map<String, Value>,
+    ) -> Result<(), Stop> {
+        let frame = wire::ToolCall {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            server: server.map(str::to_string),
+            args: args.clone(),
+        };
+        let record = Record::Call(&frame).message();
+        self.step(wire::Frame::ToolCall(frame), vec![record]).await
+    }
+
+    pub(super) async fn emit_result(
+        &mut self,
+        frame: wire::ToolResult,
+        args: &Map<String, Value>,
+        out: Option<&ToolOutput>,
+        digest: Option<&Digest>,
+    ) -> Result<(), Stop> {
+        self.emit_result_released(frame, args, out, digest, false)
+            .await
+    }
+
+    pub(super) async fn emit_result_released(
+        &mut self,
+        frame: wire::ToolResult,
+        args: &Map<String, Value>,
+        out: Option<&ToolOutput>,
+        digest: Option<&Digest>,
+        scope_released: bool,
+    ) -> Result<(), Stop> {
+        let record = Record::Result {
+            frame: &frame,
+            args,
+            result: out,
+            digest,
+            scope_released,
+        }
+        .message();
+        self.step(wire::Frame::ToolResult(frame), vec![record])
+            .await
+    }
+
+    pub(super) fn record_for(
+        &self,
+        model_id: Option<&str>,
+        tool: &str,
+        args: Map<String, Value>,
+        digest: Digest,
+    ) -> CallRecord {
+        CallRecord {
+            id: model_id
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{}-{}", self.turn_id, self.cursor.calls)),
+            tool: tool.to_string(),
+            args,
+            digest,
+        }
+    }
+
+    pub(super) fn next_call_id(&mut self) -> String {
+        self.cursor.calls += 1;
+        format!("{}-{}", self.turn_id, self.cursor.calls)
+    }
+}

@@ -1,0 +1,143 @@
+//! The `judge` effect: hand the last outcome to the judge, show what it
+//! decided (anchors, card, figure), and classify where the step stands.
+
+use super::{Outcome, Stop, Turn};
+use crate::agent::records::Record;
+use crate::fsm::Snapshot;
+use crate::judge::listing::Judgement;
+use crate::judge::narrowing::Gate;
+use crate::judge::{listing, Anchor};
+use crate::protocols::telemetry;
+use crate::protocols::turn::TurnEvent;
+use crate::wire;
+
+impl Turn<'_> {
+    /// Judges the last outcome (the judge decides; this only shows and
+    /// records what it decided) and classifies where the step stands.
+    pub(super) async fn judge(&mut self) -> Result<TurnEvent, Stop> {
+        match self.cursor.outcome.take() {
+            Some(Outcome::Refused { call, anchor, gate }) => {
+                if let Some(a) = anchor {
+                    self.anchor(a);
+                }
+                if let Some(gate) = gate {
+                    self.listing_gate(gate);
+                    self.release();
+                }
+                self.ledger.current.push(call);
+            }
+            Some(Outcome::Failed { call, anchor }) => {
+                self.anchor(anchor);
+                self.evidence.digests.push(call.digest.clone());
+                self.ledger.current.push(call);
+            }
+            Some(Outcome::Returned {
+                mut call,
+                scoped,
+                mut gate,
+                first,
+                reading,
+                stitched,
+            }) => {
+                let contract = self.agent.contracts.get(&call.tool);
+                let ids_param = self.agent.tools.ids_param(&call.tool, contract);
+                let input = listing::Input {
+                    tool: &call.tool,
+                    contract,
+                    args: &call.args,
+                    first: &first,
+                    reading: &reading,
+                    ids_param: ids_param.as_deref(),
+                    stitched: stitched.as_ref(),
+                    scope: scoped.as_deref(),
+                    limit_sentinel: self.agent.limits.limit_sentinel,
+                    digest: self.agent.limits.digest,
+                };
+                let mut j = listing::judge(input, &mut gate);
+                let snap = self.listing_gate(gate);
+                if let Some(v) = j.violation.take() {
+                    return Err(Stop::Violation(v));
+                }
+                call.digest = j.digest.clone();
+                self.show(j, snap).await?;
+                self.ledger.current.push(call);
+            }
+            None => {}
+        }
+        if !self.cursor.pending.is_empty() {
+            return Ok(TurnEvent::NextCall);
+        }
+        self.ledger
+            .steps
+            .push(std::mem::take(&mut self.ledger.current));
+        if self.cursor.step >= self.agent.limits.max_steps {
+            self.anchor(Anchor::StepLimit {
+                steps: self.cursor.step,
+            });
+            return Ok(TurnEvent::StepLimit);
+        }
+        Ok(TurnEvent::StepDone)
+    }
+
+    /// Shows a judgement: its anchors go to the responder, its card to the
+    /// client (committed first, with the population it showed).
+    pub(super) async fn show(&mut self, j: Judgement, gate: Snapshot) -> Result<(), Stop> {
+        if let Some(row) = &j.refused_row {
+            tracing::warn!(row_id = %row, "narrowing table refused the page");
+            telemetry::forbidden("narrowing", row);
+        }
+        for a in j.anchors {
+            self.anchor(a);
+        }
+        self.evidence.digests.push(j.digest.clone());
+        if j.release {
+            self.release();
+        }
+        if let (Some(p), false) = (&j.population, self.thread.released) {
+            self.thread.population = Some((p.clone(), gate.clone()));
+        }
+        if let Some(card) = j.card {
+            self.evidence.cards.push(card.complete);
+            let population = j.population.as_ref().filter(|_| !self.thread.released);
+            let record = Record::Card {
+                citation: &card,
+                population,
+                narrowing: population.map(|_| &gate),
+                scope_released: j.release,
+                digest: &j.digest,
+            }
+            .message();
+            self.step(wire::Frame::Citation(card), vec![record]).await?;
+        }
+        if let Some(figure) = j.figure {
+            let record = Record::Figure {
+                figure: &figure,
+                digest: &j.digest,
+            }
+            .message();
+            self.step(wire::Frame::Figure(figure), vec![record]).await?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn release(&mut self) {
+        self.thread.released = true;
+        self.thread.population = None;
+        self.thread.scope = None;
+    }
+
+    pub(super) fn listing_gate(&mut self, gate: Gate) -> Snapshot {
+        let n = self.next_listing();
+        let snap = gate.snapshot();
+        self.ledger
+            .dirty
+            .push((format!("narrowing#{n}"), snap.clone()));
+        telemetry::record(snap.clone());
+        snap
+    }
+
+    pub(super) fn next_listing(&mut self) -> usize {
+        self.ledger.listing_machines += 1;
+        self.ledger.listing_machines
+    }
+}

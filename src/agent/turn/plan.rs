@@ -1,0 +1,141 @@
+//! The `plan` effect: ask the planner, with the thread's history and this
+//! turn's digests, and classify its answer into a turn event.
+
+use serde_json::{Map, Value};
+
+use super::{Stop, Turn};
+use crate::agent::records::Record;
+use crate::judge::narrowing::Scope;
+use crate::judge::Anchor;
+use crate::llm::prompt::PLANNER_FIXED;
+use crate::llm::{PlanRequest, PlannedCall, Prompt};
+use crate::protocols::turn::TurnEvent;
+use crate::wire;
+
+impl Turn<'_> {
+    /// Asks the planner, with the thread's history and this turn's digests,
+    /// and classifies its answer.
+    pub(super) async fn plan(&mut self) -> Result<TurnEvent, Stop> {
+        self.cursor.step += 1;
+        let mut prompt = Prompt::new(PLANNER_FIXED);
+        if let Some(c) = self.thread.context.as_ref().filter(|c| !c.is_empty()) {
+            prompt = prompt.block("Host context", c.prompt_text());
+        }
+        let req = PlanRequest {
+            prompt,
+            user_text: self.user_text.clone(),
+            tools: self.agent.tools.tools().to_vec(),
+            context: self
+                .thread
+                .context
+                .as_ref()
+                .and_then(|c| serde_json::to_value(c).ok()),
+            history: self.thread.history.clone(),
+            steps: self.ledger.steps.clone(),
+        };
+        let plan = match self.agent.model.plan(&req).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "planner failed");
+                self.evidence.failure = Some(wire::Error {
+                    message: format!("the model could not plan this turn: {e}"),
+                    ..wire::Error::default()
+                });
+                return Ok(TurnEvent::PlannerFailed);
+            }
+        };
+        if plan.calls.is_empty() {
+            return Ok(match self.cursor.step {
+                1 => TurnEvent::PlanEmpty,
+                _ => TurnEvent::Answered,
+            });
+        }
+        // The scope of a narrowing follow-up comes from stored turn state,
+        // never from the model. Once a step narrows, the population's tool
+        // stays scoped for the rest of the turn: a later step cannot widen
+        // it by searching again.
+        self.cursor.calls_this_step = 0;
+        let mut plan = plan;
+        // What the request refers to without saying it ("this floor",
+        // "those") comes from the host context and stored turn state, never
+        // from the model; when the turn has no such thing, nothing runs and
+        // the user is asked (the turn table's `reference_missing` row).
+        if let Err(missing) = self.resolve_references(&mut plan) {
+            self.anchor(missing);
+            return Ok(TurnEvent::ReferenceMissing);
+        }
+        let steps = plan
+            .calls
+            .iter()
+            .map(|c| wire::PlanStep {
+                tool: c.tool.clone(),
+                args: effective_args(self.thread.scope.as_ref(), c),
+            })
+            .collect();
+        let frame = wire::Plan {
+            step: self.cursor.step,
+            steps,
+            note: plan.note.clone(),
+            // What the call is held to; where an earlier listing stopped is
+            // internal and not shown.
+            scope: self.thread.scope.as_ref().and_then(|s| {
+                serde_json::to_value(Scope {
+                    page: None,
+                    ..s.clone()
+                })
+                .ok()
+            }),
+        };
+        let record = Record::Plan(&frame).message();
+        self.step(wire::Frame::Plan(frame), vec![record]).await?;
+        self.cursor.pending = plan.calls.into();
+        Ok(TurnEvent::Planned)
+    }
+
+    /// Fills the host-context fields the plan refers to into its calls and
+    /// takes a narrowing's scope from the thread's earlier results. The
+    /// anchor of the first reference the turn cannot resolve is the error.
+    pub(super) fn resolve_references(&mut self, plan: &mut crate::llm::Plan) -> Result<(), Anchor> {
+        for field in &plan.from_context {
+            let value = self.thread.context.as_ref().and_then(|c| c.field(field));
+            let Some(value) = value else {
+                return Err(Anchor::ContextMissing {
+                    field: field.clone(),
+                });
+            };
+            let tools = self.agent.tools.tools();
+            for call in &mut plan.calls {
+                let takes_it = tools
+                    .iter()
+                    .find(|t| t.name == call.tool)
+                    .is_some_and(|t| t.input_schema["properties"].get(field).is_some());
+                if takes_it {
+                    call.args.insert(field.clone(), value.clone());
+                }
+            }
+        }
+        // Once a step narrows, the population's tool stays scoped for the
+        // rest of the turn: a later step cannot widen it by searching again.
+        if plan.narrows_previous && self.thread.scope_step.is_none() {
+            let Some((scope, _)) = self.thread.previous.clone() else {
+                return Err(Anchor::NothingToNarrow);
+            };
+            self.thread.scope = Some(scope);
+            self.thread.scope_step = Some(self.cursor.step);
+        }
+        Ok(())
+    }
+}
+
+/// The arguments that go out: the model's, with the scope spread last.
+fn effective_args(scope: Option<&Scope>, call: &PlannedCall) -> Map<String, Value> {
+    match scope
+        .filter(|s| s.tool == call.tool)
+        .map(|s| s.apply(&call.args))
+    {
+        Some((args, None)) => args,
+        // A conflicting call is not run; it is shown as the model asked it,
+        // never with the scope's values under the model's label.
+        Some((_, Some(_))) | None => call.args.clone(),
+    }
+}

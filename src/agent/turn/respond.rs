@@ -1,0 +1,199 @@
+//! The `respond` effect: stream the responder's answer through the
+//! narration guard, committing each batch before it is sent (ADR 0010).
+
+use super::{Stop, Turn};
+use crate::agent::records::Record;
+use crate::guard::check::{Guard, Piece};
+use crate::guard::licence::{Licences, TurnFacts};
+use crate::guard::vocab;
+use crate::guard::vocab::Lang;
+use crate::llm::prompt::RESPONDER_FIXED;
+use crate::llm::{Prompt, RespondRequest};
+use crate::protocols::telemetry;
+use crate::protocols::turn::TurnEvent;
+use crate::wire;
+use futures::{FutureExt, StreamExt};
+
+impl Turn<'_> {
+    /// Streams the answer. Deltas are committed in batches before they are
+    /// sent: whatever is ready when the previous batch is out forms the next
+    /// one (ADR 0010), so a fast model costs one commit and a slow one never
+    /// waits on a timer.
+    pub(super) async fn respond(&mut self) -> Result<TurnEvent, Stop> {
+        let mut prompt = Prompt::new(RESPONDER_FIXED);
+        if !self.evidence.anchors.is_empty() {
+            let lines: Vec<String> = self
+                .evidence
+                .anchors
+                .iter()
+                .zip(&self.evidence.origins)
+                .map(|(a, o)| format!("- ({o}) {}", a.text()))
+                .collect();
+            prompt = prompt.block("Directives", lines.join("\n"));
+        }
+        if !self.evidence.digests.is_empty() {
+            let lines: Vec<String> = self
+                .evidence
+                .digests
+                .iter()
+                .map(|d| format!("- {}", d.render()))
+                .collect();
+            prompt = prompt.block(
+                "What the tools returned (digests; counts come only from the directives)",
+                lines.join("\n"),
+            );
+        }
+        let req = RespondRequest {
+            prompt,
+            user_text: self.user_text.clone(),
+            anchors: self.evidence.anchors.clone(),
+            digests: self.evidence.digests.clone(),
+        };
+        // Fused: a batch may have seen the stream end, and an ended stream
+        // (an `unfold`, say) must not be polled again.
+        let mut stream = match self.agent.model.respond(&req).await {
+            Ok(s) => s.fuse(),
+            Err(e) => {
+                self.evidence.failure = Some(wire::Error {
+                    message: format!("the model could not answer: {e}"),
+                    ..wire::Error::default()
+                });
+                return Ok(TurnEvent::ResponderFailed);
+            }
+        };
+        let mut broken = None;
+        // Sentence by sentence through the narration guard: a sentence's
+        // deltas are held until it ends.
+        let mut guard = self.guard();
+        let mut ended = false;
+        while let Some(first) = stream.next().await {
+            let mut batch = String::new();
+            let mut item = Some(first);
+            // Everything that is ready now joins this batch.
+            while let Some(next) = item.take() {
+                match next {
+                    Ok(d) => batch += &d,
+                    Err(e) => {
+                        broken = Some(e);
+                        break;
+                    }
+                }
+                item = match stream.next().now_or_never() {
+                    Some(None) => {
+                        ended = true;
+                        None
+                    }
+                    ready => ready.flatten(),
+                };
+            }
+            let mut pieces = guard.push(&batch);
+            // The stream's end is in this batch: its last sentence goes
+            // with it.
+            if ended && broken.is_none() {
+                pieces.extend(guard.finish());
+            }
+            self.say(pieces).await?;
+            if ended || broken.is_some() {
+                break;
+            }
+        }
+        // A stream that broke mid-sentence leaves that sentence unchecked:
+        // it is not shown.
+        if !ended && broken.is_none() {
+            let pieces = guard.finish();
+            self.say(pieces).await?;
+        }
+        if let Some(e) = broken {
+            self.evidence.failure = Some(wire::Error {
+                message: format!("the model stream broke: {e}"),
+                ..wire::Error::default()
+            });
+            return Ok(TurnEvent::ResponderFailed);
+        }
+        if self.evidence.answer.is_empty() {
+            self.evidence.failure = Some(wire::Error {
+                message: "the model returned no answer".into(),
+                ..wire::Error::default()
+            });
+            return Ok(TurnEvent::ResponderFailed);
+        }
+        Ok(TurnEvent::ResponderFinished)
+    }
+
+    /// The narration guard for this turn's answer: what the judge decided,
+    /// the cards shown, the items the model was shown, and what the user and
+    /// the tool arguments named.
+    pub(super) fn guard(&self) -> Guard {
+        let lang = vocab::detect(&self.user_text);
+        let facts = TurnFacts {
+            anchors: &self.evidence.anchors,
+            digests: &self.evidence.digests,
+            cards: &self.evidence.cards,
+            user_text: &self.user_text,
+            args: self
+                .ledger
+                .steps
+                .iter()
+                .flatten()
+                .chain(&self.ledger.current)
+                .map(|c| &c.args)
+                .collect(),
+        };
+        let l = Licences::of_turn(facts, vocab::vocab(lang));
+        let korean = lang == Lang::Ko;
+        let replacement = crate::guard::check::primary_anchor(&self.evidence.anchors)
+            .map(|a| crate::judge::sentences::sentence(a, korean))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| match korean {
+                true => "위 카드에 표시된 내용만 말씀드릴 수 있습니다.".into(),
+                false => "I can only tell you what the card above shows.".into(),
+            });
+        Guard::new(&self.agent.tables.narration, l, lang, replacement)
+    }
+
+    /// Writes judged pieces of the answer: sentences that passed in one
+    /// delta, each replacement in its own, marked.
+    pub(super) async fn say(&mut self, pieces: Vec<Piece>) -> Result<(), Stop> {
+        let mut passed = String::new();
+        for piece in pieces {
+            match piece.replaced {
+                None => passed += &piece.text,
+                Some(r) => {
+                    self.delta(std::mem::take(&mut passed), None).await?;
+                    // The row, not the sentence: the model's words stay out
+                    // of the log as they stay out of the store.
+                    tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced a sentence");
+                    telemetry::forbidden("narration", &r.row_id);
+                    let note = wire::Replaced {
+                        row_id: r.row_id,
+                        why: r.why,
+                        claim: r.claim.to_string(),
+                    };
+                    self.delta(piece.text, Some(note)).await?;
+                }
+            }
+        }
+        self.delta(passed, None).await
+    }
+
+    pub(super) async fn delta(
+        &mut self,
+        text: String,
+        replaced: Option<wire::Replaced>,
+    ) -> Result<(), Stop> {
+        if text.is_empty() && replaced.is_none() {
+            return Ok(());
+        }
+        let record = Record::Text {
+            text: &text,
+            replaced: replaced.as_ref(),
+        }
+        .message();
+        self.evidence.answer += &text;
+        self.step(
+            wire::Frame::Delta(wire::Delta { text, replaced }),
+            vec![record],
+        )
+        .await
+    }
+}
