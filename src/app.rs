@@ -44,6 +44,9 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
     let tables = TableSet::load(cfg.tables_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let bind = |e: crate::protocols::LoadError| anyhow::anyhow!("{e}");
     let turn_tables = TurnTables {
+        admission: tables
+            .bound::<crate::protocols::admission::Admission>()
+            .map_err(bind)?,
         frame: tables.bound::<Frame>().map_err(bind)?,
         narrowing: tables.bound::<Narrowing>().map_err(bind)?,
         paging: tables.bound::<Paging>().map_err(bind)?,

@@ -127,6 +127,8 @@ struct FileModel {
 /// Most planning rounds a config may allow in one turn: each round is a
 /// model request, and a loop that long is a runaway, not a plan.
 const MAX_STEPS: u64 = 64;
+/// The most calls one planning round may be configured to make.
+const MAX_CALLS_PER_STEP: usize = 64;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -137,6 +139,7 @@ struct FileLimits {
     max_items: Option<usize>,
     turn_lease_secs: Option<u64>,
     max_steps: Option<u64>,
+    max_calls_per_step: Option<usize>,
     history_bytes: Option<usize>,
     digest_items: Option<usize>,
     digest_bytes: Option<usize>,
@@ -251,6 +254,9 @@ pub struct LimitsConfig {
     pub turn_lease_secs: u64,
     /// Most planning rounds with tool calls in one turn.
     pub max_steps: u32,
+    /// Most calls one planning round may make (the `admission` table's
+    /// `over_call_budget`).
+    pub max_calls_per_step: usize,
     /// Bytes of earlier turns the planner sees (oldest dropped first).
     pub history_bytes: usize,
     /// Most items of one result a model sees in its digest.
@@ -269,6 +275,7 @@ impl Default for LimitsConfig {
             max_items: agent.context.max_items,
             turn_lease_secs: crate::agent::claims::DEFAULT_TURN_LEASE.as_secs(),
             max_steps: agent.max_steps,
+            max_calls_per_step: agent.max_calls_per_step,
             history_bytes: agent.history_bytes,
             digest_items: agent.digest.items,
             digest_bytes: agent.digest.bytes,
@@ -287,6 +294,7 @@ impl LimitsConfig {
             max_items: self.max_items,
         };
         base.max_steps = self.max_steps;
+        base.max_calls_per_step = self.max_calls_per_step;
         base.history_bytes = self.history_bytes;
         base.digest.items = self.digest_items;
         base.digest.bytes = self.digest_bytes;
@@ -864,6 +872,12 @@ impl Validator {
         if l.max_steps.is_some_and(|n| n > MAX_STEPS) {
             self.problem("limits.max_steps", format!("at most {MAX_STEPS}"));
         }
+        if l.max_calls_per_step.is_some_and(|n| n > MAX_CALLS_PER_STEP) {
+            self.problem(
+                "limits.max_calls_per_step",
+                format!("at most {MAX_CALLS_PER_STEP}"),
+            );
+        }
         let max_lease = crate::agent::claims::MAX_TURN_LEASE.as_secs();
         if l.turn_lease_secs.is_some_and(|s| s > max_lease) {
             self.problem(
@@ -888,6 +902,13 @@ impl Validator {
             max_steps: self
                 .positive("limits.max_steps", l.max_steps, d.max_steps as u64)
                 .min(MAX_STEPS) as u32,
+            max_calls_per_step: usize_positive(
+                self,
+                "limits.max_calls_per_step",
+                l.max_calls_per_step,
+                d.max_calls_per_step,
+            )
+            .min(MAX_CALLS_PER_STEP),
             history_bytes: usize_positive(
                 self,
                 "limits.history_bytes",
@@ -1103,6 +1124,7 @@ name = "gpt-test"
                 max_items: 50,
                 turn_lease_secs: 30,
                 max_steps: 6,
+                max_calls_per_step: 8,
                 history_bytes: 4096,
                 digest_items: 5,
                 digest_bytes: 2048,

@@ -338,6 +338,7 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
 fn tables() -> TurnTables {
     let t = TableSet::builtin().unwrap();
     TurnTables {
+        admission: t.bound().unwrap(),
         frame: t.bound().unwrap(),
         narrowing: t.bound().unwrap(),
         paging: t.bound().unwrap(),
@@ -350,6 +351,7 @@ fn tables() -> TurnTables {
 /// message and the plan stored, `turn` in Calling and `frame` in Working.
 async fn dead_turn(store: &Store, tables: &TurnTables, thread: &str, turn: &str) {
     let mut t = tables.turn.machine();
+    t.fire(TurnEvent::Begin).unwrap();
     t.fire(TurnEvent::Planned).unwrap();
     let mut f = tables.frame.machine();
     f.fire(FrameEvent::Start).unwrap();

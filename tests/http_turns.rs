@@ -328,6 +328,6 @@ async fn the_page_and_tables_are_served() {
     assert!(page.contains("/v1/tables/frame"));
     let (status, tables) = s.get("/v1/tables").await;
     assert_eq!(status, 200);
-    assert_eq!(tables.as_array().unwrap().len(), 7);
+    assert_eq!(tables.as_array().unwrap().len(), 8);
     s.pass();
 }

@@ -108,11 +108,15 @@ fn the_seed_table_sizes_hold() {
         (6, 6, 36)
     );
     let narrowing = set.get("narrowing").unwrap();
+    // The seed's gate is 4 states × 5 events; issue 15 added one event, a
+    // follow-up that narrows with another tool, refused in every state.
+    let other = narrowing.event_index("narrow_other_tool").unwrap();
     assert_eq!(
-        narrowing.rows.len(),
+        narrowing.rows.iter().filter(|r| r.on != other).count(),
         20,
         "the seed's subset-narrowing gate has 20 rows"
     );
+    assert_eq!(narrowing.rows.len(), 24);
     let paging = set.get("paging").unwrap();
     for t in [frame, harness, narrowing, paging] {
         assert!(
@@ -207,7 +211,11 @@ fn snapshot_round_trips_and_a_changed_table_is_refused() {
     assert_eq!(r.trace(), m.trace());
 
     // Retarget one row: same names, different behaviour, different hash.
-    let src = turnstile::protocols::BUILTIN[0].2.replace(
+    let (_, _, frame_src) = turnstile::protocols::BUILTIN
+        .iter()
+        .find(|(name, _, _)| *name == "frame")
+        .unwrap();
+    let src = frame_src.replace(
         "Legal(id: \"replan\", from: \"Working\", on: \"plan\", to: \"Working\"",
         "Legal(id: \"replan\", from: \"Working\", on: \"plan\", to: \"Narrating\"",
     );

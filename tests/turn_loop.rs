@@ -202,6 +202,7 @@ async fn the_thread_reproduces_what_was_shown_and_the_trace_it_took() {
     assert_eq!(
         trace,
         [
+            "begin-with-a-plan",
             "plan-calls",
             "call-returned",
             "plan-again",

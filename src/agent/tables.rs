@@ -1,6 +1,7 @@
 //! The tables a turn runs on. Its own module, so that start-up recovery and
 //! the turn both depend on it and not on each other.
 
+use crate::protocols::admission::Admission;
 use crate::protocols::frame::Frame;
 use crate::protocols::narration::Narration;
 use crate::protocols::narrowing::Narrowing;
@@ -11,6 +12,7 @@ use crate::protocols::Bound;
 /// The tables a turn runs on, bound to their protocols.
 #[derive(Clone)]
 pub struct TurnTables {
+    pub admission: Bound<Admission>,
     pub frame: Bound<Frame>,
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,

@@ -11,6 +11,7 @@
 //! **Architecture invariant:** nothing in this module reads model output.
 
 pub mod accounting;
+pub mod admission;
 pub mod anchors;
 pub mod contracts;
 pub mod digest;
@@ -19,6 +20,7 @@ pub mod grade;
 pub mod in_band;
 pub mod listing;
 pub mod narrowing;
+pub mod page;
 pub mod result;
 pub mod sentences;
 pub mod stitch;

@@ -100,6 +100,20 @@ pub enum Conflict {
     Unsupported { key: String },
 }
 
+impl Conflict {
+    /// The refused call's tool result summary.
+    pub fn describe(&self) -> String {
+        match self {
+            Conflict::Disjoint { key, scope, asked } => {
+                format!("not run: {key} {asked} lies outside the previous results ({key} {scope})")
+            }
+            Conflict::Unsupported { key } => {
+                format!("not run: the previous results cannot be narrowed by another {key}")
+            }
+        }
+    }
+}
+
 /// Keys that select a page rather than a population; a scope never carries them.
 const PAGING_KEYS: &[&str] = &["cursor", "limit"];
 

@@ -18,7 +18,7 @@ use crate::fsm::Violation;
 use crate::protocols::paging::{Paging, PagingEffect, PagingEvent, PagingState};
 use crate::protocols::{Bound, Typed};
 
-/// The four ways a stitch goes wrong.
+/// The five ways a stitch goes wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Anomaly {
@@ -30,6 +30,9 @@ pub enum Anomaly {
     IdOverlap { repeated: usize },
     /// A page came without accounting: it cannot be trusted to continue.
     Unaccounted,
+    /// A later page's call failed (a transport error, a JSON-RPC error):
+    /// there is no page to check, so the stitch cannot go on.
+    PageFailed { error: String },
 }
 
 impl Anomaly {
@@ -45,6 +48,7 @@ impl Anomaly {
                 format!("a later page repeated {repeated} items of an earlier one")
             }
             Anomaly::Unaccounted => "a page arrived without accounting".into(),
+            Anomaly::PageFailed { error } => format!("the call for a later page failed ({error})"),
         }
     }
 }
@@ -215,7 +219,10 @@ impl Stitcher {
                 self.returned += returned;
                 self.append(items)
             }
-            Some(PagingEffect::DiscardStitch) | Some(PagingEffect::StopAtCap) | None => {}
+            Some(PagingEffect::DiscardStitch)
+            | Some(PagingEffect::StopAtCap)
+            | Some(PagingEffect::StopFollowing)
+            | None => {}
         }
         self.next_cursor = acc.and_then(|a| a.next_cursor);
         if self.machine.state() == PagingState::Stitching && self.pages >= self.cap {
@@ -237,11 +244,21 @@ impl Stitcher {
     }
 
     /// Stops following the cursor before the listing's end (a continuation
-    /// of a tool that is not stitched): the table's `cap-reached` row.
+    /// of a tool that is not stitched): the table's `stop_following` row.
     pub fn stop_here(&mut self) -> Result<(), Box<Violation>> {
         if self.machine.state() == PagingState::Stitching {
-            self.machine.fire(PagingEvent::CapReached)?;
+            self.machine.fire(PagingEvent::StopFollowing)?;
         }
+        Ok(())
+    }
+
+    /// A later page's call failed (`kind` names how, never the text): the
+    /// table's `page_failed` row. The first page stands alone.
+    pub fn page_failed(&mut self, kind: &str) -> Result<(), Box<Violation>> {
+        self.machine.fire(PagingEvent::PageFailed)?;
+        self.anomaly = Some(Anomaly::PageFailed {
+            error: kind.to_string(),
+        });
         Ok(())
     }
 

@@ -9,6 +9,7 @@
 //! **Architecture invariant:** bindings hold no decisions. Which transition is
 //! legal lives in the table; this module only names things.
 
+pub mod admission;
 pub mod connection;
 pub mod frame;
 pub mod harness;

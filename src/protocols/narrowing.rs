@@ -18,6 +18,9 @@ crate::names! {
         PagePartial = "page_partial",
         PageEmpty = "page_empty",
         PageOutsideScope = "page_outside_scope",
+        /// A narrowing follow-up called another tool than the one that
+        /// showed the population.
+        NarrowOtherTool = "narrow_other_tool",
     }
 }
 

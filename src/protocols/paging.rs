@@ -20,6 +20,10 @@ crate::names! {
         IdOverlap = "id_overlap",
         Unaccounted = "unaccounted",
         CapReached = "cap_reached",
+        /// A later page's call failed (a transport error): no page at all.
+        PageFailed = "page_failed",
+        /// A continuation of a tool that is not stitched: one page, then stop.
+        StopFollowing = "stop_following",
     }
 }
 
@@ -29,6 +33,7 @@ crate::names! {
         AppendPage = "append-page",
         DiscardStitch = "discard-stitch",
         StopAtCap = "stop-at-cap",
+        StopFollowing = "stop-following",
     }
 }
 

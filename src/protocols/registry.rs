@@ -8,12 +8,17 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
-    connection::Connection, frame::Frame, harness::Harness, narration::Narration,
-    narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
+    admission::Admission, connection::Connection, frame::Frame, harness::Harness,
+    narration::Narration, narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "admission",
+        "admission.ron",
+        include_str!("../../tables/admission.ron"),
+    ),
     ("frame", "frame.ron", include_str!("../../tables/frame.ron")),
     (
         "harness",
@@ -46,6 +51,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
 /// The binding for a table name, if the code has one.
 pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
     match name {
+        Admission::NAME => Some(Admission::binding()),
         Frame::NAME => Some(Frame::binding()),
         Harness::NAME => Some(Harness::binding()),
         Narrowing::NAME => Some(Narrowing::binding()),

@@ -4,6 +4,7 @@ use super::Protocol;
 
 crate::names! {
     pub enum TurnState {
+        Starting = "Starting",
         Planning = "Planning",
         Calling = "Calling",
         Judging = "Judging",
@@ -19,6 +20,9 @@ crate::names! {
 crate::names! {
     /// What code classified; the table decides what follows.
     pub enum TurnEvent {
+        /// The user's message is stored and the start frame sent: fired
+        /// once, so the table names the turn's first effect.
+        Begin = "begin",
         /// The model planned one or more calls.
         Planned = "planned",
         /// The model answered without calls after looking at results.

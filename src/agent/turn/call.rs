@@ -3,16 +3,18 @@
 
 use serde_json::{Map, Value};
 
-use super::{Outcome, Stop, Turn, MAX_CALLS_PER_STEP};
-use crate::judge::contracts::AccountingMode;
+use super::{Outcome, Stop, Turn};
+use crate::judge::admission::{self, Proposal};
+use crate::judge::contracts::Contract;
 use crate::judge::digest::Digest;
-use crate::judge::in_band::Verdict;
-use crate::judge::narrowing::{Conflict, Gate, PageMark};
+use crate::judge::narrowing::{Conflict, Gate, PageMark, Scope};
+use crate::judge::page;
 use crate::judge::result::Reading;
 use crate::judge::stitch::Stitcher;
-use crate::judge::{in_band, Anchor};
+use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::mcp::ToolOutput;
+use crate::mcp::{ToolClient, ToolOutput};
+use crate::protocols::admission::{AdmissionEffect, AdmissionEvent};
 use crate::protocols::narrowing::{NarrowingEffect, NarrowingEvent};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
@@ -37,97 +39,192 @@ impl Turn<'_> {
         Ok(event)
     }
 
-    pub(super) async fn run_call(&mut self, call: &PlannedCall) -> Result<Outcome, Stop> {
-        let agent = self.agent;
-        let too_many = self.cursor.calls_this_step > MAX_CALLS_PER_STEP;
-        let server = agent.tools.client_for(&call.tool).cloned();
+    /// One planned call: its narrowing scope, its admission, then its pages.
+    async fn run_call(&mut self, call: &PlannedCall) -> Result<Outcome, Stop> {
         // One narrowing machine per listing. The scope is applied only if
         // the table's `narrow` row says so (effect `apply-scope`).
-        let mut gate = Gate::new(&agent.tables.narrowing);
-        let mut stale: Option<String> = None;
-        let scoped = match self.thread.scope.clone().filter(|s| s.tool == call.tool) {
-            Some(s) => {
-                // The population was judged by a narrowing machine that was
-                // stored with it: restore it, so a table edited since is
-                // reported, never reinterpreted.
-                if let Some((_, Some(snap))) = &self.thread.previous {
-                    if let Err(e) = agent.tables.narrowing.restore(snap) {
-                        stale = Some(e.to_string());
-                    }
-                }
-                match gate.narrow() {
-                    Ok(Some(NarrowingEffect::ApplyScope)) => Some(s),
-                    Ok(_) => None,
-                    Err(v) => return Err(Stop::Violation(v)),
-                }
-            }
-            None => None,
-        };
-        // A model that names a tool nobody offers, sends arguments that are
-        // not an object, or narrows with another tool than the one that
-        // showed the population, gets a structured tool error; nothing runs.
-        let refusal = match (&server, &call.invalid_args) {
-            (None, _) => Some("unknown tool".to_string()),
-            (Some(_), Some(why)) => Some(format!("invalid arguments: {why}")),
-            _ if stale.is_some() => Some(format!(
-                "not run: the previous results cannot be narrowed: {}",
-                stale.clone().unwrap_or_default()
-            )),
-            _ if too_many => Some(format!(
-                "not run: more than {MAX_CALLS_PER_STEP} calls in one planning round"
-            )),
-            _ if self.thread.scope.is_some()
-                && scoped.is_none()
-                && self.thread.scope_step == Some(self.cursor.step) =>
-            {
-                Some(
-                    "a narrowing follow-up must use the tool that showed the previous results"
-                        .into(),
-                )
-            }
-            _ => None,
-        };
+        let mut gate = Gate::new(&self.agent.tables.narrowing);
+        let (scoped, stale) = self.scope_for(call, &mut gate)?;
+        let server = self.agent.tools.client_for(&call.tool).cloned();
         let (args, conflict) = match &scoped {
             Some(s) => s.apply(&call.args),
             None => (call.args.clone(), None),
         };
-        if let (Some(conflict), None) = (&conflict, &refusal) {
+        let offered = server.is_some();
+        let admitted =
+            match self.admit(call, offered, stale.as_deref(), scoped.is_some(), &mut gate) {
+                Ok(row) => row,
+                Err(refusal) => return self.refuse(call, args, refusal).await,
+            };
+        if let Some(conflict) = &conflict {
             return self.refuse_conflict(call, &args, conflict, gate).await;
         }
-        let (Some(server), None) = (server, refusal.as_ref()) else {
-            let summary = refusal.unwrap_or_default();
-            let call_id = self.next_call_id();
-            self.emit_call(&call_id, &call.tool, None, &args).await?;
-            let digest = Digest::failed(&call.tool, &summary);
-            let frame = wire::ToolResult {
-                call_id: call_id.clone(),
-                tool: call.tool.clone(),
-                ok: false,
-                summary,
-                shape: None,
-                conflict: None,
-            };
-            self.emit_result(frame, &args, None, Some(&digest)).await?;
-            let anchor = match stale {
-                Some(_) => Anchor::NarrowingStale,
-                None => Anchor::ToolFailed {
+        let Some(server) = server else {
+            // Admission refuses a tool nobody offers; a table edited to
+            // admit one still runs nothing.
+            let refusal = Box::new(Refusal {
+                table: "admission",
+                row_id: admitted,
+                detail: "unknown tool".into(),
+                anchor: Anchor::ToolFailed {
                     tool: call.tool.clone(),
                 },
-            };
-            return Ok(Outcome::Refused {
-                call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
-                anchor: Some(anchor),
-                gate: None,
             });
+            return self.refuse(call, args, refusal).await;
         };
+        self.fetch(call, &server, args, scoped, gate).await
+    }
+
+    /// The scope this call runs under, if it narrows, and why the
+    /// narrowing machine that judged the population cannot be restored.
+    fn scope_for(
+        &self,
+        call: &PlannedCall,
+        gate: &mut Gate,
+    ) -> Result<(Option<Scope>, Option<String>), Stop> {
+        let Some(scope) = self.thread.scope.clone().filter(|s| s.tool == call.tool) else {
+            return Ok((None, None));
+        };
+        // The population was judged by a narrowing machine that was stored
+        // with it: restore it, so a table edited since is reported, never
+        // reinterpreted.
+        let stale = match &self.thread.previous {
+            Some((_, Some(snap))) => self
+                .agent
+                .tables
+                .narrowing
+                .restore(snap)
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        match gate.narrow().map_err(Stop::Violation)? {
+            Some(NarrowingEffect::ApplyScope) => Ok((Some(scope), stale)),
+            _ => Ok((None, stale)),
+        }
+    }
+
+    /// Whether the call may run: the `admission` table on what code found,
+    /// then the narrowing table on a follow-up that narrows with another
+    /// tool than the one that showed the population.
+    fn admit(
+        &mut self,
+        call: &PlannedCall,
+        offered: bool,
+        stale: Option<&str>,
+        scoped: bool,
+        gate: &mut Gate,
+    ) -> Result<String, Box<Refusal>> {
+        let proposal = Proposal {
+            offered,
+            invalid_args: call.invalid_args.as_deref(),
+            stale,
+            call_in_step: self.cursor.calls_this_step,
+            max_calls_per_step: self.agent.limits.max_calls_per_step,
+        };
+        let event = admission::classify(&proposal);
+        let mut machine = self.agent.tables.admission.machine();
+        let fired = machine.fire(event);
+        telemetry::record(machine.snapshot());
+        let anchor = match event {
+            AdmissionEvent::NarrowingStale => Anchor::NarrowingStale,
+            _ => Anchor::ToolFailed {
+                tool: call.tool.clone(),
+            },
+        };
+        let row = match fired {
+            Ok(step) if step.effect == Some(AdmissionEffect::Run) => {
+                machine.row_id(step.row).to_string()
+            }
+            Ok(step) => {
+                return Err(Box::new(Refusal {
+                    table: "admission",
+                    row_id: machine.row_id(step.row).to_string(),
+                    detail: admission::detail(event, &proposal),
+                    anchor,
+                }))
+            }
+            Err(v) => {
+                telemetry::violation(&v);
+                return Err(Box::new(Refusal {
+                    table: "admission",
+                    row_id: v.row_id.clone(),
+                    detail: admission::detail(event, &proposal),
+                    anchor,
+                }));
+            }
+        };
+        let other_tool = self.thread.scope.is_some()
+            && !scoped
+            && self.thread.scope_step == Some(self.cursor.step);
+        if !other_tool {
+            return Ok(row);
+        }
+        match gate.verdict(NarrowingEvent::NarrowOtherTool) {
+            Ok(_) => Ok(row),
+            Err(v) => {
+                telemetry::violation(&v);
+                Err(Box::new(Refusal {
+                    table: "narrowing",
+                    row_id: v.row_id.clone(),
+                    detail:
+                        "a narrowing follow-up must use the tool that showed the previous results"
+                            .into(),
+                    anchor,
+                }))
+            }
+        }
+    }
+
+    /// A call that is not run: a structured tool error naming the table's
+    /// row, shown and stored like any result.
+    async fn refuse(
+        &mut self,
+        call: &PlannedCall,
+        args: Map<String, Value>,
+        refusal: Box<Refusal>,
+    ) -> Result<Outcome, Stop> {
+        tracing::warn!(tool = %call.tool, table = refusal.table, row_id = %refusal.row_id, "call refused");
+        let summary = format!(
+            "not run ({} row `{}`): {}",
+            refusal.table, refusal.row_id, refusal.detail
+        );
+        let call_id = self.next_call_id();
+        self.emit_call(&call_id, &call.tool, None, &args).await?;
+        let digest = Digest::failed(&call.tool, &summary);
+        let frame = wire::ToolResult {
+            call_id,
+            tool: call.tool.clone(),
+            ok: false,
+            summary,
+            shape: None,
+            conflict: None,
+        };
+        self.emit_result(frame, &args, None, Some(&digest)).await?;
+        Ok(Outcome::Refused {
+            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+            anchor: Some(refusal.anchor),
+            gate: None,
+        })
+    }
+
+    /// Runs an admitted call: its first page, and for a stitched listing
+    /// (or a continuation of an earlier turn's) the pages the paging table
+    /// lets follow.
+    async fn fetch(
+        &mut self,
+        call: &PlannedCall,
+        server: &ToolClient,
+        args: Map<String, Value>,
+        scoped: Option<Scope>,
+        gate: Gate,
+    ) -> Result<Outcome, Stop> {
+        let agent = self.agent;
         let contract = agent.contracts.get(&call.tool).cloned();
         let follow = contract.as_ref().is_some_and(|c| c.stitch);
-        let id_field = contract
-            .as_ref()
-            .map_or("id", |c| c.shape.id_field())
-            .to_string();
+        let id_field = contract.as_ref().map_or("id", |c| c.shape.id_field());
         let mut stitcher =
-            Stitcher::new(&agent.tables.paging, agent.limits.page_cap).with_id_field(&id_field);
+            Stitcher::new(&agent.tables.paging, agent.limits.page_cap).with_id_field(id_field);
         // A cursor carried over from an earlier turn continues the listing
         // that turn showed: its page is checked as that listing's page 2.
         let continued = self.continuation(&call.tool, &args);
@@ -141,95 +238,23 @@ impl Turn<'_> {
         let mut page_args = args.clone();
         let mut first: Option<(ToolOutput, Reading)> = None;
         loop {
-            let call_id = self.next_call_id();
-            self.emit_call(&call_id, &call.tool, Some(server.name()), &page_args)
+            let page = self
+                .fetch_page(call, server, &page_args, contract.as_ref(), first.is_none())
                 .await?;
-            let out = match server.call(&call.tool, page_args.clone()).await {
-                Ok(out) => out,
-                Err(e) => {
-                    tracing::warn!(tool = %call.tool, kind = e.kind(), "tool call failed");
-                    let digest = Digest::failed(&call.tool, e.kind());
-                    let frame = wire::ToolResult {
-                        call_id,
-                        tool: call.tool.clone(),
-                        ok: false,
-                        summary: e.kind().to_string(),
-                        shape: None,
-                        conflict: None,
-                    };
-                    self.emit_result(frame, &page_args, None, Some(&digest))
-                        .await?;
-                    if first.is_none() {
-                        return Ok(Outcome::Failed {
-                            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
-                            anchor: Anchor::ToolFailed {
-                                tool: call.tool.clone(),
-                            },
-                        });
-                    }
-                    // A later page that failed (a rejected cursor may come
-                    // as a JSON-RPC error) is an untrusted page: the stitch
-                    // is abandoned and the first page stands alone.
-                    stitcher
-                        .push(&Reading::of(&ToolOutput::default(), contract.as_ref()))
-                        .map_err(Stop::Violation)?;
+            let (out, reading) = match page {
+                Page::Answer(out, reading) => (out, reading),
+                Page::Failed(failure) => {
+                    return Ok(Outcome::Failed {
+                        call: self.record_for(call.id.as_deref(), &call.tool, args, failure.0),
+                        anchor: failure.1,
+                    })
+                }
+                // No page at all: the first page stands alone.
+                Page::Gone(kind) => {
+                    stitcher.page_failed(kind).map_err(Stop::Violation)?;
                     break;
                 }
             };
-            let shape = out.shape();
-            // Logs carry the result's shape — block count, kinds, _meta key
-            // names — never its text.
-            tracing::info!(tool = %call.tool, shape = %shape, "tool result");
-            let reading = Reading::of(&out, contract.as_ref());
-            let (verdict, _) = in_band::judge(contract.as_ref(), &reading, &out);
-            let ok = !out.is_error && verdict != Verdict::InBandFailure;
-            let summary = match (out.is_error, verdict) {
-                (true, _) => "the tool reported an error".to_string(),
-                (false, Verdict::InBandFailure) => match contract.as_ref().map(|c| c.accounting) {
-                    Some(AccountingMode::Absent) => {
-                        "the answer did not parse as data: treated as a failed data source".into()
-                    }
-                    _ => "no accounting and no result structure: treated as a failed data source"
-                        .into(),
-                },
-                _ => summary(&reading, &out),
-            };
-            let failed_first = first.is_none() && !ok;
-            let digest = match (failed_first, out.is_error) {
-                (true, true) => Digest::failed(&call.tool, "the tool reported an error"),
-                (true, false) => Digest::failed(&call.tool, "in-band failure: not a real answer"),
-                _ => Digest::failed(&call.tool, "page"),
-            };
-            let frame = wire::ToolResult {
-                call_id,
-                tool: call.tool.clone(),
-                ok,
-                summary,
-                shape: Some(shape.to_string()),
-                conflict: None,
-            };
-            // A result still to be judged has no digest yet: the judged one
-            // is stored with its card.
-            let shown_digest = failed_first.then_some(&digest);
-            self.emit_result(frame, &page_args, Some(&out), shown_digest)
-                .await?;
-            if failed_first {
-                let anchor = match out.is_error {
-                    true => Anchor::ToolFailed {
-                        tool: call.tool.clone(),
-                    },
-                    false => {
-                        tracing::warn!(tool = %call.tool, shape = %shape, "in-band failure: no marks of a real answer");
-                        Anchor::InBandFailure {
-                            tool: call.tool.clone(),
-                        }
-                    }
-                };
-                return Ok(Outcome::Failed {
-                    call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
-                    anchor,
-                });
-            }
             if !stitching {
                 first = Some((out, reading));
                 break;
@@ -272,6 +297,80 @@ impl Turn<'_> {
         })
     }
 
+    /// One page: the call and its result frame, and what the page is.
+    async fn fetch_page(
+        &mut self,
+        call: &PlannedCall,
+        server: &ToolClient,
+        args: &Map<String, Value>,
+        contract: Option<&Contract>,
+        first_page: bool,
+    ) -> Result<Page, Stop> {
+        let tool = &call.tool;
+        let call_id = self.next_call_id();
+        self.emit_call(&call_id, tool, Some(server.name()), args)
+            .await?;
+        let out = match server.call(tool, args.clone()).await {
+            Ok(out) => out,
+            Err(e) => {
+                tracing::warn!(tool = %tool, kind = e.kind(), "tool call failed");
+                let digest = Digest::failed(tool, e.kind());
+                let frame = wire::ToolResult {
+                    call_id,
+                    tool: tool.clone(),
+                    ok: false,
+                    summary: e.kind().to_string(),
+                    shape: None,
+                    conflict: None,
+                };
+                self.emit_result(frame, args, None, Some(&digest)).await?;
+                return Ok(match first_page {
+                    true => Page::Failed((digest, Anchor::ToolFailed { tool: tool.clone() })),
+                    // A later page whose call failed (a rejected cursor may
+                    // come as a JSON-RPC error) is no page: the paging
+                    // table's `page_failed`.
+                    false => Page::Gone(e.kind()),
+                });
+            }
+        };
+        let shape = out.shape();
+        // Logs carry the result's shape — block count, kinds, _meta key
+        // names — never its text.
+        tracing::info!(tool = %tool, shape = %shape, "tool result");
+        let reading = Reading::of(&out, contract);
+        let failure = page::failure(tool, contract, &reading, &out);
+        let ok = failure.is_none();
+        let summary = match &failure {
+            Some(f) => f.summary.clone(),
+            None => page::summary(&reading, &out),
+        };
+        // A first page that is not a real answer fails the call; a later
+        // one is the paging table's to classify (an untrusted page).
+        let failed = failure.filter(|_| first_page);
+        let digest = failed.as_ref().map(|f| Digest::failed(tool, f.note));
+        let frame = wire::ToolResult {
+            call_id,
+            tool: tool.clone(),
+            ok,
+            summary,
+            shape: Some(shape.to_string()),
+            conflict: None,
+        };
+        // A result still to be judged has no digest yet: the judged one is
+        // stored with its card.
+        self.emit_result(frame, args, Some(&out), digest.as_ref())
+            .await?;
+        Ok(match (failed, digest) {
+            (Some(f), Some(d)) => {
+                if let Anchor::InBandFailure { .. } = f.anchor {
+                    tracing::warn!(tool = %tool, shape = %shape, "in-band failure: no marks of a real answer");
+                }
+                Page::Failed((d, f.anchor))
+            }
+            _ => Page::Answer(out, reading),
+        })
+    }
+
     /// The page mark of the earlier turn's listing that `args` continue: a
     /// call to the same tool with a cursor.
     pub(super) fn continuation(&self, tool: &str, args: &Map<String, Value>) -> Option<PageMark> {
@@ -295,14 +394,7 @@ impl Turn<'_> {
         conflict: &Conflict,
         mut gate: Gate,
     ) -> Result<Outcome, Stop> {
-        let summary = match conflict {
-            Conflict::Disjoint { key, scope, asked } => {
-                format!("not run: {key} {asked} lies outside the previous results ({key} {scope})")
-            }
-            Conflict::Unsupported { key } => {
-                format!("not run: the previous results cannot be narrowed by another {key}")
-            }
-        };
+        let summary = conflict.describe();
         // A disjoint filter is zero inside the scope: the table's verdict
         // is decided before the result is shown, so a release is committed
         // with it.
@@ -353,12 +445,20 @@ impl Turn<'_> {
     }
 }
 
-/// A one-line, text-free description for the tool_result frame.
-fn summary(reading: &Reading, out: &ToolOutput) -> String {
-    match (&reading.aggregate, &reading.items, &reading.record) {
-        (Some(_), _, _) => "one value".to_string(),
-        (None, Some(items), _) => format!("{} items", items.len()),
-        (None, None, Some(_)) => "one record".to_string(),
-        (None, None, None) => format!("{} content blocks", out.blocks.len()),
-    }
+/// A call the tables do not let run.
+pub(super) struct Refusal {
+    table: &'static str,
+    row_id: String,
+    /// What code found, in the words the model reads back.
+    detail: String,
+    anchor: Anchor,
+}
+
+/// One fetched page.
+enum Page {
+    Answer(ToolOutput, Reading),
+    /// The listing's first page failed: the call's digest and anchor.
+    Failed((Digest, Anchor)),
+    /// A later page's call failed: no page, of this kind.
+    Gone(&'static str),
 }

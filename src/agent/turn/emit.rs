@@ -13,7 +13,7 @@ use crate::llm::CallRecord;
 use crate::mcp::ToolOutput;
 use crate::protocols::frame::{FrameEffect, FrameEvent};
 use crate::protocols::telemetry;
-use crate::protocols::turn::TurnEvent;
+use crate::protocols::turn::{TurnEffect, TurnEvent};
 use crate::store::NewMessage;
 use crate::wire;
 
@@ -109,14 +109,31 @@ impl Turn<'_> {
         let _ = self.frames.close().await;
     }
 
-    /// The client went away: the table moves the turn to Cancelled, and the
-    /// cut is recorded (best effort: the process may be going away too).
+    /// The client went away: `client_gone` is fired and its row decides.
+    /// A row whose effect is `cancel` ends the turn, and the cut is recorded
+    /// (best effort: the process may be going away too). A row that keeps
+    /// the turn (a suspended turn waits for its decision without a client)
+    /// is stored as it is, and nothing is cut.
     pub(super) async fn cancelled(&mut self) {
-        if let Err(v) = self.machine.fire(TurnEvent::ClientGone) {
-            tracing::error!(row_id = %v.row_id, "turn table refused the client's leaving");
-        }
-        let cut = Record::Cut.message();
-        let save = self.persist(vec![cut]);
+        let records = match self.machine.fire(TurnEvent::ClientGone) {
+            Ok(step) => {
+                self.last_row = self.machine.row_id(step.row).to_string();
+                match step.effect {
+                    Some(TurnEffect::Cancel) => vec![Record::Cut.message()],
+                    _ => {
+                        tracing::info!(row_id = %self.last_row, "the turn table keeps the turn without its client");
+                        vec![]
+                    }
+                }
+            }
+            Err(v) => {
+                // A refused leaving still leaves: what was shown is marked.
+                tracing::error!(row_id = %v.row_id, "turn table refused the client's leaving");
+                telemetry::violation(&v);
+                vec![Record::Cut.message()]
+            }
+        };
+        let save = self.persist(records);
         match tokio::time::timeout(std::time::Duration::from_secs(5), save).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "recording the cut"),

@@ -26,7 +26,7 @@ use crate::judge::stitch::Stitched;
 use crate::judge::{Anchor, Contracts};
 use crate::llm::{CallRecord, HistoryTurn, Model, PlannedCall};
 use crate::mcp::ToolOutput;
-use crate::protocols::turn::{Turn as TurnTable, TurnEffect};
+use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
 use crate::protocols::{telemetry, Typed};
 use crate::store::Store;
 use crate::wire;
@@ -49,6 +49,9 @@ pub struct Limits {
     pub context: ContextLimits,
     /// Most planning rounds that may call tools in one turn.
     pub max_steps: u32,
+    /// Most calls one planning round may make; the rest are refused by the
+    /// `admission` table.
+    pub max_calls_per_step: usize,
     /// How much of each result the models see.
     pub digest: DigestLimits,
     /// Bytes of earlier turns the planner sees (oldest dropped first).
@@ -62,6 +65,7 @@ impl Default for Limits {
             page_cap: 5,
             context: ContextLimits::default(),
             max_steps: 6,
+            max_calls_per_step: 8,
             digest: DigestLimits::default(),
             history_bytes: 4096,
         }
@@ -213,9 +217,6 @@ struct ThreadScope {
     released: bool,
 }
 
-/// Most calls one planning round may make; the rest are refused.
-const MAX_CALLS_PER_STEP: usize = 8;
-
 impl Agent {
     /// Runs one turn, writing frames into `tx`. Returns when the turn is
     /// over or the client went away (the receiver was dropped), whichever
@@ -313,106 +314,45 @@ impl Turn<'_> {
         }
     }
 
+    /// The loop: classify, fire, do. Code fires `begin` once; each row's
+    /// effect is performed and classified into the next event, until the
+    /// table's state is terminal.
     async fn drive(&mut self, req: TurnRequest) -> Result<(), Stop> {
-        let limits = self.agent.limits;
-        // Holding the thread's lease, no other turn runs on it: one a dead
-        // process left unfinished is closed as cut before this one starts,
-        // so the thread reads in order (ADR 0014).
-        if self.claim.is_some() {
-            let tables = &self.agent.tables;
-            if let Err(e) = super::recovery::close_leftovers(
-                &self.agent.store,
-                tables,
-                &self.thread_id,
-                &self.turn_id,
-            )
-            .await
-            {
-                tracing::warn!(error = %e, "closing the thread's unfinished turns");
-            }
-        }
-        self.thread.context = req
-            .context
-            .map(|c| BoundedContext::bound(c, limits.context));
-        let truncated = self
-            .thread
-            .context
-            .as_ref()
-            .map(|c| c.truncated.clone())
-            .unwrap_or_default();
-        for field in truncated {
-            self.anchor(Anchor::ContextTruncated { field });
-        }
-        let start = wire::Frame::Start(wire::Start {
-            turn_id: self.turn_id.clone(),
-            thread_id: self.thread_id.clone(),
-        });
-        let context = self
-            .thread
-            .context
-            .as_ref()
-            .and_then(|c| serde_json::to_value(c).ok());
-        let user = Record::User {
-            text: &req.text,
-            context,
-        }
-        .message();
-        self.step(start, vec![user]).await?;
-
-        // The thread so far, read after the first frame is out so a long
-        // thread does not delay it.
-        let stored = self.agent.store.messages(&self.thread_id).await?;
-        self.thread.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
-        let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
-        self.thread.previous = records::last_population(&bodies);
-
-        // The table's initial state is Planning: its effect is to plan.
+        self.open(req).await?;
         // However a table is edited, the loop is bounded: each step takes at
         // most a plan, its calls and their judgements.
-        let budget = (self.agent.limits.max_steps as usize + 1) * (2 * MAX_CALLS_PER_STEP + 4);
-        let mut effect = TurnEffect::Plan;
+        let limits = self.agent.limits;
+        let budget = (limits.max_steps as usize + 2) * (2 * limits.max_calls_per_step + 4);
+        let mut event = TurnEvent::Begin;
         for _ in 0..budget {
             // A table that loops without awaiting must not starve the
             // runtime: the client's leaving is noticed between effects.
             tokio::task::yield_now().await;
-            let event = match effect {
-                TurnEffect::Plan => self.plan().await?,
-                TurnEffect::Call => self.call().await?,
-                TurnEffect::Judge => self.judge().await?,
-                TurnEffect::Respond => self.respond().await?,
-                TurnEffect::Finish => return self.finish().await,
-                TurnEffect::Fail => return self.fail().await,
-                TurnEffect::Cancel => return Ok(()),
-                // No tool of this build prepares an action or returns a
-                // terminal result; a table that routes here is reported.
-                TurnEffect::Suspend | TurnEffect::Deliver => {
-                    self.evidence.failure = Some(wire::Error {
-                        message: format!(
-                            "internal error: the turn table asked for `{}`, which no tool of this build can provide",
-                            crate::protocols::Names::name(effect)
-                        ),
-                        table: Some("turn".into()),
-                        ..wire::Error::default()
-                    });
-                    return self.fail().await;
+            let effect = match self.fire(event)? {
+                Some(effect) => effect,
+                None => {
+                    let row = self.last_row.clone();
+                    return self
+                        .internal(format!(
+                            "the turn table's row `{row}` names no effect, so the turn cannot go on"
+                        ))
+                        .await;
                 }
             };
-            match self.machine.fire(event) {
-                Ok(step) => {
-                    self.last_row = self.machine.row_id(step.row).to_string();
-                    match step.effect {
-                        Some(e) => effect = e,
-                        None => {
-                            let row = self.last_row.clone();
-                            return self
-                                .internal(format!(
-                                    "the turn table's row `{row}` names no effect, so the turn cannot go on"
-                                ))
-                                .await;
-                        }
-                    }
+            let next = self.perform(effect).await?;
+            if self.machine.is_terminal() {
+                return Ok(());
+            }
+            match next {
+                Some(e) => event = e,
+                None => {
+                    let row = self.last_row.clone();
+                    return self
+                        .internal(format!(
+                            "the turn table's row `{row}` ended the turn in a state that is not terminal"
+                        ))
+                        .await;
                 }
-                Err(v) => return Err(Stop::Violation(v)),
             }
         }
         let row = self.last_row.clone();
@@ -420,6 +360,91 @@ impl Turn<'_> {
             "the turn table kept the loop going past {budget} effects (last row `{row}`)"
         ))
         .await
+    }
+
+    /// Fires one event; the row's effect, or the violation.
+    fn fire(&mut self, event: TurnEvent) -> Result<Option<TurnEffect>, Stop> {
+        let step = self.machine.fire(event).map_err(Stop::Violation)?;
+        self.last_row = self.machine.row_id(step.row).to_string();
+        Ok(step.effect)
+    }
+
+    /// Does what a row's effect says; the event it classifies into, or
+    /// `None` for an effect that ends the turn.
+    async fn perform(&mut self, effect: TurnEffect) -> Result<Option<TurnEvent>, Stop> {
+        Ok(Some(match effect {
+            TurnEffect::Plan => self.plan().await?,
+            TurnEffect::Call => self.call().await?,
+            TurnEffect::Judge => self.judge().await?,
+            TurnEffect::Respond => self.respond().await?,
+            TurnEffect::Finish => {
+                self.finish().await?;
+                return Ok(None);
+            }
+            TurnEffect::Fail => {
+                self.fail().await?;
+                return Ok(None);
+            }
+            TurnEffect::Cancel => return Ok(None),
+            // No tool of this build prepares an action or returns a
+            // terminal result; a table that routes here is reported.
+            TurnEffect::Suspend | TurnEffect::Deliver => {
+                self.evidence.failure = Some(wire::Error {
+                    message: format!(
+                        "internal error: the turn table asked for `{}`, which no tool of this build can provide",
+                        crate::protocols::Names::name(effect)
+                    ),
+                    table: Some("turn".into()),
+                    ..wire::Error::default()
+                });
+                self.fail().await?;
+                return Ok(None);
+            }
+        }))
+    }
+
+    /// Before the loop: close what a dead process left on the thread, bound
+    /// the host context, store the user's message with the start frame,
+    /// then read the thread so far.
+    async fn open(&mut self, req: TurnRequest) -> Result<(), Stop> {
+        let limits = self.agent.limits;
+        // Holding the thread's lease, no other turn runs on it: one a dead
+        // process left unfinished is closed as cut before this one starts,
+        // so the thread reads in order (ADR 0014).
+        if self.claim.is_some() {
+            let tables = &self.agent.tables;
+            let store = &self.agent.store;
+            let closed =
+                super::recovery::close_leftovers(store, tables, &self.thread_id, &self.turn_id);
+            if let Err(e) = closed.await {
+                tracing::warn!(error = %e, "closing the thread's unfinished turns");
+            }
+        }
+        let context = req
+            .context
+            .map(|c| BoundedContext::bound(c, limits.context));
+        for field in context.iter().flat_map(|c| c.truncated.clone()) {
+            self.anchor(Anchor::ContextTruncated { field });
+        }
+        self.thread.context = context;
+        let start = wire::Frame::Start(wire::Start {
+            turn_id: self.turn_id.clone(),
+            thread_id: self.thread_id.clone(),
+        });
+        let shown = self.thread.context.as_ref();
+        let user = Record::User {
+            text: &req.text,
+            context: shown.and_then(|c| serde_json::to_value(c).ok()),
+        }
+        .message();
+        self.step(start, vec![user]).await?;
+        // The thread so far, read after the first frame is out so a long
+        // thread does not delay it.
+        let stored = self.agent.store.messages(&self.thread_id).await?;
+        self.thread.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
+        let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
+        self.thread.previous = records::last_population(&bodies);
+        Ok(())
     }
 
     /// Keeps an anchor for the responder with where it came from, so two

@@ -1,0 +1,107 @@
+//! Whether a planned call may run: code classifies what stands against it
+//! into one `admission` table event, the table decides, and a refusal's
+//! words for the model and the user come from here. Pure: no I/O.
+
+use crate::protocols::admission::AdmissionEvent;
+
+/// What is known about one planned call before it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Proposal<'a> {
+    /// A connected server offers the tool.
+    pub offered: bool,
+    /// Why the model's arguments are not a JSON object, if they are not.
+    pub invalid_args: Option<&'a str>,
+    /// Why the narrowing it runs under cannot be restored, if it cannot.
+    pub stale: Option<&'a str>,
+    /// This call's place in its planning round (1 for the first).
+    pub call_in_step: usize,
+    /// `limits.max_calls_per_step`.
+    pub max_calls_per_step: usize,
+}
+
+/// The event for a proposal. One reason is reported, in this order: a tool
+/// nobody offers, arguments that are not an object, a stale narrowing, a
+/// round past its call budget.
+pub fn classify(p: &Proposal<'_>) -> AdmissionEvent {
+    if !p.offered {
+        AdmissionEvent::UnknownTool
+    } else if p.invalid_args.is_some() {
+        AdmissionEvent::InvalidArguments
+    } else if p.stale.is_some() {
+        AdmissionEvent::NarrowingStale
+    } else if p.call_in_step > p.max_calls_per_step {
+        AdmissionEvent::OverCallBudget
+    } else {
+        AdmissionEvent::Admit
+    }
+}
+
+/// The refused call's tool result summary: what was found, in the words
+/// the model reads back. The row id and its reason travel beside it.
+pub fn detail(event: AdmissionEvent, p: &Proposal<'_>) -> String {
+    match event {
+        AdmissionEvent::Admit => "admitted".into(),
+        AdmissionEvent::UnknownTool => "unknown tool".into(),
+        AdmissionEvent::InvalidArguments => {
+            format!("invalid arguments: {}", p.invalid_args.unwrap_or_default())
+        }
+        AdmissionEvent::NarrowingStale => format!(
+            "the previous results cannot be narrowed: {}",
+            p.stale.unwrap_or_default()
+        ),
+        AdmissionEvent::OverCallBudget => format!(
+            "more than {} calls in one planning round",
+            p.max_calls_per_step
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Proposal<'static> {
+        Proposal {
+            offered: true,
+            invalid_args: None,
+            stale: None,
+            call_in_step: 1,
+            max_calls_per_step: 8,
+        }
+    }
+
+    #[test]
+    fn one_reason_in_order() {
+        assert_eq!(classify(&ok()), AdmissionEvent::Admit);
+        let all = Proposal {
+            offered: false,
+            invalid_args: Some("not valid JSON"),
+            stale: Some("hash changed"),
+            call_in_step: 9,
+            ..ok()
+        };
+        assert_eq!(classify(&all), AdmissionEvent::UnknownTool);
+        let p = Proposal {
+            offered: true,
+            ..all
+        };
+        assert_eq!(classify(&p), AdmissionEvent::InvalidArguments);
+        assert!(detail(classify(&p), &p).contains("not valid JSON"));
+        let p = Proposal {
+            invalid_args: None,
+            ..p
+        };
+        assert_eq!(classify(&p), AdmissionEvent::NarrowingStale);
+        let p = Proposal { stale: None, ..p };
+        assert_eq!(classify(&p), AdmissionEvent::OverCallBudget);
+        assert_eq!(
+            detail(classify(&p), &p),
+            "more than 8 calls in one planning round"
+        );
+        let p = Proposal {
+            call_in_step: 8,
+            ..p
+        };
+        assert_eq!(classify(&p), AdmissionEvent::Admit);
+    }
+}

@@ -1,0 +1,43 @@
+//! `tables/admission.ron`: whether a planned call may run.
+
+use super::Protocol;
+
+crate::names! {
+    pub enum AdmissionState {
+        Proposed = "Proposed",
+        Admitted = "Admitted",
+    }
+}
+
+crate::names! {
+    /// What code found about a planned call; the table decides.
+    pub enum AdmissionEvent {
+        /// Nothing stands against it.
+        Admit = "admit",
+        /// No connected server offers the tool.
+        UnknownTool = "unknown_tool",
+        /// The arguments are not a JSON object.
+        InvalidArguments = "invalid_arguments",
+        /// The narrowing it runs under was judged by a table changed since.
+        NarrowingStale = "narrowing_stale",
+        /// The planning round is past `limits.max_calls_per_step`.
+        OverCallBudget = "over_call_budget",
+    }
+}
+
+crate::names! {
+    pub enum AdmissionEffect {
+        /// Send the call.
+        Run = "run",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Admission;
+
+impl Protocol for Admission {
+    const NAME: &'static str = "admission";
+    type State = AdmissionState;
+    type Event = AdmissionEvent;
+    type Effect = AdmissionEffect;
+}
