@@ -117,7 +117,7 @@ enum TablesCommand {
         #[arg(default_value = "tables")]
         dir: PathBuf,
     },
-    /// Render a table: markdown matrix, mermaid or dot graph, or json.
+    /// Render a table: markdown matrix, mermaid or dot graph, json, or ron (every group expanded).
     Render {
         name: String,
         #[arg(long, default_value = "markdown")]

@@ -1,7 +1,8 @@
 //! The table tools on hostile files (issue 11, finding 5): a file whose name
 //! and table name disagree, a file of one protocol holding another's table,
 //! a file that is not UTF-8, a named pipe called `*.ron`, and an override
-//! directory that does not exist.
+//! directory that does not exist; and `tables render --format ron`, the
+//! expansion of a table with row groups.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -228,4 +229,45 @@ fn a_missing_tables_directory_is_an_error() {
         stderr.contains("table directory /nonexistent/tables"),
         "{stderr}"
     );
+}
+
+/// `tables render NAME --format ron` prints the table with every group
+/// expanded into its rows: a file that `tables check` accepts, in which
+/// `tables diff` finds no behavioural change, with the hash `--format json`
+/// reports for the grouped file.
+#[test]
+fn the_ron_rendering_is_the_table_with_every_row_explicit() {
+    assert!(builtin("narration").contains("ForbiddenEach("));
+    let out = run(&["tables", "render", "narration", "--format", "ron"], 60);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ron = text(&out.stdout);
+    assert!(!ron.contains("ForbiddenEach"), "{ron}");
+    assert!(
+        ron.contains("        Forbidden(id: \"after-verdict-sentence-end\", from: \"Passed\", on: \"sentence_end\", why: \"A sentence is judged once"),
+        "{ron}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("narration.ron");
+    std::fs::write(&path, &ron).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let check = run(&["tables", "check", d], 60);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+
+    let json = run(&["tables", "render", "narration", "--format", "json"], 60);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let expanded = registry_check_source(&ron, "narration.ron").unwrap();
+    assert_eq!(json["hash"], expanded.hash.as_str());
+
+    let diff = run(
+        &[
+            "tables",
+            "diff",
+            "tables/narration.ron",
+            path.to_str().unwrap(),
+        ],
+        60,
+    );
+    assert!(diff.status.success(), "{}", text(&diff.stderr));
+    assert_eq!(text(&diff.stdout), "no behavioural change\n");
 }

@@ -91,6 +91,9 @@ pub fn resolve(name_or_path: &str, dir: Option<&Path>) -> Result<Arc<Table>> {
     }
 }
 
+/// A table rendered as `markdown`, `mermaid`, `dot`, `json` or `ron` (the
+/// table file with every row group expanded into its rows; it loads again
+/// with the same hash).
 pub fn render(name: &str, format: &str, dir: Option<&Path>) -> Result<String> {
     let format: Format = format.parse().map_err(|e: String| anyhow::anyhow!(e))?;
     Ok(fsm::render::render(resolve(name, dir)?.as_ref(), format))

@@ -46,6 +46,17 @@ pub enum Code {
     /// The table's `name` is not its file's name (`harness.ron` declaring
     /// `name: "frame"`): two files could then claim one protocol.
     NameMismatch,
+    /// An open group (`on: All` or `AllExcept`) lists a state that is not
+    /// terminal: an event added later would be forbidden there silently,
+    /// instead of being a missing pair someone must decide.
+    OpenGroupOnWorkingState,
+    /// A group covers a pair that an explicit row or another group covers.
+    GroupOverlap,
+    /// A group's `id` or `why` template has an unknown placeholder or an
+    /// unmatched brace.
+    UnknownPlaceholder,
+    /// A group covers no pair at all.
+    EmptyGroup,
 }
 
 impl Code {
@@ -69,6 +80,10 @@ impl Code {
             Code::DuplicateDeclaration => "T016",
             Code::EmptyReason => "T017",
             Code::NameMismatch => "T018",
+            Code::OpenGroupOnWorkingState => "T019",
+            Code::GroupOverlap => "T020",
+            Code::UnknownPlaceholder => "T021",
+            Code::EmptyGroup => "T022",
         }
     }
 
@@ -92,6 +107,10 @@ impl Code {
             Code::DuplicateDeclaration => "duplicate-declaration",
             Code::EmptyReason => "empty-reason",
             Code::NameMismatch => "name-mismatch",
+            Code::OpenGroupOnWorkingState => "open-group-on-working-state",
+            Code::GroupOverlap => "group-overlap",
+            Code::UnknownPlaceholder => "unknown-placeholder",
+            Code::EmptyGroup => "empty-group",
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod diff;
 pub mod finding;
+pub mod group;
 pub mod machine;
 pub mod render;
 pub mod schema;

@@ -1,5 +1,7 @@
 //! Renders a table for reviewers: a matrix in Markdown, the legal graph in
-//! Mermaid or Graphviz, and JSON for programs (the chat page reads it).
+//! Mermaid or Graphviz, JSON for programs (the chat page reads it), and RON
+//! with every group expanded into its rows (a table file that loads again,
+//! with the same hash).
 
 use serde::Serialize;
 
@@ -11,6 +13,7 @@ pub enum Format {
     Mermaid,
     Dot,
     Json,
+    Ron,
 }
 
 impl std::str::FromStr for Format {
@@ -21,8 +24,9 @@ impl std::str::FromStr for Format {
             "mermaid" => Ok(Format::Mermaid),
             "dot" => Ok(Format::Dot),
             "json" => Ok(Format::Json),
+            "ron" => Ok(Format::Ron),
             other => Err(format!(
-                "unknown format \"{other}\": use markdown, mermaid, dot or json"
+                "unknown format \"{other}\": use markdown, mermaid, dot, json or ron"
             )),
         }
     }
@@ -34,7 +38,15 @@ pub fn render(table: &Table, format: Format) -> String {
         Format::Mermaid => mermaid(table),
         Format::Dot => dot(table),
         Format::Json => serde_json::to_string_pretty(&json(table)).unwrap_or_default(),
+        Format::Ron => ron(table),
     }
+}
+
+/// The table file with every row explicit: each group replaced by the rows
+/// it stands for, in place. It loads again, with the same hash; comments are
+/// not kept.
+pub fn ron(t: &Table) -> String {
+    t.raw.to_ron()
 }
 
 /// The matrix: one line per state, one column per event; a legal cell shows

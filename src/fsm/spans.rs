@@ -16,8 +16,15 @@ pub struct Pos {
 #[derive(Debug, Default)]
 pub struct RowSpan {
     pub start: Pos,
-    /// Position of each field's value, by field name (`id`, `from`, `on`, ...).
+    /// Position of each field's value, by field name (`id`, `from`, `on`, ...):
+    /// its first string, else its first token (`on: All`).
     pub fields: HashMap<String, Pos>,
+    /// Position of the first token of each field's value (`AllExcept` in
+    /// `on: AllExcept(["a"])`, `Some` in `effect: Some("x")`).
+    pub starts: HashMap<String, Pos>,
+    /// Position of every string in each field's value, in order (the states
+    /// of a group's `from`, the events of its `on` list).
+    pub strings: HashMap<String, Vec<Pos>>,
 }
 
 #[derive(Debug, Default)]
@@ -50,9 +57,34 @@ impl Spans {
     /// Position of a row's field value, else of the row, else of `rows`.
     pub fn row_field(&self, row: usize, field: &str) -> Pos {
         match self.rows.get(row) {
-            Some(r) => r.fields.get(field).copied().unwrap_or(r.start),
+            Some(r) => r
+                .fields
+                .get(field)
+                .or_else(|| r.starts.get(field))
+                .copied()
+                .unwrap_or(r.start),
             None => self.field("rows"),
         }
+    }
+
+    /// Where a row's field value begins, else [`Spans::row_field`].
+    pub fn row_field_start(&self, row: usize, field: &str) -> Pos {
+        self.rows
+            .get(row)
+            .and_then(|r| r.starts.get(field))
+            .copied()
+            .unwrap_or_else(|| self.row_field(row, field))
+    }
+
+    /// Position of the `i`-th string of a row's field (the `i`-th state of a
+    /// group's `from`), else [`Spans::row_field`].
+    pub fn row_value(&self, row: usize, field: &str, i: usize) -> Pos {
+        self.rows
+            .get(row)
+            .and_then(|r| r.strings.get(field))
+            .and_then(|v| v.get(i))
+            .copied()
+            .unwrap_or_else(|| self.row_field(row, field))
     }
 }
 
@@ -136,12 +168,21 @@ pub fn index(src: &str) -> Spans {
     let mut spans = Spans::default();
     let mut depth = 0i32;
     let mut top_field: Option<String> = None;
+    // The field of the current row whose value is being read, and whether
+    // its first token is still to come.
     let mut row_field: Option<String> = None;
+    let mut value_pending = false;
     let mut in_attr = false;
     let mut k = 0;
     while k < toks.len() {
         let (tok, pos) = (&toks[k].0, toks[k].1);
         let next_is = |c: char| matches!(toks.get(k + 1), Some((Tok::Punct(p), _)) if *p == c);
+        if value_pending && !matches!(tok, Tok::Punct(':')) {
+            value_pending = false;
+            if let (Some(f), Some(row)) = (&row_field, spans.rows.last_mut()) {
+                row.starts.entry(f.clone()).or_insert(pos);
+            }
+        }
         match tok {
             Tok::Punct('#') if depth == 0 => in_attr = true,
             Tok::Punct('(') | Tok::Punct('[') | Tok::Punct('{') => depth += 1,
@@ -161,11 +202,12 @@ pub fn index(src: &str) -> Spans {
             Tok::Ident(_) if !in_attr && depth == 2 && next_is('(') && in_rows(&top_field) => {
                 spans.rows.push(RowSpan {
                     start: pos,
-                    fields: HashMap::new(),
+                    ..RowSpan::default()
                 });
             }
             Tok::Ident(name) if !in_attr && depth == 3 && next_is(':') && in_rows(&top_field) => {
                 row_field = Some(name.clone());
+                value_pending = true;
             }
             Tok::Str if !in_attr && (depth == 1 || depth == 2) => {
                 if let Some(f) = &top_field {
@@ -175,8 +217,9 @@ pub fn index(src: &str) -> Spans {
                 }
             }
             Tok::Str if !in_attr && depth >= 3 => {
-                if let (Some(f), Some(row)) = (row_field.take(), spans.rows.last_mut()) {
-                    row.fields.insert(f, pos);
+                if let (Some(f), Some(row)) = (&row_field, spans.rows.last_mut()) {
+                    row.fields.entry(f.clone()).or_insert(pos);
+                    row.strings.entry(f.clone()).or_default().push(pos);
                 }
             }
             _ => {}
@@ -207,5 +250,25 @@ mod tests {
         assert_eq!(s.row_field(0, "effect"), Pos { line: 5, col: 67 });
         assert_eq!(s.row_field(1, "on"), Pos { line: 7, col: 23 });
         assert_eq!(s.rows[1].start, Pos { line: 6, col: 9 });
+    }
+
+    #[test]
+    fn finds_the_parts_of_a_group() {
+        let src = r#"Table(
+    rows: [
+        ForbiddenEach(id: "x-{on-id}", from: ["A", "B"], on: AllExcept(["go", "stop"]), why: "no"),
+        ForbiddenEach(id: "y", from: ["C"],
+                      on: All, why: "no"),
+    ],
+)"#;
+        let s = index(src);
+        assert_eq!(s.rows.len(), 2);
+        assert_eq!(s.row_field(0, "id"), Pos { line: 3, col: 27 });
+        assert_eq!(s.row_value(0, "from", 1), Pos { line: 3, col: 52 });
+        assert_eq!(s.row_field_start(0, "on"), Pos { line: 3, col: 62 });
+        assert_eq!(s.row_value(0, "on", 1), Pos { line: 3, col: 79 });
+        assert_eq!(s.row_field(0, "why"), Pos { line: 3, col: 94 });
+        assert_eq!(s.row_field(1, "on"), Pos { line: 5, col: 27 });
+        assert_eq!(s.row_field(1, "why"), Pos { line: 5, col: 37 });
     }
 }

@@ -4,6 +4,7 @@
 //! matrix is a flat array of [`Cell`]s so that firing an event is one index
 //! computation and one load — no string is hashed or allocated per event.
 
+use super::schema::RawTable;
 use super::spans::Pos;
 
 /// Marks a forbidden cell in [`Cell::to`].
@@ -59,8 +60,13 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// `states.len() * events.len()` cells, row-major by state.
     pub(crate) cells: Vec<Cell>,
-    /// Hex SHA-256 of the table's canonical content (not of its formatting).
+    /// Hex SHA-256 of the table's canonical content (not of its formatting):
+    /// of [`Table::raw`], so a group and the rows it stands for hash alike.
     pub hash: String,
+    /// The table as written, every group expanded into its rows, in source
+    /// order (not renumbered by [`Table::reordered`]): what the hash covers
+    /// and what `tables render --format ron` prints.
+    pub raw: RawTable,
 }
 
 impl Table {
@@ -153,6 +159,7 @@ impl Table {
             cells: build_cells(&rows, states.len(), events.len()),
             rows,
             hash: self.hash.clone(),
+            raw: self.raw.clone(),
         })
     }
 }

@@ -1,14 +1,18 @@
-//! RON text → raw table → validated [`Table`], collecting every finding.
+//! RON text → raw table → groups expanded into rows → validated [`Table`],
+//! collecting every finding.
 //!
 //! Validation never stops at the first problem: a reviewer fixing a table
-//! sees all of its findings at once.
+//! sees all of its findings at once. A row group (`ForbiddenEach`) is
+//! replaced by the rows it stands for before any rule runs; findings about
+//! those rows point into the group's entry.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use sha2::{Digest, Sha256};
 
 use super::finding::{closest, Code, Finding, Findings};
-use super::schema::{RawRow, RawTable};
+use super::group;
+use super::schema::{self, EventSet, RawRow, RawTable};
 use super::spans::{self, Pos, Spans};
 use super::table::{build_cells, Row, RowKind, Table};
 
@@ -49,9 +53,7 @@ pub fn load(src: &str, file: &str, binding: Option<BindingNames<'_>>) -> Result<
 
 /// [`load`], with what the table must also agree with.
 pub fn load_with(src: &str, file: &str, expect: Expect<'_>) -> Result<Table, Findings> {
-    let opts =
-        ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME);
-    let raw: RawTable = match opts.from_str(src) {
+    let raw: RawTable = match schema::parse(src) {
         Ok(raw) => raw,
         Err(e) => {
             return Err(Findings(vec![Finding {
@@ -73,11 +75,33 @@ pub fn load_with(src: &str, file: &str, expect: Expect<'_>) -> Result<Table, Fin
 /// A resolved (state, event) pair.
 type Pair = (u16, u16);
 
+/// Where an expanded row comes from: its entry in `rows` (and in the spans)
+/// and, for a row of a group, which of the group's states and listed events.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    entry: usize,
+    group: Option<Member>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    /// Index of the row's state in the group's `from`.
+    from: usize,
+    /// Index of the row's event in the group's `Only` list.
+    on: Option<usize>,
+}
+
 struct Validator<'a> {
     file: &'a str,
     spans: &'a Spans,
     findings: Vec<Finding>,
+    /// Ids of the expanded rows.
     row_ids: Vec<String>,
+    /// One per expanded row.
+    origins: Vec<Origin>,
+    /// (group entry, code, other entry) already reported: a group's rows
+    /// share one source position, so a rule they all break is said once.
+    reported: HashSet<(usize, Code, usize)>,
 }
 
 fn is_kebab(id: &str) -> bool {
@@ -108,6 +132,61 @@ impl<'a> Validator<'a> {
             spans,
             findings: Vec::new(),
             row_ids: Vec::new(),
+            origins: Vec::new(),
+            reported: HashSet::new(),
+        }
+    }
+
+    /// Where field `field` of expanded row `i` is written: for a row of a
+    /// group, its own state in `from` and its own event in an `Only` list.
+    fn at(&self, i: usize, field: &str) -> Pos {
+        let Some(o) = self.origins.get(i) else {
+            return self.spans.field("rows");
+        };
+        match o.group {
+            Some(m) => self.member_at(o.entry, m, field),
+            None => self.spans.row_field(o.entry, field),
+        }
+    }
+
+    fn member_at(&self, entry: usize, m: Member, field: &str) -> Pos {
+        match (field, m.on) {
+            ("from", _) => self.spans.row_value(entry, "from", m.from),
+            ("on", Some(k)) => self.spans.row_value(entry, "on", k),
+            ("on", None) => self.spans.row_field_start(entry, "on"),
+            _ => self.spans.row_field(entry, field),
+        }
+    }
+
+    /// The entry (row or group) expanded row `i` comes from.
+    fn entry(&self, i: usize) -> usize {
+        self.origins.get(i).map(|o| o.entry).unwrap_or(i)
+    }
+
+    fn in_group(&self, i: usize) -> bool {
+        self.origins.get(i).is_some_and(|o| o.group.is_some())
+    }
+
+    /// Whether to report `code` for expanded row `i`: always for a row,
+    /// once per (group, other entry) for the rows of a group.
+    fn once(&mut self, i: usize, code: Code, other: usize) -> bool {
+        match self.origins.get(i) {
+            Some(Origin {
+                entry,
+                group: Some(_),
+            }) => self.reported.insert((*entry, code, other)),
+            _ => true,
+        }
+    }
+
+    /// "the row at line N" or "a row of the group at line N".
+    fn describe_entry(&self, raw: &RawTable, entry: usize) -> String {
+        let line = self.spans.row_field(entry, "id").line;
+        match raw.rows.get(entry) {
+            Some(r) if r.is_group() => {
+                format!("a row of the group \"{}\" at line {line}", r.id())
+            }
+            _ => format!("the row at line {line}"),
         }
     }
 
@@ -197,8 +276,9 @@ impl<'a> Validator<'a> {
             }
         }
 
-        let (rows, pairs) = self.rows(&raw, &states, &events, &effects, &terminal);
-        self.totality(&raw, &pairs);
+        let expanded = self.expand(&raw, &states, &events, &terminal);
+        let (rows, pairs) = self.rows(&raw, &expanded, &states, &events, &effects, &terminal);
+        self.totality(&raw, &expanded, &pairs);
         if let Some(initial) = initial {
             self.graph(&raw, &rows, initial, &terminal);
         }
@@ -213,8 +293,14 @@ impl<'a> Validator<'a> {
         }
         let rows: Vec<Row> = rows.into_iter().flatten().collect();
         let cells = build_cells(&rows, raw.states.len(), raw.events.len());
+        // From here on the table is its rows: a group is the rows it stands for.
+        let raw = RawTable {
+            rows: expanded,
+            ..raw
+        };
         Ok(Table {
             hash: canonical_hash(&raw),
+            raw: raw.clone(),
             name: raw.name,
             doc: raw.doc,
             origin: self.file.to_string(),
@@ -228,46 +314,282 @@ impl<'a> Validator<'a> {
         })
     }
 
+    /// Replaces each group by the rows it stands for, in place, and reports
+    /// what is wrong with the group itself. A group never expands a pair that
+    /// an explicit row or an earlier group already covers (that is a
+    /// [`Code::GroupOverlap`]), so the expansion has at most one row per pair
+    /// beyond the explicit rows' own duplicates.
+    fn expand(
+        &mut self,
+        raw: &RawTable,
+        states: &HashMap<String, u16>,
+        events: &HashMap<String, u16>,
+        terminal: &[bool],
+    ) -> Vec<RawRow> {
+        let mut covered: HashMap<Pair, usize> = HashMap::new();
+        for (entry, r) in raw.rows.iter().enumerate() {
+            if let (Some(f), Some(o)) = (r.from(), r.on()) {
+                if let (Some(&s), Some(&e)) = (states.get(f), events.get(o)) {
+                    covered.entry((s, e)).or_insert(entry);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(raw.rows.len());
+        for (entry, r) in raw.rows.iter().enumerate() {
+            let RawRow::ForbiddenEach { id, from, on, why } = r else {
+                out.push(r.clone());
+                self.origins.push(Origin { entry, group: None });
+                continue;
+            };
+            for (field, template) in [("id", id), ("why", why)] {
+                if let Err(e) = group::fill(template, "", "") {
+                    self.push(
+                        Code::UnknownPlaceholder,
+                        self.spans.row_field(entry, field),
+                        format!("the `{field}` of group \"{id}\" has {e}"),
+                        format!(
+                            "a group's `id` and `why` may name {}; write {{{{ and }}}} for literal braces",
+                            group::PLACEHOLDERS.join(", ")
+                        ),
+                    );
+                    if field == "id" {
+                        // Its rows' ids are the template itself, neither
+                        // kebab-case nor distinct: that is this finding, not
+                        // two more.
+                        self.reported.insert((entry, Code::MalformedId, 0));
+                        self.reported.insert((entry, Code::DuplicateId, entry));
+                    }
+                }
+            }
+            let mut own_states: Vec<(usize, u16)> = Vec::new();
+            for (k, s) in from.iter().enumerate() {
+                let pos = self.spans.row_value(entry, "from", k);
+                match states.get(s) {
+                    None => self.push(
+                        Code::UnknownState,
+                        pos,
+                        format!("group \"{id}\" names unknown state \"{s}\" in `from`"),
+                        did_you_mean(s, &raw.states, "states"),
+                    ),
+                    Some(&si) if own_states.iter().any(|(_, x)| *x == si) => self.push(
+                        Code::DuplicateDeclaration,
+                        pos,
+                        format!("\"{s}\" is listed twice in the `from` of group \"{id}\""),
+                        format!("remove the second \"{s}\""),
+                    ),
+                    Some(&si) => {
+                        if on.is_open() && !terminal[si as usize] {
+                            let which = match on {
+                                EventSet::AllExcept(_) => "every event but the listed ones",
+                                _ => "every event",
+                            };
+                            self.push(
+                                Code::OpenGroupOnWorkingState,
+                                pos,
+                                format!(
+                                    "group \"{id}\" forbids {which} in \"{s}\", which is not terminal: an event declared later would be forbidden there without anyone deciding it"
+                                ),
+                                format!(
+                                    "open groups (`on: All`, `AllExcept`) are for terminal states only; for \"{s}\" list the events (`on: Only([...])`) or write its rows out, so that a new event is a missing pair"
+                                ),
+                            );
+                        }
+                        own_states.push((k, si));
+                    }
+                }
+            }
+            let mut listed: Vec<&str> = Vec::new();
+            for (k, e) in on.listed().iter().enumerate() {
+                let pos = self.spans.row_value(entry, "on", k);
+                if !events.contains_key(e) {
+                    self.push(
+                        Code::UnknownEvent,
+                        pos,
+                        format!("group \"{id}\" names unknown event \"{e}\" in `on`"),
+                        did_you_mean(e, &raw.events, "events"),
+                    );
+                } else if listed.contains(&e.as_str()) {
+                    self.push(
+                        Code::DuplicateDeclaration,
+                        pos,
+                        format!("\"{e}\" is listed twice in the `on` of group \"{id}\""),
+                        format!("remove the second \"{e}\""),
+                    );
+                } else {
+                    listed.push(e);
+                }
+            }
+            let mut own_events: Vec<(Option<usize>, u16)> = Vec::new();
+            for (k, e) in on.select(&raw.events) {
+                if let Some(&ei) = events.get(e) {
+                    if !own_events.iter().any(|(_, x)| *x == ei) {
+                        own_events.push((k, ei));
+                    }
+                }
+            }
+            let no_events = on.select(&raw.events).is_empty();
+            if from.is_empty() || no_events {
+                let what = if from.is_empty() {
+                    "`from` lists no state".to_string()
+                } else {
+                    match on {
+                        EventSet::Only(_) => "`on: Only([])` lists no event".to_string(),
+                        _ => "`on` excludes every event".to_string(),
+                    }
+                };
+                self.push(
+                    Code::EmptyGroup,
+                    self.spans
+                        .rows
+                        .get(entry)
+                        .map(|s| s.start)
+                        .unwrap_or_default(),
+                    format!("group \"{id}\" covers no pair: {what}"),
+                    "delete the group, or give it the states and events it forbids".into(),
+                );
+            }
+            // (other entry, first shared pair, its member, pairs shared)
+            let mut overlaps: Vec<(usize, Pair, Member, usize)> = Vec::new();
+            for &(fk, s) in &own_states {
+                for &(ok, e) in &own_events {
+                    let member = Member { from: fk, on: ok };
+                    if let Some(&other) = covered.get(&(s, e)) {
+                        match overlaps.iter_mut().find(|o| o.0 == other) {
+                            Some(o) => o.3 += 1,
+                            None => overlaps.push((other, (s, e), member, 1)),
+                        }
+                        continue;
+                    }
+                    covered.insert((s, e), entry);
+                    let (sn, en) = (&raw.states[s as usize], &raw.events[e as usize]);
+                    out.push(RawRow::Forbidden {
+                        id: group::fill(id, sn, en).unwrap_or_else(|_| id.clone()),
+                        from: sn.clone(),
+                        on: en.clone(),
+                        why: group::fill(why, sn, en).unwrap_or_else(|_| why.clone()),
+                    });
+                    self.origins.push(Origin {
+                        entry,
+                        group: Some(member),
+                    });
+                }
+            }
+            for (other, (s, e), member, n) in overlaps {
+                let (sn, en) = (&raw.states[s as usize], &raw.events[e as usize]);
+                let other_row = &raw.rows[other];
+                let other_line = self.spans.row_field(other, "id").line;
+                let (message, hint) = if other_row.is_group() {
+                    let more = match n {
+                        1 => String::new(),
+                        2 => " and 1 more pair".into(),
+                        _ => format!(" and {} more pairs", n - 1),
+                    };
+                    (
+                        format!(
+                            "group \"{id}\" covers ({sn}, {en}){more}, which group \"{}\" at line {other_line} already covers",
+                            other_row.id()
+                        ),
+                        "groups may not overlap: narrow the `from` or `on` of one of them so that each pair has exactly one row".to_string(),
+                    )
+                } else {
+                    let fix = match on {
+                        EventSet::Only(_) => {
+                            format!("remove \"{en}\" from the group's `Only` list")
+                        }
+                        _ => {
+                            format!("exclude \"{en}\" from the group (`AllExcept([…, \"{en}\"])`)")
+                        }
+                    };
+                    (
+                        format!(
+                            "group \"{id}\" covers ({sn}, {en}), which row \"{}\" at line {other_line} already decides",
+                            other_row.id()
+                        ),
+                        format!("a pair has exactly one row: {fix}, or delete row \"{}\"", other_row.id()),
+                    )
+                };
+                self.push(
+                    Code::GroupOverlap,
+                    self.member_at(entry, member, "on"),
+                    message,
+                    hint,
+                );
+            }
+        }
+        out
+    }
+
     /// Resolves each row's names; `None` for a row with unresolved names.
     fn rows(
         &mut self,
         raw: &RawTable,
+        expanded: &[RawRow],
         states: &HashMap<String, u16>,
         events: &HashMap<String, u16>,
         effects: &HashMap<String, u16>,
         terminal: &[bool],
     ) -> (Vec<Option<Row>>, Vec<Option<Pair>>) {
-        self.row_ids = raw.rows.iter().map(|r| r.id().to_string()).collect();
+        self.row_ids = expanded.iter().map(|r| r.id().to_string()).collect();
         let mut ids: HashMap<&str, usize> = HashMap::new();
-        let mut out = Vec::with_capacity(raw.rows.len());
-        let mut pairs = Vec::with_capacity(raw.rows.len());
-        for (i, r) in raw.rows.iter().enumerate() {
+        let mut out = Vec::with_capacity(expanded.len());
+        let mut pairs = Vec::with_capacity(expanded.len());
+        for (i, r) in expanded.iter().enumerate() {
             let id = r.id();
-            if !is_kebab(id) {
+            let entry = self.entry(i);
+            let template = raw.rows.get(entry).map(RawRow::id).unwrap_or(id);
+            if !is_kebab(id) && self.once(i, Code::MalformedId, 0) {
+                let message = if self.in_group(i) {
+                    format!(
+                        "group id \"{template}\" makes row id \"{id}\", which is not kebab-case"
+                    )
+                } else {
+                    format!("row id \"{id}\" is not kebab-case")
+                };
                 self.push(
                     Code::MalformedId,
-                    self.spans.row_field(i, "id"),
-                    format!("row id \"{id}\" is not kebab-case"),
+                    self.at(i, "id"),
+                    message,
                     "use lowercase words joined by '-', e.g. \"delta-before-start\"".into(),
                 );
             }
             if let Some(&first) = ids.get(id) {
-                let first_pos = self.spans.row_field(first, "id");
-                self.push(
-                    Code::DuplicateId,
-                    self.spans.row_field(i, "id"),
-                    format!(
-                        "row id \"{id}\" is already used by the row at line {}",
-                        first_pos.line
-                    ),
-                    "give each row its own id; snapshots and violations refer to rows by id".into(),
-                );
+                let first_entry = self.entry(first);
+                if first_entry == entry {
+                    // Two rows of one group: its id does not vary enough.
+                    if self.once(i, Code::DuplicateId, entry) {
+                        let missing = if !group::mentions(template, "on") {
+                            "{on-id}"
+                        } else {
+                            "{from-id}"
+                        };
+                        self.push(
+                            Code::DuplicateId,
+                            self.at(i, "id"),
+                            format!("group id \"{template}\" gives more than one row the id \"{id}\""),
+                            format!("put {missing} in the id so that each row of the group has its own; snapshots and violations refer to rows by id"),
+                        );
+                    }
+                } else if self.once(i, Code::DuplicateId, first_entry) {
+                    let used = self.describe_entry(raw, first_entry);
+                    let message = if self.in_group(i) {
+                        format!("group id \"{template}\" makes row id \"{id}\", which is already used by {used}")
+                    } else {
+                        format!("row id \"{id}\" is already used by {used}")
+                    };
+                    self.push(
+                        Code::DuplicateId,
+                        self.at(i, "id"),
+                        message,
+                        "give each row its own id; snapshots and violations refer to rows by id"
+                            .into(),
+                    );
+                }
             } else {
                 ids.insert(id, i);
             }
             let from = self.resolve(
                 states,
-                r.from(),
+                r.from().unwrap_or_default(),
                 i,
                 "from",
                 Code::UnknownState,
@@ -276,7 +598,7 @@ impl<'a> Validator<'a> {
             );
             let on = self.resolve(
                 events,
-                r.on(),
+                r.on().unwrap_or_default(),
                 i,
                 "on",
                 Code::UnknownEvent,
@@ -315,17 +637,24 @@ impl<'a> Validator<'a> {
                     }
                 }
                 RawRow::Forbidden { why, .. } => {
-                    if why.trim().is_empty() {
+                    if why.trim().is_empty() && self.once(i, Code::EmptyReason, 0) {
+                        let message = if self.in_group(i) {
+                            format!("group \"{template}\" gives no reason")
+                        } else {
+                            format!("forbidden row \"{id}\" gives no reason")
+                        };
                         self.push(
                             Code::EmptyReason,
-                            self.spans.row_field(i, "why"),
-                            format!("forbidden row \"{id}\" gives no reason"),
+                            self.at(i, "why"),
+                            message,
                             "write one sentence a reviewer understands: why is this order wrong?"
                                 .into(),
                         );
                     }
                     Some(RowKind::Forbidden { why: why.clone() })
                 }
+                // `expand` replaced every group by its rows.
+                RawRow::ForbiddenEach { .. } => None,
             };
             let row = match (from, on, kind) {
                 (Some(from), Some(on), Some(kind)) => Some(Row {
@@ -333,7 +662,12 @@ impl<'a> Validator<'a> {
                     from,
                     on,
                     kind,
-                    pos: self.spans.rows.get(i).map(|s| s.start).unwrap_or_default(),
+                    pos: self
+                        .spans
+                        .rows
+                        .get(entry)
+                        .map(|s| s.start)
+                        .unwrap_or_default(),
                 }),
                 _ => None,
             };
@@ -342,7 +676,7 @@ impl<'a> Validator<'a> {
                     if terminal[row.from as usize] && to != row.from {
                         self.push(
                             Code::LegalFromTerminal,
-                            self.spans.row_field(i, "to"),
+                            self.at(i, "to"),
                             format!(
                                 "legal row \"{id}\" leaves terminal state \"{}\" for \"{}\"",
                                 raw.states[row.from as usize], raw.states[to as usize]
@@ -373,7 +707,7 @@ impl<'a> Validator<'a> {
             let kind = &what[..what.len() - 1];
             self.push(
                 code,
-                self.spans.row_field(row, field),
+                self.at(row, field),
                 format!(
                     "row \"{}\" names unknown {kind} \"{name}\" in `{field}`",
                     self.row_ids.get(row).map(String::as_str).unwrap_or("?")
@@ -384,22 +718,24 @@ impl<'a> Validator<'a> {
         found
     }
 
-    fn totality(&mut self, raw: &RawTable, pairs: &[Option<Pair>]) {
+    /// Duplicate pairs among the explicit rows (a group never expands a
+    /// covered pair) and every missing pair.
+    fn totality(&mut self, raw: &RawTable, expanded: &[RawRow], pairs: &[Option<Pair>]) {
         let n_events = raw.events.len();
         let mut first: HashMap<Pair, usize> = HashMap::new();
         for (i, pair) in pairs.iter().enumerate() {
             let Some((from, on)) = *pair else { continue };
             if let Some(&prev) = first.get(&(from, on)) {
-                let prev_id = raw.rows[prev].id().to_string();
-                let prev_line = self.spans.row_field(prev, "id").line;
+                let prev_id = expanded[prev].id().to_string();
+                let prev_line = self.at(prev, "id").line;
                 self.push(
                     Code::DuplicatePair,
-                    self.spans.row_field(i, "id"),
+                    self.at(i, "id"),
                     format!(
                         "({}, {}) already has row \"{prev_id}\" at line {prev_line}; row \"{}\" is a second one",
                         raw.states[from as usize],
                         raw.events[on as usize],
-                        raw.rows[i].id()
+                        expanded[i].id()
                     ),
                     "keep exactly one row per (state, event) pair: delete one, or change its `from`/`on`".into(),
                 );
@@ -510,7 +846,8 @@ impl<'a> Validator<'a> {
 }
 
 fn canonical_hash(raw: &RawTable) -> String {
-    // The hash covers what decides behaviour, not comments, layout or `doc`.
+    // The hash covers what decides behaviour: the rows, expanded (not whether
+    // they were written as a group), not comments, layout or `doc`.
     let mut canon = raw.clone();
     canon.doc.clear();
     let bytes = serde_json::to_vec(&canon).unwrap_or_default();
