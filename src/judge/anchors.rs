@@ -153,18 +153,7 @@ impl Anchor {
             Anchor::InBandFailure { tool } => format!(
                 "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."
             ),
-            Anchor::Absent { cause: AbsenceCause::ZeroFromStart } => {
-                "Nothing matches in the whole project: say there is no such data.".into()
-            }
-            Anchor::Absent { cause: AbsenceCause::ZeroAfterNarrowing } => {
-                "Nothing matches inside the previous results: say so, and offer to search everything.".into()
-            }
-            Anchor::Absent { cause: AbsenceCause::AuthenticationFailed } => {
-                "Authentication with the data source failed: say so; do not say the data is absent.".into()
-            }
-            Anchor::Absent { cause: AbsenceCause::BlockedByPermission } => {
-                "The request was not sent: it needs access the user does not have. Say it was not searched; do not say the data is absent.".into()
-            }
+            Anchor::Absent { cause } => absence_text(*cause),
             Anchor::NarrowingReleased => {
                 "The narrowing scope is already released: the next search covers everything. Do not re-run the search in this turn.".into()
             }
@@ -198,6 +187,24 @@ impl Anchor {
             Anchor::StitchCapped { pages } => format!(
                 "Only the first {pages} pages were combined; more may exist. Never present the combined length as a total."
             ),
+        }
+    }
+}
+
+/// The directive for an absence, by its cause.
+fn absence_text(cause: AbsenceCause) -> String {
+    match cause {
+        AbsenceCause::ZeroFromStart => {
+            "Nothing matches in the whole project: say there is no such data.".into()
+        }
+        AbsenceCause::ZeroAfterNarrowing => {
+            "Nothing matches inside the previous results: say so, and offer to search everything.".into()
+        }
+        AbsenceCause::AuthenticationFailed => {
+            "Authentication with the data source failed: say so; do not say the data is absent.".into()
+        }
+        AbsenceCause::BlockedByPermission => {
+            "The request was not sent: it needs access the user does not have. Say it was not searched; do not say the data is absent.".into()
         }
     }
 }

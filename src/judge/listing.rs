@@ -13,7 +13,7 @@ use super::grade::CountGrade;
 use super::narrowing::{self, Gate, Scope};
 use super::result::Reading;
 use super::stitch::{StitchEnd, Stitched};
-use super::{grade, Anchor, Contract};
+use super::{grade, Accounting, Anchor, Contract, Count};
 use crate::mcp::ToolOutput;
 use crate::protocols::narrowing::{NarrowingEffect, NarrowingEvent};
 use crate::wire;
@@ -89,87 +89,14 @@ impl Judgement {
 /// Judges one listing. `gate` is this listing's narrowing machine; its
 /// verdict decides upgrades and releases.
 pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
-    let tool = input.tool;
     let reading = input.reading;
-    let accounted = reading.mode == AccountingMode::Required;
-    // A single-value aggregate needs no card: it is carried by a figure,
-    // exact when the server is held to accounting, "as the server said"
-    // when it sends none.
+    // A single-value aggregate needs no card: it is carried by a figure.
     if let Some((column, value)) = &reading.aggregate {
-        let grade = if accounted {
-            CountGrade::Exact
-        } else {
-            CountGrade::Shown
-        };
-        let (anchor, shown) = match value {
-            // NULL says neither "none" nor a number (MAX over no rows, or
-            // over empty values): nothing is claimed either way.
-            Value::Null => (
-                Anchor::NoValue {
-                    source: tool.to_string(),
-                },
-                None,
-            ),
-            v => {
-                let text = v
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string());
-                // What goes into a directive is bounded and redacted like
-                // a digest: a value may be a capability URL.
-                let column = super::digest::bounded_text(column, input.digest.chars);
-                let value = super::digest::bounded_text(&text, input.digest.chars);
-                let anchor = match accounted {
-                    true => Anchor::Aggregate {
-                        source: tool.to_string(),
-                        column,
-                        value,
-                    },
-                    false => Anchor::ValueUnaccounted {
-                        source: tool.to_string(),
-                        column,
-                        value,
-                    },
-                };
-                (anchor, Some(text))
-            }
-        };
-        let mut j = Judgement::new(Digest::value(tool, shown, grade, input.digest));
-        j.anchors.push(anchor);
-        j.figure = (!value.is_null()).then(|| wire::Figure {
-            source: tool.to_string(),
-            label: column.clone(),
-            value: value.clone(),
-            grade: grade.as_str().to_string(),
-            accounted,
-            query: input.args.clone(),
-        });
-        return j;
+        return aggregate(&input, column, value);
     }
     // One record from a detail lookup: described, never counted.
     if let Some(rec) = &reading.record {
-        let id = reading
-            .id(&Value::Object(rec.clone()))
-            .map(|id| super::digest::bounded_text(&id, input.digest.chars))
-            .unwrap_or_default();
-        let mut j = Judgement::new(Digest::record(tool, rec, input.digest));
-        j.anchors.push(Anchor::Record {
-            source: tool.to_string(),
-            id,
-        });
-        j.card = Some(wire::Citation {
-            source: tool.to_string(),
-            items: vec![Value::Object(rec.clone())],
-            displayed: 1,
-            total: None,
-            total_is_lower_bound: false,
-            has_more: false,
-            grade: super::CountGrade::Shown.as_str().to_string(),
-            complete: false,
-            narrowed: false,
-            stitch: None,
-        });
-        return j;
+        return record(&input, rec);
     }
     // A continuation of an earlier turn's listing that drifted: its page is
     // not a continuation of what the user saw, and is not shown as one.
@@ -177,36 +104,111 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
         .stitched
         .filter(|s| s.resumed && s.end == StitchEnd::Abandoned)
     {
-        let anomaly = s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default();
-        let mut j = Judgement::new(Digest::failed(
-            tool,
-            format!("next page discarded: {anomaly}"),
-        ));
-        j.anchors.push(Anchor::ContinuationDrifted { anomaly });
-        return j;
+        return drifted(input.tool, s);
     }
-    let mut anchors = Vec::new();
-    let (items, accounting) = match input.stitched {
-        Some(s) => {
-            match s.end {
-                StitchEnd::Abandoned => anchors.push(Anchor::StitchAbandoned {
-                    anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
-                }),
-                // A continuation that took one page stopped by design.
-                StitchEnd::Capped if s.resumed => {}
-                StitchEnd::Capped => anchors.push(Anchor::StitchCapped { pages: s.pages }),
-                // More exists beyond the last page but cannot be fetched:
-                // the stitch keeps `has_more`, so the count anchors speak
-                // of "these N", never of the whole listing.
-                StitchEnd::Complete | StitchEnd::NoCursor => {}
-            }
-            // Pages without a structure hold no items; their count is what
-            // they said they returned, as for an unstitched page.
-            let items = reading.items.is_some().then(|| s.items.clone());
-            (items, s.accounting.clone())
-        }
-        None => (reading.items.clone(), reading.accounting.clone()),
+    listing(input, gate)
+}
+
+/// A single value: exact when the server is held to accounting, "as the
+/// server said" when it sends none.
+fn aggregate(input: &Input<'_>, column: &str, value: &Value) -> Judgement {
+    let tool = input.tool;
+    let accounted = input.reading.mode == AccountingMode::Required;
+    let grade = if accounted {
+        CountGrade::Exact
+    } else {
+        CountGrade::Shown
     };
+    let (anchor, shown) = match value {
+        // NULL says neither "none" nor a number (MAX over no rows, or
+        // over empty values): nothing is claimed either way.
+        Value::Null => (
+            Anchor::NoValue {
+                source: tool.to_string(),
+            },
+            None,
+        ),
+        v => {
+            let text = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
+            // What goes into a directive is bounded and redacted like
+            // a digest: a value may be a capability URL.
+            let column = super::digest::bounded_text(column, input.digest.chars);
+            let value = super::digest::bounded_text(&text, input.digest.chars);
+            let anchor = match accounted {
+                true => Anchor::Aggregate {
+                    source: tool.to_string(),
+                    column,
+                    value,
+                },
+                false => Anchor::ValueUnaccounted {
+                    source: tool.to_string(),
+                    column,
+                    value,
+                },
+            };
+            (anchor, Some(text))
+        }
+    };
+    let mut j = Judgement::new(Digest::value(tool, shown, grade, input.digest));
+    j.anchors.push(anchor);
+    j.figure = (!value.is_null()).then(|| wire::Figure {
+        source: tool.to_string(),
+        label: column.to_string(),
+        value: value.clone(),
+        grade: grade.as_str().to_string(),
+        accounted,
+        query: input.args.clone(),
+    });
+    j
+}
+
+fn record(input: &Input<'_>, rec: &serde_json::Map<String, Value>) -> Judgement {
+    let tool = input.tool;
+    let reading = input.reading;
+    let id = reading
+        .id(&Value::Object(rec.clone()))
+        .map(|id| super::digest::bounded_text(&id, input.digest.chars))
+        .unwrap_or_default();
+    let mut j = Judgement::new(Digest::record(tool, rec, input.digest));
+    j.anchors.push(Anchor::Record {
+        source: tool.to_string(),
+        id,
+    });
+    j.card = Some(wire::Citation {
+        source: tool.to_string(),
+        items: vec![Value::Object(rec.clone())],
+        displayed: 1,
+        total: None,
+        total_is_lower_bound: false,
+        has_more: false,
+        grade: super::CountGrade::Shown.as_str().to_string(),
+        complete: false,
+        narrowed: false,
+        stitch: None,
+    });
+    j
+}
+
+fn drifted(tool: &str, s: &Stitched) -> Judgement {
+    let anomaly = s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default();
+    let mut j = Judgement::new(Digest::failed(
+        tool,
+        format!("next page discarded: {anomaly}"),
+    ));
+    j.anchors.push(Anchor::ContinuationDrifted { anomaly });
+    j
+}
+
+/// A listing: its items (stitched or one page), its count, the narrowing
+/// table's verdict, the anchor that says it, and its card.
+fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
+    let tool = input.tool;
+    let reading = input.reading;
+    let accounted = reading.mode == AccountingMode::Required;
+    let (anchors, items, accounting) = pages(&input);
     let displayed = items
         .as_ref()
         .map(|v| v.len() as u64)
@@ -265,24 +267,7 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     if released {
         j = j.released();
     } else {
-        match (emptiness, count.displayed) {
-            // The right to say "none": an accounted zero, nothing delivered.
-            (Emptiness::Empty, 0) => j.anchors.push(Anchor::Absent {
-                cause: AbsenceCause::ZeroFromStart,
-            }),
-            // Without that right, a zero is no count at all: never "none"
-            // (a result that delivered rows it did not structure is not
-            // "exactly 0" either).
-            (Emptiness::Unknown, 0) => j.anchors.push(Anchor::CountUnknown {
-                source: tool.to_string(),
-            }),
-            (Emptiness::NonEmpty, 0) if count.total == Some(0) => {
-                j.anchors.push(Anchor::CountUnknown {
-                    source: tool.to_string(),
-                })
-            }
-            _ => j.anchors.push(Anchor::for_count(tool, &count)),
-        }
+        j.anchors.push(count_anchor(tool, emptiness, &count));
         let population = Scope::new(tool, input.args)
             .with_ids(input.ids_param, &reading.id_field, &items, count.complete)
             .with_page(
@@ -293,7 +278,64 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
             );
         j.population = Some(population);
     }
-    j.card = Some(wire::Citation {
+    j.card = Some(card(&input, items, &count));
+    j
+}
+
+/// The listing's items and accounting, stitched or one page, and what the
+/// stitch says of itself (abandoned, capped).
+fn pages(input: &Input<'_>) -> (Vec<Anchor>, Option<Vec<Value>>, Option<Accounting>) {
+    let reading = input.reading;
+    let mut anchors = Vec::new();
+    let (items, accounting) = match input.stitched {
+        Some(s) => {
+            match s.end {
+                StitchEnd::Abandoned => anchors.push(Anchor::StitchAbandoned {
+                    anomaly: s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default(),
+                }),
+                // A continuation that took one page stopped by design.
+                StitchEnd::Capped if s.resumed => {}
+                StitchEnd::Capped => anchors.push(Anchor::StitchCapped { pages: s.pages }),
+                // More exists beyond the last page but cannot be fetched:
+                // the stitch keeps `has_more`, so the count anchors speak
+                // of "these N", never of the whole listing.
+                StitchEnd::Complete | StitchEnd::NoCursor => {}
+            }
+            // Pages without a structure hold no items; their count is what
+            // they said they returned, as for an unstitched page.
+            let items = reading.items.is_some().then(|| s.items.clone());
+            (items, s.accounting.clone())
+        }
+        None => (reading.items.clone(), reading.accounting.clone()),
+    };
+    (anchors, items, accounting)
+}
+
+/// The anchor that says a judged count. "None" only with the right to
+/// say it; a zero without that right is no count at all.
+fn count_anchor(tool: &str, emptiness: Emptiness, count: &Count) -> Anchor {
+    match (emptiness, count.displayed) {
+        // The right to say "none": an accounted zero, nothing delivered.
+        (Emptiness::Empty, 0) => Anchor::Absent {
+            cause: AbsenceCause::ZeroFromStart,
+        },
+        // Without that right, a zero is no count at all: never "none" (a
+        // result that delivered rows it did not structure is not "exactly 0"
+        // either).
+        (Emptiness::Unknown, 0) => Anchor::CountUnknown {
+            source: tool.to_string(),
+        },
+        (Emptiness::NonEmpty, 0) if count.total == Some(0) => Anchor::CountUnknown {
+            source: tool.to_string(),
+        },
+        _ => Anchor::for_count(tool, count),
+    }
+}
+
+/// The citation card of a judged listing.
+fn card(input: &Input<'_>, items: Vec<Value>, count: &Count) -> wire::Citation {
+    let tool = input.tool;
+    wire::Citation {
         source: tool.to_string(),
         items,
         displayed: count.displayed,
@@ -318,6 +360,5 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
                 .as_ref()
                 .and_then(|a| serde_json::to_value(a).ok()),
         }),
-    });
-    j
+    }
 }

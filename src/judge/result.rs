@@ -432,9 +432,10 @@ mod tests {
         json!({"content": [{"type": "text", "text": t}]})
     }
 
-    fn rows() -> Vec<Row> {
+    /// A contract whose accounting keys and item path are renamed.
+    fn renamed() -> Contract {
         use super::super::contracts::AccountingKeys;
-        let renamed = Contract {
+        Contract {
             shape: Shape {
                 items_path: Some("photos".into()),
                 id_field: Some("photo_id".into()),
@@ -447,7 +448,10 @@ mod tests {
                 },
             },
             ..Contract::default()
-        };
+        }
+    }
+
+    fn rows() -> Vec<Row> {
         vec![
             Row {
                 rule: "structuredContent.items with _meta accounting",
@@ -472,7 +476,7 @@ mod tests {
             Row {
                 rule: "JSON in a text block, items and accounting under configured keys",
                 server: "Python SDK JSON-in-text server (tests/interop/py_text_server.py)",
-                contract: renamed,
+                contract: renamed(),
                 payload: text(r#"{"photos": [{"photo_id": "F3-0001"}], "count": 1, "total_count": 651, "at_least": null, "more": true, "next": "1"}"#),
                 source: Source::JsonText,
                 items: Some(1),
@@ -519,6 +523,15 @@ mod tests {
                 agg: Some(("n", json!(651))),
                 accounted: None,
             },
+        ]
+        .into_iter()
+        .chain(more_rows())
+        .collect()
+    }
+
+    /// The rows of servers that send no accounting, or text.
+    fn more_rows() -> Vec<Row> {
+        vec![
             Row {
                 rule: "an empty Python-literal list is a result set of zero rows",
                 server: "reference SQLite server (mcp-server-sqlite) read_query",
@@ -570,6 +583,15 @@ mod tests {
                 agg: Some(("value", json!(651))),
                 accounted: None,
             },
+        ]
+        .into_iter()
+        .chain(last_rows())
+        .collect()
+    }
+
+    /// The last rows of the table.
+    fn last_rows() -> Vec<Row> {
+        vec![
             Row {
                 rule: "JSON in an embedded resource",
                 server: "a server returning its rows as an application/json resource",

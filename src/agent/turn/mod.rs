@@ -7,35 +7,34 @@
 //! step's records and the turn's machine states go to the store in one
 //! transaction, then the frame is written (ADR 0006, ADR 0010).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tracing::Instrument;
 
 use super::context::{BoundedContext, ContextLimits, RawContext};
-use super::frames::{EmitError, FrameWriter, OutFrame};
+use super::frames::{EmitError, FrameWriter};
 use super::records::{self, Record};
 use super::tools::ToolBelt;
-use crate::fsm::{Snapshot, Violation};
-use crate::judge::digest::{Digest, DigestLimits};
-use crate::judge::narrowing::{Gate, Scope};
-use crate::judge::result::Reading;
-use crate::judge::stitch::Stitched;
+use crate::fsm::Violation;
+use crate::judge::digest::DigestLimits;
 use crate::judge::{Anchor, Contracts};
-use crate::llm::{CallRecord, HistoryTurn, Model, PlannedCall};
-use crate::mcp::ToolOutput;
+use crate::llm::Model;
 use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
-use crate::protocols::{telemetry, Typed};
+use crate::protocols::Typed;
 use crate::store::Store;
 use crate::wire;
 
+mod admit;
 mod call;
 mod emit;
 mod judge;
 mod plan;
 mod respond;
+mod start;
+mod state;
+
+use state::{Cursor, Evidence, Ledger, Outcome, ThreadScope};
 
 pub use super::tables::TurnTables;
 
@@ -107,37 +106,6 @@ enum Stop {
     NoCallPending,
 }
 
-/// How a turn's task ended.
-enum Ending {
-    Ran,
-    Gone,
-    LeaseLost,
-}
-
-/// One call's outcome, waiting to be judged.
-enum Outcome {
-    /// Not run (unknown tool, bad arguments, a narrowing refusal): its
-    /// result frame is out already.
-    Refused {
-        call: CallRecord,
-        anchor: Option<Anchor>,
-        /// A disjoint narrowing: zero inside the scope, decided by the table.
-        gate: Option<Gate>,
-    },
-    /// The call failed or its answer is not trusted.
-    Failed { call: CallRecord, anchor: Anchor },
-    /// A result to judge.
-    Returned {
-        call: CallRecord,
-        scoped: Option<Box<Scope>>,
-        gate: Gate,
-        first: Box<ToolOutput>,
-        /// The first page as read with the tool's contract.
-        reading: Box<Reading>,
-        stitched: Option<Stitched>,
-    },
-}
-
 /// One turn: who it runs for, the machines it drives, and its state in
 /// four named parts.
 struct Turn<'a> {
@@ -156,143 +124,6 @@ struct Turn<'a> {
     cursor: Cursor,
     ledger: Ledger,
     thread: ThreadScope,
-}
-
-/// What the turn found and will say: the judge's anchors and where each
-/// came from, the digests the models see, the cards shown, the answer.
-#[derive(Default)]
-struct Evidence {
-    anchors: Vec<Anchor>,
-    /// Where each anchor came from ("step 1, call 2"), for the responder.
-    origins: Vec<String>,
-    digests: Vec<Digest>,
-    /// Each citation card shown: whether it was the whole population.
-    cards: Vec<bool>,
-    answer: String,
-    /// The error frame the turn ends with, when it fails.
-    failure: Option<wire::Error>,
-}
-
-/// Where the loop stands: the planning round, its calls, the outcome
-/// waiting to be judged.
-#[derive(Default)]
-struct Cursor {
-    step: u32,
-    /// Tool calls sent (pages included): the next call id.
-    calls: usize,
-    /// Calls run in the current step.
-    calls_this_step: usize,
-    /// Planned calls taken so far in this turn.
-    planned_calls: usize,
-    pending: VecDeque<PlannedCall>,
-    outcome: Option<Outcome>,
-}
-
-/// What ran: each step's call records, and the listing machines
-/// (`narrowing#N`, `paging#N`) to persist with the next step.
-#[derive(Default)]
-struct Ledger {
-    steps: Vec<Vec<CallRecord>>,
-    current: Vec<CallRecord>,
-    dirty: Vec<(String, Snapshot)>,
-    listing_machines: usize,
-}
-
-/// What the turn knows of its thread and the user's screen: the bounded
-/// host context, the earlier turns, the population the previous answer
-/// showed, and this turn's narrowing of it.
-#[derive(Default)]
-struct ThreadScope {
-    context: Option<BoundedContext>,
-    history: Vec<HistoryTurn>,
-    /// The previous answer's population and the narrowing machine that
-    /// judged it, as stored.
-    previous: Option<(Scope, Option<Snapshot>)>,
-    /// This step's narrowing scope (only on the step that narrows).
-    scope: Option<Scope>,
-    /// The step that first narrowed (the scope applies to the population's
-    /// tool in this and every later step of the turn).
-    scope_step: Option<u32>,
-    population: Option<(Scope, Snapshot)>,
-    released: bool,
-}
-
-impl Agent {
-    /// Runs one turn, writing frames into `tx`. Returns when the turn is
-    /// over or the client went away (the receiver was dropped), whichever
-    /// comes first; nothing keeps running after it returns.
-    pub async fn run_turn(
-        &self,
-        thread_id: &str,
-        turn_id: &str,
-        req: TurnRequest,
-        tx: tokio::sync::mpsc::Sender<OutFrame>,
-        claim: Option<super::claims::Claim>,
-    ) {
-        let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
-        let closed = tx.clone();
-        let mut turn = Turn {
-            agent: self,
-            thread_id: thread_id.to_string(),
-            turn_id: turn_id.to_string(),
-            user_text: req.text.clone(),
-            frames: FrameWriter::new(&self.tables.frame, tx),
-            machine: self.tables.turn.machine(),
-            last_row: String::new(),
-            claim: None,
-            evidence: Evidence::default(),
-            cursor: Cursor::default(),
-            ledger: Ledger::default(),
-            thread: ThreadScope::default(),
-        };
-        let lost = claim.as_ref().map(|c| c.lost_signal());
-        turn.claim = claim;
-        let work = async {
-            let lost = async move {
-                match lost {
-                    Some(l) => l.await,
-                    None => std::future::pending().await,
-                }
-            };
-            let ending = tokio::select! {
-                biased;
-                _ = closed.closed() => Ending::Gone,
-                () = lost => Ending::LeaseLost,
-                r = turn.run(req) => match r {
-                    Err(Stop::Emit(EmitError::Disconnected)) => Ending::Gone,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "turn stopped early");
-                        turn.report(&e).await;
-                        Ending::Ran
-                    }
-                    Ok(()) => Ending::Ran,
-                },
-            };
-            match ending {
-                Ending::Ran => {
-                    if let Err(e) = turn.frames.close().await {
-                        tracing::warn!(error = %e, "closing the stream");
-                    }
-                }
-                Ending::Gone => {
-                    tracing::info!("client disconnected; turn cancelled");
-                    turn.cancelled().await;
-                }
-                Ending::LeaseLost => {
-                    // Another turn may own the thread now: nothing more is
-                    // stored; the client is told, from what it saw.
-                    tracing::warn!("the turn lost its lease on the thread; turn cancelled");
-                    turn.lease_lost().await;
-                }
-            }
-            if let Some(c) = turn.claim.take() {
-                c.release().await;
-            }
-            telemetry::record(turn.machine.snapshot());
-            telemetry::record(turn.frames.snapshot());
-        };
-        work.instrument(span).await
-    }
 }
 
 impl Turn<'_> {

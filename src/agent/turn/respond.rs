@@ -8,34 +8,55 @@ use crate::guard::licence::{Licences, TurnFacts};
 use crate::guard::vocab;
 use crate::guard::vocab::Lang;
 use crate::llm::prompt::RESPONDER_FIXED;
-use crate::llm::{Prompt, RespondRequest};
+use crate::llm::{LlmError, Prompt, RespondRequest, TextStream};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
+use futures::stream::Fuse;
 use futures::{FutureExt, StreamExt};
 
 impl Turn<'_> {
-    /// Streams the answer. Deltas are committed in batches before they are
-    /// sent: whatever is ready when the previous batch is out forms the next
-    /// one (ADR 0010), so a fast model costs one commit and a slow one never
-    /// waits on a timer.
+    /// Streams the answer, and classifies how the responder ended.
     pub(super) async fn respond(&mut self) -> Result<TurnEvent, Stop> {
+        let req = self.responder_request();
+        // Fused: a batch may have seen the stream end, and an ended stream
+        // (an `unfold`, say) must not be polled again.
+        let stream = match self.agent.model.respond(&req).await {
+            Ok(s) => s.fuse(),
+            Err(e) => {
+                return Ok(self.responder_failed(format!("the model could not answer: {e}")));
+            }
+        };
+        if let Some(e) = self.stream_answer(stream).await? {
+            return Ok(self.responder_failed(format!("the model stream broke: {e}")));
+        }
+        if self.evidence.answer.is_empty() {
+            return Ok(self.responder_failed("the model returned no answer".into()));
+        }
+        Ok(TurnEvent::ResponderFinished)
+    }
+
+    fn responder_failed(&mut self, message: String) -> TurnEvent {
+        self.evidence.failure = Some(wire::Error {
+            message,
+            ..wire::Error::default()
+        });
+        TurnEvent::ResponderFailed
+    }
+
+    /// What the responder sees: the directives code derived (with where
+    /// each came from) and the digests, never a raw result.
+    fn responder_request(&self) -> RespondRequest {
         let mut prompt = Prompt::new(RESPONDER_FIXED);
-        if !self.evidence.anchors.is_empty() {
-            let lines: Vec<String> = self
-                .evidence
-                .anchors
-                .iter()
-                .zip(&self.evidence.origins)
+        let evidence = &self.evidence;
+        if !evidence.anchors.is_empty() {
+            let lines: Vec<String> = (evidence.anchors.iter().zip(&evidence.origins))
                 .map(|(a, o)| format!("- ({o}) {}", a.text()))
                 .collect();
             prompt = prompt.block("Directives", lines.join("\n"));
         }
-        if !self.evidence.digests.is_empty() {
-            let lines: Vec<String> = self
-                .evidence
-                .digests
-                .iter()
+        if !evidence.digests.is_empty() {
+            let lines: Vec<String> = (evidence.digests.iter())
                 .map(|d| format!("- {}", d.render()))
                 .collect();
             prompt = prompt.block(
@@ -43,27 +64,24 @@ impl Turn<'_> {
                 lines.join("\n"),
             );
         }
-        let req = RespondRequest {
+        RespondRequest {
             prompt,
             user_text: self.user_text.clone(),
-            anchors: self.evidence.anchors.clone(),
-            digests: self.evidence.digests.clone(),
-        };
-        // Fused: a batch may have seen the stream end, and an ended stream
-        // (an `unfold`, say) must not be polled again.
-        let mut stream = match self.agent.model.respond(&req).await {
-            Ok(s) => s.fuse(),
-            Err(e) => {
-                self.evidence.failure = Some(wire::Error {
-                    message: format!("the model could not answer: {e}"),
-                    ..wire::Error::default()
-                });
-                return Ok(TurnEvent::ResponderFailed);
-            }
-        };
+            anchors: evidence.anchors.clone(),
+            digests: evidence.digests.clone(),
+        }
+    }
+
+    /// Sentence by sentence through the narration guard (a sentence's
+    /// deltas are held until it ends), in batches committed before they are
+    /// sent: whatever is ready when the previous batch is out forms the next
+    /// one (ADR 0010), so a fast model costs one commit and a slow one never
+    /// waits on a timer. The stream's error, if it broke.
+    async fn stream_answer(
+        &mut self,
+        mut stream: Fuse<TextStream>,
+    ) -> Result<Option<LlmError>, Stop> {
         let mut broken = None;
-        // Sentence by sentence through the narration guard: a sentence's
-        // deltas are held until it ends.
         let mut guard = self.guard();
         let mut ended = false;
         while let Some(first) = stream.next().await {
@@ -94,30 +112,16 @@ impl Turn<'_> {
             }
             self.say(pieces).await?;
             if ended || broken.is_some() {
-                break;
+                return Ok(broken);
             }
         }
         // A stream that broke mid-sentence leaves that sentence unchecked:
         // it is not shown.
-        if !ended && broken.is_none() {
+        if broken.is_none() {
             let pieces = guard.finish();
             self.say(pieces).await?;
         }
-        if let Some(e) = broken {
-            self.evidence.failure = Some(wire::Error {
-                message: format!("the model stream broke: {e}"),
-                ..wire::Error::default()
-            });
-            return Ok(TurnEvent::ResponderFailed);
-        }
-        if self.evidence.answer.is_empty() {
-            self.evidence.failure = Some(wire::Error {
-                message: "the model returned no answer".into(),
-                ..wire::Error::default()
-            });
-            return Ok(TurnEvent::ResponderFailed);
-        }
-        Ok(TurnEvent::ResponderFinished)
+        Ok(broken)
     }
 
     /// The narration guard for this turn's answer: what the judge decided,

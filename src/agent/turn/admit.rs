@@ -1,0 +1,222 @@
+//! Before a call runs: its narrowing scope, and whether the tables let it
+//! run. A call that may not run is refused: a structured tool error naming
+//! the table's row, shown and stored like any result.
+
+use serde_json::{Map, Value};
+
+use super::{Outcome, Stop, Turn};
+use crate::judge::admission::{self, Proposal};
+use crate::judge::digest::Digest;
+use crate::judge::narrowing::{Conflict, Gate, Scope};
+use crate::judge::Anchor;
+use crate::llm::PlannedCall;
+use crate::protocols::admission::{AdmissionEffect, AdmissionEvent};
+use crate::protocols::narrowing::{NarrowingEffect, NarrowingEvent};
+use crate::protocols::telemetry;
+use crate::wire;
+
+impl Turn<'_> {
+    /// The scope this call runs under, if it narrows, and why the
+    /// narrowing machine that judged the population cannot be restored.
+    pub(super) fn scope_for(
+        &self,
+        call: &PlannedCall,
+        gate: &mut Gate,
+    ) -> Result<(Option<Scope>, Option<String>), Stop> {
+        let Some(scope) = self.thread.scope.clone().filter(|s| s.tool == call.tool) else {
+            return Ok((None, None));
+        };
+        // The population was judged by a narrowing machine that was stored
+        // with it: restore it, so a table edited since is reported, never
+        // reinterpreted.
+        let stale = match &self.thread.previous {
+            Some((_, Some(snap))) => self
+                .agent
+                .tables
+                .narrowing
+                .restore(snap)
+                .err()
+                .map(|e| e.to_string()),
+            _ => None,
+        };
+        match gate.narrow().map_err(Stop::Violation)? {
+            Some(NarrowingEffect::ApplyScope) => Ok((Some(scope), stale)),
+            _ => Ok((None, stale)),
+        }
+    }
+
+    /// Whether the call may run: the `admission` table on what code found,
+    /// then the narrowing table on a follow-up that narrows with another
+    /// tool than the one that showed the population.
+    pub(super) fn admit(
+        &mut self,
+        call: &PlannedCall,
+        offered: bool,
+        stale: Option<&str>,
+        scoped: bool,
+        gate: &mut Gate,
+    ) -> Result<String, Box<Refusal>> {
+        let proposal = Proposal {
+            offered,
+            invalid_args: call.invalid_args.as_deref(),
+            stale,
+            call_in_step: self.cursor.calls_this_step,
+            max_calls_per_step: self.agent.limits.max_calls_per_step,
+        };
+        let event = admission::classify(&proposal);
+        let mut machine = self.agent.tables.admission.machine();
+        let fired = machine.fire(event);
+        telemetry::record(machine.snapshot());
+        let anchor = match event {
+            AdmissionEvent::NarrowingStale => Anchor::NarrowingStale,
+            _ => Anchor::ToolFailed {
+                tool: call.tool.clone(),
+            },
+        };
+        let row = match fired {
+            Ok(step) if step.effect == Some(AdmissionEffect::Run) => {
+                machine.row_id(step.row).to_string()
+            }
+            Ok(step) => {
+                return Err(Box::new(Refusal {
+                    table: "admission",
+                    row_id: machine.row_id(step.row).to_string(),
+                    detail: admission::detail(event, &proposal),
+                    anchor,
+                }))
+            }
+            Err(v) => {
+                telemetry::violation(&v);
+                return Err(Box::new(Refusal {
+                    table: "admission",
+                    row_id: v.row_id.clone(),
+                    detail: admission::detail(event, &proposal),
+                    anchor,
+                }));
+            }
+        };
+        let other_tool = self.thread.scope.is_some()
+            && !scoped
+            && self.thread.scope_step == Some(self.cursor.step);
+        if !other_tool {
+            return Ok(row);
+        }
+        match gate.verdict(NarrowingEvent::NarrowOtherTool) {
+            Ok(_) => Ok(row),
+            Err(v) => {
+                telemetry::violation(&v);
+                Err(Box::new(Refusal {
+                    table: "narrowing",
+                    row_id: v.row_id.clone(),
+                    detail:
+                        "a narrowing follow-up must use the tool that showed the previous results"
+                            .into(),
+                    anchor,
+                }))
+            }
+        }
+    }
+
+    /// A call that is not run: a structured tool error naming the table's
+    /// row, shown and stored like any result.
+    pub(super) async fn refuse(
+        &mut self,
+        call: &PlannedCall,
+        args: Map<String, Value>,
+        refusal: Box<Refusal>,
+    ) -> Result<Outcome, Stop> {
+        tracing::warn!(tool = %call.tool, table = refusal.table, row_id = %refusal.row_id, "call refused");
+        let summary = format!(
+            "not run ({} row `{}`): {}",
+            refusal.table, refusal.row_id, refusal.detail
+        );
+        let call_id = self.next_call_id();
+        self.emit_call(&call_id, &call.tool, None, &args).await?;
+        let digest = Digest::failed(&call.tool, &summary);
+        let frame = wire::ToolResult {
+            call_id,
+            tool: call.tool.clone(),
+            ok: false,
+            summary,
+            shape: None,
+            conflict: None,
+        };
+        self.emit_result(frame, &args, None, Some(&digest)).await?;
+        Ok(Outcome::Refused {
+            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+            anchor: Some(refusal.anchor),
+            gate: None,
+        })
+    }
+
+    /// A narrowing follow-up whose own arguments disagree with its scope is
+    /// not run with the scope's values under the model's label. A disjoint
+    /// filter (floor 5 inside floor 3) is an empty intersection: zero after
+    /// narrowing, through the table. A new search term is not expressible
+    /// as a subset: refused, the scope kept.
+    pub(super) async fn refuse_conflict(
+        &mut self,
+        call: &PlannedCall,
+        args: &Map<String, Value>,
+        conflict: &Conflict,
+        mut gate: Gate,
+    ) -> Result<Outcome, Stop> {
+        let summary = conflict.describe();
+        // A disjoint filter is zero inside the scope: the table's verdict
+        // is decided before the result is shown, so a release is committed
+        // with it.
+        let released = match conflict {
+            Conflict::Disjoint { .. } => {
+                let verdict = gate
+                    .verdict(NarrowingEvent::PageEmpty)
+                    .map_err(Stop::Violation)?;
+                verdict == Some(NarrowingEffect::ReleaseScope)
+            }
+            Conflict::Unsupported { .. } => false,
+        };
+        let call_id = self.next_call_id();
+        self.emit_call(&call_id, &call.tool, None, args).await?;
+        let digest = Digest::failed(&call.tool, &summary);
+        let frame = wire::ToolResult {
+            call_id,
+            tool: call.tool.clone(),
+            ok: false,
+            summary,
+            shape: None,
+            conflict: serde_json::to_value(conflict).ok(),
+        };
+        self.emit_result_released(frame, args, None, Some(&digest), released)
+            .await?;
+        let record = self.record_for(call.id.as_deref(), &call.tool, args.clone(), digest);
+        Ok(match conflict {
+            Conflict::Unsupported { key } => Outcome::Refused {
+                call: record,
+                anchor: Some(Anchor::NarrowingUnsupported { key: key.clone() }),
+                gate: None,
+            },
+            Conflict::Disjoint { .. } => {
+                let anchors_gate = released.then_some(gate);
+                if released {
+                    self.anchor(Anchor::Absent {
+                        cause: crate::judge::emptiness::AbsenceCause::ZeroAfterNarrowing,
+                    });
+                    self.anchor(Anchor::NarrowingReleased);
+                }
+                Outcome::Refused {
+                    call: record,
+                    anchor: None,
+                    gate: anchors_gate,
+                }
+            }
+        })
+    }
+}
+
+/// A call the tables do not let run.
+pub(super) struct Refusal {
+    pub(super) table: &'static str,
+    pub(super) row_id: String,
+    /// What code found, in the words the model reads back.
+    pub(super) detail: String,
+    pub(super) anchor: Anchor,
+}

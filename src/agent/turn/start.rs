@@ -1,0 +1,95 @@
+//! The task around the loop: one turn runs until it is over, the client
+//! leaves, or its lease on the thread is lost, whichever comes first;
+//! nothing keeps running after it returns.
+
+use tracing::Instrument;
+
+use super::{Agent, Cursor, Evidence, Ledger, Stop, ThreadScope, Turn, TurnRequest};
+use crate::agent::claims::Claim;
+use crate::agent::frames::{EmitError, FrameWriter, OutFrame};
+use crate::protocols::telemetry;
+
+/// How a turn's task ended.
+enum Ending {
+    Ran,
+    Gone,
+    LeaseLost,
+}
+
+impl Agent {
+    /// Runs one turn, writing frames into `tx`. Returns when the turn is
+    /// over or the client went away (the receiver was dropped), whichever
+    /// comes first; nothing keeps running after it returns.
+    pub async fn run_turn(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        req: TurnRequest,
+        tx: tokio::sync::mpsc::Sender<OutFrame>,
+        claim: Option<Claim>,
+    ) {
+        let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
+        let closed = tx.clone();
+        let mut turn = Turn {
+            agent: self,
+            thread_id: thread_id.to_string(),
+            turn_id: turn_id.to_string(),
+            user_text: req.text.clone(),
+            frames: FrameWriter::new(&self.tables.frame, tx),
+            machine: self.tables.turn.machine(),
+            last_row: String::new(),
+            claim: None,
+            evidence: Evidence::default(),
+            cursor: Cursor::default(),
+            ledger: Ledger::default(),
+            thread: ThreadScope::default(),
+        };
+        let lost = claim.as_ref().map(|c| c.lost_signal());
+        turn.claim = claim;
+        let work = async {
+            let lost = async move {
+                match lost {
+                    Some(l) => l.await,
+                    None => std::future::pending().await,
+                }
+            };
+            let ending = tokio::select! {
+                biased;
+                _ = closed.closed() => Ending::Gone,
+                () = lost => Ending::LeaseLost,
+                r = turn.run(req) => match r {
+                    Err(Stop::Emit(EmitError::Disconnected)) => Ending::Gone,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "turn stopped early");
+                        turn.report(&e).await;
+                        Ending::Ran
+                    }
+                    Ok(()) => Ending::Ran,
+                },
+            };
+            match ending {
+                Ending::Ran => {
+                    if let Err(e) = turn.frames.close().await {
+                        tracing::warn!(error = %e, "closing the stream");
+                    }
+                }
+                Ending::Gone => {
+                    tracing::info!("client disconnected; turn cancelled");
+                    turn.cancelled().await;
+                }
+                Ending::LeaseLost => {
+                    // Another turn may own the thread now: nothing more is
+                    // stored; the client is told, from what it saw.
+                    tracing::warn!("the turn lost its lease on the thread; turn cancelled");
+                    turn.lease_lost().await;
+                }
+            }
+            if let Some(c) = turn.claim.take() {
+                c.release().await;
+            }
+            telemetry::record(turn.machine.snapshot());
+            telemetry::record(turn.frames.snapshot());
+        };
+        work.instrument(span).await
+    }
+}
