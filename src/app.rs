@@ -13,9 +13,6 @@ use crate::judge::Contracts;
 use crate::llm::Model;
 use crate::mcp::{ClientOptions, ServerSpec};
 use crate::protocols::connection::Connection;
-use crate::protocols::frame::Frame;
-use crate::protocols::narrowing::Narrowing;
-use crate::protocols::paging::Paging;
 use crate::protocols::TableSet;
 use crate::store::Store;
 
@@ -43,20 +40,7 @@ pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
 pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Result<AppState> {
     let tables = TableSet::load(cfg.tables_dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     let bind = |e: crate::protocols::LoadError| anyhow::anyhow!("{e}");
-    let turn_tables = TurnTables {
-        admission: tables
-            .bound::<crate::protocols::admission::Admission>()
-            .map_err(bind)?,
-        frame: tables.bound::<Frame>().map_err(bind)?,
-        narrowing: tables.bound::<Narrowing>().map_err(bind)?,
-        paging: tables.bound::<Paging>().map_err(bind)?,
-        narration: tables
-            .bound::<crate::protocols::narration::Narration>()
-            .map_err(bind)?,
-        turn: tables
-            .bound::<crate::protocols::turn::Turn>()
-            .map_err(bind)?,
-    };
+    let turn_tables = TurnTables::bind(&tables).map_err(bind)?;
     let store = Store::connect(cfg.database_url)
         .await
         .with_context(|| "cannot open the database")?;
@@ -82,7 +66,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         .with_context(|| "cannot start the MCP tool servers")?;
     let agent = Agent {
         model: cfg.model,
-        tools,
+        tools: Arc::new(tools),
         store: store.clone(),
         tables: turn_tables,
         contracts: cfg.contracts,

@@ -336,15 +336,7 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
 
 /// The builtin tables as a turn runs them.
 fn tables() -> TurnTables {
-    let t = TableSet::builtin().unwrap();
-    TurnTables {
-        admission: t.bound().unwrap(),
-        frame: t.bound().unwrap(),
-        narrowing: t.bound().unwrap(),
-        paging: t.bound().unwrap(),
-        turn: t.bound().unwrap(),
-        narration: t.bound().unwrap(),
-    }
+    TurnTables::bind(&TableSet::builtin().unwrap()).unwrap()
 }
 
 /// A turn as a process leaves it when it dies after its plan: the user's

@@ -18,5 +18,5 @@ pub mod turn;
 pub use claims::{Claim, ThreadClaims};
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
-pub use tools::ToolBelt;
+pub use tools::{ToolBelt, Tools};
 pub use turn::{Agent, Limits, TurnRequest, TurnTables};

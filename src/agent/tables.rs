@@ -7,7 +7,7 @@ use crate::protocols::narration::Narration;
 use crate::protocols::narrowing::Narrowing;
 use crate::protocols::paging::Paging;
 use crate::protocols::turn::Turn;
-use crate::protocols::Bound;
+use crate::protocols::{Bound, LoadError, TableSet};
 
 /// The tables a turn runs on, bound to their protocols.
 #[derive(Clone)]
@@ -18,4 +18,18 @@ pub struct TurnTables {
     pub paging: Bound<Paging>,
     pub turn: Bound<Turn>,
     pub narration: Bound<Narration>,
+}
+
+impl TurnTables {
+    /// The turn's tables out of a loaded set, each bound to its protocol.
+    pub fn bind(set: &TableSet) -> Result<TurnTables, LoadError> {
+        Ok(TurnTables {
+            admission: set.bound()?,
+            frame: set.bound()?,
+            narrowing: set.bound()?,
+            paging: set.bound()?,
+            turn: set.bound()?,
+            narration: set.bound()?,
+        })
+    }
 }

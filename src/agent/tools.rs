@@ -11,16 +11,63 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::judge::Contract;
 
 use crate::mcp::{
     builtin_connection_table, ClientOptions, McpError, ServerSpec, ServerStatus, ToolClient,
-    ToolInfo,
+    ToolInfo, ToolOutput,
 };
 use crate::protocols::connection::{Connection, ConnectionState};
 use crate::protocols::Bound;
+
+/// What a turn needs of its tools: the list the planner is shown, which
+/// server offers a tool, the call, and each server's state. The live
+/// implementation is [`ToolBelt`] (MCP servers); the loop's unit tests give
+/// a script of outputs instead (`agent::turn::script`).
+#[async_trait::async_trait]
+pub trait Tools: Send + Sync {
+    /// Every offered tool, in a stable order.
+    fn list(&self) -> Vec<ToolInfo>;
+    /// The name of the server that offers `tool`, if one does.
+    fn server_of(&self, tool: &str) -> Option<String>;
+    /// Calls `tool`; its result, or how the call failed.
+    async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError>;
+    /// The parameter of `tool` that takes a list of item ids, if any.
+    fn ids_param(&self, tool: &str, contract: Option<&Contract>) -> Option<String>;
+    /// Each server's name and connection state (`GET /readyz`).
+    fn servers(&self) -> Vec<ServerStatus>;
+}
+
+#[async_trait::async_trait]
+impl Tools for ToolBelt {
+    fn list(&self) -> Vec<ToolInfo> {
+        self.tools()
+    }
+
+    fn server_of(&self, tool: &str) -> Option<String> {
+        self.client_for(tool).map(|c| c.name().to_string())
+    }
+
+    async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
+        match self.client_for(tool) {
+            Some(client) => client.call(tool, args).await,
+            None => Err(McpError::InvalidSpec {
+                server: String::new(),
+                reason: format!("no server offers the tool \"{tool}\""),
+            }),
+        }
+    }
+
+    fn ids_param(&self, tool: &str, contract: Option<&Contract>) -> Option<String> {
+        ToolBelt::ids_param(self, tool, contract)
+    }
+
+    fn servers(&self) -> Vec<ServerStatus> {
+        ToolBelt::servers(self)
+    }
+}
 
 pub struct ToolBelt {
     clients: Vec<Arc<ToolClient>>,

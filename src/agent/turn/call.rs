@@ -13,7 +13,7 @@ use crate::judge::result::Reading;
 use crate::judge::stitch::Stitcher;
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::mcp::{ToolClient, ToolOutput};
+use crate::mcp::ToolOutput;
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
@@ -43,7 +43,7 @@ impl Turn<'_> {
         // the table's `narrow` row says so (effect `apply-scope`).
         let mut gate = Gate::new(&self.agent.tables.narrowing);
         let (scoped, stale) = self.scope_for(call, &mut gate)?;
-        let server = self.agent.tools.client_for(&call.tool).cloned();
+        let server = self.agent.tools.server_of(&call.tool);
         let (args, conflict) = match &scoped {
             Some(s) => s.apply(&call.args),
             None => (call.args.clone(), None),
@@ -79,7 +79,7 @@ impl Turn<'_> {
     async fn fetch(
         &mut self,
         call: &PlannedCall,
-        server: &ToolClient,
+        server: &str,
         args: Map<String, Value>,
         scoped: Option<Scope>,
         gate: Gate,
@@ -177,16 +177,15 @@ impl Turn<'_> {
     async fn fetch_page(
         &mut self,
         call: &PlannedCall,
-        server: &ToolClient,
+        server: &str,
         args: &Map<String, Value>,
         contract: Option<&Contract>,
         first_page: bool,
     ) -> Result<Page, Stop> {
         let tool = &call.tool;
         let call_id = self.next_call_id();
-        self.emit_call(&call_id, tool, Some(server.name()), args)
-            .await?;
-        let out = match server.call(tool, args.clone()).await {
+        self.emit_call(&call_id, tool, Some(server), args).await?;
+        let out = match self.agent.tools.call(tool, args.clone()).await {
             Ok(out) => out,
             Err(e) => {
                 tracing::warn!(tool = %tool, kind = e.kind(), "tool call failed");

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::context::{BoundedContext, ContextLimits, RawContext};
 use super::frames::{EmitError, FrameWriter};
 use super::records::{self, Record};
-use super::tools::ToolBelt;
+use super::tools::Tools;
 use crate::fsm::Violation;
 use crate::judge::digest::DigestLimits;
 use crate::judge::{Anchor, Contracts};
@@ -82,7 +82,7 @@ pub struct TurnRequest {
 
 pub struct Agent {
     pub model: Arc<dyn Model>,
-    pub tools: ToolBelt,
+    pub tools: Arc<dyn Tools>,
     pub store: Store,
     pub tables: TurnTables,
     pub contracts: Contracts,

@@ -24,7 +24,7 @@ impl Turn<'_> {
         let req = PlanRequest {
             prompt,
             user_text: self.user_text.clone(),
-            tools: self.agent.tools.tools().to_vec(),
+            tools: self.agent.tools.list(),
             context: self
                 .thread
                 .context
@@ -103,7 +103,7 @@ impl Turn<'_> {
                     field: field.clone(),
                 });
             };
-            let tools = self.agent.tools.tools();
+            let tools = self.agent.tools.list();
             for call in &mut plan.calls {
                 let takes_it = tools
                     .iter()
