@@ -20,8 +20,17 @@
 //! `TURNSTILE_BENCH_PG=postgres://user@host:port/db` names a server (a
 //! fresh database is created on it and dropped afterwards).
 //!
-//! Knobs: `TURNSTILE_BENCH_SLOW_DELAY_MS` (200), `TURNSTILE_BENCH_SLOW_TURNS`
-//! (`1000,10000`), `TURNSTILE_BENCH_ROUNDS` (3).
+//! Quick mode (`cargo bench --bench chat -- --quick`, or
+//! `TURNSTILE_BENCH_QUICK=1`): every measurement of the default mode once
+//! and small (1 round: 3 turns on 1 client, 32x1 turns on 32 clients, 10
+//! direct calls), then the slow-model mode's (20 concurrent turns, one delta
+//! per 20 ms; with `--slow`, only those); every turn must end with `done`
+//! and be stored, or the bench panics (non-zero exit). For CI: its numbers
+//! mean nothing.
+//!
+//! Knobs: `TURNSTILE_BENCH_SLOW_DELAY_MS` (200; 20 in quick mode),
+//! `TURNSTILE_BENCH_SLOW_TURNS` (`1000,10000`; `20` in quick mode),
+//! `TURNSTILE_BENCH_ROUNDS` (3; 1 in quick mode).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -37,6 +46,11 @@ use turnstile::mcp::{ServerSpec, ToolClient};
 
 const PROMPT: &str = "show safety issues on floor 3";
 const CURRENT: &str = env!("CARGO_BIN_EXE_turnstile");
+
+fn quick() -> bool {
+    std::env::args().any(|a| a == "--quick")
+        || std::env::var("TURNSTILE_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
 
 fn percentile<T: Copy + PartialOrd>(v: &mut [T], p: f64) -> T {
     v.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
@@ -483,20 +497,28 @@ struct Measured {
     threads: Vec<String>,
 }
 
-const LEVELS: [(usize, usize); 2] = [(1, 100), (32, 10)];
+/// (clients, turns each) per level.
+fn levels(quick: bool) -> [(usize, usize); 2] {
+    if quick {
+        [(1, 3), (32, 1)]
+    } else {
+        [(1, 100), (32, 10)]
+    }
+}
 
-async fn direct_baseline(mcp_url: &str) -> Duration {
+/// The median of `calls` direct calls, after `calls / 10` to warm up.
+async fn direct_baseline(mcp_url: &str, calls: usize) -> Duration {
     let client = ToolClient::connect(&ServerSpec::http("demo", mcp_url.to_string()))
         .await
         .unwrap();
     let mut args = Map::new();
     args.insert("query".into(), json!("safety"));
     args.insert("floor".into(), json!(3));
-    for _ in 0..20 {
+    for _ in 0..calls / 10 {
         client.call("search_photos", args.clone()).await.unwrap();
     }
     let mut direct = Vec::new();
-    for _ in 0..200 {
+    for _ in 0..calls.max(1) {
         let t0 = Instant::now();
         client.call("search_photos", args.clone()).await.unwrap();
         direct.push(t0.elapsed());
@@ -505,12 +527,14 @@ async fn direct_baseline(mcp_url: &str) -> Duration {
     percentile(&mut direct, 0.5)
 }
 
-async fn default_mode(baseline: Option<PathBuf>) {
+async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
     let rounds: usize = std::env::var("TURNSTILE_BENCH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(if quick { 1 } else { 3 })
         .max(1);
+    let levels = levels(quick);
+    let (direct_calls, warm_clients, warm_turns) = if quick { (10, 1, 1) } else { (200, 4, 10) };
     let mut bins = vec![("current", PathBuf::from(CURRENT))];
     if let Some(b) = baseline.clone() {
         bins.push(("baseline", b));
@@ -518,13 +542,13 @@ async fn default_mode(baseline: Option<PathBuf>) {
     let mut measured: Vec<Measured> = Vec::new();
     for (label, bin) in &bins {
         let server = Server::start(label, bin, &Db::Sqlite, &[]);
-        let direct_p50 = direct_baseline(&server.mcp_url).await;
-        let (_, _, frames, threads) = run(&server.base, 4, 10).await; // warm-up
+        let direct_p50 = direct_baseline(&server.mcp_url, direct_calls).await;
+        let (_, _, frames, threads) = run(&server.base, warm_clients, warm_turns).await; // warm-up
         measured.push(Measured {
             server,
             direct_p50,
             levels: Default::default(),
-            turns: 40,
+            turns: warm_clients * warm_turns,
             frames,
             threads,
         });
@@ -532,7 +556,7 @@ async fn default_mode(baseline: Option<PathBuf>) {
     // Alternating: each level runs on every binary in turn, round by round,
     // so drift on the machine (other builds, thermal) hits both alike.
     for _ in 0..rounds {
-        for (li, (clients, turns_each)) in LEVELS.iter().enumerate() {
+        for (li, (clients, turns_each)) in levels.iter().enumerate() {
             for m in measured.iter_mut() {
                 let (firsts, wall, frames, threads) =
                     run(&m.server.base, *clients, *turns_each).await;
@@ -545,10 +569,18 @@ async fn default_mode(baseline: Option<PathBuf>) {
         }
     }
 
-    println!("demo prompt {PROMPT:?} against `turnstile demo` (SQLite), release builds");
+    if quick {
+        println!(
+            "quick mode: every measurement once and small; checks only, the numbers mean nothing"
+        );
+    }
+    println!(
+        "demo prompt {PROMPT:?} against `turnstile demo` (SQLite), {} build",
+        build()
+    );
     println!(
         "  {} round(s), alternating binaries; per round and binary: {} turns on 1 client, {}x{} turns on 32 clients",
-        rounds, LEVELS[0].1, LEVELS[1].0, LEVELS[1].1
+        rounds, levels[0].1, levels[1].0, levels[1].1
     );
     println!(
         "  machine: {} CPUs, load average {} after the runs (other work on it skews the numbers)",
@@ -564,7 +596,7 @@ async fn default_mode(baseline: Option<PathBuf>) {
             ms(m.direct_p50),
             &mut rows,
         );
-        for (li, (clients, _)) in LEVELS.iter().enumerate() {
+        for (li, (clients, _)) in levels.iter().enumerate() {
             let l = &m.levels[li];
             push(
                 &format!("{clients:>2} client(s): turns/s"),
@@ -648,7 +680,10 @@ fn model_deltas(text: &str) -> usize {
     text.matches(' ').count() + usize::from(!text.is_empty() && !text.ends_with(' '))
 }
 
-async fn slow_phase(server: &Server, n: usize, delay: Duration) {
+/// One phase of `n` concurrent turns. With `check`, every stream must end
+/// with `done` and every turn be stored (quick mode: a failure there is a
+/// broken bench, not a measurement).
+async fn slow_phase(server: &Server, n: usize, delay: Duration, check: bool) {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
         .build()
@@ -828,6 +863,15 @@ async fn slow_phase(server: &Server, n: usize, delay: Duration) {
         "    machine: {} CPUs, load average {load_before} before the turns, {load_after} after",
         cpus()
     );
+    if check {
+        assert!(
+            done == n && failures.is_empty(),
+            "{} of {n} streams ended with `done` ({errored} with `error`, {unterminated} unterminated, {} failed on the client)",
+            done,
+            failures.values().sum::<usize>()
+        );
+        assert_eq!(turns, n, "every turn stored its messages");
+    }
     let p99 = pct(&mut lateness, 0.99);
     let met = done == n && rss_all_open > 0 && mib(rss_all_open) < 500.0 && p99 < 50.0;
     println!(
@@ -836,22 +880,26 @@ async fn slow_phase(server: &Server, n: usize, delay: Duration) {
     );
 }
 
-async fn slow_mode() {
+async fn slow_mode(quick: bool) {
     let delay = Duration::from_millis(
         std::env::var("TURNSTILE_BENCH_SLOW_DELAY_MS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(200),
+            .unwrap_or(if quick { 20 } else { 200 }),
     );
     let sizes: Vec<usize> = std::env::var("TURNSTILE_BENCH_SLOW_TURNS")
         .ok()
         .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1000, 10000]);
+        .unwrap_or_else(|| if quick { vec![20] } else { vec![1000, 10000] });
+    if quick {
+        println!("quick mode: one small phase; checks only, the numbers mean nothing");
+    }
     let fds = raise_fd_limit(65536);
     println!(
-        "slow model: `turnstile demo --model-delay-ms {}` (one answer delta every {} ms), prompt {PROMPT:?}, release build",
+        "slow model: `turnstile demo --model-delay-ms {}` (one answer delta every {} ms), prompt {PROMPT:?}, {} build",
         delay.as_millis(),
-        delay.as_millis()
+        delay.as_millis(),
+        build()
     );
     println!("  client open-file limit {fds}; each turn on its own thread, all turns of a phase sent at once");
     println!(
@@ -882,7 +930,7 @@ async fn slow_mode() {
             None => Server::start("current", Path::new(CURRENT), &Db::Sqlite, &extra),
         };
         for &n in &sizes {
-            slow_phase(&server, n, delay).await;
+            slow_phase(&server, n, delay, quick).await;
         }
         server.stop();
         if let (Some(admin), Some((_, name))) = (db, &pg_db) {
@@ -894,7 +942,18 @@ async fn slow_mode() {
     }
 }
 
+/// The profile the server under test was built with (quick mode in CI runs
+/// the dev build).
+fn build() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
 fn main() {
+    let quick = quick();
     let slow = std::env::args().any(|a| a == "--slow")
         || std::env::var("TURNSTILE_BENCH_SLOW").is_ok_and(|v| v == "1");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -902,9 +961,13 @@ fn main() {
         .build()
         .unwrap();
     if slow {
-        rt.block_on(slow_mode());
+        rt.block_on(slow_mode(quick));
     } else {
         let baseline = std::env::var_os("TURNSTILE_BENCH_BASELINE_BIN").map(PathBuf::from);
-        rt.block_on(default_mode(baseline));
+        rt.block_on(default_mode(baseline, quick));
+        if quick {
+            println!();
+            rt.block_on(slow_mode(quick));
+        }
     }
 }

@@ -1,22 +1,61 @@
-//! ns per event through a loaded table (trace on) against two hand-written
-//! baselines over the same `frame` table, on one long random walk of legal
-//! events; and the cost of loading and validating every table.
+//! ns per event through a loaded table (trace on) against two baselines over
+//! the same `frame` table, on one long random walk of legal events; and the
+//! cost of loading and validating every table.
+//!
+//! Both baselines are generated from the loaded table's rows when the bench
+//! starts, so a change to `tables/frame.ron` can never make them disagree
+//! with it:
+//!
+//! - compiled match: Rust source with one `(from, on) => to` arm per legal
+//!   row, compiled by `rustc -C opt-level=3` into a shared library in a
+//!   temporary directory and loaded with `dlopen` (what a hand-written
+//!   `match` compiles to, without anyone having to keep it in step);
+//! - flat Vec: `next[state * events + event]`, filled from the same rows.
+//!
+//! Before timing, both are checked against the table in every (state,
+//! event) cell; after timing, all three implementations must agree on the
+//! walk. Either failure panics (non-zero exit).
 //!
 //! Run: `cargo bench --bench fsm`. Prints ratios against the baselines,
 //! measured in the same run (these machines are noisy; ratios travel).
+//!
+//! Quick mode (`cargo bench --bench fsm -- --quick`, or
+//! `TURNSTILE_BENCH_QUICK=1`): a walk of 100,000 events, each measurement
+//! once, 3 loads; the same checks. For CI: its numbers mean nothing.
+//!
+//! Knobs: `TURNSTILE_BENCH_FSM_WALK` (20,000,000 events; 100,000 in quick
+//! mode), `RUSTC` (the compiler for the match baseline; `rustc` on `PATH`).
 
+use std::ffi::{c_void, CString};
+use std::fmt::Write as _;
 use std::hint::black_box;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use turnstile::fsm::{Machine, RowKind, Table};
 use turnstile::protocols::TableSet;
 
+/// In a walk: "back to the initial state" (after a terminal state), so all
+/// three implementations pay the same for it.
 const RESET: u8 = u8::MAX;
+/// In a baseline's answer: the (state, event) cell is forbidden.
 const FORBIDDEN: u8 = u8::MAX;
-const WALK: usize = 20_000_000;
 
-/// A legal random walk; `RESET` marks "back to the initial state" after a
-/// terminal state, so all three implementations pay the same for it.
+fn quick() -> bool {
+    std::env::args().any(|a| a == "--quick")
+        || std::env::var("TURNSTILE_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A legal random walk; `RESET` after every terminal state.
 fn walk(t: &Table, len: usize) -> Vec<u8> {
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
@@ -39,6 +78,11 @@ fn walk(t: &Table, len: usize) -> Vec<u8> {
                 RowKind::Forbidden { .. } => None,
             })
             .collect();
+        assert!(
+            !legal.is_empty(),
+            "state {} is not terminal but has no legal event: the walk cannot go on",
+            t.states[s as usize]
+        );
         let (e, to) = legal[(next() % legal.len() as u64) as usize];
         out.push(e as u8);
         s = to;
@@ -46,49 +90,189 @@ fn walk(t: &Table, len: usize) -> Vec<u8> {
     out
 }
 
-/// Baseline 1: the frame table as a compiled `match` (states and events in
-/// table order: Idle Open Working Narrating Suspended Finished; start plan
-/// tool_call tool_result citation delta interrupt done error close).
-#[inline(never)]
-fn run_match(events: &[u8]) -> u64 {
-    let mut s: u8 = 0;
-    let mut acc = 0u64;
-    for &e in events {
-        if e == RESET {
-            s = 0;
-            continue;
+// ---------------------------------------------------------------------------
+// Baseline 1: a compiled `match`, generated from the table's rows
+
+type RunFn = unsafe extern "C" fn(*const u8, usize) -> u64;
+type StepFn = unsafe extern "C" fn(u8, u8) -> u8;
+
+/// The table's legal rows as a `match`, and the same loop as [`run_flat`]
+/// and [`run_machine`] around it.
+fn match_source(t: &Table) -> String {
+    let mut arms = String::new();
+    for r in &t.rows {
+        if let RowKind::Legal { to, .. } = r.kind {
+            writeln!(
+                arms,
+                "        ({}, {}) => {}, // {}: {} --{}--> {}",
+                r.from,
+                r.on,
+                to,
+                r.id,
+                t.states[r.from as usize],
+                t.events[r.on as usize],
+                t.states[to as usize]
+            )
+            .unwrap();
         }
-        s = match (s, e) {
-            (0, 0) => 1,
-            (1, 1) | (1, 2) => 2,
-            (1, 5) => 3,
-            (1, 8) => 5,
-            (2, 1) | (2, 2) | (2, 3) | (2, 4) => 2,
-            (2, 5) => 3,
-            (2, 6) => 4,
-            (2, 8) => 5,
-            (3, 5) => 3,
-            (3, 7) | (3, 8) => 5,
-            (4, 7) | (4, 8) => 5,
-            (5, 9) => 5,
-            _ => return u64::MAX,
-        };
-        acc += s as u64;
     }
+    format!(
+        r#"// Generated by benches/fsm.rs from table "{name}" ({origin}, {hash}).
+#[inline(always)]
+fn next(s: u8, e: u8) -> u8 {{
+    match (s, e) {{
+{arms}        _ => {forbidden},
+    }}
+}}
+
+#[no_mangle]
+pub extern "C" fn bench_step(s: u8, e: u8) -> u8 {{
+    next(s, e)
+}}
+
+#[no_mangle]
+pub extern "C" fn bench_run(ptr: *const u8, len: usize) -> u64 {{
+    // The caller passes a live slice.
+    let events = unsafe {{ core::slice::from_raw_parts(ptr, len) }};
+    let mut s: u8 = {initial};
+    let mut acc = 0u64;
+    for &e in events {{
+        if e == {reset} {{
+            s = {initial};
+            continue;
+        }}
+        s = match next(s, e) {{
+            {forbidden} => return u64::MAX,
+            to => to,
+        }};
+        acc += s as u64;
+    }}
     acc
+}}
+"#,
+        name = t.name,
+        origin = t.origin,
+        hash = t.hash,
+        initial = t.initial,
+        reset = RESET,
+        forbidden = FORBIDDEN,
+    )
 }
 
-/// Baseline 2: a flat `Vec` indexed by `state * events + event`.
+/// The generated `match`, compiled and loaded. The library stays loaded
+/// until the process exits.
+struct CompiledMatch {
+    run: RunFn,
+    step: StepFn,
+    compile: Duration,
+}
+
+impl CompiledMatch {
+    fn build(t: &Table, dir: &Path) -> CompiledMatch {
+        let src = dir.join("frame_match.rs");
+        let lib = dir.join(format!(
+            "{}frame_match{}",
+            std::env::consts::DLL_PREFIX,
+            std::env::consts::DLL_SUFFIX
+        ));
+        std::fs::write(&src, match_source(t)).expect("generated source written");
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let t0 = Instant::now();
+        let out = Command::new(&rustc)
+            .args(["--edition=2021", "--crate-type=cdylib", "-Copt-level=3"])
+            .args(["-Cdebuginfo=0", "--crate-name=frame_match", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .output()
+            .unwrap_or_else(|e| panic!("{} runs: {e}", Path::new(&rustc).display()));
+        let compile = t0.elapsed();
+        assert!(
+            out.status.success(),
+            "the generated match does not compile ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = CString::new(lib.as_os_str().as_bytes()).unwrap();
+        // SAFETY: the library is the one just compiled from `match_source`;
+        // it runs no initialisers of its own, and both symbols have exactly
+        // the signatures `RunFn` and `StepFn` declare.
+        unsafe {
+            let h = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+            assert!(!h.is_null(), "dlopen {}: {}", lib.display(), dl_error());
+            let sym = |name: &str| -> *mut c_void {
+                let c = CString::new(name).unwrap();
+                let p = libc::dlsym(h, c.as_ptr());
+                assert!(!p.is_null(), "dlsym {name}: {}", dl_error());
+                p
+            };
+            CompiledMatch {
+                run: std::mem::transmute::<*mut c_void, RunFn>(sym("bench_run")),
+                step: std::mem::transmute::<*mut c_void, StepFn>(sym("bench_step")),
+                compile,
+            }
+        }
+    }
+
+    fn step(&self, s: u8, e: u8) -> u8 {
+        // SAFETY: `bench_step` is a total function of two bytes.
+        unsafe { (self.step)(s, e) }
+    }
+
+    #[inline(never)]
+    fn run(&self, events: &[u8]) -> u64 {
+        // SAFETY: `bench_run` reads exactly `len` bytes from `ptr`.
+        unsafe { (self.run)(events.as_ptr(), events.len()) }
+    }
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string owned by libc.
+    unsafe {
+        let e = libc::dlerror();
+        if e.is_null() {
+            "unknown error".into()
+        } else {
+            std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Baseline 2: a flat `Vec`, filled from the table's rows
+
+struct Flat {
+    next: Vec<u8>,
+    n_events: usize,
+    initial: u8,
+}
+
+impl Flat {
+    fn build(t: &Table) -> Flat {
+        let mut next = vec![FORBIDDEN; t.states.len() * t.events.len()];
+        for r in &t.rows {
+            if let RowKind::Legal { to, .. } = r.kind {
+                next[r.from as usize * t.events.len() + r.on as usize] = to as u8;
+            }
+        }
+        Flat {
+            next,
+            n_events: t.events.len(),
+            initial: t.initial as u8,
+        }
+    }
+}
+
+/// `next[state * events + event]`.
 #[inline(never)]
-fn run_flat(next: &[u8], n_events: usize, events: &[u8]) -> u64 {
-    let mut s: u8 = 0;
+fn run_flat(f: &Flat, events: &[u8]) -> u64 {
+    let mut s = f.initial;
     let mut acc = 0u64;
     for &e in events {
         if e == RESET {
-            s = 0;
+            s = f.initial;
             continue;
         }
-        let t = next[s as usize * n_events + e as usize];
+        let t = f.next[s as usize * f.n_events + e as usize];
         if t == FORBIDDEN {
             return u64::MAX;
         }
@@ -116,6 +300,27 @@ fn run_machine(m: &mut Machine, events: &[u8]) -> u64 {
     acc
 }
 
+/// Both baselines give the table's answer in every (state, event) cell
+/// (the table's own index, `row_for`, is the reference).
+fn check_cells(t: &Table, compiled: &CompiledMatch, flat: &Flat) {
+    for s in 0..t.states.len() as u16 {
+        for e in 0..t.events.len() as u16 {
+            let want = match t.row_for(s, e).kind {
+                RowKind::Legal { to, .. } => to as u8,
+                RowKind::Forbidden { .. } => FORBIDDEN,
+            };
+            let m = compiled.step(s as u8, e as u8);
+            let f = flat.next[s as usize * flat.n_events + e as usize];
+            assert!(
+                m == want && f == want,
+                "{} --{}--> table {want}, compiled match {m}, flat Vec {f}",
+                t.states[s as usize],
+                t.events[e as usize]
+            );
+        }
+    }
+}
+
 fn best_of<F: FnMut() -> u64>(runs: usize, mut f: F) -> (Duration, u64) {
     let mut best = Duration::MAX;
     let mut out = 0;
@@ -128,33 +333,54 @@ fn best_of<F: FnMut() -> u64>(runs: usize, mut f: F) -> (Duration, u64) {
 }
 
 fn main() {
+    let quick = quick();
+    let len = env(
+        "TURNSTILE_BENCH_FSM_WALK",
+        if quick { 100_000 } else { 20_000_000 },
+    );
+    let runs = if quick { 1 } else { 5 };
+    let load_iters: u32 = if quick { 3 } else { 200 };
+
     let set = TableSet::builtin().expect("builtin tables load");
     let t = set.get("frame").expect("frame table").clone();
-    let events = walk(&t, WALK);
+    assert!(
+        t.states.len() < FORBIDDEN as usize && t.events.len() < RESET as usize,
+        "the baselines keep states and events in a byte"
+    );
+    let events = walk(&t, len);
     let real = events.iter().filter(|e| **e != RESET).count() as f64;
 
-    let mut flat = vec![FORBIDDEN; t.states.len() * t.events.len()];
-    for r in &t.rows {
-        if let RowKind::Legal { to, .. } = r.kind {
-            flat[r.from as usize * t.events.len() + r.on as usize] = to as u8;
-        }
-    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let compiled = CompiledMatch::build(&t, dir.path());
+    let flat = Flat::build(&t);
+    check_cells(&t, &compiled, &flat);
     let mut m = Machine::new(t.clone());
 
-    let (d_match, a) = best_of(5, || run_match(black_box(&events)));
-    let (d_flat, b) = best_of(5, || {
-        run_flat(black_box(&flat), t.events.len(), black_box(&events))
-    });
-    let (d_machine, c) = best_of(5, || run_machine(&mut m, black_box(&events)));
+    let (d_match, a) = best_of(runs, || compiled.run(black_box(&events)));
+    let (d_flat, b) = best_of(runs, || run_flat(black_box(&flat), black_box(&events)));
+    let (d_machine, c) = best_of(runs, || run_machine(&mut m, black_box(&events)));
     assert!(
         a == b && b == c && a != u64::MAX,
-        "the three implementations disagree"
+        "the three implementations disagree on the walk: match {a}, flat {b}, machine {c}"
     );
 
     let ns = |d: Duration| d.as_nanos() as f64 / real;
+    if quick {
+        println!(
+            "quick mode: one small run of each measurement; checks only, the numbers mean nothing"
+        );
+    }
     println!(
-        "frame table, random walk of {} legal events (best of 5)",
+        "frame table ({} states x {} events, {} legal rows), random walk of {} legal events (best of {runs})",
+        t.states.len(),
+        t.events.len(),
+        t.legal_count(),
         real as u64
+    );
+    println!(
+        "  baselines generated from the table's rows; both agree with it in all {} cells (match compiled in {:.2} s)",
+        t.states.len() * t.events.len(),
+        compiled.compile.as_secs_f64()
     );
     println!("  compiled match   {:6.2} ns/event", ns(d_match));
     println!("  flat Vec         {:6.2} ns/event", ns(d_flat));
@@ -171,14 +397,13 @@ fn main() {
         ns(d_machine) / ns(d_match)
     );
 
-    let iters = 200;
     let t0 = Instant::now();
-    for _ in 0..iters {
+    for _ in 0..load_iters {
         black_box(TableSet::builtin().expect("tables load"));
     }
-    let per = t0.elapsed() / iters;
+    let per = t0.elapsed() / load_iters;
     println!(
-        "load + validate all {} tables: {:.3} ms (goal < 5 ms)",
+        "load + validate all {} tables: {:.3} ms (goal < 5 ms; mean of {load_iters})",
         set.names().count(),
         per.as_secs_f64() * 1e3
     );

@@ -14,8 +14,16 @@
 //!     narration, times a model pace of 30 ms per delta (`turnstile demo
 //!     --model-delay-ms 30`), reported as p50 and max.
 //!
-//! Knobs: `TURNSTILE_BENCH_GUARD_ROUNDS` (10000 rounds per narration),
-//! `TURNSTILE_BENCH_GUARD_PACE_MS` (30).
+//! Every narration must come out of the guard as text with no sentence
+//! replaced (the scripted model is honest), and the split must find its
+//! sentences; otherwise the bench panics (non-zero exit).
+//!
+//! Quick mode (`cargo bench --bench guard -- --quick`, or
+//! `TURNSTILE_BENCH_QUICK=1`): one round per narration, the same checks.
+//! For CI: its numbers mean nothing.
+//!
+//! Knobs: `TURNSTILE_BENCH_GUARD_ROUNDS` (10000 rounds per narration; 1 in
+//! quick mode), `TURNSTILE_BENCH_GUARD_PACE_MS` (30).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -303,6 +311,11 @@ fn split_only(c: &Case) -> usize {
     n + usize::from(s.finish().is_some())
 }
 
+fn quick() -> bool {
+    std::env::args().any(|a| a == "--quick")
+        || std::env::var("TURNSTILE_BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -316,7 +329,12 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 }
 
 fn main() {
-    let rounds = env("TURNSTILE_BENCH_GUARD_ROUNDS", 10000) as u32;
+    let quick = quick();
+    let rounds = env(
+        "TURNSTILE_BENCH_GUARD_ROUNDS",
+        if quick { 1 } else { 10000 },
+    )
+    .max(1) as u32;
     let pace = Duration::from_millis(env("TURNSTILE_BENCH_GUARD_PACE_MS", 30));
     let table = TableSet::builtin()
         .and_then(|t| t.bound::<Narration>())
@@ -324,6 +342,9 @@ fn main() {
     let cases = cases();
     let started = Instant::now();
 
+    if quick {
+        println!("quick mode: one round per narration; checks only, the numbers mean nothing");
+    }
     println!(
         "narration guard: {} demo narrations, {rounds} rounds each",
         cases.len()
@@ -338,7 +359,19 @@ fn main() {
     for c in &cases {
         // Warm-up, and the replacement count (a scripted narration is
         // honest: 0 expected).
-        let (_, replaced) = judged(&table, c);
+        let (pieces, replaced) = judged(&table, c);
+        assert!(
+            !c.deltas.is_empty(),
+            "{}: the scripted model wrote nothing",
+            c.name
+        );
+        assert!(pieces > 0, "{}: nothing came out of the guard", c.name);
+        assert_eq!(
+            replaced, 0,
+            "{}: the guard replaced a sentence of the honest scripted narration",
+            c.name
+        );
+        assert!(split_only(c) > 0, "{}: the split found no sentence", c.name);
         let t = Instant::now();
         for _ in 0..rounds {
             black_box(judged(&table, black_box(c)));
