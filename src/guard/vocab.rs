@@ -11,12 +11,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-/// A language the guard reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-pub enum Lang {
-    En,
-    Ko,
-}
+pub use crate::judge::lang::{detect, is_hangul, Lang};
 
 /// One language's words. See `vocab/en.ron` for what each list means.
 #[derive(Debug, Clone, Deserialize)]
@@ -165,19 +160,6 @@ pub fn vocab(lang: Lang) -> &'static Vocab {
         Lang::En => EN.get_or_init(|| parse(EN_RON).expect("embedded vocab/en.ron parses")),
         Lang::Ko => KO.get_or_init(|| parse(KO_RON).expect("embedded vocab/ko.ron parses")),
     }
-}
-
-/// The language of `text`: Korean when it holds any Hangul, else English.
-pub fn detect(text: &str) -> Lang {
-    match text.chars().any(is_hangul) {
-        true => Lang::Ko,
-        false => Lang::En,
-    }
-}
-
-/// Hangul syllables and jamo.
-pub fn is_hangul(c: char) -> bool {
-    matches!(c, '\u{AC00}'..='\u{D7A3}' | '\u{1100}'..='\u{11FF}' | '\u{3130}'..='\u{318F}')
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod digest;
 pub mod emptiness;
 pub mod grade;
 pub mod in_band;
+pub mod lang;
 pub mod listing;
 pub mod narrowing;
 pub mod page;

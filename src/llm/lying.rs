@@ -37,7 +37,7 @@ impl<M: Model> Lying<M> {
 }
 
 fn is_korean(text: &str) -> bool {
-    text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+    crate::judge::lang::detect(text) == crate::judge::lang::Lang::Ko
 }
 
 /// What the user asked about, as a plural English noun and a Korean noun

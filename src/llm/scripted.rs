@@ -49,7 +49,7 @@ impl Scripted {
 }
 
 fn is_korean(text: &str) -> bool {
-    text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+    crate::judge::lang::detect(text) == crate::judge::lang::Lang::Ko
 }
 
 /// Words and numbers of a message, lowercased, punctuation stripped.
