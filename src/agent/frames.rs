@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::fsm::{Snapshot, Violation};
+use crate::fsm::{Mark, Snapshot, Violation};
 use crate::protocols::frame::{Frame, FrameEffect, FrameEvent};
 use crate::protocols::{Bound, Typed};
 use crate::wire;
@@ -119,15 +119,16 @@ impl FrameWriter {
             })
     }
 
-    /// The machine as it is now, to [`restore`](Self::restore) if the step
-    /// a fired event belongs to could not be made durable.
-    pub fn checkpoint(&self) -> Typed<Frame> {
-        self.machine.clone()
+    /// Where the machine is now, to [`restore`](Self::restore) if the step
+    /// a fired event belongs to could not be made durable. A mark, not a
+    /// copy: taking one on every frame costs nothing.
+    pub fn checkpoint(&self) -> Mark {
+        self.machine.mark()
     }
 
-    /// Puts back a checkpoint. Only for an event whose frame was never sent.
-    pub fn restore(&mut self, checkpoint: Typed<Frame>) {
-        self.machine = checkpoint;
+    /// Back to a checkpoint. Only for an event whose frame was never sent.
+    pub fn restore(&mut self, checkpoint: Mark) {
+        self.machine.rewind(checkpoint);
     }
 
     pub fn is_terminal(&self) -> bool {
@@ -140,5 +141,10 @@ impl FrameWriter {
 
     pub fn snapshot(&self) -> Snapshot {
         self.machine.snapshot()
+    }
+
+    /// The frame machine, to read its trace without copying it.
+    pub fn machine(&self) -> &crate::fsm::Machine {
+        self.machine.untyped()
     }
 }

@@ -65,6 +65,14 @@ pub enum RestoreError {
     UnknownRow(String),
 }
 
+/// A point in a machine's run to go back to: its state and how long its
+/// trace was. Two words; taking one copies nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    state: u16,
+    len: usize,
+}
+
 /// A running instance of a table. Cheap to create; the table is shared.
 #[derive(Debug, Clone)]
 pub struct Machine {
@@ -130,6 +138,22 @@ impl Machine {
         self.state = cell.to;
         self.trace.push(cell.row);
         Ok(step)
+    }
+
+    /// Where the machine is now, to [`rewind`](Self::rewind) to.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            state: self.state,
+            len: self.trace.len(),
+        }
+    }
+
+    /// Undoes every step taken since `mark` (a mark of this machine, taken
+    /// earlier in this run): the state and trace are as they were then.
+    pub fn rewind(&mut self, mark: Mark) {
+        debug_assert!(mark.len <= self.trace.len(), "a mark from the future");
+        self.state = mark.state;
+        self.trace.truncate(mark.len);
     }
 
     /// Back to the initial state with an empty trace (capacity is kept).
@@ -209,5 +233,41 @@ impl Machine {
             state,
             trace,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOOR: &str = r#"Table(
+        name: "door", doc: "d", initial: "Closed", terminal: ["Gone"],
+        states: ["Closed", "Open", "Gone"], events: ["open", "close", "remove"],
+        effects: [],
+        rows: [
+            Legal(id: "open-door", from: "Closed", on: "open", to: "Open"),
+            Forbidden(id: "close-closed", from: "Closed", on: "close", why: "It is closed."),
+            Legal(id: "remove-closed", from: "Closed", on: "remove", to: "Gone"),
+            Forbidden(id: "open-open", from: "Open", on: "open", why: "It is open."),
+            Legal(id: "close-door", from: "Open", on: "close", to: "Closed"),
+            Forbidden(id: "remove-open", from: "Open", on: "remove", why: "Close it first."),
+            Forbidden(id: "gone-open", from: "Gone", on: "open", why: "Gone."),
+            Forbidden(id: "gone-close", from: "Gone", on: "close", why: "Gone."),
+            Forbidden(id: "gone-remove", from: "Gone", on: "remove", why: "Gone."),
+        ],
+    )"#;
+
+    #[test]
+    fn rewind_undoes_the_steps_since_the_mark() {
+        let table = Arc::new(super::super::load(DOOR, "door.ron", None).unwrap());
+        let mut m = Machine::new(table);
+        m.fire(0).unwrap();
+        let mark = m.mark();
+        m.fire(1).unwrap();
+        m.fire(0).unwrap();
+        assert_eq!(m.trace().len(), 3);
+        m.rewind(mark);
+        assert_eq!((m.state_name(), m.trace().len()), ("Open", 1));
+        assert_eq!(m.trace_ids().collect::<Vec<_>>(), ["open-door"]);
     }
 }

@@ -19,6 +19,6 @@ pub mod table;
 pub mod validate;
 
 pub use finding::{Code, Finding, Findings};
-pub use machine::{Machine, RestoreError, Snapshot, Step, Violation};
+pub use machine::{Machine, Mark, RestoreError, Snapshot, Step, Violation};
 pub use table::{Row, RowKind, Table};
 pub use validate::{load, load_with, BindingNames, Expect};

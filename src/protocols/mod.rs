@@ -172,6 +172,25 @@ impl<P: Protocol> Typed<P> {
         &self.inner.table().rows[row as usize].id
     }
 
+    /// Where the machine is now ([`Machine::mark`]).
+    pub fn mark(&self) -> crate::fsm::Mark {
+        self.inner.mark()
+    }
+
+    /// Undoes the steps since `mark` ([`Machine::rewind`]).
+    pub fn rewind(&mut self, mark: crate::fsm::Mark) {
+        self.inner.rewind(mark)
+    }
+
+    /// The rows taken since `mark`, by id: what a step adds to the trace.
+    pub fn trace_since(&self, len: usize) -> Vec<String> {
+        self.inner
+            .trace_ids()
+            .skip(len)
+            .map(str::to_string)
+            .collect()
+    }
+
     pub fn untyped(&self) -> &Machine {
         &self.inner
     }

@@ -70,7 +70,57 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "turn_leases",
         include_str!("../../migrations/0002_turn_leases.sql"),
     ),
+    (
+        3,
+        "machine_rows",
+        include_str!("../../migrations/0003_machine_rows.sql"),
+    ),
 ];
+
+/// A machine snapshot as a step hands it over, split into what is stored
+/// in `machines` (its trace left empty) and its trace rows: all of them,
+/// or, with `"trace_from": n`, the rows from the n-th on (the rest are
+/// stored already). A value without a trace of row ids is stored as it is.
+fn split_trace(
+    snapshot: &serde_json::Value,
+) -> Result<(serde_json::Value, i64, Vec<String>), StoreError> {
+    let rows = snapshot
+        .get("trace")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
+    let Some(rows) = rows else {
+        return Ok((snapshot.clone(), 0, vec![]));
+    };
+    let mut head = snapshot.clone();
+    let mut from = 0;
+    if let Some(obj) = head.as_object_mut() {
+        if let Some(v) = obj.remove("trace_from") {
+            from = v
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| StoreError::Corrupt {
+                    table: "machines",
+                    detail: "trace_from is not a row count".into(),
+                })?;
+        }
+        obj.insert("trace".into(), serde_json::json!([]));
+    }
+    Ok((head, from, rows))
+}
+
+/// A stored snapshot with its trace: the rows of `machine_rows` when it has
+/// any, else the trace stored inline (snapshots from before migration 3).
+pub(crate) fn with_trace(
+    mut snapshot: serde_json::Value,
+    rows: Option<Vec<String>>,
+) -> serde_json::Value {
+    if let (Some(rows), Some(obj)) = (rows, snapshot.as_object_mut()) {
+        if obj.contains_key("trace") {
+            obj.insert("trace".into(), rows.into());
+        }
+    }
+    snapshot
+}
 
 /// How long a SQLite connection waits for another writer before failing
 /// with `SQLITE_BUSY` (sqlx's default is 5 s).
@@ -309,8 +359,11 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         let snapshots = machines
             .iter()
-            .map(|(name, snapshot)| Ok((*name, serde_json::to_string(snapshot)?)))
-            .collect::<Result<Vec<_>, serde_json::Error>>()?;
+            .map(|(name, snapshot)| {
+                let (head, from, rows) = split_trace(snapshot)?;
+                Ok((*name, serde_json::to_string(&head)?, from, rows))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
         let count = i64::try_from(messages.len()).map_err(|_| StoreError::Corrupt {
             table: "messages",
             detail: "too many messages in one step".into(),
@@ -350,7 +403,7 @@ impl Store {
             .await?;
         }
 
-        for (name, snapshot) in &snapshots {
+        for (name, snapshot, from, rows) in &snapshots {
             sqlx::query(
                 "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) \
                  VALUES ($1, $2, $3, $4, $5) \
@@ -364,6 +417,31 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
+            // The rows from `from` on are these: a rewritten tail (a full
+            // snapshot, or a step retried) replaces what was there.
+            sqlx::query(
+                "DELETE FROM machine_rows \
+                 WHERE thread_id = $1 AND turn_id = $2 AND name = $3 AND n >= $4",
+            )
+            .bind(thread_id)
+            .bind(turn_id)
+            .bind(*name)
+            .bind(*from)
+            .execute(&mut *tx)
+            .await?;
+            for (n, row_id) in (*from..).zip(rows) {
+                sqlx::query(
+                    "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(thread_id)
+                .bind(turn_id)
+                .bind(*name)
+                .bind(n)
+                .bind(row_id.as_str())
+                .execute(&mut *tx)
+                .await?;
+            }
         }
 
         tx.commit().await?;
@@ -400,11 +478,12 @@ impl Store {
         .bind(name)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| {
-            let text: String = row.try_get("snapshot")?;
-            json_column("machines", &text)
-        })
-        .transpose()
+        let Some(row) = row else { return Ok(None) };
+        let text: String = row.try_get("snapshot")?;
+        let snap = json_column("machines", &text)?;
+        let mut traces = self.traces(thread_id, Some(turn_id)).await?;
+        let rows = traces.remove(&(turn_id.to_string(), name.to_string()));
+        Ok(Some(with_trace(snap, rows)))
     }
 
     /// All machine snapshots of the thread as `(turn, name, snapshot)`,
@@ -418,18 +497,43 @@ impl Store {
             .bind(thread_id)
             .fetch_all(&self.pool)
             .await?;
+        let mut traces = self.traces(thread_id, None).await?;
         let mut out = rows
             .iter()
             .map(|row| {
                 let text: String = row.try_get("snapshot")?;
-                Ok((
-                    row.try_get("turn_id")?,
-                    row.try_get("name")?,
-                    json_column("machines", &text)?,
-                ))
+                let turn: String = row.try_get("turn_id")?;
+                let name: String = row.try_get("name")?;
+                let rows = traces.remove(&(turn.clone(), name.clone()));
+                let snap = with_trace(json_column("machines", &text)?, rows);
+                Ok((turn, name, snap))
             })
             .collect::<Result<Vec<(String, String, _)>, StoreError>>()?;
         out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        Ok(out)
+    }
+
+    /// The trace rows of the thread's machines (of one turn, if named), by
+    /// (turn, machine), in order.
+    pub(crate) async fn traces(
+        &self,
+        thread_id: &str,
+        turn_id: Option<&str>,
+    ) -> Result<std::collections::HashMap<(String, String), Vec<String>>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT turn_id, name, row_id FROM machine_rows \
+             WHERE thread_id = $1 AND ($2 = '' OR turn_id = $2) ORDER BY turn_id, name, n",
+        )
+        .bind(thread_id)
+        .bind(turn_id.unwrap_or(""))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: std::collections::HashMap<(String, String), Vec<String>> =
+            std::collections::HashMap::new();
+        for row in &rows {
+            let key = (row.try_get("turn_id")?, row.try_get("name")?);
+            out.entry(key).or_default().push(row.try_get("row_id")?);
+        }
         Ok(out)
     }
 
@@ -527,5 +631,44 @@ mod tests {
         assert_eq!(t.options.database_url.as_str(), "sqlite://a.db?mode=rwc");
         let t = Target::resolve("a b.db").expect("resolves");
         assert!(t.options.database_url.as_str().contains("mode=rwc"));
+    }
+
+    /// A step stores only the rows a machine took since the last commit;
+    /// reading it back gives the whole trace, and a full snapshot (no
+    /// `trace_from`) replaces the rows.
+    #[tokio::test]
+    async fn a_trace_is_stored_row_by_row_and_read_back_whole() {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        let thread = store.create_thread(None).await.unwrap().id;
+        let part = |from: usize, rows: &[&str]| {
+            serde_json::json!({"table": "frame", "table_hash": "h", "state": "Working",
+                "trace": rows, "trace_from": from})
+        };
+        store
+            .step(&thread, "t", &[], &[("frame", part(0, &["open", "plan"]))])
+            .await
+            .unwrap();
+        store
+            .step(&thread, "t", &[], &[("frame", part(2, &["call"]))])
+            .await
+            .unwrap();
+        let snap = store.machine(&thread, "t", "frame").await.unwrap().unwrap();
+        assert_eq!(snap["trace"], serde_json::json!(["open", "plan", "call"]));
+        assert_eq!(snap["state"], "Working");
+        assert!(snap.get("trace_from").is_none());
+        let all = store.machines(&thread).await.unwrap();
+        assert_eq!(
+            all[0].2["trace"],
+            serde_json::json!(["open", "plan", "call"])
+        );
+        // A full snapshot rewrites the trace.
+        let full = serde_json::json!({"table": "frame", "table_hash": "h", "state": "Done",
+            "trace": ["open"]});
+        store
+            .step(&thread, "t", &[], &[("frame", full)])
+            .await
+            .unwrap();
+        let snap = store.machine(&thread, "t", "frame").await.unwrap().unwrap();
+        assert_eq!(snap["trace"], serde_json::json!(["open"]));
     }
 }

@@ -5,7 +5,7 @@
 
 use sqlx::Row;
 
-use super::{json_column, Store, StoreError};
+use super::{json_column, with_trace, Store, StoreError};
 
 /// One turn's stored `turn` and `frame` machine snapshots (JSON).
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +41,7 @@ impl Store {
         .bind(thread_id)
         .fetch_all(&self.pool)
         .await?;
+        let mut traces = self.traces(thread_id, None).await?;
         let mut turns =
             std::collections::BTreeMap::<(String, String), (Option<_>, Option<_>)>::new();
         for row in &rows {
@@ -48,7 +49,8 @@ impl Store {
             let turn: String = row.try_get("turn_id")?;
             let name: String = row.try_get("name")?;
             let text: String = row.try_get("snapshot")?;
-            let snap = json_column("machines", &text)?;
+            let rows = traces.remove(&(turn.clone(), name.clone()));
+            let snap = with_trace(json_column("machines", &text)?, rows);
             let entry = turns.entry((thread, turn)).or_default();
             match name.as_str() {
                 "turn" => entry.0 = Some(snap),

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::{Stop, Turn};
 use crate::agent::frames::event_of;
 use crate::agent::records::Record;
-use crate::fsm::{Snapshot, Violation};
+use crate::fsm::{Machine, Snapshot, Violation};
 use crate::judge::digest::Digest;
 use crate::llm::CallRecord;
 use crate::mcp::ToolOutput;
@@ -48,11 +48,18 @@ impl Turn<'_> {
         self.fail().await
     }
 
+    /// What a step stores of the machines: the frame and turn machines'
+    /// state with only the rows taken since the last commit (the store
+    /// appends them), and each listing machine finished since, whole.
     pub(super) fn machines(&mut self) -> Vec<(String, Value)> {
         let snap = |s: Snapshot| serde_json::to_value(s).unwrap_or(Value::Null);
+        let (frame_from, turn_from) = self.ledger.committed;
         let mut out = vec![
-            ("frame".to_string(), snap(self.frames.snapshot())),
-            ("turn".to_string(), snap(self.machine.snapshot())),
+            (
+                "frame".to_string(),
+                since(self.frames.machine(), frame_from),
+            ),
+            ("turn".to_string(), since(self.machine.untyped(), turn_from)),
         ];
         for (name, s) in self.ledger.dirty.drain(..) {
             out.push((name, snap(s)));
@@ -71,6 +78,10 @@ impl Turn<'_> {
             .store
             .step(&self.thread_id, &self.turn_id, &messages, &refs)
             .await?;
+        self.ledger.committed = (
+            self.frames.machine().trace().len(),
+            self.machine.untyped().trace().len(),
+        );
         Ok(())
     }
 
@@ -265,4 +276,18 @@ impl Turn<'_> {
         self.cursor.calls += 1;
         format!("{}-{}", self.turn_id, self.cursor.calls)
     }
+}
+
+/// A machine as one step stores it: its table, hash and state, and the
+/// rows it took from the `from`-th on (`trace_from`), not its whole trace.
+fn since(machine: &Machine, from: usize) -> Value {
+    let table = machine.table();
+    let rows: Vec<&str> = machine.trace_ids().skip(from).collect();
+    serde_json::json!({
+        "table": table.name,
+        "table_hash": table.hash,
+        "state": machine.state_name(),
+        "trace": rows,
+        "trace_from": from,
+    })
 }

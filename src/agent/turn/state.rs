@@ -76,6 +76,9 @@ pub(super) struct Ledger {
     pub(super) current: Vec<CallRecord>,
     pub(super) dirty: Vec<(String, Snapshot)>,
     pub(super) listing_machines: usize,
+    /// How many rows of the frame and turn machines' traces are stored: a
+    /// step stores only the rows after them.
+    pub(super) committed: (usize, usize),
 }
 
 /// What the turn knows of its thread and the user's screen: the bounded
