@@ -170,8 +170,10 @@ fn citation(c: &Citation, rows: Rows) -> String {
     }
     let left = c.items.len() - limit;
     if left > 0 {
-        out +=
-            &format!("\n    … {left} more rows of this card not printed (--rows all prints them)");
+        let rows = if left == 1 { "row" } else { "rows" };
+        out += &format!(
+            "\n    … {left} more {rows} of this card not printed (--rows all prints them)"
+        );
     }
     out
 }
