@@ -189,29 +189,10 @@ fn withheld(key: &str) -> bool {
 }
 
 /// Every URL becomes `[link]`: a capability URL is a bearer credential and
-/// never goes to a model.
+/// never goes to a model. Found by the one URL scanner, `mcp::url`, which
+/// also scrubs URLs from logs and errors.
 pub fn redact_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    loop {
-        let lower = rest.to_ascii_lowercase();
-        let Some(i) = [lower.find("http://"), lower.find("https://")]
-            .into_iter()
-            .flatten()
-            .min()
-        else {
-            break;
-        };
-        out.push_str(&rest[..i]);
-        let tail = &rest[i..];
-        let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | ')' | ']'))
-            .unwrap_or(tail.len());
-        out.push_str("[link]");
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    crate::mcp::url::link_urls(text)
 }
 
 /// Scalar fields only (strings cut to `chars`), arrays of scalars cut to

@@ -29,25 +29,25 @@
 //! costs the ping, not the call. A server seen to expire sessions sooner is
 //! probed after half the idle time at which a call met the expiry.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, ProtocolVersion};
+use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::McpError;
 use super::normalize::ToolOutput;
 use super::session::{self, Failure, Listing, Session};
+use super::spec::{ServerInfo, ServerSpec, ToolInfo, Transport};
+// Where `cli::mcp`, `llm::openai` and `main` have always found them.
+pub use super::spec::shown_command;
+pub use super::url::{redact_url, scrub_urls};
 use crate::fsm::Snapshot;
 use crate::protocols::connection::{
     Connection, ConnectionEffect, ConnectionEvent, ConnectionState,
 };
 use crate::protocols::{telemetry, Bound, Names, TableSet, Typed};
-
-/// The protocol revision we ask for in `initialize` (see ADR 0003).
-pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// Default timeout for one `tools/call` (and for each `tools/list` page).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -78,144 +78,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 const TRACE_MAX: usize = 256;
 const TRACE_KEEP: usize = 64;
 
-/// How to reach an MCP server.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Transport {
-    /// Streamable HTTP; `url` is the full MCP endpoint (e.g. `http://127.0.0.1:8080/mcp`).
-    Http { url: String },
-    /// A child process speaking MCP on stdin/stdout.
-    Stdio {
-        command: String,
-        #[serde(default)]
-        args: Vec<String>,
-    },
-}
-
-/// What the configuration says about one tool of a server, known before
-/// the server answers `tools/list`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ToolPolicy {
-    /// The call may be re-sent once on a new session after it hit a session
-    /// expiry, like a tool that declares `readOnlyHint: true` (ADR 0011).
-    #[serde(default)]
-    pub retry_safe: bool,
-}
-
-/// A named MCP server.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ServerSpec {
-    /// Our name for the server (used in errors and logs).
-    pub name: String,
-    pub transport: Transport,
-    /// Tools the configuration names for this server. Until the server has
-    /// answered `tools/list` once, these are the tools it is taken to offer,
-    /// so a call of one while the server is down fails as `server_down`,
-    /// not as an unknown tool.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tools: BTreeMap<String, ToolPolicy>,
-}
-
-impl ServerSpec {
-    /// A streamable-HTTP server.
-    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
-        ServerSpec {
-            name: name.into(),
-            transport: Transport::Http { url: url.into() },
-            tools: BTreeMap::new(),
-        }
-    }
-
-    /// A stdio server started as `command args...`.
-    pub fn stdio(
-        name: impl Into<String>,
-        command: impl Into<String>,
-        args: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        ServerSpec {
-            name: name.into(),
-            transport: Transport::Stdio {
-                command: command.into(),
-                args: args.into_iter().map(Into::into).collect(),
-            },
-            tools: BTreeMap::new(),
-        }
-    }
-
-    /// Marks `tool` as safe to re-send after a session expiry.
-    pub fn retry_safe(mut self, tool: impl Into<String>) -> Self {
-        self.tools.entry(tool.into()).or_default().retry_safe = true;
-        self
-    }
-}
-
-impl Transport {
-    /// How the transport may be printed or logged: an HTTP URL as
-    /// `scheme://host[:port]/path` ([`redact_url`]), a stdio server as its
-    /// program and the number of its arguments — never the arguments, which
-    /// may carry a token.
-    pub fn shown(&self) -> String {
-        match self {
-            Transport::Http { url } => redact_url(url).unwrap_or_else(|| "<url>".into()),
-            Transport::Stdio { command, args } => shown_command(command, args.len()),
-        }
-    }
-}
-
-/// `stdio: PROGRAM` and how many arguments it takes, not what they are.
-pub fn shown_command(command: &str, args: usize) -> String {
-    match args {
-        0 => format!("stdio: {command}"),
-        1 => format!("stdio: {command} (1 argument, not shown)"),
-        n => format!("stdio: {command} ({n} arguments, not shown)"),
-    }
-}
-
-/// `scheme://host[:port]/path` of `url`: no userinfo, query or fragment,
-/// which may carry credentials or tokens. `None` when it does not parse (or
-/// has no host): print nothing of it then.
-pub fn redact_url(url: &str) -> Option<String> {
-    let parsed = reqwest::Url::parse(url.trim()).ok()?;
-    let host = parsed.host_str()?;
-    let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
-    Some(format!(
-        "{}://{host}{port}{}",
-        parsed.scheme(),
-        parsed.path()
-    ))
-}
-
-/// Every `http://` or `https://` URL in `text` (an error message of the
-/// HTTP client, which quotes the URL it sent, query included), redacted
-/// with [`redact_url`]; one that does not parse becomes `<url>`.
-pub fn scrub_urls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    loop {
-        let lower = rest.to_ascii_lowercase();
-        let next = ["http://", "https://"]
-            .iter()
-            .filter_map(|scheme| lower.find(scheme))
-            .min();
-        let Some(start) = next else {
-            out += rest;
-            return out;
-        };
-        out += &rest[..start];
-        let tail = &rest[start..];
-        let end = tail
-            .find(|c: char| {
-                c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`' | ')' | ',')
-            })
-            .unwrap_or(tail.len());
-        match redact_url(&tail[..end]) {
-            Some(shown) => out += &shown,
-            None => out += "<url>",
-        }
-        rest = &tail[end..];
-    }
-}
-
 /// Knobs for [`ToolClient::connect_with`] and [`ToolClient::start`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientOptions {
@@ -243,23 +105,6 @@ impl Default for ClientOptions {
             backoff_max: DEFAULT_BACKOFF_MAX,
         }
     }
-}
-
-/// A tool as advertised by `tools/list`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct ToolInfo {
-    pub name: String,
-    /// Empty when the server gave none.
-    pub description: String,
-    /// The tool's `inputSchema` (a JSON Schema object).
-    pub input_schema: Value,
-}
-
-/// What a server says about itself in `initialize` (`serverInfo`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ServerInfo {
-    pub name: String,
-    pub version: String,
 }
 
 /// A server's name and its connection's state, for `GET /readyz`.
@@ -1130,43 +975,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn transports_are_shown_without_tokens_or_args() {
-        let http = ServerSpec::http("s", "https://u:pw@Tools.Example.com:8443/mcp?token=t#f");
-        assert_eq!(http.transport.shown(), "https://tools.example.com:8443/mcp");
-        let stdio = ServerSpec::stdio("f", "npx", ["-y", "srv", "--api-key=k"]);
-        assert_eq!(
-            stdio.transport.shown(),
-            "stdio: npx (3 arguments, not shown)"
-        );
-        assert_eq!(
-            ServerSpec::http("s", "not a url").transport.shown(),
-            "<url>"
-        );
-        assert_eq!(
-            scrub_urls("error sending request for url (HTTP://h/mcp?token=t): refused"),
-            "error sending request for url (http://h/mcp): refused"
-        );
-    }
-
-    #[test]
     fn tool_client_is_send_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<ToolClient>();
-    }
-
-    #[test]
-    fn spec_serde_shape() {
-        let spec = ServerSpec::stdio("everything", "node", ["index.js", "stdio"]);
-        let v = serde_json::to_value(&spec).unwrap_or_default();
-        assert_eq!(v["transport"]["type"], "stdio");
-        assert!(v.get("tools").is_none());
-        let back: ServerSpec = serde_json::from_value(serde_json::json!({
-            "name": "demo", "transport": {"type": "http", "url": "http://127.0.0.1:1/mcp"}
-        }))
-        .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(back, ServerSpec::http("demo", "http://127.0.0.1:1/mcp"));
-        let safe = ServerSpec::http("demo", "http://127.0.0.1:1/mcp").retry_safe("search");
-        assert!(safe.tools["search"].retry_safe);
     }
 
     #[test]

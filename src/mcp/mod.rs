@@ -9,6 +9,12 @@
 //!   read-only or `retry_safe` one that hit a session expiry, once.
 //! * [`session`] — one connection (one `initialize`) and how its failures
 //!   look on the wire (an expired session is HTTP 404).
+//! * [`spec`] — what a server is ([`ServerSpec`], [`Transport`]) and what it
+//!   says about itself ([`ServerInfo`], [`ToolInfo`]); both the client and
+//!   the session use it, and neither imports the other's types.
+//! * [`url`] — the one scanner for URLs in text, and the two ways a URL is
+//!   shown: `scheme://host[:port]/path` in logs and errors, `[link]` to a
+//!   model.
 //! * [`ToolOutput`] — **the one normalisation seam**: every tool result,
 //!   whatever its shape, is flattened into blocks + structured content +
 //!   `_meta` here before anything judges it. See [`normalize`].
@@ -27,11 +33,13 @@ pub mod error;
 pub mod normalize;
 pub mod pyliteral;
 pub mod session;
+pub mod spec;
+pub mod url;
 
 pub use client::{
-    builtin_connection_table, ClientOptions, ServerInfo, ServerSpec, ServerStatus, ToolClient,
-    ToolInfo, ToolPolicy, Transport, DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX,
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROBE_AFTER, PROTOCOL_VERSION,
+    builtin_connection_table, ClientOptions, ServerStatus, ToolClient, DEFAULT_BACKOFF_INITIAL,
+    DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROBE_AFTER,
 };
 pub use error::McpError;
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
+pub use spec::{ServerInfo, ServerSpec, ToolInfo, ToolPolicy, Transport, PROTOCOL_VERSION};

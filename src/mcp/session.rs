@@ -2,8 +2,9 @@
 //! requests sent on it, and what their failures were on the wire.
 //!
 //! A [`Session`] never retries and never reconnects; it only reports. The
-//! connection machine in [`super::client`] (`tables/connection.ron`) decides
-//! what happens next.
+//! connection machine in `mcp::client` (`tables/connection.ron`) decides
+//! what happens next; this module does not import it (what both need, the
+//! server's spec and what it says, is in [`super::spec`]).
 //!
 //! **How an expired session is recognised.** Over streamable HTTP every
 //! request after `initialize` carries the `Mcp-Session-Id` header. A server
@@ -35,8 +36,8 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
 use super::error::McpError;
+use super::spec::{ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
 
 /// Upper bound on `tools/list` pages, so a server that never stops paginating
 /// cannot hang us.
@@ -511,7 +512,7 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     // The HTTP client quotes the URL it sent, query (a token) included.
-    super::client::scrub_urls(&out)
+    super::url::scrub_urls(&out)
 }
 
 /// A stdio server's stderr is its log; keep it out of our stdout/stderr and
