@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use super::{MAX_BODY, MAX_JSON_DEPTH};
+use super::state::{MAX_BODY, MAX_JSON_DEPTH};
 
 #[derive(Clone, Copy)]
 pub struct Limits {

@@ -18,7 +18,7 @@ use tokio_stream::StreamExt;
 use tracing::Instrument;
 
 use super::error::ApiError;
-use super::{AppState, MAX_TEXT};
+use super::state::{AppState, MAX_TEXT};
 use crate::agent::{OutFrame, TurnRequest};
 use crate::fsm::render;
 

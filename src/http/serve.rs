@@ -31,7 +31,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use super::HttpConfig;
+use super::state::HttpConfig;
 
 /// Serves `router` on `listener` until `shutdown` resolves, then waits for
 /// the open connections to finish their requests.

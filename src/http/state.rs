@@ -1,0 +1,63 @@
+//! What the routes share: the app's state, the server's settings and the
+//! request bounds. Its own file, so that the router (`mod.rs`) and the
+//! routes it wires depend on it and not on each other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::Agent;
+use crate::protocols::TableSet;
+use crate::store::Store;
+
+/// Largest request body accepted; larger ones get 413.
+pub const MAX_BODY: usize = 64 * 1024;
+/// Longest user message, in characters; longer ones get 413.
+pub const MAX_TEXT: usize = 8_000;
+/// Deepest nesting of arrays and objects in a JSON body, anywhere in it
+/// (known keys or not); deeper ones get 400 before any parsing.
+pub const MAX_JSON_DEPTH: usize = 32;
+
+/// The connection and browser settings of the server (`[http]` in the
+/// config file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Time from the first byte of a request head to its end; a slower
+    /// head closes the connection (`http.header_read_timeout_secs`).
+    pub header_read_timeout: Duration,
+    /// Time to receive a whole request body; a slower one gets 408 and the
+    /// connection is closed (`http.body_read_timeout_secs`).
+    pub body_read_timeout: Duration,
+    /// Time a connection may sit with no request in flight and no byte of
+    /// a next one (`http.idle_timeout_secs`). A live SSE stream is a
+    /// request in flight: it is never cut by this.
+    pub idle_timeout: Duration,
+    /// Largest request head (request line and headers), in bytes; larger
+    /// ones get 431 (`http.max_header_bytes`).
+    pub max_header_bytes: usize,
+    /// Origins allowed to frame the page (CSP `frame-ancestors`); empty
+    /// means none (`http.frame_ancestors`).
+    pub frame_ancestors: Vec<String>,
+    /// Origins whose scripts may read the API (CORS); empty means none
+    /// (`http.cors_origins`).
+    pub cors_origins: Vec<String>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_header_bytes: 16 * 1024,
+            frame_ancestors: Vec::new(),
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub agent: Arc<Agent>,
+    pub store: Store,
+    pub tables: Arc<TableSet>,
+}
