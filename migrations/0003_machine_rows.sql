@@ -14,7 +14,7 @@ CREATE TABLE machine_rows (
     thread_id TEXT    NOT NULL REFERENCES threads (id),
     turn_id   TEXT    NOT NULL,
     name      TEXT    NOT NULL,
-    n         INTEGER NOT NULL CHECK (n >= 0),
+    n         BIGINT  NOT NULL CHECK (n >= 0),
     row_id    TEXT    NOT NULL CHECK (length(row_id) > 0),
     PRIMARY KEY (thread_id, turn_id, name, n)
 );

@@ -149,9 +149,12 @@ impl Guard {
         self.replaced
     }
 
+    /// A sentence of the code's replacement that the replacement has said
+    /// already: the model may say the anchor's own words too.
     fn said_already(&self, sentence: &str) -> bool {
         let s = sentence.trim();
-        !s.is_empty() && self.said.contains(s)
+        let replacement = self.replacement.trim();
+        !s.is_empty() && replacement.contains(s) && self.said.contains(replacement)
     }
 
     /// One sentence through its own `narration` machine.

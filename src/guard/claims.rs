@@ -573,9 +573,20 @@ impl Reader<'_> {
             if !hit {
                 continue;
             }
-            let negated = (1..=3)
-                .map_while(|k| i.checked_sub(k).map(|p| &self.toks[p]))
-                .any(|t| v.search.negators.contains(&t.lower));
+            // Back to three words, not across punctuation ("No problem, I
+            // found 12" claims a search).
+            let mut negated = false;
+            let mut at = i;
+            for _ in 0..3 {
+                if self.toks[at].gap || at == 0 {
+                    break;
+                }
+                at -= 1;
+                if v.search.negators.contains(&self.toks[at].lower) {
+                    negated = true;
+                    break;
+                }
+            }
             if !negated {
                 self.push(
                     ClaimKind::Search,

@@ -470,20 +470,11 @@ impl Store {
         turn_id: &str,
         name: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let row = sqlx::query(
-            "SELECT snapshot FROM machines WHERE thread_id = $1 AND turn_id = $2 AND name = $3",
-        )
-        .bind(thread_id)
-        .bind(turn_id)
-        .bind(name)
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let text: String = row.try_get("snapshot")?;
-        let snap = json_column("machines", &text)?;
-        let mut traces = self.traces(thread_id, Some(turn_id)).await?;
-        let rows = traces.remove(&(turn_id.to_string(), name.to_string()));
-        Ok(Some(with_trace(snap, rows)))
+        let all = self.read_machines(thread_id, Some(turn_id), false).await?;
+        Ok(all
+            .into_iter()
+            .find(|(_, n, _)| n == name)
+            .map(|(_, _, s)| s))
     }
 
     /// All machine snapshots of the thread as `(turn, name, snapshot)`,
@@ -493,48 +484,55 @@ impl Store {
         &self,
         thread_id: &str,
     ) -> Result<Vec<(String, String, serde_json::Value)>, StoreError> {
-        let rows = sqlx::query("SELECT turn_id, name, snapshot FROM machines WHERE thread_id = $1")
-            .bind(thread_id)
-            .fetch_all(&self.pool)
-            .await?;
-        let mut traces = self.traces(thread_id, None).await?;
-        let mut out = rows
-            .iter()
-            .map(|row| {
-                let text: String = row.try_get("snapshot")?;
-                let turn: String = row.try_get("turn_id")?;
-                let name: String = row.try_get("name")?;
-                let rows = traces.remove(&(turn.clone(), name.clone()));
-                let snap = with_trace(json_column("machines", &text)?, rows);
-                Ok((turn, name, snap))
-            })
-            .collect::<Result<Vec<(String, String, _)>, StoreError>>()?;
+        let mut out = self.read_machines(thread_id, None, false).await?;
         out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         Ok(out)
     }
 
-    /// The trace rows of the thread's machines (of one turn, if named), by
-    /// (turn, machine), in order.
-    pub(crate) async fn traces(
+    /// The thread's machine snapshots (of one turn, if named; only `turn`
+    /// and `frame`, if asked) with their traces, as `(turn, name,
+    /// snapshot)`. One statement, so a snapshot and its rows are read from
+    /// the same state of the database, even while a turn writes.
+    pub(crate) async fn read_machines(
         &self,
         thread_id: &str,
         turn_id: Option<&str>,
-    ) -> Result<std::collections::HashMap<(String, String), Vec<String>>, StoreError> {
+        turn_and_frame_only: bool,
+    ) -> Result<Vec<(String, String, serde_json::Value)>, StoreError> {
         let rows = sqlx::query(
-            "SELECT turn_id, name, row_id FROM machine_rows \
-             WHERE thread_id = $1 AND ($2 = '' OR turn_id = $2) ORDER BY turn_id, name, n",
+            "SELECT m.turn_id, m.name, m.snapshot, r.row_id FROM machines m \
+             LEFT JOIN machine_rows r \
+               ON r.thread_id = m.thread_id AND r.turn_id = m.turn_id AND r.name = m.name \
+             WHERE m.thread_id = $1 AND ($2 = '' OR m.turn_id = $2) \
+               AND ($3 = '' OR m.name IN ('turn', 'frame')) \
+             ORDER BY m.turn_id, m.name, r.n",
         )
         .bind(thread_id)
         .bind(turn_id.unwrap_or(""))
+        .bind(if turn_and_frame_only { "only" } else { "" })
         .fetch_all(&self.pool)
         .await?;
-        let mut out: std::collections::HashMap<(String, String), Vec<String>> =
-            std::collections::HashMap::new();
+        let mut out: Vec<(String, String, String, Option<Vec<String>>)> = Vec::new();
         for row in &rows {
-            let key = (row.try_get("turn_id")?, row.try_get("name")?);
-            out.entry(key).or_default().push(row.try_get("row_id")?);
+            let turn: String = row.try_get("turn_id")?;
+            let name: String = row.try_get("name")?;
+            let row_id: Option<String> = row.try_get("row_id")?;
+            let same = out
+                .last()
+                .is_some_and(|(t, n, _, _)| *t == turn && *n == name);
+            if !same {
+                out.push((turn, name, row.try_get("snapshot")?, None));
+            }
+            if let (Some(id), Some(last)) = (row_id, out.last_mut()) {
+                last.3.get_or_insert_with(Vec::new).push(id);
+            }
         }
-        Ok(out)
+        out.into_iter()
+            .map(|(turn, name, text, trace)| {
+                let snap = with_trace(json_column("machines", &text)?, trace);
+                Ok((turn, name, snap))
+            })
+            .collect()
     }
 
     /// A transaction that may write. SQLite: `BEGIN IMMEDIATE`, so the write

@@ -5,7 +5,7 @@
 
 use sqlx::Row;
 
-use super::{json_column, with_trace, Store, StoreError};
+use super::{json_column, Store, StoreError};
 
 /// One turn's stored `turn` and `frame` machine snapshots (JSON).
 #[derive(Clone, Debug, PartialEq)]
@@ -34,24 +34,11 @@ impl Store {
     /// a `turn` machine, sorted by turn id.
     #[tracing::instrument(name = "store.turn_machines", level = "debug", skip_all)]
     pub async fn turn_machines(&self, thread_id: &str) -> Result<Vec<TurnMachines>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT thread_id, turn_id, name, snapshot FROM machines \
-             WHERE thread_id = $1 AND name IN ('turn', 'frame')",
-        )
-        .bind(thread_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut traces = self.traces(thread_id, None).await?;
+        let machines = self.read_machines(thread_id, None, true).await?;
         let mut turns =
             std::collections::BTreeMap::<(String, String), (Option<_>, Option<_>)>::new();
-        for row in &rows {
-            let thread: String = row.try_get("thread_id")?;
-            let turn: String = row.try_get("turn_id")?;
-            let name: String = row.try_get("name")?;
-            let text: String = row.try_get("snapshot")?;
-            let rows = traces.remove(&(turn.clone(), name.clone()));
-            let snap = with_trace(json_column("machines", &text)?, rows);
-            let entry = turns.entry((thread, turn)).or_default();
+        for (turn, name, snap) in machines {
+            let entry = turns.entry((thread_id.to_string(), turn)).or_default();
             match name.as_str() {
                 "turn" => entry.0 = Some(snap),
                 _ => entry.1 = Some(snap),

@@ -53,8 +53,6 @@ impl Turn<'_> {
         call: &PlannedCall,
         offered: bool,
         stale: Option<&str>,
-        scoped: bool,
-        gate: &mut Gate,
     ) -> Result<String, Box<Refusal>> {
         let proposal = Proposal {
             offered,
@@ -95,13 +93,18 @@ impl Turn<'_> {
                 }));
             }
         };
-        let other_tool = self.thread.scope.is_some()
-            && !scoped
+        let other_tool = self
+            .thread
+            .scope
+            .as_ref()
+            .is_some_and(|s| s.tool != call.tool)
             && self.thread.scope_step == Some(self.cursor.step);
         if !other_tool {
             return Ok(row);
         }
-        match gate.verdict(NarrowingEvent::NarrowOtherTool) {
+        // Asked of a machine of its own: the call's gate judges its pages.
+        let mut asked = Gate::new(&self.agent.tables.narrowing);
+        match asked.verdict(NarrowingEvent::NarrowOtherTool) {
             Ok(_) => Ok(row),
             Err(v) => {
                 telemetry::violation(&v);

@@ -49,11 +49,10 @@ impl Turn<'_> {
             None => (call.args.clone(), None),
         };
         let offered = server.is_some();
-        let admitted =
-            match self.admit(call, offered, stale.as_deref(), scoped.is_some(), &mut gate) {
-                Ok(row) => row,
-                Err(refusal) => return self.refuse(call, args, refusal).await,
-            };
+        let admitted = match self.admit(call, offered, stale.as_deref()) {
+            Ok(row) => row,
+            Err(refusal) => return self.refuse(call, args, refusal).await,
+        };
         if let Some(conflict) = &conflict {
             return self.refuse_conflict(call, &args, conflict, gate).await;
         }

@@ -126,6 +126,12 @@ impl Turn<'_> {
     /// the turn (a suspended turn waits for its decision without a client)
     /// is stored as it is, and nothing is cut.
     pub(super) async fn cancelled(&mut self) {
+        // The turn ended (its terminal frame is committed) and only the
+        // sending failed: nothing was cut, and the thread may be another
+        // turn's already.
+        if self.machine.is_terminal() {
+            return;
+        }
         let records = match self.machine.fire(TurnEvent::ClientGone) {
             Ok(step) => {
                 self.last_row = self.machine.row_id(step.row).to_string();

@@ -176,6 +176,9 @@ impl Turn<'_> {
             }
             match next {
                 Some(e) => event = e,
+                // The effect ended the stream (an error frame) though the
+                // table's state is not terminal: nothing more can be said.
+                None if self.frames.is_terminal() => return Ok(()),
                 None => {
                     let row = self.last_row.clone();
                     return self

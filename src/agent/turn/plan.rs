@@ -44,6 +44,15 @@ impl Turn<'_> {
                 return Ok(TurnEvent::PlannerFailed);
             }
         };
+        let mut plan = plan;
+        // What the request refers to without saying it ("this floor",
+        // "those") comes from the host context and stored turn state, never
+        // from the model; when the turn has no such thing, nothing runs and
+        // the user is asked (the turn table's `reference_missing` row).
+        if let Err(missing) = self.resolve_references(&mut plan) {
+            self.anchor(missing);
+            return Ok(TurnEvent::ReferenceMissing);
+        }
         if plan.calls.is_empty() {
             return Ok(match self.cursor.step {
                 1 => TurnEvent::PlanEmpty,
@@ -55,15 +64,6 @@ impl Turn<'_> {
         // stays scoped for the rest of the turn: a later step cannot widen
         // it by searching again.
         self.cursor.calls_this_step = 0;
-        let mut plan = plan;
-        // What the request refers to without saying it ("this floor",
-        // "those") comes from the host context and stored turn state, never
-        // from the model; when the turn has no such thing, nothing runs and
-        // the user is asked (the turn table's `reference_missing` row).
-        if let Err(missing) = self.resolve_references(&mut plan) {
-            self.anchor(missing);
-            return Ok(TurnEvent::ReferenceMissing);
-        }
         let steps = plan
             .calls
             .iter()

@@ -315,6 +315,7 @@ const SEARCH: &[(Lang, &str, &str)] = &[
         "N S-",
     ),
     (Lang::En, "What should I search for?", "S-"),
+    (Lang::En, "No problem, I found 12 photos.", "C12 S"),
     (
         Lang::Ko,
         "좁힐 이전 결과가 없어 전체를 검색했습니다.",
