@@ -16,7 +16,7 @@
 //! `--include-ignored`, a missing one fails it (ADR 0015). `scripts/test-deps`
 //! installs Debian's chromium (as root).
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -73,7 +73,10 @@ async fn drive(browser: &Browser, script: &str, args: &[&str]) -> Output {
 async fn the_chat_page_in_chromium() {
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
     let shot = tmp.path().join("page.png");
     let base = format!("{}/", s.base);
     let shot_arg = shot.to_string_lossy().into_owned();
@@ -95,7 +98,10 @@ async fn the_chat_page_in_chromium() {
 async fn the_page_runs_under_its_csp_and_injected_script_does_not() {
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
     let base = format!("{}/", s.base);
     drive(&browser, "tests/browser/csp.mjs", &[&base]).await;
     s.pass();
@@ -112,7 +118,11 @@ async fn the_page_marks_sentences_the_guard_replaced() {
     let model = Arc::new(turnstile::llm::lying::Lying::new(
         turnstile::llm::Scripted::demo(),
     ));
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], model).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .model(model)
+        .start()
+        .await;
     let base = format!("{}/", s.base);
     // The lies `Lying` tells over the safety search's lower-bound card.
     drive(
@@ -138,7 +148,10 @@ async fn the_page_marks_sentences_the_guard_replaced() {
 async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
     let stub = Stub {
         real: s.base.clone(),
         http: reqwest::Client::new(),

@@ -2,7 +2,7 @@
 //! (`turnstile chat URL "…" | head -1`) ends the process quietly, and every
 //! line `turnstile chat` prints is whole, the `thread …` line included.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -56,7 +56,10 @@ fn assert_quiet(args: &[&str], (code, stderr): (Option<i32>, String)) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_stdout_ends_every_command_quietly() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
     let base = format!("{}/", s.base);
     let chat = ["chat", base.as_str(), PROMPT];
     assert_quiet(&chat, with_closed_stdout(&chat).await);
@@ -71,7 +74,7 @@ async fn a_closed_stdout_ends_every_command_quietly() {
     ] {
         assert_quiet(args, with_closed_stdout(args).await);
     }
-    s.stop().await;
+    s.pass_and_stop().await;
 }
 
 /// The thread id is on stdout with the frames, on a line of its own; the
@@ -79,7 +82,10 @@ async fn a_closed_stdout_ends_every_command_quietly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_prints_whole_lines_the_thread_line_included() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
     let thread = s.new_thread().await;
     let base = format!("{}/", s.base);
     let out = tokio::time::timeout(
@@ -114,7 +120,7 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
         assert!(row.contains(" · floor "), "a whole card row: {row:?}");
     }
     assert_eq!(lines.last(), Some(&"· done"), "{stdout}");
-    s.stop().await;
+    s.pass_and_stop().await;
 }
 
 async fn chat(args: &[&str]) -> String {
@@ -138,7 +144,10 @@ async fn chat(args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
     let base = format!("{}/", s.base);
     let first = chat(&["chat", &base, PROMPT]).await;
     let thread = first
@@ -192,5 +201,5 @@ async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
     let ask = chat(&["chat", &base, "show quality issues on this floor"]).await;
     assert!(!ask.contains("· plan"), "nothing is searched:\n{ask}");
     assert!(ask.contains("Which floor do you mean?"), "{ask}");
-    s.stop().await;
+    s.pass_and_stop().await;
 }

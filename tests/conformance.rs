@@ -13,7 +13,7 @@
 //! `#[ignore = "needs the MCP conformance suite: …"]`; run with
 //! `--include-ignored`, a missing suite fails them (ADR 0015).
 //!
-//! `cargo test --test conformance full_suite_report -- --ignored --nocapture`
+//! `cargo test --test all conformance::full_suite_report -- --ignored --nocapture`
 //! runs every scenario of both sides and prints the table in
 //! `docs/conformance.md`.
 

@@ -12,14 +12,16 @@
 //! `…_on_postgres` twin: ignored unless `--include-ignored`, where it needs
 //! TURNSTILE_TEST_DATABASE_URL (ADR 0015).
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::frames::FrameReader;
+use common::frames::{is_done, kinds, FrameKind, FrameReader};
+use common::harness::Run;
+use common::thread::{self as stored, machine, Record, RecordKind, ThreadView};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use turnstile::agent::recovery;
@@ -34,16 +36,32 @@ use turnstile::wire::{Citation, Frame};
 /// after it.
 const LEASE_SECS: u64 = 1;
 
-/// A `turnstile demo` process; killed (SIGKILL) when dropped.
+/// A `turnstile demo` process, probed by the harness; killed (SIGKILL)
+/// when dropped.
 struct Proc {
     child: Child,
     base: String,
+    /// This process's harness run: its verdict is given when it is killed
+    /// on purpose ([`Proc::kill`]).
+    run: Run,
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A child not yet handed to a [`Proc`]: killed when dropped.
+struct Killed(Option<Child>);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
@@ -91,29 +109,39 @@ impl Proc {
             .stderr(log)
             .spawn()
             .expect("turnstile runs");
-        let mut proc = Proc {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
+        // Killed (by `Drop`) if it never comes up.
+        let mut child = Killed(Some(child));
+        let base = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let ok = http
-                .get(format!("{}/healthz", proc.base))
+                .get(format!("{base}/healthz"))
                 .send()
                 .await
                 .is_ok_and(|r| r.status().is_success());
             if ok {
-                return Some(proc);
+                // The demo serves the built-in tables (TURNSTILE_TABLES is
+                // removed): the substrate check proves it.
+                let own = TableSet::builtin().unwrap();
+                let run = Run::start(format!("turnstile demo at {base}"), http, &base, &own).await;
+                return Some(Proc {
+                    child: child.0.take().unwrap(),
+                    base,
+                    run,
+                });
             }
-            if proc.child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            let c = child.0.as_mut().unwrap();
+            if c.try_wait().unwrap().is_some() || Instant::now() > deadline {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    /// SIGKILL, and reaped.
+    /// The verdict on this process's part of the scenario, then SIGKILL,
+    /// and reaped.
     fn kill(mut self) {
+        self.run.pass();
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
@@ -160,101 +188,68 @@ impl Proc {
 
 const ASK: &str = "show safety issues on floor 3";
 
-/// The records of one turn, by kind.
-fn records<'a>(thread: &'a Value, turn: &str) -> Vec<&'a Value> {
-    thread["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["turn_id"] == turn)
-        .map(|m| &m["body"])
-        .collect()
-}
-
-fn count(records: &[&Value], kind: &str) -> usize {
-    records.iter().filter(|b| b["kind"] == kind).count()
-}
-
-fn machines<'a>(thread: &'a Value, turn: &str) -> &'a Value {
-    &thread["turns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["turn_id"] == turn)
-        .expect("the turn's machines")["machines"]
-}
-
 /// The interrupted turn is closed as cut, and holds what the client read.
-fn check_cut(thread: &Value, turn: &str, seen: &[Frame], step: &str) {
-    let recs = records(thread, turn);
-    let m = machines(thread, turn);
+fn check_cut(thread: &ThreadView, turn: &str, seen: &[Frame], step: &str) {
+    let recs = thread.records_of(turn);
+    let m = thread.turn(turn);
+    let t = m.machine("turn");
     assert_eq!(
-        m["turn"]["state"], "Cancelled",
-        "[{step}] the turn is closed through its table: {m}"
+        t.state, "Cancelled",
+        "[{step}] the turn is closed through its table: {m:?}"
     );
-    let gone = m["turn"]["trace"].as_array().unwrap().last().unwrap();
+    let gone = t.trace.last().unwrap();
     assert!(
-        gone.as_str().unwrap().starts_with("gone-"),
+        gone.starts_with("gone-"),
         "[{step}] by a client_gone row: {gone}"
     );
-    assert_eq!(count(&recs, "cut"), 1, "[{step}] one cut record");
-    assert_eq!(count(&recs, "answer"), 0, "[{step}] no answer");
-    assert!(
-        recs.last().unwrap()["kind"] == "cut",
-        "[{step}] the cut is the turn's last record"
+    assert_eq!(
+        stored::count(&recs, RecordKind::Cut),
+        1,
+        "[{step}] one cut record"
     );
-    let cut = recs.iter().find(|b| b["kind"] == "cut").unwrap();
-    assert_eq!(cut["cause"], "restart");
+    assert_eq!(
+        stored::count(&recs, RecordKind::Answer),
+        0,
+        "[{step}] no answer"
+    );
+    let Some(Record::Cut(cut)) = recs.last() else {
+        panic!("[{step}] the cut is the turn's last record: {recs:?}");
+    };
+    assert_eq!(cut.cause.as_deref(), Some("restart"));
     // The frame table forbids closing a stream without a terminal frame:
     // the row is named, and the frame machine keeps what the client saw.
-    let frame_state = m["frame"]["state"].as_str().unwrap();
+    let frame_state = m.machine("frame").state.as_str();
     assert!(
         ["Open", "Working", "Narrating"].contains(&frame_state),
         "[{step}] {frame_state}"
     );
+    let forbidden = cut.frame.as_ref().and_then(|f| f.forbidden.as_deref());
     assert!(
-        cut["frame"]["forbidden"]
-            .as_str()
-            .unwrap()
-            .starts_with("unterminated"),
-        "[{step}] {cut}"
+        forbidden.is_some_and(|r| r.starts_with("unterminated")),
+        "[{step}] {cut:?}"
     );
     // Everything the client read is stored.
     for (frame_kind, record_kind) in [
-        ("start", "user"),
-        ("plan", "plan"),
-        ("tool_call", "call"),
-        ("tool_result", "result"),
-        ("citation", "card"),
-        ("delta", "text"),
+        (FrameKind::Start, RecordKind::User),
+        (FrameKind::Plan, RecordKind::Plan),
+        (FrameKind::ToolCall, RecordKind::Call),
+        (FrameKind::ToolResult, RecordKind::Result),
+        (FrameKind::Citation, RecordKind::Card),
+        (FrameKind::Delta, RecordKind::Text),
     ] {
-        let shown = seen.iter().filter(|f| f.kind() == frame_kind).count();
+        let shown = common::frames::count(seen, frame_kind);
+        let kept = stored::count(&recs, record_kind);
         assert!(
-            count(&recs, record_kind) >= shown,
-            "[{step}] {shown} {frame_kind} frames read, {} {record_kind} records stored",
-            count(&recs, record_kind)
+            kept >= shown,
+            "[{step}] {shown} {frame_kind:?} frames read, {kept} {record_kind:?} records stored",
         );
     }
-    let cards: Vec<Citation> = recs
-        .iter()
-        .filter(|b| b["kind"] == "card")
-        .map(|b| serde_json::from_value(b["citation"].clone()).unwrap())
-        .collect();
-    let shown: Vec<&Citation> = seen
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Citation(c) => Some(c),
-            _ => None,
-        })
-        .collect();
+    let cards = stored::cards(&recs);
+    let shown: Vec<&Citation> = common::frames::citations(seen);
     for (i, c) in shown.iter().enumerate() {
-        assert_eq!(&cards[i], *c, "[{step}] card {i} as shown");
+        assert_eq!(cards[i], *c, "[{step}] card {i} as shown");
     }
-    let text: String = recs
-        .iter()
-        .filter(|b| b["kind"] == "text")
-        .map(|b| b["text"].as_str().unwrap())
-        .collect();
+    let text = stored::text(&recs);
     let seen_text = common::frames::answer(seen);
     assert!(
         text.starts_with(&seen_text),
@@ -271,20 +266,26 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
     let http = reqwest::Client::new();
     let mut proc = Proc::start(&db, &log, &http).await;
     let mut threads = Vec::new();
-    for step in ["start", "plan", "tool_result", "citation", "delta"] {
+    for step in [
+        FrameKind::Start,
+        FrameKind::Plan,
+        FrameKind::ToolResult,
+        FrameKind::Citation,
+        FrameKind::Delta,
+    ] {
         let thread = proc.new_thread(&http).await;
         let r = proc.post(&http, &thread, ASK).await;
         let mut body = r.bytes_stream();
         let mut reader = FrameReader::new();
-        while !reader.frames().iter().any(|f| f.kind() == step) {
+        while !reader.frames().iter().any(|f| FrameKind::of(f) == step) {
             let chunk = body.next().await.expect("stream open").unwrap();
             reader.push(&chunk);
         }
         let seen = reader.frames().to_vec();
         assert!(
-            !seen.iter().any(|f| matches!(f.kind(), "done" | "error")),
-            "[{step}] killed before the turn ended: {:?}",
-            seen.iter().map(Frame::kind).collect::<Vec<_>>()
+            !seen.iter().any(|f| FrameKind::of(f).is_terminal()),
+            "[{step:?}] killed before the turn ended: {:?}",
+            kinds(&seen)
         );
         let turn = match &seen[0] {
             Frame::Start(s) => s.turn_id.clone(),
@@ -297,7 +298,7 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
         tokio::time::sleep(Duration::from_millis(LEASE_SECS * 1000 + 100)).await;
         proc = Proc::start(&db, &log, &http).await;
         let v = proc.thread(&http, &thread).await;
-        check_cut(&v, &turn, &seen, step);
+        check_cut(&ThreadView::read(&v), &turn, &seen, &format!("{step:?}"));
         // The next turn on the thread works, and reads the cut one as
         // history.
         let r = proc.post(&http, &thread, ASK).await;
@@ -307,15 +308,15 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
             reader.push(&chunk.unwrap());
         }
         let frames = reader.finish();
-        assert_eq!(frames.last().map(Frame::kind), Some("done"), "[{step}]");
+        assert!(is_done(&frames), "[{step:?}] {:?}", kinds(&frames));
         let v = proc.thread(&http, &thread).await;
-        let states: Vec<&str> = v["turns"]
-            .as_array()
-            .unwrap()
+        let view = ThreadView::read(&v);
+        let states: Vec<&str> = view
+            .turns
             .iter()
-            .map(|t| t["machines"]["turn"]["state"].as_str().unwrap())
+            .map(|t| t.machine("turn").state.as_str())
             .collect();
-        assert_eq!(states, ["Cancelled", "Done"], "[{step}]");
+        assert_eq!(states, ["Cancelled", "Done"], "[{step:?}]");
         threads.push((thread, v));
     }
     // Idempotent: another kill and restart, with nothing unfinished,
@@ -326,7 +327,7 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
         let after = proc.thread(&http, thread).await;
         assert_eq!(&after, before, "a second start changed the thread");
     }
-    drop(proc);
+    proc.kill();
     assert!(
         started.elapsed() < Duration::from_secs(45),
         "took {:?}",
@@ -354,7 +355,10 @@ async fn dead_turn(store: &Store, tables: &TurnTables, thread: &str, turn: &str)
     ];
     let msgs = [
         NewMessage::new(Role::User, json!({"kind": "user", "text": "hi"})),
-        NewMessage::new(Role::Assistant, json!({"kind": "plan", "step": 1})),
+        NewMessage::new(
+            Role::Assistant,
+            json!({"kind": "plan", "step": 1, "steps": [], "note": ""}),
+        ),
     ];
     store.step(thread, turn, &msgs, &machines).await.unwrap();
 }
@@ -397,25 +401,21 @@ async fn leased_turn_is_left_alone(url: &str) {
     assert!(r.closed.contains(&(thread.clone(), turn.clone())));
     let after = store.messages(&thread).await.unwrap();
     assert_eq!(after.len(), before.len() + 1);
-    let cut = &after.last().unwrap().body;
-    assert_eq!(cut["kind"], "cut");
-    assert_eq!(cut["turn"]["row_id"], "gone-while-calling");
-    assert_eq!(cut["turn"]["to"], "Cancelled");
-    assert_eq!(cut["frame"]["from"], "Working");
-    assert_eq!(cut["frame"]["forbidden"], "unterminated-working");
-    let t = store
-        .machine(&thread, &turn, "turn")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(t["state"], "Cancelled");
-    let f = store
-        .machine(&thread, &turn, "frame")
-        .await
-        .unwrap()
-        .unwrap();
+    let Record::Cut(cut) = Record::read(&after.last().unwrap().body) else {
+        panic!("the last record is the cut: {:?}", after.last());
+    };
+    assert_eq!(cut.cause.as_deref(), Some("restart"));
+    let closed = cut.turn.expect("the turn machine's closing step");
+    assert_eq!(closed.row_id.as_deref(), Some("gone-while-calling"));
+    assert_eq!(closed.to.as_deref(), Some("Cancelled"));
+    let frame = cut.frame.expect("the frame machine's closing step");
+    assert_eq!(frame.from, "Working");
+    assert_eq!(frame.forbidden.as_deref(), Some("unterminated-working"));
+    let t = machine(&store, &thread, &turn, "turn").await.unwrap();
+    assert_eq!(t.state, "Cancelled");
+    let f = machine(&store, &thread, &turn, "frame").await.unwrap();
     assert_eq!(
-        f["state"], "Working",
+        f.state, "Working",
         "no state is written past a forbidden row"
     );
     assert!(
@@ -461,12 +461,8 @@ async fn a_new_turn_closes_the_threads_leftovers_first() {
         .await
         .unwrap();
     assert_eq!(closed, 1);
-    let t = store
-        .machine(&thread, "dead", "turn")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(t["state"], "Cancelled");
+    let t = machine(&store, &thread, "dead", "turn").await.unwrap();
+    assert_eq!(t.state, "Cancelled");
     let closed = recovery::close_leftovers(&store, &tables, &thread, "next")
         .await
         .unwrap();
@@ -493,12 +489,8 @@ async fn a_deferred_turn_is_closed_once_its_lease_expires() {
     recovery::spawn_deferred(store.clone(), tables.clone(), Duration::from_secs(5), r);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let t = store
-            .machine(&thread, "dead", "turn")
-            .await
-            .unwrap()
-            .unwrap();
-        if t["state"] == "Cancelled" {
+        let t = machine(&store, &thread, "dead", "turn").await.unwrap();
+        if t.state == "Cancelled" {
             break;
         }
         assert!(
@@ -512,7 +504,7 @@ async fn a_deferred_turn_is_closed_once_its_lease_expires() {
         .await
         .unwrap()
         .iter()
-        .filter(|m| m.body["kind"] == "cut")
+        .filter(|m| Record::read(&m.body).kind() == RecordKind::Cut)
         .count();
     assert_eq!(cuts, 1);
 }

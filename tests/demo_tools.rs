@@ -14,7 +14,7 @@
 //! The numbers asserted here are the contract the scripted planner and the
 //! HTTP snapshots rely on.
 
-mod common;
+use crate::common;
 
 use common::init_tracing;
 use std::collections::HashSet;

@@ -10,14 +10,14 @@
 //! results; a table edited between the two turns is reported with both
 //! hashes and never reinterpreted.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
 use turnstile::wire::Frame;
 
-use common::custom::Server;
-use common::frames::{answer, kinds, tool_results};
+use common::frames::{answer, has, is_done, kinds, tool_results, FrameKind};
+use common::server::{sqlite_in, TestServer};
 
 /// A copy of the built-in `table` with the legal row `row` replaced by a
 /// forbidden row of the same id, in a fresh override directory.
@@ -57,32 +57,42 @@ fn the_error(frames: &[Frame]) -> &turnstile::wire::Error {
 
 async fn ends_at_row(table: &str, row: &str, prompt: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
+    let db = sqlite_in(tmp.path(), "t.db");
 
     // The built-in tables finish this turn.
-    let s = Server::start(&db, None).await;
+    let s = TestServer::builder().database(&db).start().await;
     let thread = s.new_thread().await;
     let frames = s.say(&thread, prompt).await;
-    assert_eq!(
-        kinds(&frames).last(),
-        Some(&"done"),
-        "{table}: {:?}",
-        kinds(&frames)
-    );
-    s.stop().await;
+    assert!(is_done(&frames), "{table}: {:?}", kinds(&frames));
+    s.pass_and_stop().await;
 
-    // The same binary with the row forbidden ends it at that row.
+    // The same binary with the row forbidden ends it at that row (the
+    // harness proved the server runs the edited table: the test loaded it
+    // too, and checks the frames with its `frame` table).
     let dir = tmp.path().join("tables");
     std::fs::create_dir(&dir).unwrap();
     forbid(&dir, table, row);
-    let s = Server::start(&db, Some(&dir)).await;
+    let s = TestServer::builder()
+        .database(&db)
+        .tables_dir(&dir)
+        .start()
+        .await;
+    assert_ne!(
+        s.tables().get(table).unwrap().hash,
+        turnstile::protocols::TableSet::builtin()
+            .unwrap()
+            .get(table)
+            .unwrap()
+            .hash,
+        "the server runs the edited {table} table"
+    );
     let thread = s.new_thread().await;
     let frames = s.say(&thread, prompt).await;
     let e = the_error(&frames);
     assert_eq!(e.table.as_deref(), Some(table), "{e:?}");
     assert_eq!(e.row_id.as_deref(), Some(row), "{e:?}");
     assert!(e.message.contains("Forbidden by a reviewer"), "{e:?}");
-    assert!(!kinds(&frames).contains(&"done"));
+    assert!(!has(&frames, FrameKind::Done));
     assert_eq!(
         s.stored_errors(&thread).await,
         [(Some(table.to_string()), Some(row.to_string()))],
@@ -99,7 +109,7 @@ async fn ends_at_row(table: &str, row: &str, prompt: &str) {
         .unwrap();
     let line = format!("table=\"{table}\",row=\"{row}\",kind=\"forbidden\"");
     assert!(metrics.contains(&line), "{line} in\n{metrics}");
-    s.stop().await;
+    s.pass();
 }
 
 #[tokio::test]
@@ -184,12 +194,12 @@ async fn a_forbidden_paging_row_ends_the_turn() {
 #[tokio::test]
 async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterpreted() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
-    let s = Server::start(&db, None).await;
+    let db = sqlite_in(tmp.path(), "t.db");
+    let s = TestServer::builder().database(&db).start().await;
     let thread = s.new_thread().await;
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert!(kinds(&frames).contains(&"citation"));
-    s.stop().await;
+    assert!(has(&frames, FrameKind::Citation));
+    s.pass_and_stop().await;
 
     // A reviewer retargets a row of the narrowing table; the server restarts.
     let dir = tmp.path().join("tables");
@@ -203,7 +213,11 @@ async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterprete
     );
     assert_ne!(edited, src, "the edit applies");
     std::fs::write(dir.join("narrowing.ron"), edited).unwrap();
-    let s = Server::start(&db, Some(&dir)).await;
+    let s = TestServer::builder()
+        .database(&db)
+        .tables_dir(&dir)
+        .start()
+        .await;
     let frames = s.say(&thread, "only those from April").await;
     let results = tool_results(&frames);
     assert_eq!(results.len(), 1, "{:?}", kinds(&frames));
@@ -216,7 +230,7 @@ async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterprete
         r.summary
     );
     assert!(
-        !kinds(&frames).contains(&"citation"),
+        !has(&frames, FrameKind::Citation),
         "nothing is narrowed under the new table"
     );
     assert!(
@@ -224,8 +238,8 @@ async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterprete
         "{}",
         answer(&frames)
     );
-    assert_eq!(kinds(&frames).last(), Some(&"done"));
-    s.stop().await;
+    assert!(is_done(&frames), "{:?}", kinds(&frames));
+    s.pass();
 }
 
 /// A table that `tables check` accepts but that loops (asking for a call
@@ -233,7 +247,6 @@ async fn a_narrowing_table_edited_between_two_turns_is_reported_not_reinterprete
 #[tokio::test]
 async fn a_turn_table_that_loops_ends_the_turn_at_its_row() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
     let dir = tmp.path().join("tables");
     std::fs::create_dir(&dir).unwrap();
     let src =
@@ -245,7 +258,7 @@ async fn a_turn_table_that_loops_ends_the_turn_at_its_row() {
     );
     assert_ne!(edited, src);
     std::fs::write(dir.join("turn.ron"), edited).unwrap();
-    let s = Server::start(&db, Some(&dir)).await;
+    let s = TestServer::builder().tables_dir(&dir).start().await;
     let thread = s.new_thread().await;
     let frames = tokio::time::timeout(
         std::time::Duration::from_secs(20),
@@ -258,8 +271,8 @@ async fn a_turn_table_that_loops_ends_the_turn_at_its_row() {
     assert_eq!(e.row_id.as_deref(), Some("plan-again"));
     assert!(e.message.contains("none is pending"), "{e:?}");
     assert!(
-        kinds(&frames).contains(&"citation"),
+        has(&frames, FrameKind::Citation),
         "what was judged is shown"
     );
-    s.stop().await;
+    s.pass();
 }

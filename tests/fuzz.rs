@@ -16,7 +16,7 @@
 //! paths: a local HTTP server answers the adapter with the mutated stream,
 //! and the chat server's router is called with the mutated body.
 
-mod common;
+use crate::common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -375,44 +375,22 @@ fn fuzz_openai_stream_decoder() {
 /// /v1/threads/{id}/messages` and `/resume`: never a panic, never a 5xx.
 #[test]
 fn fuzz_http_request_bodies() {
-    use turnstile::app::{self, AppConfig};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("fuzz.db").display());
     let http = reqwest::Client::new();
-    let (base, thread) = rt.block_on(async {
-        let state = app::build(AppConfig {
-            database_url: &db,
-            servers: vec![],
-            model: Arc::new(turnstile::llm::Scripted::demo()),
-            limits: turnstile::agent::Limits::default(),
-            turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
-            tables_dir: None,
-            contracts: turnstile::demo::contracts(),
-        })
-        .await
-        .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move {
-            turnstile::http::serve(listener, state, std::future::pending()).await
-        });
-        let v: Value = http
-            .post(format!("{base}/v1/threads"))
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let id = v["thread_id"].as_str().expect("a thread id").to_string();
-        (base, id)
+    let (s, thread) = rt.block_on(async {
+        // No tool servers: the bodies are the point, not the tools.
+        let s = common::server::TestServer::builder()
+            .servers(vec![])
+            .start()
+            .await;
+        let thread = s.new_thread().await;
+        (s, thread)
     });
+    let base = s.base.clone();
     let mut n = 0usize;
     let execs = fuzz("http", |input| {
         n += 1;
@@ -440,4 +418,5 @@ fn fuzz_http_request_bodies() {
         }
     });
     assert!(execs > 0);
+    rt.block_on(async move { s.pass() });
 }

@@ -4,9 +4,9 @@
 //! PostgreSQL: ignored unless `--include-ignored`, where it needs
 //! TURNSTILE_TEST_DATABASE_URL (ADR 0015).
 
-mod common;
+use crate::common;
 
-use common::frames::{answer, citation, kinds, plan, stable, tool_calls, tool_results};
+use common::frames::{answer, assert_done, citation, plan, stable, tool_calls, tool_results};
 use common::server::{databases, TestServer};
 use serde_json::{json, Value};
 use turnstile::demo::Fault;
@@ -21,15 +21,9 @@ fn typed<T: serde::de::DeserializeOwned>(v: &Option<Value>) -> T {
     serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"))
 }
 
-async fn server(faults: Vec<Fault>) -> (TestServer, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], faults).await;
-    (s, tmp)
-}
-
 #[tokio::test]
 async fn a_requested_page_is_never_called_all() {
-    let (s, _tmp) = server(vec![]).await;
+    let s = TestServer::builder().start().await;
     let t = s.new_thread().await;
     let frames = s.say(&t, "show me 12 safety issues on floor 3").await;
     let c = citation(&frames).unwrap();
@@ -46,7 +40,7 @@ async fn a_requested_page_is_never_called_all() {
 
 #[tokio::test]
 async fn an_accounted_zero_is_empty() {
-    let (s, _tmp) = server(vec![]).await;
+    let s = TestServer::builder().start().await;
     let t = s.new_thread().await;
     for prompt in ["show photos from 1999", "1999년 사진 보여줘"] {
         let frames = s.say(&t, prompt).await;
@@ -72,7 +66,7 @@ async fn failures_disguised_as_200_are_failures() {
         (Fault::Upstream502, "upstream-502"),
         (Fault::AuthEmptyObject, "auth-empty-object"),
     ] {
-        let (s, _tmp) = server(vec![fault]).await;
+        let s = TestServer::builder().faults(vec![fault]).start().await;
         let t = s.new_thread().await;
         let frames = s.say(&t, "show safety issues on floor 3").await;
         let result = tool_results(&frames)[0];
@@ -94,7 +88,7 @@ async fn failures_disguised_as_200_are_failures() {
             !text.contains("none"),
             "{name}: a failure is not an absence: {text}"
         );
-        assert_eq!(kinds(&frames).last(), Some(&"done"));
+        assert_done(&frames, name);
         common::snapshot_settings()
             .bind(|| insta::assert_snapshot!(format!("fault-{name}"), stable(&frames)));
         s.pass();
@@ -116,7 +110,7 @@ async fn narrowing_upgrades_and_releases_on_postgres() {
 }
 
 async fn narrowing_upgrades_and_releases_on(db: &str) {
-    let s = TestServer::start(db, vec![]).await;
+    let s = TestServer::builder().database(db).start().await;
     let t = s.new_thread().await;
     let wide = s.say(&t, "show safety issues on floor 3").await;
     assert_eq!(
@@ -176,7 +170,7 @@ async fn narrowing_upgrades_and_releases_on(db: &str) {
 /// intersection, through the narrowing table (zero after narrowing).
 #[tokio::test]
 async fn the_scope_is_applied_last() {
-    let (s, _tmp) = server(vec![]).await;
+    let s = TestServer::builder().start().await;
     let t = s.new_thread().await;
     s.say(&t, "show safety issues on floor 3").await;
     let frames = s.say(&t, "only those on floor 5 from April").await;
@@ -219,7 +213,7 @@ async fn the_scope_is_applied_last() {
 /// (the turn table's `ask-for-missing-reference`).
 #[tokio::test]
 async fn narrowing_without_previous_results_says_so() {
-    let (s, _tmp) = server(vec![]).await;
+    let s = TestServer::builder().start().await;
     let t = s.new_thread().await;
     let frames = s.say(&t, "only those from April").await;
     assert!(plan(&frames).is_none(), "{:?}", plan(&frames));
@@ -235,7 +229,7 @@ async fn narrowing_without_previous_results_says_so() {
 
 #[tokio::test]
 async fn a_saturated_listing_is_a_lower_bound() {
-    let (s, _tmp) = server(vec![]).await;
+    let s = TestServer::builder().start().await;
     let t = s.new_thread().await;
     for prompt in ["list all panoramas", "모든 파노라마 목록 보여줘"] {
         let frames = s.say(&t, prompt).await;
@@ -268,7 +262,7 @@ async fn a_saturated_listing_is_a_lower_bound() {
 /// A single-value aggregate is exempt from the cap and EXACT.
 #[tokio::test]
 async fn counting_uses_an_exact_aggregate() {
-    let (s, _tmp) = server(vec![]).await;
+    let s = TestServer::builder().start().await;
     let t = s.new_thread().await;
     for prompt in ["how many photos are on floor 3?", "3층 사진은 몇 장이야?"] {
         let frames = s.say(&t, prompt).await;
@@ -303,7 +297,7 @@ async fn cursor_anomalies_abandon_the_stitch() {
             "a page arrived without accounting",
         ),
     ] {
-        let (s, _tmp) = server(vec![fault]).await;
+        let s = TestServer::builder().faults(vec![fault]).start().await;
         let t = s.new_thread().await;
         let frames = s.say(&t, "list all panoramas").await;
         let c = citation(&frames).unwrap();

@@ -11,19 +11,17 @@
 //! - browser headers: CSP with the page's hashes, `nosniff`,
 //!   `no-referrer` on every response; CORS closed unless configured.
 
-use std::net::SocketAddr;
+use crate::common;
+
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use common::frames::{is_done, kinds, read_frames};
+use common::server::{Slow, TestServer};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use turnstile::agent::Limits;
-use turnstile::app::{self, AppConfig};
-use turnstile::demo::{DemoOptions, DemoServer};
 use turnstile::http::HttpConfig;
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
 
 /// The timeouts every test here runs with: short, and each distinct, so a
 /// close time says which timer closed the connection.
@@ -34,65 +32,6 @@ fn short() -> HttpConfig {
         idle_timeout: Duration::from_secs(3),
         ..HttpConfig::default()
     }
-}
-
-struct Server {
-    addr: SocketAddr,
-    base: String,
-    _demo: DemoServer,
-    _tmp: tempfile::TempDir,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-async fn start(cfg: HttpConfig, model: Arc<dyn Model>) -> Server {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
-    let demo = DemoServer::start(
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        DemoOptions::default(),
-    )
-    .await
-    .expect("demo server starts");
-    let state = app::build(AppConfig {
-        database_url: &db,
-        servers: vec![turnstile::mcp::ServerSpec::http("demo", demo.url.clone())],
-        model,
-        limits: Limits::default(),
-        turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
-        tables_dir: None,
-        contracts: turnstile::demo::contracts(),
-    })
-    .await
-    .expect("app builds");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        turnstile::http::serve_with(listener, state, &cfg, async {
-            let _ = rx.await;
-        })
-        .await
-        .unwrap();
-    });
-    Server {
-        addr,
-        base: format!("http://{addr}"),
-        _demo: demo,
-        _tmp: tmp,
-        stop: Some(tx),
-    }
-}
-
-async fn start_default_model(cfg: HttpConfig) -> Server {
-    start(cfg, Arc::new(Scripted::demo())).await
 }
 
 /// Reads until the server closes the socket (EOF or reset); returns what
@@ -113,7 +52,7 @@ async fn until_closed(sock: &mut TcpStream, limit: Duration) -> Option<(Vec<u8>,
 
 #[tokio::test]
 async fn a_head_sent_one_byte_per_second_is_closed_after_the_header_timeout() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let sock = TcpStream::connect(s.addr).await.unwrap();
     let (mut rd, mut wr) = sock.into_split();
     let started = Instant::now();
@@ -140,11 +79,12 @@ async fn a_head_sent_one_byte_per_second_is_closed_after_the_header_timeout() {
     let took = closed.expect("the slow head's connection is closed");
     // The header timer (1 s) closed it, not the idle timer (3 s).
     assert!(took < Duration::from_millis(2_500), "closed after {took:?}");
+    s.pass();
 }
 
 #[tokio::test]
 async fn a_body_that_stalls_gets_408_and_is_closed_after_the_body_timeout() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let mut sock = TcpStream::connect(s.addr).await.unwrap();
     let head = "POST /v1/threads/none/messages HTTP/1.1\r\nHost: x\r\n\
                 Content-Type: application/json\r\nContent-Length: 500\r\n\r\n";
@@ -160,11 +100,12 @@ async fn a_body_that_stalls_gets_408_and_is_closed_after_the_body_timeout() {
         took >= Duration::from_millis(900) && took < Duration::from_millis(2_500),
         "closed after {took:?}"
     );
+    s.pass();
 }
 
 #[tokio::test]
 async fn an_idle_socket_is_closed_after_the_idle_timeout() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     // A socket that never sends a byte.
     let mut silent = TcpStream::connect(s.addr).await.unwrap();
     // A kept-alive socket after one answered request.
@@ -187,88 +128,43 @@ async fn an_idle_socket_is_closed_after_the_idle_timeout() {
             "{what} closed after {took:?}"
         );
     }
-}
-
-async fn new_thread(http: &reqwest::Client, base: &str) -> String {
-    let r = http
-        .post(format!("{base}/v1/threads"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    r.json::<Value>().await.unwrap()["thread_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-/// Runs one turn and returns its SSE text and how long it took.
-async fn turn(http: &reqwest::Client, base: &str, thread: &str, text: &str) -> (String, Duration) {
-    let started = Instant::now();
-    let r = http
-        .post(format!("{base}/v1/threads/{thread}/messages"))
-        .json(&json!({ "text": text }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let body = r.text().await.expect("the stream ends cleanly");
-    (body, started.elapsed())
+    s.pass();
 }
 
 #[tokio::test]
 async fn a_normal_turn_completes_under_short_timeouts() {
-    let s = start_default_model(short()).await;
-    let http = reqwest::Client::new();
-    let thread = new_thread(&http, &s.base).await;
+    let s = TestServer::builder().http(short()).start().await;
+    let thread = s.new_thread().await;
     for prompt in ["hello", "show safety issues on floor 3"] {
-        let (sse, took) = turn(&http, &s.base, &thread, prompt).await;
-        assert!(sse.contains("event: done"), "{prompt}: {sse}");
+        let started = Instant::now();
+        let frames = s.say(&thread, prompt).await;
+        let took = started.elapsed();
+        assert!(is_done(&frames), "{prompt}: {:?}", kinds(&frames));
         assert!(took < Duration::from_secs(3), "{prompt} took {took:?}");
     }
-}
-
-/// The demo model, silent for `pause` before each plan.
-struct Pausing {
-    inner: Scripted,
-    pause: Duration,
-}
-
-#[async_trait::async_trait]
-impl Model for Pausing {
-    fn name(&self) -> &str {
-        "pausing"
-    }
-    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
-        tokio::time::sleep(self.pause).await;
-        self.inner.plan(req).await
-    }
-    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
-        self.inner.respond(req).await
-    }
+    s.pass();
 }
 
 #[tokio::test]
 async fn a_live_turn_silent_for_longer_than_the_idle_timeout_is_not_cut() {
     let cfg = short();
     let pause = cfg.idle_timeout + Duration::from_secs(1);
-    let s = start(
-        cfg,
-        Arc::new(Pausing {
-            inner: Scripted::demo(),
-            pause,
-        }),
-    )
-    .await;
-    let http = reqwest::Client::new();
-    let thread = new_thread(&http, &s.base).await;
-    let (sse, took) = turn(&http, &s.base, &thread, "hello").await;
+    let s = TestServer::builder()
+        .http(cfg)
+        .model(Slow::planning(pause))
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    let started = Instant::now();
+    let frames = s.say(&thread, "hello").await;
+    let took = started.elapsed();
     assert!(took >= pause, "the model paused: {took:?}");
     assert!(
-        sse.contains("event: done"),
-        "the turn ended with done: {sse}"
+        is_done(&frames),
+        "the turn ended with done: {:?}",
+        kinds(&frames)
     );
+    s.pass();
 }
 
 // ---------------------------------------------------------------------------
@@ -294,7 +190,7 @@ async fn error_json(r: reqwest::Response) -> (u16, String) {
 
 #[tokio::test]
 async fn a_405_is_json_with_a_reason() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let http = reqwest::Client::new();
     for (method, path) in [
         (reqwest::Method::DELETE, "/v1/tables"),
@@ -310,21 +206,23 @@ async fn a_405_is_json_with_a_reason() {
         assert_eq!(status, 405, "{method} {path}");
         assert!(reason.contains("not allowed"), "{reason}");
     }
+    s.pass();
 }
 
 #[tokio::test]
 async fn a_path_that_does_not_decode_is_a_json_400() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let r = reqwest::get(format!("{}/v1/tables/%ff", s.base))
         .await
         .unwrap();
     let (status, _) = error_json(r).await;
     assert_eq!(status, 400);
+    s.pass();
 }
 
 #[tokio::test]
 async fn a_head_over_the_limit_gets_431() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let http = reqwest::Client::new();
     for size in [17 * 1024, 100 * 1024] {
         let r = http
@@ -345,6 +243,7 @@ async fn a_head_over_the_limit_gets_431() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+    s.pass();
 }
 
 fn nested(depth: usize) -> String {
@@ -353,9 +252,9 @@ fn nested(depth: usize) -> String {
 
 #[tokio::test]
 async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let http = reqwest::Client::new();
-    let thread = new_thread(&http, &s.base).await;
+    let thread = s.new_thread().await;
     let url = format!("{}/v1/threads/{thread}/messages", s.base);
     let deep = nested(100);
     for body in [
@@ -386,7 +285,7 @@ async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert!(r.text().await.unwrap().contains("event: done"));
+    assert!(is_done(&read_frames(&r.bytes().await.unwrap())));
     // The whole body is bounded in size, whatever key holds the bulk.
     let big = format!(
         r#"{{"text":"hello","context":{{"unknown":"{}"}}}}"#,
@@ -401,6 +300,7 @@ async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
         .unwrap();
     let (status, _) = error_json(r).await;
     assert_eq!(status, 413);
+    s.pass();
 }
 
 // ---------------------------------------------------------------------------
@@ -408,7 +308,7 @@ async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
 
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
-    let s = start_default_model(short()).await;
+    let s = TestServer::builder().http(short()).start().await;
     let http = reqwest::Client::new();
     let page = include_str!("../src/http/page/index.html");
     let expected = turnstile::http::csp(page, &[]);
@@ -443,6 +343,7 @@ async fn every_response_carries_the_security_headers() {
         .await
         .unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
+    s.pass();
 }
 
 #[tokio::test]
@@ -452,7 +353,7 @@ async fn cors_and_framing_follow_the_configured_origins() {
         frame_ancestors: vec!["https://panel.example".into()],
         ..short()
     };
-    let s = start_default_model(cfg).await;
+    let s = TestServer::builder().http(cfg).start().await;
     let http = reqwest::Client::new();
     let r = http
         .request(reqwest::Method::OPTIONS, format!("{}/v1/threads", s.base))
@@ -489,6 +390,7 @@ async fn cors_and_framing_follow_the_configured_origins() {
         .await
         .unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
+    s.pass();
 }
 
 const BASE_TOML: &str = "database_url = \"sqlite://x.db\"\n\

@@ -4,17 +4,18 @@
 //! TURNSTILE_TEST_DATABASE_URL: ADR 0015). Every frame is checked against
 //! the frame table as it arrives.
 
-mod common;
+use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::frames::{answer, citation, error, kinds, plan, stable, tool_results};
-use common::server::{databases, TestServer};
-use futures::StreamExt;
+use common::frames::{
+    answer, assert_done, citation, count, error, has, is_done, plan, stable, tool_results,
+    FrameKind,
+};
+use common::server::{databases, Slow, TestServer};
+use common::thread::{Record, RecordKind};
 use serde_json::json;
 use turnstile::judge::CountGrade;
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
 
 const DEMO_PROMPTS: &[(&str, &str)] = &[
     ("safety-floor-3", "show safety issues on floor 3"),
@@ -37,11 +38,11 @@ async fn demo_prompts_stream_frames_in_table_order_on_postgres() {
 }
 
 async fn demo_prompts_stream_frames_in_table_order_on(db: &str) {
-    let s = TestServer::start(db, vec![]).await;
+    let s = TestServer::builder().database(db).start().await;
     let thread = s.new_thread().await;
     for (name, prompt) in DEMO_PROMPTS {
         let frames = s.say(&thread, prompt).await;
-        assert_eq!(kinds(&frames).last(), Some(&"done"), "{prompt}");
+        assert_done(&frames, prompt);
         common::snapshot_settings()
             .bind(|| insta::assert_snapshot!(format!("turn-{name}"), stable(&frames)));
     }
@@ -50,8 +51,7 @@ async fn demo_prompts_stream_frames_in_table_order_on(db: &str) {
 
 #[tokio::test]
 async fn the_safety_card_is_honest() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder().start().await;
     let thread = s.new_thread().await;
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     let c = citation(&frames).expect("a card");
@@ -85,30 +85,39 @@ async fn threads_persist_and_survive_a_restart_on_postgres() {
 }
 
 async fn threads_persist_and_survive_a_restart_on(db: &str) {
-    let s = TestServer::start(db, vec![]).await;
+    let s = TestServer::builder().database(db).start().await;
     let thread = s.new_thread().await;
     s.say(&thread, "show safety issues on floor 3").await;
-    s.stop().await;
+    s.pass_and_stop().await;
 
-    let s = TestServer::start(db, vec![]).await;
+    let s = TestServer::builder().database(db).start().await;
+    use RecordKind as K;
     assert_eq!(
         s.records(&thread).await,
-        ["user", "plan", "call", "result", "card", "text", "answer"]
+        [
+            K::User,
+            K::Plan,
+            K::Call,
+            K::Result,
+            K::Card,
+            K::Text,
+            K::Answer
+        ]
     );
-    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-    let card: turnstile::wire::Citation =
-        serde_json::from_value(v["messages"][4]["body"]["citation"].clone()).unwrap();
+    let v = s.thread(&thread).await;
+    let Record::Card { citation: card, .. } = &v.messages[4].body else {
+        panic!("the fifth record is the card: {:?}", v.kinds());
+    };
     assert_eq!(card.grade, "LOWER_BOUND");
     // The thread goes on after the restart.
     let frames = s.say(&thread, "3층 안전 지적사항 보여줘").await;
-    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    assert_done(&frames, "after the restart");
     s.pass();
 }
 
 #[tokio::test]
 async fn bad_requests_get_clear_4xx() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder().start().await;
     let thread = s.new_thread().await;
     let msg = format!("/v1/threads/{thread}/messages");
     let cases: Vec<(&str, String, u16, &str)> = vec![
@@ -157,14 +166,13 @@ async fn bad_requests_get_clear_4xx() {
         .await;
     assert_eq!(got, 409);
     // Nothing was lost: the thread still works.
-    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    assert!(is_done(&s.say(&thread, "hello").await));
     s.pass();
 }
 
 #[tokio::test]
 async fn host_context_is_bounded_and_marked() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder().start().await;
     let thread = s.new_thread().await;
     let visible: Vec<String> = (0..80).map(|i| format!("ANN-{i}")).collect();
     let body = json!({
@@ -183,18 +191,25 @@ async fn host_context_is_bounded_and_marked() {
         "{}",
         answer(&frames)
     );
-    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-    let ctx = &v["messages"][0]["body"]["context"];
-    assert_eq!(ctx["project"].as_str().unwrap().len(), 200);
-    assert_eq!(ctx["visible_items"].as_array().unwrap().len(), 50);
-    assert_eq!(ctx["truncated"], json!(["project", "visible_items"]));
+    let v = s.thread(&thread).await;
+    let Record::User {
+        context: Some(ctx), ..
+    } = &v.messages[0].body
+    else {
+        panic!(
+            "the first record is the user's, with its context: {:?}",
+            v.messages[0]
+        );
+    };
+    assert_eq!(ctx.project.as_deref().map(str::len), Some(200));
+    assert_eq!(ctx.visible_items.len(), 50);
+    assert_eq!(ctx.truncated, ["project", "visible_items"]);
     s.pass();
 }
 
 #[tokio::test]
 async fn a_tool_server_that_is_down_is_a_failed_call_the_model_cannot_answer_from() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let mut s = TestServer::builder().start().await;
     let thread = s.new_thread().await;
     s.demo.take().unwrap().shutdown().await;
     let frames = s.say(&thread, "show safety issues on floor 3").await;
@@ -204,55 +219,48 @@ async fn a_tool_server_that_is_down_is_a_failed_call_the_model_cannot_answer_fro
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].tool, "search_photos");
     assert!(!results[0].ok);
-    assert!(!kinds(&frames).contains(&"citation"));
+    assert!(!has(&frames, FrameKind::Citation));
     assert!(
         answer(&frames).contains("The search_photos tool failed"),
         "{}",
         answer(&frames)
     );
-    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    assert_done(&frames, "the failed call");
     // The thread stays usable.
-    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    assert!(is_done(&s.say(&thread, "hello").await));
+    use RecordKind as K;
     assert_eq!(
         s.records(&thread).await,
-        ["user", "plan", "call", "result", "text", "answer", "user", "text", "answer"]
+        [
+            K::User,
+            K::Plan,
+            K::Call,
+            K::Result,
+            K::Text,
+            K::Answer,
+            K::User,
+            K::Text,
+            K::Answer
+        ]
     );
     s.pass();
 }
 
-/// The scripted model, answering slowly: a turn that is still narrating
-/// when the client hangs up.
-struct Slow(Scripted);
-
-#[async_trait::async_trait]
-impl Model for Slow {
-    fn name(&self) -> &str {
-        "slow"
-    }
-    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
-        self.0.plan(req).await
-    }
-    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
-        let words = self.0.respond(req).await?;
-        Ok(Box::pin(words.then(|w| async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            w
-        })))
-    }
-}
-
 #[tokio::test]
 async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
+    // The scripted model, answering slowly: a turn that is still narrating
+    // when the client hangs up.
+    let s = TestServer::builder()
+        .model(Slow::answering(Duration::from_millis(100)))
+        .start()
+        .await;
     let thread = s.new_thread().await;
     // Read until the answer has begun (≈ 20 words at 100 ms each remain),
     // then hang up mid-turn.
     let open = s
-        .turn_until(&thread, "show safety issues on floor 3", "delta")
+        .turn_until(&thread, "show safety issues on floor 3", FrameKind::Delta)
         .await;
-    let seen = kinds(open.frames());
+    let seen = open.frames().to_vec();
     // One turn at a time per thread.
     let (status, v) = s
         .post_raw(
@@ -264,25 +272,31 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
     drop(open);
     // Long enough for the whole answer, had the turn gone on.
     tokio::time::sleep(Duration::from_millis(3000)).await;
-    let records = s.records(&thread).await;
+    let v = s.thread(&thread).await;
+    let records = v.kinds();
     // Every frame the client saw had its record committed first; the turn
     // was cancelled: the cut is marked, no answer was written after the
     // client left, and at most the batch in flight when it left follows.
+    use RecordKind as K;
     assert_eq!(
         records[..6],
-        ["user", "plan", "call", "result", "card", "text"],
-        "after seeing {seen:?}"
+        [K::User, K::Plan, K::Call, K::Result, K::Card, K::Text],
+        "after seeing {:?}",
+        common::frames::kinds(&seen)
     );
-    assert_eq!(records.last().map(String::as_str), Some("cut"));
-    assert!(!records.iter().any(|r| r == "answer"), "{records:?}");
-    let deltas_seen = seen.iter().filter(|k| **k == "delta").count();
-    let texts = records.iter().filter(|r| *r == "text").count();
+    assert!(
+        matches!(v.records().last(), Some(Record::Cut(c)) if c.cause.is_none()),
+        "{records:?}"
+    );
+    assert!(!v.has(K::Answer), "{records:?}");
+    let deltas_seen = count(&seen, FrameKind::Delta);
+    let texts = v.count(K::Text);
     assert!(
         texts <= deltas_seen + 1,
         "{texts} text records, {deltas_seen} deltas seen"
     );
     // No orphan holds the thread: a new turn is accepted and finishes.
-    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    assert!(is_done(&s.say(&thread, "hello").await));
     s.pass();
 }
 
@@ -291,22 +305,23 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
 /// stream.
 #[tokio::test]
 async fn a_store_failure_mid_turn_ends_the_stream_with_an_error_in_order() {
-    let tmp = tempfile::tempdir().unwrap();
-    let slow: Arc<dyn Model> = Arc::new(Slow(Scripted::demo()));
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], slow).await;
+    let s = TestServer::builder()
+        .model(Slow::answering(Duration::from_millis(100)))
+        .start()
+        .await;
     let thread = s.new_thread().await;
     let open = s
-        .turn_until(&thread, "show safety issues on floor 3", "delta")
+        .turn_until(&thread, "show safety issues on floor 3", FrameKind::Delta)
         .await;
     // The store goes away while the answer is being written: `done` cannot
     // be made durable.
     s.store.close().await;
     // Every frame in table order, the end fired as `close`.
     let frames = open.finish().await;
-    let err = error(&frames).unwrap_or_else(|| panic!("{:?}", kinds(&frames)));
+    let err = error(&frames).unwrap_or_else(|| panic!("{:?}", common::frames::kinds(&frames)));
     assert!(err.message.contains("storage"), "{err:?}");
     assert!(
-        !kinds(&frames).contains(&"done"),
+        !has(&frames, FrameKind::Done),
         "a done that was not saved must not be sent"
     );
     s.pass();
@@ -314,8 +329,7 @@ async fn a_store_failure_mid_turn_ends_the_stream_with_an_error_in_order() {
 
 #[tokio::test]
 async fn the_page_and_tables_are_served() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start(&databases(&tmp)[0], vec![]).await;
+    let s = TestServer::builder().start().await;
     let page = s
         .http
         .get(format!("{}/", s.base))

@@ -36,7 +36,7 @@
 //! `tests/interop/.venv/bin/python`, else `python3`), `NODE` the node binary,
 //! `TURNSTILE_SQLITE_SERVER` the SQLite server's executable.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -47,8 +47,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::fake_openai::{Action, FakeOpenAi, Role, FAKE_MODEL, KEY};
-use common::frames::{citations, figures, kinds, stable, tool_calls, tool_results};
+use common::frames::{citations, figures, is_done, stable, tool_calls, tool_results};
 use common::server::TestServer;
+use common::thread::Record;
 use common::{init_tracing, needs};
 use serde_json::{json, Map, Value};
 use turnstile::config::Config;
@@ -429,7 +430,12 @@ impl Rig {
             .unwrap_or_else(|e| panic!("{kind}: the configuration does not load: {e}\n{src}"));
         assert_eq!(config.mcp_servers.len(), 1);
         let model = Arc::new(OpenAi::new(config.openai()).expect("model adapter from the config"));
-        let app = TestServer::start_config(&db, &config, model).await;
+        let app = TestServer::builder()
+            .database(&db)
+            .config(&config)
+            .model(model)
+            .start()
+            .await;
         let thread = app.new_thread().await;
         Rig {
             kind,
@@ -457,9 +463,8 @@ impl Rig {
                 });
         // Shown when a test fails (or with --nocapture).
         eprintln!("── {} · {text}\n{}", self.kind, stable(&frames));
-        assert_eq!(
-            kinds(&frames).last(),
-            Some(&"done"),
+        assert!(
+            is_done(&frames),
             "{}: the turn `{text}` did not finish:\n{}",
             self.kind,
             stable(&frames)
@@ -470,10 +475,17 @@ impl Rig {
     /// The `next_cursor` the previous turn's last result carried, as
     /// turnstile stored it (in `_meta`, or inside a JSON text block).
     async fn stored_cursor(&self) -> Option<String> {
-        let bodies = self.app.bodies(&self.thread).await;
-        let result = bodies.iter().rev().find(|b| b["kind"] == "result")?;
+        let thread = self.app.thread(&self.thread).await;
+        let (result, digest) = thread.records().into_iter().rev().find_map(|r| match r {
+            Record::Result { result, digest, .. } => Some((result.clone(), digest.clone())),
+            _ => None,
+        })?;
+        // The tool's own output first, else what the models were shown.
         let mut found = None;
-        find_cursor(result, &mut found);
+        find_cursor(&result.unwrap_or_default(), &mut found);
+        if found.is_none() {
+            find_cursor(&digest.unwrap_or_default(), &mut found);
+        }
         found
     }
 
@@ -1165,13 +1177,13 @@ async fn aggregate(kind: Kind) {
     );
     let figs = figures(&frames);
     assert_eq!(figs.len(), 1, "{kind}: one figure frame:\n{shown}");
-    let f = &figs[0];
-    assert_eq!(f["source"], json!(tool), "{kind}: {f}");
-    assert_eq!(f["label"], json!(label), "{kind}: {f}");
-    assert_eq!(value_number(&f["value"]), Some(value as f64), "{kind}: {f}");
-    assert_eq!(f["grade"], json!(grade), "{kind}: {f}");
-    assert_eq!(f["accounted"], json!(accounted), "{kind}: {f}");
-    assert_eq!(f["query"], args, "{kind}: {f}");
+    let f = figs[0];
+    assert_eq!(f.source, tool, "{kind}: {f:?}");
+    assert_eq!(f.label, label, "{kind}: {f:?}");
+    assert_eq!(value_number(&f.value), Some(value as f64), "{kind}: {f:?}");
+    assert_eq!(f.grade, grade, "{kind}: {f:?}");
+    assert_eq!(f.accounted, accounted, "{kind}: {f:?}");
+    assert_eq!(Value::Object(f.query.clone()), args, "{kind}: {f:?}");
     let answer = answer_text(&frames);
     assert!(
         answer.contains(&value.to_string()),

@@ -11,7 +11,7 @@
 //! Ignored without `--include-ignored`; run, it fails without
 //! `TURNSTILE_TEST_DATABASE_URL` (ADR 0015).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -19,6 +19,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::fake_openai::{Action, FakeOpenAi, Role, FAKE_MODEL, KEY};
 use common::frames::read_frames;
+use common::harness::Run;
+use common::thread::{Record, ThreadView};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Child;
@@ -37,11 +39,14 @@ fn now_ms() -> i64 {
     i64::try_from(d.as_millis()).unwrap()
 }
 
-/// One `turnstile serve` child process.
+/// One `turnstile serve` child process, probed by the harness.
 struct Server {
     name: &'static str,
     child: Child,
     base: String,
+    /// Its harness run; the verdict is given when it is stopped or killed
+    /// on purpose.
+    run: Run,
     /// Everything the process wrote to stderr, once it has exited.
     stderr: tokio::task::JoinHandle<String>,
 }
@@ -86,11 +91,22 @@ impl Server {
         };
         // Keep draining stdout so the child never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+        // The config names no tables: the child serves the built-in ones,
+        // and the substrate check proves it.
+        let own = turnstile::protocols::TableSet::builtin().unwrap();
+        let run = Run::start(
+            format!("turnstile serve {name}"),
+            &reqwest::Client::new(),
+            &base,
+            &own,
+        )
+        .await;
         Server {
             name,
             child,
             base,
             stderr,
+            run,
         }
     }
 
@@ -104,15 +120,19 @@ impl Server {
             .unwrap_or_else(|e| panic!("{}: {e}", self.name))
     }
 
-    /// SIGKILL: no destructor, no release, no goodbye.
+    /// The verdict on this process's part, then SIGKILL: no destructor, no
+    /// release, no goodbye.
     async fn kill9(mut self) -> String {
+        self.run.pass();
         self.child.start_kill().expect("SIGKILL sent");
         let status = self.child.wait().await.expect("reaped");
         assert!(!status.success(), "{} was killed: {status}", self.name);
         self.stderr.await.unwrap()
     }
 
+    /// The verdict, then the process is stopped.
     async fn stop(mut self) -> String {
+        self.run.pass();
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
         self.stderr.await.unwrap()
@@ -261,12 +281,15 @@ async fn a_thread_runs_one_turn_across_two_processes_and_a_dead_holder_expires()
         .json()
         .await
         .unwrap();
-    let texts: Vec<&str> = stored["messages"]
-        .as_array()
-        .unwrap()
+    let view = ThreadView::read(&stored);
+    let texts: Vec<&str> = view
+        .messages
         .iter()
-        .filter(|m| m["role"] == "user")
-        .filter_map(|m| m["body"]["text"].as_str())
+        .filter(|m| m.role == turnstile::store::Role::User)
+        .filter_map(|m| match &m.body {
+            Record::User { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
         .collect();
     assert!(texts.contains(&"hello from B"), "{stored}");
 

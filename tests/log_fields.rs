@@ -3,7 +3,7 @@
 //! lease's spans add counts, never the ids again. The user's text is never
 //! logged.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -75,11 +75,11 @@ fn one_turn_logged(filter: &str) -> String {
     rt.block_on(async {
         let tmp = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
-        let s = TestServer::start(&url, vec![]).await;
+        let s = TestServer::builder().database(&url).start().await;
         let thread = s.new_thread().await;
         let frames = s.say(&thread, SECRET_TEXT).await;
-        assert!(frames.iter().any(|f| f.kind() == "done"), "the turn ran");
-        s.stop().await;
+        assert!(common::frames::is_done(&frames), "the turn ran");
+        s.pass_and_stop().await;
     });
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     text

@@ -15,7 +15,7 @@
 //! (default `tests/interop/.venv/bin/python`, else `python3`), `NODE` the
 //! node binary (default `node`).
 
-mod common;
+use crate::common;
 
 use common::{init_tracing, needs};
 use std::net::{SocketAddr, TcpListener};
@@ -91,7 +91,8 @@ fn safety_floor3() -> Map<String, Value> {
 /// that answers `--version` and nothing else.
 #[test]
 fn an_interop_test_without_its_server_is_ignored_or_fails() {
-    let test = "python_sdk_server_over_streamable_http";
+    let test = needs::test_name(module_path!(), "python_sdk_server_over_streamable_http");
+    let test = test.as_str();
     let tmp = tempfile::tempdir().unwrap();
     let python = tmp.path().join("python");
     std::fs::write(
@@ -669,19 +670,16 @@ async fn python_sdk_server_over_streamable_http() {
 #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
 async fn the_turn_loop_runs_against_the_python_sdk_server() {
     use common::fake_openai::{Action, FakeOpenAi, Role};
-    use common::frames::{kinds, plans, tool_results};
+    use common::frames::{assert_done, plans, tool_results};
+    use common::thread::RecordKind;
     init_tracing();
     let mut py = start_py_server().await;
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let db = common::server::databases(&tmp).remove(0);
-    let s = common::server::TestServer::start_full(
-        &db,
-        vec![ServerSpec::http("python", py.url.clone())],
-        None,
-        fake.model(),
-    )
-    .await;
+    let s = common::server::TestServer::builder()
+        .servers(vec![ServerSpec::http("python", py.url.clone())])
+        .model(fake.model())
+        .start()
+        .await;
     fake.on(
         Role::Planner,
         Action::ToolCalls(vec![(
@@ -695,7 +693,7 @@ async fn the_turn_loop_runs_against_the_python_sdk_server() {
     );
     let thread = s.new_thread().await;
     let frames = s.say(&thread, "what is the weather in Seoul?").await;
-    assert_eq!(kinds(&frames).last(), Some(&"done"), "{:?}", kinds(&frames));
+    assert_done(&frames, "the weather turn");
     let steps: Vec<u32> = plans(&frames).iter().map(|p| p.step).collect();
     assert_eq!(steps, [1, 2]);
     let results = tool_results(&frames);
@@ -737,11 +735,11 @@ async fn the_turn_loop_runs_against_the_python_sdk_server() {
     assert_eq!(calls, answered, "every call answered under its own id");
     let records = s.records(&thread).await;
     assert_eq!(
-        records.iter().filter(|r| *r == "result").count(),
+        records.iter().filter(|r| **r == RecordKind::Result).count(),
         2,
         "{records:?}"
     );
-    assert_eq!(records.last().map(String::as_str), Some("answer"));
+    assert_eq!(records.last(), Some(&RecordKind::Answer));
     s.pass();
     let _ = py.child.kill().await;
 }

@@ -2,7 +2,7 @@
 //! ADR 0011): the demo tool server over streamable HTTP with a short session
 //! TTL, restarted and killed under a real client; a stdio server that
 //! crashes. No mocks. Each scenario's connection trace is a snapshot
-//! (`snapshots/mcp_reconnect__trace-*.snap`).
+//! (`snapshots/all__mcp_reconnect__trace-*.snap`).
 //!
 //! The stdio server is a Python script on the standard library only: its
 //! tests run in a plain `cargo test` and fail without a Python interpreter
@@ -11,7 +11,7 @@
 //! `--include-ignored`, where it fails without the SDK (`scripts/test-deps`,
 //! ADR 0015).
 
-mod common;
+use crate::common;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -24,9 +24,9 @@ use turnstile::mcp::{
 };
 use turnstile::protocols::connection::ConnectionState;
 
-use common::frames::tool_results;
+use common::frames::{has, is_done, kinds, tool_results, FrameKind};
 use common::init_tracing;
-use common::server::{databases, TestServer};
+use common::server::{databases, sqlite_in, TestServer};
 
 const TTL: Duration = Duration::from_millis(800);
 
@@ -412,7 +412,7 @@ async fn readyz_and_a_turn_while_the_tool_server_is_down() {
     let tmp = tempfile::tempdir().unwrap();
     let db = &databases(&tmp)[0];
 
-    let up = TestServer::start(db, vec![]).await;
+    let up = TestServer::builder().database(db).start().await;
     let (status, body) = up.get("/readyz").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
@@ -425,8 +425,11 @@ async fn readyz_and_a_turn_while_the_tool_server_is_down() {
     let mut spec = ServerSpec::http("demo", format!("http://{addr}/mcp"));
     spec.tools
         .insert("search_photos".into(), ToolPolicy::default());
-    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("down.db").display());
-    let down = TestServer::start_with(&db, vec![spec], None).await;
+    let down = TestServer::builder()
+        .database(sqlite_in(tmp.path(), "down.db"))
+        .servers(vec![spec])
+        .start()
+        .await;
     let (status, body) = down.get("/readyz").await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(
@@ -448,7 +451,7 @@ async fn readyz_and_a_turn_while_the_tool_server_is_down() {
     assert_eq!(results[0].tool, "search_photos");
     assert!(!results[0].ok);
     assert_eq!(results[0].summary, "server_down");
-    assert_eq!(frames.last().map(|f| f.kind()), Some("done"));
+    assert!(is_done(&frames), "{:?}", kinds(&frames));
 
     // The server comes up: the next turn works.
     let server = demo_at(addr, DemoOptions::default()).await;
@@ -462,7 +465,7 @@ async fn readyz_and_a_turn_while_the_tool_server_is_down() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let frames = down.say(&thread, "show safety issues on floor 3").await;
-    assert!(frames.iter().any(|f| f.kind() == "citation"), "{frames:?}");
+    assert!(has(&frames, FrameKind::Citation), "{frames:?}");
     down.pass();
     server.shutdown().await;
 }
@@ -487,17 +490,15 @@ async fn turns_after_a_session_expiry() {
         },
     )
     .await;
-    let url = demo.url.clone();
-    let mut s = TestServer::start_with(
-        &databases(&tmp)[0],
-        vec![ServerSpec::http("demo", url)],
-        Some(demo),
-    )
-    .await;
+    let mut s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .demo(demo)
+        .start()
+        .await;
     let thread = s.new_thread().await;
     let safety = "show safety issues on floor 3";
     let first = s.say(&thread, safety).await;
-    assert!(first.iter().any(|f| f.kind() == "citation"));
+    assert!(has(&first, FrameKind::Citation));
 
     tokio::time::sleep(TTL * 2).await;
     let second = s.say(&thread, safety).await;
@@ -505,17 +506,17 @@ async fn turns_after_a_session_expiry() {
     assert_eq!(results.len(), 1, "{second:?}");
     assert!(!results[0].ok);
     assert_eq!(results[0].summary, "transport");
-    assert_eq!(second.last().map(|f| f.kind()), Some("done"));
+    assert!(is_done(&second), "{:?}", kinds(&second));
 
     let third = s.say(&thread, safety).await;
-    assert!(third.iter().any(|f| f.kind() == "citation"), "{third:?}");
+    assert!(has(&third, FrameKind::Citation), "{third:?}");
 
     // The client saw this server expire a session after ~2 TTL idle; it
     // now probes sessions idle for half that, so the next pause costs a
     // ping, not the turn.
     tokio::time::sleep(TTL * 2).await;
     let fourth = s.say(&thread, safety).await;
-    assert!(fourth.iter().any(|f| f.kind() == "citation"), "{fourth:?}");
+    assert!(has(&fourth, FrameKind::Citation), "{fourth:?}");
 
     let demo = s.demo.take().unwrap();
     assert_eq!(demo.search_calls(), 3, "the expired call never ran");

@@ -12,7 +12,7 @@
 //!
 //! Run with `--nocapture` to see the figures and the per-lie table.
 
-mod common;
+use crate::common;
 #[path = "common/liar.rs"]
 mod liar;
 
@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use common::frames::answer;
 use common::server::{databases, TestServer};
+use common::thread::Record;
 use liar::{sentences, Fixed, Liar, Paraphraser, Recorder};
 use serde_json::Value;
 use turnstile::demo::Fault;
@@ -32,7 +33,7 @@ use turnstile::wire::{Frame, Replaced};
 /// Everything the server logged in this test binary (turnstile at trace,
 /// the rest at info), as text.
 fn capture_log() {
-    common::logs::capture("info,turnstile=trace");
+    common::logs::capture();
 }
 
 fn log_text() -> String {
@@ -198,7 +199,12 @@ async fn run(model: Arc<dyn Model>, flows: &[Flow]) -> Vec<Turn> {
         if mine.is_empty() {
             continue;
         }
-        let s = TestServer::start_with_model(db, fault.into_iter().collect(), model.clone()).await;
+        let s = TestServer::builder()
+            .database(db)
+            .faults(fault.into_iter().collect())
+            .model(model.clone())
+            .start()
+            .await;
         for flow in mine {
             let t = s.new_thread().await;
             let prompts = flow
@@ -519,13 +525,10 @@ async fn the_lying_demo_model_is_replaced_on_the_page() {
 #[tokio::test]
 async fn a_replacement_is_stored_with_its_row_never_the_sentence() {
     capture_log();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::start_with_model(
-        &databases(&tmp)[0],
-        vec![],
-        Arc::new(Lying::new(Scripted::demo())),
-    )
-    .await;
+    let s = TestServer::builder()
+        .model(Arc::new(Lying::new(Scripted::demo())))
+        .start()
+        .await;
     for prompt in ["show safety issues on floor 3", "3층 안전 지적사항 보여줘"] {
         let t = s.new_thread().await;
         let frames = s.say(&t, prompt).await;
@@ -537,12 +540,18 @@ async fn a_replacement_is_stored_with_its_row_never_the_sentence() {
             })
             .collect();
         assert!(!rows.is_empty(), "{prompt}: {}", answer(&frames));
-        let bodies = s.bodies(&t).await;
-        let stored_rows: Vec<String> = bodies
-            .iter()
-            .filter(|b| b["kind"] == "text")
-            .filter_map(|b| b["replaced"]["row_id"].as_str().map(str::to_string))
+        let stored = s.thread(&t).await;
+        let stored_rows: Vec<String> = stored
+            .records()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Text {
+                    replaced: Some(r), ..
+                } => Some(r.row_id.clone()),
+                _ => None,
+            })
             .collect();
+        let bodies = s.bodies(&t).await;
         assert_eq!(stored_rows, rows, "{prompt}: {bodies:?}");
         for lie in [
             "There are exactly 10 safety issues.",
@@ -569,9 +578,10 @@ async fn a_replacement_is_stored_with_its_row_never_the_sentence() {
 async fn documented_misses_still_pass() {
     capture_log();
     let fixed = Fixed::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let s =
-        TestServer::start_with_model(&databases(&tmp)[0], vec![], Arc::new(fixed.clone())).await;
+    let s = TestServer::builder()
+        .model(Arc::new(fixed.clone()))
+        .start()
+        .await;
     let cases: &[(&str, &str)] = &[
         (
             "paraphrase without numbers or absence words",

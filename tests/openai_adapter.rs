@@ -4,15 +4,18 @@
 //! (`common::fake_openai`). The fake plans with the real scripted planner, so
 //! every demo flow must produce the same frames as with the scripted model.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
 use common::fake_openai::{directives, Action, Captured, FakeOpenAi, Role, FAKE_MODEL, KEY};
 use common::frames::{
-    answer, citations, error, kinds, plan, plans, read_frames, tool_results, without_ids,
+    answer, citations, error, has, is_done, kinds, kinds_without_deltas, last_kind, plan, plans,
+    read_frames, tool_results, without_ids, FrameKind,
 };
-use common::server::{databases, TestServer};
+use common::harness::Run;
+use common::server::TestServer;
+use common::thread::RecordKind;
 use serde_json::{json, Value};
 use turnstile::demo::Fault;
 use turnstile::judge::CountGrade;
@@ -24,7 +27,7 @@ use turnstile::wire::Frame;
 // the HTTP client, so the key can be looked for in them.
 
 fn capture_logs() {
-    common::logs::capture("info,turnstile=trace,reqwest=trace,hyper_util=trace");
+    common::logs::capture();
 }
 
 fn logs() -> String {
@@ -152,13 +155,7 @@ fn signature(frames: &[Frame]) -> Vec<Frame> {
 }
 
 async fn stored_anchors(s: &TestServer, thread: &str) -> Vec<Value> {
-    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-    v["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["body"]["anchors"].as_array())
-        .cloned()
-        .unwrap_or_default()
+    s.thread(thread).await.last_anchors()
 }
 
 /// The calls the planner decided in the first `rounds` planning rounds (a
@@ -179,20 +176,16 @@ fn turn_requests<'a>(reqs: &'a [Captured], from: usize, text: &str) -> Vec<&'a C
 #[tokio::test]
 async fn every_demo_flow_matches_the_scripted_model() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let mut checked = 0;
-    for (i, f) in flows().into_iter().enumerate() {
-        let db_a = format!(
-            "sqlite://{}?mode=rwc",
-            tmp.path().join(format!("s{i}.db")).display()
-        );
-        let db_b = format!(
-            "sqlite://{}?mode=rwc",
-            tmp.path().join(format!("o{i}.db")).display()
-        );
-        let scripted = TestServer::start(&db_a, f.faults.clone()).await;
-        let adapter = TestServer::start_with_model(&db_b, f.faults.clone(), fake.model()).await;
+    for f in flows() {
+        // Each on a fresh SQLite file of its own.
+        let scripted = TestServer::builder().faults(f.faults.clone()).start().await;
+        let adapter = TestServer::builder()
+            .faults(f.faults.clone())
+            .model(fake.model())
+            .start()
+            .await;
         let t_a = scripted.new_thread().await;
         let t_b = adapter.new_thread().await;
         for (n, (text, context)) in f.turns.iter().enumerate() {
@@ -214,7 +207,7 @@ async fn every_demo_flow_matches_the_scripted_model() {
             let reqs = fake.requests();
             let mine = turn_requests(&reqs, before, text);
             let roles: Vec<Role> = mine.iter().map(|r| r.role).collect();
-            if kinds(&got).last() != Some(&"done") {
+            if !is_done(&got) {
                 assert_eq!(roles.first(), Some(&Role::Planner), "{at}");
                 continue;
             }
@@ -354,10 +347,6 @@ async fn every_demo_flow_matches_the_scripted_model() {
 // ---------------------------------------------------------------------------
 // Failures
 
-async fn adapter_server(tmp: &tempfile::TempDir, fake: &FakeOpenAi) -> TestServer {
-    TestServer::start_with_model(&databases(tmp)[0], vec![], fake.model()).await
-}
-
 fn count(reqs: &[Captured], role: Role) -> usize {
     reqs.iter().filter(|r| r.role == role).count()
 }
@@ -365,9 +354,8 @@ fn count(reqs: &[Captured], role: Role) -> usize {
 #[tokio::test]
 async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frames() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let s = adapter_server(&tmp, &fake).await;
+    let s = TestServer::builder().model(fake.model()).start().await;
     let thread = s.new_thread().await;
     let limited = json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}});
     fake.on(Role::Planner, Action::Status(429, limited));
@@ -377,18 +365,14 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
     );
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     assert_eq!(
-        kinds(&frames)
-            .iter()
-            .filter(|k| **k != "delta")
-            .copied()
-            .collect::<Vec<_>>(),
+        kinds_without_deltas(&frames),
         [
-            "start",
-            "plan",
-            "tool_call",
-            "tool_result",
-            "citation",
-            "done"
+            FrameKind::Start,
+            FrameKind::Plan,
+            FrameKind::ToolCall,
+            FrameKind::ToolResult,
+            FrameKind::Citation,
+            FrameKind::Done
         ]
     );
     assert!(
@@ -411,7 +395,7 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
         );
     }
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("HTTP 500"), "{msg}");
     assert_eq!(count(&fake.requests(), Role::Planner), 6);
@@ -424,7 +408,7 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
         },
     );
     let frames = s.say(&thread, "hello").await;
-    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    assert!(is_done(&frames), "{:?}", kinds(&frames));
     assert_eq!(count(&fake.requests(), Role::Planner), 8);
     fake.on(
         Role::Planner,
@@ -435,7 +419,7 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
     let started = std::time::Instant::now();
     let frames = s.say(&thread, "hello").await;
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     assert!(error(&frames).unwrap().message.contains("HTTP 429"));
     assert_eq!(count(&fake.requests(), Role::Planner), 9, "not retried");
     s.pass();
@@ -445,22 +429,21 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
 #[tokio::test]
 async fn client_errors_are_not_retried_and_never_show_the_key() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let s = adapter_server(&tmp, &fake).await;
+    let s = TestServer::builder().model(fake.model()).start().await;
     let thread = s.new_thread().await;
     // A provider that quotes the key back, in a 401 and in a 400.
     let echo = json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}});
     fake.on(Role::Planner, Action::Status(401, echo.clone()));
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     // The whole frame, every field of it: the key is in none.
     let msg = frames[1].data().to_string();
     assert!(msg.contains("HTTP 401") && !msg.contains(KEY), "{msg}");
 
     fake.on(Role::Planner, Action::Status(400, echo));
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     let msg = frames[1].data().to_string();
     assert!(
         msg.contains("HTTP 400") && msg.contains("[redacted]") && !msg.contains(KEY),
@@ -475,7 +458,7 @@ async fn client_errors_are_not_retried_and_never_show_the_key() {
     // Nothing of it is stored either.
     let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
     assert!(!v.to_string().contains(KEY));
-    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    assert!(is_done(&s.say(&thread, "hello").await));
     s.pass();
     assert_no_key_in_logs();
 }
@@ -483,9 +466,8 @@ async fn client_errors_are_not_retried_and_never_show_the_key() {
 #[tokio::test]
 async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let s = adapter_server(&tmp, &fake).await;
+    let s = TestServer::builder().model(fake.model()).start().await;
     let thread = s.new_thread().await;
     fake.on(Role::Responder, Action::CutAfter(3));
     let frames = tokio::time::timeout(
@@ -495,8 +477,8 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
     .await
     .expect("no hang");
     let k = kinds(&frames);
-    assert_eq!(k.last(), Some(&"error"), "{k:?}");
-    assert!(k.contains(&"citation"));
+    assert_eq!(last_kind(&frames), Some(FrameKind::Error), "{k:?}");
+    assert!(has(&frames, FrameKind::Citation), "{k:?}");
     // The narration guard releases whole sentences only: what was shown
     // before the cut ends at a sentence's end, and the cut sentence is not
     // shown at all.
@@ -513,30 +495,31 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
         "never re-sent after a delta"
     );
     // The thread stays usable and kept the error.
-    assert_eq!(kinds(&s.say(&thread, "hello").await).last(), Some(&"done"));
+    assert!(is_done(&s.say(&thread, "hello").await));
     // Stored: what was shown (card, the three deltas as text batches), the
     // error, then the next turn.
-    let records = s.records(&thread).await;
+    let v = s.thread(&thread).await;
+    let records = v.kinds();
+    use RecordKind as K;
     assert_eq!(
         records[..5],
-        ["user", "plan", "call", "result", "card"],
+        [K::User, K::Plan, K::Call, K::Result, K::Card],
         "{records:?}"
     );
     let error_at = records
         .iter()
-        .position(|r| r == "error")
+        .position(|r| *r == K::Error)
         .expect("the error is stored");
     assert!(
-        records[5..error_at].iter().all(|r| r == "text"),
+        records[5..error_at].iter().all(|r| *r == K::Text),
         "{records:?}"
     );
-    assert!(!records[..error_at].contains(&"answer".to_string()));
-    assert_eq!(records[error_at + 1], "user");
-    assert_eq!(records.last().map(String::as_str), Some("answer"));
-    let (_, v) = s.get(&format!("/v1/threads/{thread}")).await;
-    let stored_text: String = v["messages"].as_array().unwrap()[5..error_at]
+    assert!(!records[..error_at].contains(&K::Answer));
+    assert_eq!(records[error_at + 1], K::User);
+    assert_eq!(records.last(), Some(&K::Answer));
+    let stored_text: String = v.messages[5..error_at]
         .iter()
-        .map(|m| m["body"]["text"].as_str().unwrap())
+        .map(|m| m.body.text().expect("a text record"))
         .collect();
     assert_eq!(
         stored_text,
@@ -550,12 +533,11 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
 #[tokio::test]
 async fn a_stalled_stream_times_out_instead_of_hanging() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
     let mut cfg = fake.config();
     cfg.idle_timeout = Duration::from_millis(400);
     let model = std::sync::Arc::new(turnstile::llm::OpenAi::new(cfg).unwrap());
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], model).await;
+    let s = TestServer::builder().model(model).start().await;
     let thread = s.new_thread().await;
     fake.on(Role::Responder, Action::StallAfter(2));
     let started = std::time::Instant::now();
@@ -566,7 +548,7 @@ async fn a_stalled_stream_times_out_instead_of_hanging() {
     // Two deltas of an unfinished sentence arrived, then silence: the
     // narration guard held them (a sentence is shown when it ends), so the
     // turn ends with the error and no half sentence.
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("no data from the model"), "{msg}");
     // A planner that stalls is bounded too.
@@ -574,16 +556,15 @@ async fn a_stalled_stream_times_out_instead_of_hanging() {
     let frames = tokio::time::timeout(Duration::from_secs(20), s.say(&thread, "hello"))
         .await
         .expect("no hang");
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     s.pass();
 }
 
 #[tokio::test]
 async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let s = adapter_server(&tmp, &fake).await;
+    let s = TestServer::builder().model(fake.model()).start().await;
     let thread = s.new_thread().await;
     fake.on(
         Role::Planner,
@@ -604,26 +585,23 @@ async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
         ]),
     );
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    let k: Vec<&str> = kinds(&frames)
-        .into_iter()
-        .filter(|k| *k != "delta")
-        .collect();
+    use FrameKind as K;
     assert_eq!(
-        k,
+        kinds_without_deltas(&frames),
         [
-            "start",
-            "plan",
-            "tool_call",
-            "tool_result",
-            "citation",
-            "tool_call",
-            "tool_result",
-            "tool_call",
-            "tool_result",
-            "tool_call",
-            "tool_result",
-            "citation",
-            "done"
+            K::Start,
+            K::Plan,
+            K::ToolCall,
+            K::ToolResult,
+            K::Citation,
+            K::ToolCall,
+            K::ToolResult,
+            K::ToolCall,
+            K::ToolResult,
+            K::ToolCall,
+            K::ToolResult,
+            K::Citation,
+            K::Done
         ]
     );
     let steps = &plan(&frames).unwrap().steps;
@@ -667,7 +645,7 @@ async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
     // A tool call cut at the length limit is a planner error, not a call.
     fake.on(Role::Planner, Action::LengthMidArguments);
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     let msg = &error(&frames).unwrap().message;
     assert!(msg.contains("length limit"), "{msg}");
     s.pass();
@@ -779,6 +757,10 @@ async fn serve_runs_a_turn_against_the_fake_model() {
     .await
     .expect("serve starts");
     let http = reqwest::Client::new();
+    // The child serves the built-in tables (the config names no override):
+    // the substrate check proves it before the scenario.
+    let own = turnstile::protocols::TableSet::builtin().unwrap();
+    let mut run = Run::start("turnstile serve", &http, &base, &own).await;
     let thread: Value = http
         .post(format!("{base}/v1/threads"))
         .json(&json!({}))
@@ -809,7 +791,7 @@ async fn serve_runs_a_turn_against_the_fake_model() {
         "{:?}",
         kinds(&frames)
     );
-    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    assert!(is_done(&frames), "{:?}", kinds(&frames));
     let reqs = fake.requests();
     assert_eq!(
         reqs[0].body["model"], FAKE_MODEL,
@@ -840,5 +822,6 @@ async fn serve_runs_a_turn_against_the_fake_model() {
         !errors.contains(KEY),
         "the API key appears in the server's logs"
     );
+    run.pass();
     demo.shutdown().await;
 }

@@ -12,11 +12,12 @@
 //! replaced by a code sentence or marked removed, and no sentence is said
 //! twice.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
-use common::server::{answer, databases, TestServer};
+use common::frames::answer;
+use common::server::TestServer;
 use serde_json::{json, Value};
 use turnstile::demo::Fault;
 use turnstile::guard::check::Guard;
@@ -90,8 +91,7 @@ async fn every_code_sentence_passes_the_guard_of_its_turn() {
     let mut turns = 0;
     let mut refused = Vec::new();
     for fault in faults {
-        let tmp = tempfile::tempdir().unwrap();
-        let s = TestServer::start(&databases(&tmp)[0], fault.clone()).await;
+        let s = TestServer::builder().faults(fault.clone()).start().await;
         for thread in threads() {
             let t = s.new_thread().await;
             for (text, context) in &thread {
@@ -196,9 +196,8 @@ fn searched_everything_after_a_failed_call_is_caught() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lying_model_is_replaced_by_code_sentences_never_blank_or_twice() {
-    let tmp = tempfile::tempdir().unwrap();
     let model = Arc::new(Lying::new(Scripted::demo()));
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], model).await;
+    let s = TestServer::builder().model(model).start().await;
     let mut replaced = 0;
     for thread in threads() {
         let t = s.new_thread().await;

@@ -9,21 +9,21 @@
 //!   printed, and a TOML type error never quotes the value;
 //! - `serve --check` decides about `database_url` exactly as `serve` does.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;
 
 use common::fake_openai::{Action, FakeOpenAi, Role, KEY};
-use common::frames::{error, kinds};
-use common::server::{databases, TestServer};
+use common::frames::{error, is_done, kinds, FrameKind};
+use common::server::TestServer;
 use serde_json::json;
 
 // ---------------------------------------------------------------------------
 // Captured logs (all levels of turnstile), as in tests/openai_adapter.rs.
 
 fn capture_logs() {
-    common::logs::capture("info,turnstile=trace,reqwest=trace,hyper_util=trace");
+    common::logs::capture();
 }
 
 fn logs() -> String {
@@ -67,16 +67,16 @@ fn quoting_body() -> serde_json::Value {
 /// A turn answered by a 400 that quotes part of the key: the `error` frame's
 /// reference, the frames and the stored thread.
 async fn turn_with_a_quoting_400() -> (String, serde_json::Value, String) {
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], fake.model()).await;
+    let s = TestServer::builder().model(fake.model()).start().await;
     let thread = s.new_thread().await;
     fake.on(Role::Planner, Action::Status(400, quoting_body()));
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert_eq!(kinds(&frames), ["start", "error"]);
+    assert_eq!(kinds(&frames), [FrameKind::Start, FrameKind::Error]);
     let data = frames[1].data();
     let message = error(&frames).unwrap().message.clone();
-    let (_, stored) = s.get(&format!("/v1/threads/{thread}")).await;
+    // Searched as text: the key must be nowhere in it.
+    let stored = s.thread_json(&thread).await;
     s.pass();
     (message, data, stored.to_string())
 }
@@ -432,13 +432,12 @@ fn long_strings(v: &serde_json::Value, out: &mut Vec<String>) {
 #[tokio::test]
 async fn message_text_and_tool_bodies_stay_out_of_the_log() {
     capture_logs();
-    let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let s = TestServer::start_with_model(&databases(&tmp)[0], vec![], fake.model()).await;
+    let s = TestServer::builder().model(fake.model()).start().await;
     let thread = s.new_thread().await;
     let said = "show safety issues on floor 3, marker zebra-quokka-7731";
     let frames = s.say(&thread, said).await;
-    assert_eq!(kinds(&frames).last(), Some(&"done"), "{:?}", kinds(&frames));
+    assert!(is_done(&frames), "{:?}", kinds(&frames));
     // The user's text, the model's answer, the tool's result bodies: every
     // long string the thread stores.
     let mut texts = Vec::new();

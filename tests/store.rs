@@ -15,8 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use turnstile::store::{Backend, NewMessage, Role, Store, StoreError};
 
-#[path = "common/needs.rs"]
-mod needs;
+use crate::common::needs;
 
 /// A database the checks may open any number of pools on.
 struct Db {
@@ -101,7 +100,8 @@ suite!(
 /// checked in `tests/mcp_interop.rs`.)
 #[test]
 fn a_postgres_check_without_postgres_is_ignored_or_fails() {
-    let test = "postgres::threads_round_trip";
+    let test = needs::test_name(module_path!(), "postgres::threads_round_trip");
+    let test = test.as_str();
     let run = |include_ignored: bool| {
         let mut c = std::process::Command::new(std::env::current_exe().unwrap());
         c.args([test, "--exact", "--test-threads", "1"])

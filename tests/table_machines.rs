@@ -1,7 +1,7 @@
 //! Machines over the real tables: every row exercised, every violation and
 //! every rendered matrix snapshotted, and random walks checked by proptest.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! output as a snapshot, row groups, and mutations of the real tables (made
 //! on the parsed table, not on its text).
 
-mod common;
+use crate::common;
 
 use turnstile::fsm::schema::{self, EventSet, RawRow, RawTable};
 use turnstile::fsm::{self, spans, BindingNames, Code, RowKind, Table};

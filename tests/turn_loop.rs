@@ -3,42 +3,27 @@
 //! results, the step limit, and a thread that reproduces everything a
 //! client was sent, also for a turn cut off mid-answer.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use turnstile::agent::Limits;
 use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
-use turnstile::wire::{Citation, Frame};
+use turnstile::wire::Citation;
 
-use common::custom::{count, Server};
-use common::frames::{answer, kinds, plans, tool_calls};
+use common::frames::{answer, assert_done, citations, is_done, plans, tool_calls, FrameKind};
+use common::server::{Slow, TestServer};
+use common::thread::{RecordKind, ThreadView};
 
-fn db(tmp: &tempfile::TempDir) -> String {
-    format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display())
-}
-
-fn citations(frames: &[Frame]) -> Vec<&Citation> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Citation(c) => Some(c),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The scripted model, recording every request it is given and
-/// optionally streaming its answer slowly.
+/// The scripted model, recording every request it is given.
 #[derive(Default)]
 struct Recording {
     inner: Scripted,
     plans: Mutex<Vec<PlanRequest>>,
     responds: Mutex<Vec<RespondRequest>>,
-    delay: Option<Duration>,
 }
 
 #[async_trait::async_trait]
@@ -52,14 +37,7 @@ impl Model for Recording {
     }
     async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
         self.responds.lock().unwrap().push(req.clone());
-        let s = self.inner.respond(req).await?;
-        Ok(match self.delay {
-            None => s,
-            Some(d) => Box::pin(s.then(move |x| async move {
-                tokio::time::sleep(d).await;
-                x
-            })),
-        })
+        self.inner.respond(req).await
     }
 }
 
@@ -72,9 +50,8 @@ fn recording() -> Arc<Recording> {
 
 #[tokio::test]
 async fn search_then_open_the_top_hit_in_one_turn() {
-    let tmp = tempfile::tempdir().unwrap();
     let model = recording();
-    let s = Server::start_with(&db(&tmp), None, model.clone(), Limits::default()).await;
+    let s = TestServer::builder().model(model.clone()).start().await;
     for (prompt, word) in [
         (
             "show the newest safety issue on floor 3 in detail",
@@ -84,8 +61,8 @@ async fn search_then_open_the_top_hit_in_one_turn() {
     ] {
         let thread = s.new_thread().await;
         let frames = s.say(&thread, prompt).await;
-        let k = kinds(&frames);
-        assert_eq!(k.last(), Some(&"done"), "{k:?}");
+        assert_done(&frames, prompt);
+        let k = common::frames::kinds(&frames);
         let p = plans(&frames);
         assert_eq!(p.len(), 2, "two planning rounds with calls: {k:?}");
         assert_eq!((p[0].step, p[1].step), (1, 2));
@@ -114,18 +91,21 @@ async fn search_then_open_the_top_hit_in_one_turn() {
     assert_eq!(digest.grade.map(|g| g.as_str()), Some("LOWER_BOUND"));
     assert!(digest.items.len() <= Limits::default().digest.items);
     assert!(digest.render().len() <= Limits::default().digest.bytes);
-    s.stop().await;
+    s.pass();
 }
 
 #[tokio::test]
 async fn the_planner_sees_earlier_turns_and_the_step_limit_holds() {
-    let tmp = tempfile::tempdir().unwrap();
     let model = recording();
     let limits = Limits {
         max_steps: 1,
         ..Limits::default()
     };
-    let s = Server::start_with(&db(&tmp), None, model.clone(), limits).await;
+    let s = TestServer::builder()
+        .model(model.clone())
+        .limits(limits)
+        .start()
+        .await;
     let thread = s.new_thread().await;
     s.say(&thread, "show safety issues on floor 3").await;
     let frames = s
@@ -139,7 +119,7 @@ async fn the_planner_sees_earlier_turns_and_the_step_limit_holds() {
         "{}",
         answer(&frames)
     );
-    assert_eq!(kinds(&frames).last(), Some(&"done"));
+    assert_done(&frames, "one step only");
 
     let plans = model.plans.lock().unwrap().clone();
     let h = &plans.last().unwrap().history;
@@ -150,30 +130,18 @@ async fn the_planner_sees_earlier_turns_and_the_step_limit_holds() {
         h[0].cards,
         ["search_photos: 10 shown of at least 189 [LOWER_BOUND]"]
     );
-    s.stop().await;
+    s.pass();
 }
 
 /// Every card and every sentence the client saw is in the thread.
-fn stored(thread: &Value) -> (Vec<Citation>, String, bool) {
-    let mut cards = Vec::new();
-    let mut text = String::new();
-    let mut cut = false;
-    for m in thread["messages"].as_array().unwrap() {
-        let b = &m["body"];
-        match b["kind"].as_str() {
-            Some("card") => cards.push(serde_json::from_value(b["citation"].clone()).unwrap()),
-            Some("text") => text += b["text"].as_str().unwrap(),
-            Some("cut") => cut = true,
-            _ => {}
-        }
-    }
-    (cards, text, cut)
+fn stored(thread: &ThreadView) -> (Vec<Citation>, String, bool) {
+    let cards = thread.cards().into_iter().cloned().collect();
+    (cards, thread.text(), thread.has(RecordKind::Cut))
 }
 
 #[tokio::test]
 async fn the_thread_reproduces_what_was_shown_and_the_trace_it_took() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&db(&tmp), None).await;
+    let s = TestServer::builder().start().await;
     let thread = s.new_thread().await;
     let frames = s
         .say(&thread, "show the newest safety issue on floor 3 in detail")
@@ -184,23 +152,17 @@ async fn the_thread_reproduces_what_was_shown_and_the_trace_it_took() {
     assert_eq!(cards, shown);
     assert_eq!(text, answer(&frames));
     assert!(!cut);
-    let answer_record = v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["body"]["kind"] == "answer")
+    let answer_record = v
+        .records()
+        .into_iter()
+        .find(|r| r.kind() == RecordKind::Answer)
         .expect("an answer record at done");
-    assert_eq!(answer_record["body"]["text"], json!(text));
+    assert_eq!(answer_record.text(), Some(text.as_str()));
     // The rows each machine took.
-    let turn = &v["turns"][0]["machines"];
-    let trace: Vec<&str> = turn["turn"]["trace"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let turn = &v.turns[0];
+    let trace = &turn.machine("turn").trace;
     assert_eq!(
-        trace,
+        *trace,
         [
             "begin-with-a-plan",
             "plan-calls",
@@ -213,28 +175,25 @@ async fn the_thread_reproduces_what_was_shown_and_the_trace_it_took() {
             "answered"
         ]
     );
-    assert_eq!(turn["turn"]["state"], "Done");
-    assert_eq!(turn["frame"]["state"], "Finished");
-    assert!(turn["narrowing#1"]["trace"].is_array());
-    s.stop().await;
+    assert_eq!(turn.machine("turn").state, "Done");
+    assert_eq!(turn.machine("frame").state, "Finished");
+    assert_eq!(turn.machine("narrowing#1").table, "narrowing");
+    s.pass();
 }
 
 #[tokio::test]
 async fn a_turn_cut_mid_answer_keeps_everything_the_client_saw() {
-    let tmp = tempfile::tempdir().unwrap();
-    let model = Arc::new(Recording {
-        inner: Scripted::demo(),
-        delay: Some(Duration::from_millis(150)),
-        ..Recording::default()
-    });
-    let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
+    let s = TestServer::builder()
+        .model(Slow::answering(Duration::from_millis(150)))
+        .start()
+        .await;
     let thread = s.new_thread().await;
     // Read until the first sentence arrived (the narration guard releases
     // whole sentences), then go away mid-answer.
     let mut open = s.open_turn(&thread, "show safety issues on floor 3").await;
-    let seen = open.until(|f| count(f, "delta") >= 1).await;
+    let seen = open.until(FrameKind::Delta).await;
     drop(open);
-    let v = s.thread_with(&thread, "cut").await;
+    let v = s.thread_with(&thread, RecordKind::Cut).await;
     let (cards, text, cut) = stored(&v);
     assert!(cut, "the cut is marked");
     let shown: Vec<Citation> = citations(&seen).into_iter().cloned().collect();
@@ -244,13 +203,9 @@ async fn a_turn_cut_mid_answer_keeps_everything_the_client_saw() {
         text.starts_with(&seen_text),
         "stored {text:?} holds what was seen {seen_text:?}"
     );
-    assert!(v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|m| m["body"]["kind"] != "answer"));
-    assert_eq!(v["turns"][0]["machines"]["turn"]["state"], "Cancelled");
-    s.stop().await;
+    assert!(!v.has(RecordKind::Answer), "{:?}", v.kinds());
+    assert_eq!(v.turns[0].machine("turn").state, "Cancelled");
+    s.pass();
 }
 
 /// The scripted answer as an `unfold`, which panics if polled after it
@@ -278,35 +233,30 @@ impl Model for Unfolded {
 
 #[tokio::test]
 async fn a_stream_that_must_not_be_polled_after_its_end_finishes_its_turns() {
-    let tmp = tempfile::tempdir().unwrap();
-    let model = Arc::new(Unfolded(Scripted::demo()));
-    let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
+    let s = TestServer::builder()
+        .model(Arc::new(Unfolded(Scripted::demo())))
+        .start()
+        .await;
     let thread = s.new_thread().await;
     for prompt in ["show safety issues on floor 3", "hello"] {
         let frames = s.say(&thread, prompt).await;
-        assert_eq!(kinds(&frames).last(), Some(&"done"), "{:?}", kinds(&frames));
+        assert_done(&frames, prompt);
     }
     let v = s.thread(&thread).await;
-    let answers = v["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["body"]["kind"] == "answer")
-        .count();
-    assert_eq!(answers, 2);
-    s.stop().await;
+    assert_eq!(v.count(RecordKind::Answer), 2);
+    s.pass();
 }
 
 /// Reads a turn's stream until `done`, then posts the next message at once,
 /// before the stream has closed: the thread is already free.
 #[tokio::test]
 async fn the_next_message_right_after_done_is_accepted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&db(&tmp), None).await;
+    let s = TestServer::builder().start().await;
     let thread = s.new_thread().await;
     for _ in 0..20 {
         let mut open = s.open_turn(&thread, "show safety issues on floor 3").await;
-        open.until(|f| count(f, "done") == 1).await;
+        let frames = open.until(FrameKind::Done).await;
+        assert!(is_done(&frames), "nothing after done yet");
         let next = s
             .http
             .post(format!("{}/v1/threads/{thread}/messages", s.base))
@@ -318,28 +268,25 @@ async fn the_next_message_right_after_done_is_accepted() {
         let _ = next.bytes().await;
         drop(open);
     }
-    s.stop().await;
+    s.pass();
 }
 
 /// A scope released by a refused narrowing is committed with the result
 /// that shows it: a turn cut before its answer cannot bring it back.
 #[tokio::test]
 async fn a_released_scope_stays_released_when_the_turn_is_cut() {
-    let tmp = tempfile::tempdir().unwrap();
-    let model = Arc::new(Recording {
-        inner: Scripted::demo(),
-        delay: Some(Duration::from_millis(150)),
-        ..Recording::default()
-    });
-    let s = Server::start_with(&db(&tmp), None, model, Limits::default()).await;
+    let s = TestServer::builder()
+        .model(Slow::answering(Duration::from_millis(150)))
+        .start()
+        .await;
     let thread = s.new_thread().await;
     s.say(&thread, "show safety issues on floor 3").await;
     // Floor 5 inside floor 3: zero after narrowing, the scope is released;
     // the client leaves at the first delta.
     let mut open = s.open_turn(&thread, "only those on floor 5").await;
-    open.until(|f| count(f, "delta") >= 1).await;
+    open.until(FrameKind::Delta).await;
     drop(open);
-    s.thread_with(&thread, "cut").await;
+    s.thread_with(&thread, RecordKind::Cut).await;
     let frames = s.say(&thread, "only those from April").await;
     // The released scope did not come back: there is nothing to narrow, so
     // the user is asked and nothing is searched.
@@ -355,5 +302,5 @@ async fn a_released_scope_stays_released_when_the_turn_is_cut() {
         "{}",
         answer(&frames)
     );
-    s.stop().await;
+    s.pass();
 }

@@ -5,7 +5,7 @@
 //! it holds the frames the turn must write, one line each. The model is the
 //! scripted one, the store an in-memory SQLite database, and the tools a
 //! [`Tools`] that plays the script, so a case tests the loop and the tables
-//! alone. `TURNSTILE_BLESS=1 cargo test --test turn_script` rewrites the
+//! alone. `TURNSTILE_BLESS=1 cargo test --test all turn_script::` rewrites the
 //! expectations (review the diff).
 //!
 //! Directives, one per line, before `//- expect`:

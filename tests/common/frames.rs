@@ -4,6 +4,8 @@
 //!
 //! Tests assert on typed fields (`Frame::Citation(c) => c.displayed`), never
 //! on a field looked up by a string key: a renamed field breaks the build.
+//! A frame's kind is a [`FrameKind`], matched from the `Frame` variant: a
+//! new kind breaks the build here, not a string comparison somewhere.
 
 use std::sync::Arc;
 
@@ -11,7 +13,7 @@ use serde_json::{json, Value};
 use turnstile::fsm::{Machine, Table};
 use turnstile::protocols::TableSet;
 use turnstile::wire::sse::SseDecoder;
-use turnstile::wire::{Citation, Error, Frame, Plan, ToolCall, ToolResult};
+use turnstile::wire::{Citation, Error, Figure, Frame, Plan, ToolCall, ToolResult};
 
 /// An incremental reader of one response stream.
 pub struct FrameReader {
@@ -29,8 +31,14 @@ impl Default for FrameReader {
 }
 
 impl FrameReader {
+    /// A reader that checks frames against the built-in `frame` table.
     pub fn new() -> FrameReader {
-        let table = TableSet::builtin().unwrap().get("frame").unwrap().clone();
+        Self::with_table(TableSet::builtin().unwrap().get("frame").unwrap().clone())
+    }
+
+    /// A reader that checks frames against `table` (the test's own `frame`
+    /// table, which the harness proved the server serves).
+    pub fn with_table(table: Arc<Table>) -> FrameReader {
         FrameReader {
             sse: SseDecoder::new(),
             machine: Machine::new(table.clone()),
@@ -83,20 +91,119 @@ impl FrameReader {
                 .unwrap_or_else(|v| panic!("frame order violation: {v}"));
             let frame = Frame::parse(kind, &event.data)
                 .unwrap_or_else(|e| panic!("frame {id}: {e}: {}", event.data));
+            assert_eq!(FrameKind::of(&frame).event(), kind, "frame {id}");
             self.frames.push(frame);
         }
     }
 }
 
-/// A whole response body, read and checked.
+/// A whole response body, read and checked against the built-in `frame`
+/// table.
 pub fn read_frames(body: &[u8]) -> Vec<Frame> {
     let mut r = FrameReader::new();
     r.push(body);
     r.finish()
 }
 
-pub fn kinds(frames: &[Frame]) -> Vec<&'static str> {
-    frames.iter().map(Frame::kind).collect()
+/// The kind of a frame, one per [`Frame`] variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    Start,
+    Plan,
+    ToolCall,
+    ToolResult,
+    Citation,
+    Figure,
+    Delta,
+    Interrupt,
+    Done,
+    Error,
+}
+
+impl FrameKind {
+    /// The kind of `frame` (an exhaustive match: a new variant is a build
+    /// error here).
+    pub fn of(frame: &Frame) -> FrameKind {
+        match frame {
+            Frame::Start(_) => FrameKind::Start,
+            Frame::Plan(_) => FrameKind::Plan,
+            Frame::ToolCall(_) => FrameKind::ToolCall,
+            Frame::ToolResult(_) => FrameKind::ToolResult,
+            Frame::Citation(_) => FrameKind::Citation,
+            Frame::Figure(_) => FrameKind::Figure,
+            Frame::Delta(_) => FrameKind::Delta,
+            Frame::Interrupt(_) => FrameKind::Interrupt,
+            Frame::Done(_) => FrameKind::Done,
+            Frame::Error(_) => FrameKind::Error,
+        }
+    }
+
+    /// The SSE `event:` name, which is also the `frame` table's event
+    /// (checked against `Frame::kind` for every frame a reader reads).
+    pub fn event(self) -> &'static str {
+        match self {
+            FrameKind::Start => "start",
+            FrameKind::Plan => "plan",
+            FrameKind::ToolCall => "tool_call",
+            FrameKind::ToolResult => "tool_result",
+            FrameKind::Citation => "citation",
+            FrameKind::Figure => "figure",
+            FrameKind::Delta => "delta",
+            FrameKind::Interrupt => "interrupt",
+            FrameKind::Done => "done",
+            FrameKind::Error => "error",
+        }
+    }
+
+    /// Whether the kind ends a turn (`done` or `error`).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, FrameKind::Done | FrameKind::Error)
+    }
+}
+
+/// The kind of every frame, in order.
+pub fn kinds(frames: &[Frame]) -> Vec<FrameKind> {
+    frames.iter().map(FrameKind::of).collect()
+}
+
+/// The kind of every frame but the deltas (a run of deltas is the model's
+/// chunking), in order.
+pub fn kinds_without_deltas(frames: &[Frame]) -> Vec<FrameKind> {
+    kinds(frames)
+        .into_iter()
+        .filter(|k| *k != FrameKind::Delta)
+        .collect()
+}
+
+/// The kind of the turn's last frame.
+pub fn last_kind(frames: &[Frame]) -> Option<FrameKind> {
+    frames.last().map(FrameKind::of)
+}
+
+/// Whether the turn ended with `done`.
+pub fn is_done(frames: &[Frame]) -> bool {
+    last_kind(frames) == Some(FrameKind::Done)
+}
+
+/// Whether any frame of the turn is of `kind`.
+pub fn has(frames: &[Frame], kind: FrameKind) -> bool {
+    frames.iter().any(|f| FrameKind::of(f) == kind)
+}
+
+/// How many frames of the turn are of `kind`.
+pub fn count(frames: &[Frame], kind: FrameKind) -> usize {
+    frames.iter().filter(|f| FrameKind::of(f) == kind).count()
+}
+
+/// Fails the test unless the turn ended with `done`; says how it ended.
+#[track_caller]
+pub fn assert_done(frames: &[Frame], what: &str) {
+    assert!(
+        is_done(frames),
+        "{what}: the turn ends with done, not {:?}: {:?}",
+        last_kind(frames),
+        kinds(frames)
+    );
 }
 
 /// The answer's text: every delta, joined.
@@ -151,14 +258,14 @@ pub fn citations(frames: &[Frame]) -> Vec<&Citation> {
 }
 
 /// The `figure` frames of the turn (a single-value aggregate carried as
-/// data), as their JSON bodies: `{"source", "label", "value", "grade",
-/// "accounted", "query"}`. Read by kind from the raw body, so a test reads
-/// the frame whatever its typed form.
-pub fn figures(frames: &[Frame]) -> Vec<Value> {
+/// data).
+pub fn figures(frames: &[Frame]) -> Vec<&Figure> {
     frames
         .iter()
-        .filter(|f| f.kind() == "figure")
-        .map(Frame::data)
+        .filter_map(|f| match f {
+            Frame::Figure(x) => Some(x),
+            _ => None,
+        })
         .collect()
 }
 

@@ -1,6 +1,9 @@
-//! Everything a test binary logs, captured as text, so a test can look for
-//! what must never be there (a key, a user's sentence) and for what must be.
-//! One subscriber per binary: the first `capture` installs it.
+//! Everything the test binary logs, captured as text, so a test can look
+//! for what must never be there (a key, a user's sentence) and for what must
+//! be. One subscriber per process (every test is in one binary): the first
+//! [`capture`] or [`super::init_tracing`] installs it, and it captures every
+//! test's logs at [`CAPTURED`], so a property checked on the log ("the key
+//! is never logged") is checked on every test's log lines.
 
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
@@ -19,14 +22,32 @@ impl Write for Capture {
     }
 }
 
-/// Installs the capturing subscriber with `filter` (the first call wins).
-pub fn capture(filter: &str) {
+/// What the capture keeps: turnstile at trace, the HTTP client and
+/// connection layers at trace, the rest at info.
+pub const CAPTURED: &str = "info,turnstile=trace,reqwest=trace,hyper_util=trace";
+
+/// Installs the process's one subscriber (the first call wins): everything
+/// at [`CAPTURED`] into the capture, and what `RUST_LOG` asks for (default
+/// `warn`) to the test writer.
+pub fn capture() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{EnvFilter, Layer};
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_ansi(false)
-            .with_writer(|| Capture)
+        let shown = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(|| Capture)
+                    .with_filter(EnvFilter::new(CAPTURED)),
+            )
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_test_writer()
+                    .with_filter(shown),
+            )
             .init();
     });
 }

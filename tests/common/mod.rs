@@ -1,7 +1,9 @@
 //! Shared test helpers.
 #![allow(dead_code)]
 
-/// insta settings that keep every snapshot under the top-level `snapshots/`.
+/// insta settings that keep every snapshot under the top-level `snapshots/`,
+/// named `all__<test file>__<name>.snap` (the module path in the `all`
+/// binary).
 pub fn snapshot_settings() -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
@@ -9,20 +11,17 @@ pub fn snapshot_settings() -> insta::Settings {
     s
 }
 
-pub mod custom;
 pub mod fake_openai;
 pub mod frames;
+pub mod harness;
 pub mod logs;
 pub mod needs;
 pub mod server;
+pub mod thread;
 
-/// Test logs to the test writer, filtered by RUST_LOG (default warn).
+/// Test logs to the test writer, filtered by RUST_LOG (default warn); the
+/// same subscriber captures them for the tests that read the log
+/// ([`logs::capture`]).
 pub fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_test_writer()
-        .try_init();
+    logs::capture();
 }

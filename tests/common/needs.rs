@@ -10,8 +10,6 @@
 //! what it needs, or panic naming what is missing and how to install it. A
 //! missing piece is never a pass.
 //!
-//! Self-contained (no `super::`): `tests/store.rs` includes it by `#[path]`.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -48,6 +46,16 @@ pub fn no_postgres() -> ! {
             "{PG_ENV} is not set (export {PG_ENV}={PG_EXAMPLE}; scripts/test-deps checks the server)"
         ),
     )
+}
+
+/// The name the test harness gives the test `name` of the module
+/// `module_path` (`module_path!()` there): its path inside the test binary,
+/// which drops the crate's own name (`all::store` → `store::…`).
+pub fn test_name(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, module)) => format!("{module}::{name}"),
+        None => name.to_string(),
+    }
 }
 
 pub fn repo_dir() -> PathBuf {

@@ -1,12 +1,22 @@
-//! A real server for integration tests: the demo MCP server, the chat server
-//! over a real socket, a real database. Turns are driven over HTTP/SSE and
-//! every frame is checked against the `frame` table as a client would.
+//! The one in-process server of the integration tests: the app as
+//! `turnstile serve` builds it (`app::build_with`), over a real socket
+//! (`http::serve_with`), on a real database, with the demo MCP server (or
+//! the tool servers a test names). Turns are driven over HTTP/SSE and every
+//! frame is checked against the test's own `frame` table as a client would.
 //!
-//! Each scenario runs under the `harness` table: the substrate (this server)
-//! is probed first, and a scenario verdict exists only if the probe passed.
+//! [`TestServer::builder`] sets what a test needs (model, faults, tables,
+//! limits, HTTP config, database, servers and contracts, turn lease);
+//! nothing else in `tests/` calls `app::build`.
+//!
+//! Each server is one run of the `harness` table ([`super::harness`]): it is
+//! probed before the test gets it (its tables' hashes against the test's
+//! own), the scenario's verdict is [`TestServer::pass`], and a server
+//! dropped without one fails the test.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::StreamExt;
@@ -14,27 +24,61 @@ use serde_json::{json, Value};
 use turnstile::agent::Limits;
 use turnstile::app::{self, AppConfig};
 use turnstile::demo::{DemoOptions, DemoServer, Fault};
-use turnstile::llm::{Model, Scripted};
-use turnstile::mcp::ServerSpec;
-use turnstile::protocols::harness::{Harness, HarnessEvent};
-use turnstile::protocols::{TableSet, Typed};
+use turnstile::fsm::Table;
+use turnstile::http::HttpConfig;
+use turnstile::judge::Contracts;
+use turnstile::llm::slow::Slowed;
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+use turnstile::mcp::{ClientOptions, ServerSpec};
+use turnstile::protocols::TableSet;
+use turnstile::store::{Role, Store};
 use turnstile::wire::Frame;
 
-/// The frame helpers' old home, for tests that import them from here.
-#[allow(unused_imports)]
-pub use super::frames::{answer, kinds, stable};
-use super::frames::{read_frames, FrameReader};
+use super::frames::{FrameKind, FrameReader};
+use super::harness::{Run, SubstrateBroken};
+use super::thread::{RecordKind, ThreadView};
 
-pub struct TestServer {
-    pub base: String,
-    pub demo: Option<DemoServer>,
-    pub db_url: String,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-    harness: Typed<Harness>,
-    pub http: reqwest::Client,
-    /// The server's own store, to break it from a test.
-    pub store: turnstile::store::Store,
+/// The one slow model of the tests: the scripted demo model, each plan
+/// after `plan_pause`, and every answer delta released `delta_delay` after
+/// the previous one was due (`turnstile::llm::slow::Slowed`, the model of
+/// `turnstile demo --model-delay-ms`).
+pub struct Slow {
+    plan_pause: Duration,
+    inner: Slowed<Scripted>,
+}
+
+impl Slow {
+    /// Answers paced one delta every `delay`: a turn that is still
+    /// narrating when a test acts.
+    pub fn answering(delay: Duration) -> Arc<dyn Model> {
+        Arc::new(Slow {
+            plan_pause: Duration::ZERO,
+            inner: Slowed::new(Scripted::demo(), delay),
+        })
+    }
+
+    /// Silent for `pause` before each plan: a live turn that sends nothing
+    /// for a while.
+    pub fn planning(pause: Duration) -> Arc<dyn Model> {
+        Arc::new(Slow {
+            plan_pause: pause,
+            inner: Slowed::new(Scripted::demo(), Duration::ZERO),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        tokio::time::sleep(self.plan_pause).await;
+        self.inner.plan(req).await
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        self.inner.respond(req).await
+    }
 }
 
 /// The databases to run against: `databases(&tmp)[0]` is SQLite (a file in
@@ -44,9 +88,14 @@ pub struct TestServer {
 /// (ADR 0015): there is no loop over both that could skip a half.
 pub fn databases(tmp: &tempfile::TempDir) -> Databases {
     Databases {
-        sqlite: format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display()),
+        sqlite: sqlite_in(tmp.path(), "t.db"),
         postgres: super::needs::postgres_url(),
     }
+}
+
+/// A SQLite database in the file `dir/name` (created on first use).
+pub fn sqlite_in(dir: &Path, name: &str) -> String {
+    format!("sqlite://{}?mode=rwc", dir.join(name).display())
 }
 
 /// SQLite, and PostgreSQL when configured.
@@ -78,178 +127,286 @@ impl std::ops::Index<usize> for Databases {
     }
 }
 
-impl TestServer {
-    pub async fn start(db_url: &str, faults: Vec<Fault>) -> TestServer {
-        let demo = DemoServer::start(
-            SocketAddr::from(([127, 0, 0, 1], 0)),
-            DemoOptions {
-                faults,
-                ..DemoOptions::default()
-            },
-        )
-        .await
-        .expect("demo server starts");
-        let url = demo.url.clone();
-        Self::start_with(db_url, vec![ServerSpec::http("demo", url)], Some(demo)).await
+/// Where the turns' tools come from.
+enum Tools {
+    /// A demo MCP server started for this server, with these options.
+    Demo(DemoOptions),
+    /// This demo server, already running (kept as [`TestServer::demo`]).
+    Given(DemoServer),
+    /// These servers, and no demo server.
+    Servers(Vec<ServerSpec>),
+}
+
+/// What a [`TestServer`] runs with; [`TestServer::builder`] starts from the
+/// demo: the scripted model, the demo tool server without faults and its
+/// contracts, the built-in tables, default limits, turn lease, HTTP config
+/// and MCP client options, and a fresh SQLite file.
+pub struct Builder {
+    database: Option<String>,
+    model: Arc<dyn Model>,
+    tools: Tools,
+    limits: Limits,
+    turn_lease: Duration,
+    tables_dir: Option<PathBuf>,
+    contracts: Contracts,
+    http: HttpConfig,
+    client: ClientOptions,
+    test_tables: Option<TableSet>,
+}
+
+impl Builder {
+    /// The database URL (default: a fresh SQLite file the server owns).
+    pub fn database(mut self, url: impl Into<String>) -> Self {
+        self.database = Some(url.into());
+        self
     }
 
-    pub async fn start_with(
-        db_url: &str,
-        servers: Vec<ServerSpec>,
-        demo: Option<DemoServer>,
-    ) -> TestServer {
-        Self::start_full(db_url, servers, demo, Arc::new(Scripted::demo())).await
+    /// The model (default: `Scripted::demo()`).
+    pub fn model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = model;
+        self
     }
 
-    /// The demo tool server (with `faults`) and `model` instead of the
-    /// scripted one.
-    pub async fn start_with_model(
-        db_url: &str,
-        faults: Vec<Fault>,
-        model: Arc<dyn Model>,
-    ) -> TestServer {
-        let demo = DemoServer::start(
-            SocketAddr::from(([127, 0, 0, 1], 0)),
-            DemoOptions {
-                faults,
-                ..DemoOptions::default()
+    /// The demo tool server's faults (default: none).
+    pub fn faults(mut self, faults: Vec<Fault>) -> Self {
+        self.tools = Tools::Demo(DemoOptions {
+            faults,
+            ..DemoOptions::default()
+        });
+        self
+    }
+
+    /// The demo tool server, already running: its URL is the one tool
+    /// server, and it is kept as [`TestServer::demo`].
+    pub fn demo(mut self, demo: DemoServer) -> Self {
+        self.tools = Tools::Given(demo);
+        self
+    }
+
+    /// These MCP servers instead of the demo one (none: a server without
+    /// tools).
+    pub fn servers(mut self, servers: Vec<ServerSpec>) -> Self {
+        self.tools = Tools::Servers(servers);
+        self
+    }
+
+    /// Which tools' results are judged (default: the demo's contracts).
+    pub fn contracts(mut self, contracts: Contracts) -> Self {
+        self.contracts = contracts;
+        self
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn turn_lease(mut self, lease: Duration) -> Self {
+        self.turn_lease = lease;
+        self
+    }
+
+    /// A directory of table overrides the server loads. The test loads its
+    /// own copy from the same directory (its frames are checked against
+    /// that `frame` table), unless [`Builder::test_tables`] says otherwise.
+    pub fn tables_dir(mut self, dir: &Path) -> Self {
+        self.tables_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// The tables the test believes the server runs, and checks frames
+    /// with (default: its own load of the server's tables directory). Set
+    /// apart from the server's only to break the substrate on purpose.
+    pub fn test_tables(mut self, tables: TableSet) -> Self {
+        self.test_tables = Some(tables);
+        self
+    }
+
+    /// Timeouts, limits and browser headers of the HTTP server.
+    pub fn http(mut self, http: HttpConfig) -> Self {
+        self.http = http;
+        self
+    }
+
+    /// Options of every MCP server's client.
+    pub fn client(mut self, client: ClientOptions) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// The app as `turnstile serve` builds it from `config`: its MCP
+    /// servers, per-tool contracts, limits, turn lease, tables and HTTP
+    /// settings. The model and the database stay the builder's (the
+    /// config's `database_url` is not used).
+    pub fn config(self, config: &turnstile::config::Config) -> Self {
+        let mut b = self
+            .servers(config.server_specs())
+            .contracts(config.contracts())
+            .limits(config.agent_limits())
+            .turn_lease(config.turn_lease())
+            .http(config.http.clone());
+        b.tables_dir = config.tables_dir.clone();
+        b
+    }
+
+    /// Builds and serves the app, and probes it; a substrate that fails its
+    /// check fails the test.
+    pub async fn start(self) -> TestServer {
+        self.try_start().await.unwrap_or_else(|b| b.fail())
+    }
+
+    /// As [`Builder::start`], with a failed substrate check returned: the
+    /// harness run is then void and there is no server.
+    pub async fn try_start(self) -> Result<TestServer, SubstrateBroken> {
+        let tmp = match self.database {
+            Some(_) => None,
+            None => Some(tempfile::tempdir().expect("a temporary directory")),
+        };
+        let db_url = match (&self.database, &tmp) {
+            (Some(url), _) => url.clone(),
+            (None, Some(tmp)) => sqlite_in(tmp.path(), "t.db"),
+            (None, None) => unreachable!(),
+        };
+        let (servers, demo) = match self.tools {
+            Tools::Demo(options) => {
+                let demo = DemoServer::start(SocketAddr::from(([127, 0, 0, 1], 0)), options)
+                    .await
+                    .expect("demo server starts");
+                (vec![ServerSpec::http("demo", demo.url.clone())], Some(demo))
+            }
+            Tools::Given(demo) => (vec![ServerSpec::http("demo", demo.url.clone())], Some(demo)),
+            Tools::Servers(servers) => (servers, None),
+        };
+        let state = app::build_with(
+            AppConfig {
+                database_url: &db_url,
+                servers,
+                model: self.model,
+                limits: self.limits,
+                turn_lease: self.turn_lease,
+                tables_dir: self.tables_dir.as_deref(),
+                contracts: self.contracts,
             },
+            self.client,
         )
         .await
-        .expect("demo server starts");
-        let url = demo.url.clone();
-        Self::start_full(
+        .expect("the app builds");
+        let store = state.store.clone();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let base = format!("http://{addr}");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let http_config = self.http;
+        let task = tokio::spawn(async move {
+            turnstile::http::serve_with(listener, state, &http_config, async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("the server serves");
+        });
+        let tables = match self.test_tables {
+            Some(t) => t,
+            None => TableSet::load(self.tables_dir.as_deref())
+                .unwrap_or_else(|e| panic!("the test loads its own tables: {e}")),
+        };
+        let http = reqwest::Client::new();
+        let what = format!("TestServer at {base}");
+        let run = match Run::probe(what, &http, &base, &tables).await {
+            Ok(run) => run,
+            Err(broken) => {
+                let _ = tx.send(());
+                let _ = task.await;
+                return Err(broken);
+            }
+        };
+        Ok(TestServer {
+            base,
+            addr,
+            demo,
             db_url,
-            vec![ServerSpec::http("demo", url)],
-            Some(demo),
-            model,
-        )
-        .await
+            http,
+            store,
+            tables: Arc::new(tables),
+            run,
+            shutdown: Some(tx),
+            task: Some(task),
+            _tmp: tmp,
+        })
     }
+}
 
-    pub async fn start_full(
-        db_url: &str,
-        servers: Vec<ServerSpec>,
-        demo: Option<DemoServer>,
-        model: Arc<dyn Model>,
-    ) -> TestServer {
-        let state = app::build(AppConfig {
-            database_url: db_url,
-            servers,
-            model,
+/// A running server, probed; end its scenario with [`TestServer::pass`].
+pub struct TestServer {
+    pub base: String,
+    pub addr: SocketAddr,
+    /// The demo tool server, when the server has one (take it to stop it
+    /// under a running server).
+    pub demo: Option<DemoServer>,
+    pub db_url: String,
+    pub http: reqwest::Client,
+    /// The server's own store, to break it from a test.
+    pub store: Store,
+    /// The test's own tables: the substrate check proved the server serves
+    /// exactly these, and frames are checked against its `frame` table.
+    tables: Arc<TableSet>,
+    run: Run,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    /// The default database's directory.
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        // `run` is dropped next: without a verdict, that fails the test.
+    }
+}
+
+impl TestServer {
+    /// A server to start; see [`Builder`] for what it runs with.
+    pub fn builder() -> Builder {
+        Builder {
+            database: None,
+            model: Arc::new(Scripted::demo()),
+            tools: Tools::Demo(DemoOptions::default()),
             limits: Limits::default(),
             turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
             tables_dir: None,
             contracts: turnstile::demo::contracts(),
-        })
-        .await
-        .expect("app builds");
-        Self::serve_state(db_url, state, demo).await
-    }
-
-    /// Serves a built app on a free port and probes it (the harness's
-    /// substrate check).
-    async fn serve_state(
-        db_url: &str,
-        state: turnstile::http::AppState,
-        demo: Option<DemoServer>,
-    ) -> TestServer {
-        let store = state.store.clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            turnstile::http::serve(listener, state, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-        });
-        let harness = TableSet::builtin()
-            .unwrap()
-            .bound::<Harness>()
-            .unwrap()
-            .machine();
-        let mut s = TestServer {
-            base,
-            demo,
-            db_url: db_url.to_string(),
-            shutdown: Some(tx),
-            task: Some(task),
-            harness,
-            http: reqwest::Client::new(),
-            store,
-        };
-        s.probe().await;
-        s
-    }
-
-    /// The app as `turnstile serve` builds it from a configuration: the
-    /// config's MCP servers, per-tool contracts, limits, turn lease and
-    /// tables, with `model` as the model and `db_url` as the database (the
-    /// config's own `database_url` is not used).
-    pub async fn start_config(
-        db_url: &str,
-        config: &turnstile::config::Config,
-        model: Arc<dyn Model>,
-    ) -> TestServer {
-        let state = app::build(AppConfig {
-            database_url: db_url,
-            servers: config.server_specs(),
-            model,
-            limits: config.agent_limits(),
-            turn_lease: config.turn_lease(),
-            tables_dir: config.tables_dir.as_deref(),
-            contracts: config.contracts(),
-        })
-        .await
-        .expect("app builds from the config");
-        Self::serve_state(db_url, state, None).await
-    }
-
-    /// The thread's stored messages, in order.
-    async fn messages(&self, thread: &str) -> Vec<Value> {
-        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
-        assert_eq!(status, 200, "{v}");
-        v["messages"].as_array().unwrap().clone()
-    }
-
-    /// The thread's stored message bodies, in order (each has a `kind`).
-    pub async fn bodies(&self, thread: &str) -> Vec<Value> {
-        let messages = self.messages(thread).await;
-        messages.iter().map(|m| m["body"].clone()).collect()
-    }
-
-    /// The substrate check: health, the frame table, and a real tool list.
-    async fn probe(&mut self) {
-        self.harness.fire(HarnessEvent::Probe).unwrap();
-        let health = self.http.get(format!("{}/healthz", self.base)).send().await;
-        let table = self.get("/v1/tables/frame").await;
-        // The served frame table is the compiled-in one, row for row.
-        let rows = TableSet::builtin()
-            .ok()
-            .and_then(|t| t.get("frame").map(|f| f.rows.len()));
-        let ok = health.map(|r| r.status().is_success()).unwrap_or(false)
-            && table.0 == 200
-            && rows.is_some()
-            && table.1["rows"].as_array().map(|r| r.len()) == rows;
-        if ok {
-            self.harness.fire(HarnessEvent::SubstrateOk).unwrap();
-        } else {
-            self.harness.fire(HarnessEvent::SubstrateBroken).unwrap();
-            panic!("substrate check failed: no verdict of this test would mean anything");
+            http: HttpConfig::default(),
+            client: ClientOptions::default(),
+            test_tables: None,
         }
-        self.harness.fire(HarnessEvent::Run).unwrap();
     }
 
-    /// Records the scenario verdict; only reachable after a passed probe.
+    /// Where this server's harness run is (`Running` until the verdict).
+    pub fn harness_state(&self) -> turnstile::protocols::harness::HarnessState {
+        self.run.state()
+    }
+
+    /// The tables the substrate check proved the server serves.
+    pub fn tables(&self) -> &TableSet {
+        &self.tables
+    }
+
+    fn frame_table(&self) -> Arc<Table> {
+        self.tables.get("frame").expect("a frame table").clone()
+    }
+
+    /// The verdict: this server's scenario passed (the harness machine
+    /// takes `scenario-passed` into `Verdict`). The server stops.
+    #[track_caller]
     pub fn pass(mut self) {
-        self.harness
-            .fire(HarnessEvent::Pass)
-            .expect("a verdict needs a passed substrate check");
+        self.verdict();
     }
 
-    pub async fn stop(mut self) {
+    /// [`TestServer::pass`], and waits until the server has stopped, so a
+    /// next server can take over its database.
+    pub async fn pass_and_stop(mut self) {
+        self.verdict();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -259,6 +416,14 @@ impl TestServer {
         if let Some(d) = self.demo.take() {
             d.shutdown().await;
         }
+    }
+
+    #[track_caller]
+    fn verdict(&mut self) {
+        if self.task.as_ref().is_some_and(|t| t.is_finished()) {
+            self.run.died("the server's task ended before the verdict");
+        }
+        self.run.pass();
     }
 
     pub async fn get(&self, path: &str) -> (u16, Value) {
@@ -285,48 +450,97 @@ impl TestServer {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
-    /// The roles of a thread's stored messages, in order.
-    pub async fn roles(&self, thread: &str) -> Vec<String> {
-        let messages = self.messages(thread).await;
-        messages
-            .iter()
-            .map(|m| m["role"].as_str().unwrap().to_string())
-            .collect()
+    /// `GET /v1/threads/{id}` as JSON, for checks that something is stored
+    /// nowhere; read records through [`TestServer::thread`].
+    pub async fn thread_json(&self, thread: &str) -> Value {
+        let (status, v) = self.get(&format!("/v1/threads/{thread}")).await;
+        assert_eq!(status, 200, "{v}");
+        v
     }
 
-    /// The `kind` of every stored record, in order (`user`, `plan`, `call`,
-    /// `result`, `card`, `text`, `answer`, `error`, `cut`).
-    pub async fn records(&self, thread: &str) -> Vec<String> {
-        let bodies = self.bodies(thread).await;
+    /// `GET /v1/threads/{id}`, typed.
+    pub async fn thread(&self, thread: &str) -> ThreadView {
+        ThreadView::read(&self.thread_json(thread).await)
+    }
+
+    /// The thread once a record of `kind` is stored (polled: the server
+    /// records a cut after it notices the client left).
+    pub async fn thread_with(&self, thread: &str, kind: RecordKind) -> ThreadView {
+        for _ in 0..50 {
+            let v = self.thread(thread).await;
+            if v.has(kind) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no {kind:?} record was stored");
+    }
+
+    /// The thread's stored message bodies as JSON, in order, for checks
+    /// that something is stored nowhere; read records through
+    /// [`TestServer::thread`].
+    pub async fn bodies(&self, thread: &str) -> Vec<Value> {
+        let v = self.thread_json(thread).await;
+        let view = ThreadView::read(&v);
+        let bodies: Vec<Value> = v["messages"]
+            .as_array()
+            .map(|m| m.iter().map(|m| m["body"].clone()).collect())
+            .unwrap_or_default();
+        assert_eq!(bodies.len(), view.messages.len());
         bodies
-            .iter()
-            .map(|b| b["kind"].as_str().unwrap_or("?").to_string())
-            .collect()
     }
 
-    /// Starts a turn and reads its stream until a frame of `kind` has
-    /// arrived; returns the still open stream.
-    pub async fn turn_until(&self, thread: &str, text: &str, kind: &str) -> OpenTurn {
-        let r = self
-            .http
-            .post(format!("{}/v1/threads/{thread}/messages", self.base))
-            .json(&json!({"text": text}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status().as_u16(), 200);
-        let mut open = OpenTurn {
-            body: r.bytes_stream().boxed(),
-            reader: FrameReader::new(),
-        };
-        open.until(kind).await;
-        open
+    /// The roles of a thread's stored messages, in order.
+    pub async fn roles(&self, thread: &str) -> Vec<Role> {
+        let v = self.thread(thread).await;
+        v.messages.iter().map(|m| m.role).collect()
+    }
+
+    /// The kind of every stored record, in order.
+    pub async fn records(&self, thread: &str) -> Vec<RecordKind> {
+        self.thread(thread).await.kinds()
+    }
+
+    /// The stored error records of the thread: (table, row_id).
+    pub async fn stored_errors(&self, thread: &str) -> Vec<(Option<String>, Option<String>)> {
+        let v = self.thread(thread).await;
+        v.records()
+            .into_iter()
+            .filter_map(|r| match r {
+                super::thread::Record::Error(e) => Some((e.table.clone(), e.row_id.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     pub async fn new_thread(&self) -> String {
         let (status, v) = self.post_raw("/v1/threads", "{}").await;
-        assert_eq!(status, 201);
+        assert_eq!(status, 201, "{v}");
         v["thread_id"].as_str().unwrap().to_string()
+    }
+
+    /// Starts a turn and returns its stream, still open.
+    pub async fn open_turn(&self, thread: &str, text: &str) -> OpenTurn {
+        let r = self
+            .http
+            .post(format!("{}/v1/threads/{thread}/messages", self.base))
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "turn refused");
+        OpenTurn {
+            body: r.bytes_stream().boxed(),
+            reader: FrameReader::with_table(self.frame_table()),
+        }
+    }
+
+    /// Starts a turn and reads its stream until a frame of `kind` has
+    /// arrived; returns the still open stream.
+    pub async fn turn_until(&self, thread: &str, text: &str, kind: FrameKind) -> OpenTurn {
+        let mut open = self.open_turn(thread, text).await;
+        open.until(kind).await;
+        open
     }
 
     /// One turn over HTTP/SSE; every frame is checked against the frame
@@ -345,7 +559,9 @@ impl TestServer {
             "turn refused: {:?}",
             r.text().await
         );
-        read_frames(&r.bytes().await.unwrap())
+        let mut reader = FrameReader::with_table(self.frame_table());
+        reader.push(&r.bytes().await.unwrap());
+        reader.finish()
     }
 
     pub async fn say(&self, thread: &str, text: &str) -> Vec<Frame> {
@@ -365,12 +581,14 @@ impl OpenTurn {
         self.reader.frames()
     }
 
-    /// Reads until a frame of `kind` has arrived.
-    pub async fn until(&mut self, kind: &str) {
-        while !self.frames().iter().any(|f| f.kind() == kind) {
+    /// Reads until a frame of `kind` has arrived; returns the frames read
+    /// so far.
+    pub async fn until(&mut self, kind: FrameKind) -> Vec<Frame> {
+        while !self.frames().iter().any(|f| FrameKind::of(f) == kind) {
             let chunk = self.body.next().await.expect("stream open").unwrap();
             self.reader.push(&chunk);
         }
+        self.frames().to_vec()
     }
 
     /// Reads the rest of the stream; every frame of the turn, the end fired
