@@ -365,10 +365,7 @@ pub fn directives(system: &str) -> Vec<String> {
 /// numbers are the judge's words, not claims of this model's own, and the
 /// narration guard does not judge quoted text.
 fn responder_text(req: &Captured) -> String {
-    let korean = req
-        .user()
-        .chars()
-        .any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c));
+    let korean = turnstile::judge::lang::detect(req.user()) == turnstile::judge::lang::Lang::Ko;
     let lead = if korean { "알겠습니다. " } else { "" };
     let d = directives(req.system());
     if d.is_empty() {

@@ -24,7 +24,7 @@ use turnstile::judge::Anchor;
 use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
 
 fn korean(text: &str) -> bool {
-    text.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))
+    turnstile::judge::lang::detect(text) == turnstile::judge::lang::Lang::Ko
 }
 
 /// Cuts `text` every `n` characters.
