@@ -54,20 +54,16 @@ pub fn primary_anchor(anchors: &[Anchor]) -> Option<&Anchor> {
     anchors
         .iter()
         .find(|a| {
-            matches!(
-                a,
-                Anchor::CountExact { .. }
-                    | Anchor::CountLowerBound { .. }
-                    | Anchor::CountShown { .. }
-                    | Anchor::CountUnknown { .. }
-                    | Anchor::Aggregate { .. }
-                    | Anchor::ValueUnaccounted { .. }
-                    | Anchor::Absent { .. }
-                    | Anchor::ToolFailed { .. }
-                    | Anchor::InBandFailure { .. }
-                    | Anchor::NoValue { .. }
-                    | Anchor::ContinuationDrifted { .. }
-            )
+            // A record's sentence is built from its digest, not from the
+            // anchor: it cannot stand in.
+            (a.answered() && !matches!(a, Anchor::Record { .. }))
+                || matches!(
+                    a,
+                    Anchor::Absent { .. }
+                        | Anchor::ToolFailed { .. }
+                        | Anchor::InBandFailure { .. }
+                        | Anchor::ContinuationDrifted { .. }
+                )
         })
         .or(anchors.first())
 }

@@ -93,22 +93,9 @@ impl Licences {
     /// The licences of what the judge decided (its anchors).
     pub fn from_anchors(anchors: &[Anchor]) -> Licences {
         let mut l = Licences {
-            searched: anchors.iter().any(|a| {
-                matches!(
-                    a,
-                    Anchor::CountExact { .. }
-                        | Anchor::CountLowerBound { .. }
-                        | Anchor::CountShown { .. }
-                        | Anchor::CountUnknown { .. }
-                        | Anchor::Aggregate { .. }
-                        | Anchor::ValueUnaccounted { .. }
-                        | Anchor::NoValue { .. }
-                        | Anchor::Record { .. }
-                        | Anchor::Absent {
-                            cause: AbsenceCause::ZeroFromStart | AbsenceCause::ZeroAfterNarrowing
-                        }
-                )
-            }),
+            // Zero after narrowing may be decided without a call (a
+            // disjoint filter): it licenses no search claim.
+            searched: anchors.iter().any(Anchor::answered),
             ..Licences::default()
         };
         for a in anchors {
@@ -379,5 +366,46 @@ pub fn qualifier(
         Qualifier::Exact
     } else {
         Qualifier::Plain
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::claims::Claim;
+
+    fn search_claim() -> Claim {
+        Claim {
+            kind: ClaimKind::Search,
+            value: None,
+            text: "searched".into(),
+            span: 0..8,
+        }
+    }
+
+    /// "Searched" needs a call that answered; a zero the narrowing decided
+    /// by set logic, a failure or a question asked back is none.
+    #[test]
+    fn a_search_claim_needs_an_answered_call() {
+        let event = |anchors: &[Anchor]| {
+            Licences::from_anchors(anchors).classify(&search_claim(), Qualifier::Plain)
+        };
+        let zero = Anchor::Absent {
+            cause: AbsenceCause::ZeroFromStart,
+        };
+        assert_eq!(event(&[zero]), NarrationEvent::SearchAnswered);
+        for none in [
+            Anchor::Absent {
+                cause: AbsenceCause::ZeroAfterNarrowing,
+            },
+            Anchor::ToolFailed { tool: "t".into() },
+            Anchor::NothingToNarrow,
+        ] {
+            assert_eq!(
+                event(std::slice::from_ref(&none)),
+                NarrationEvent::SearchWithoutResult,
+                "{none:?}"
+            );
+        }
     }
 }

@@ -117,6 +117,27 @@ impl Anchor {
         }
     }
 
+    /// A call of the turn answered and the judge read its result: a count,
+    /// a value, a record or an accounted zero from the start. A failure, a
+    /// refusal, a question asked back or a zero decided by the narrowing's
+    /// set logic (no call needed) is not.
+    pub fn answered(&self) -> bool {
+        matches!(
+            self,
+            Anchor::CountExact { .. }
+                | Anchor::CountLowerBound { .. }
+                | Anchor::CountShown { .. }
+                | Anchor::CountUnknown { .. }
+                | Anchor::Aggregate { .. }
+                | Anchor::ValueUnaccounted { .. }
+                | Anchor::NoValue { .. }
+                | Anchor::Record { .. }
+                | Anchor::Absent {
+                    cause: AbsenceCause::ZeroFromStart
+                }
+        )
+    }
+
     /// The directive as the responder reads it.
     pub fn text(&self) -> String {
         match self {
