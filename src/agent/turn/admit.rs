@@ -133,8 +133,26 @@ impl Turn<'_> {
             "not run ({} row `{}`): {}",
             refusal.table, refusal.row_id, refusal.detail
         );
+        let digest = self.not_run(call, &args, summary, None, false).await?;
+        Ok(Outcome::Refused {
+            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+            anchor: Some(refusal.anchor),
+            gate: None,
+        })
+    }
+
+    /// The call and result frames of a call that was not run (no server,
+    /// `ok: false`, the refusal's words); the digest the models see of it.
+    async fn not_run(
+        &mut self,
+        call: &PlannedCall,
+        args: &Map<String, Value>,
+        summary: String,
+        conflict: Option<Value>,
+        released: bool,
+    ) -> Result<Digest, Stop> {
         let call_id = self.next_call_id();
-        self.emit_call(&call_id, &call.tool, None, &args).await?;
+        self.emit_call(&call_id, &call.tool, None, args).await?;
         let digest = Digest::failed(&call.tool, &summary);
         let frame = wire::ToolResult {
             call_id,
@@ -142,14 +160,11 @@ impl Turn<'_> {
             ok: false,
             summary,
             shape: None,
-            conflict: None,
+            conflict,
         };
-        self.emit_result(frame, &args, None, Some(&digest)).await?;
-        Ok(Outcome::Refused {
-            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
-            anchor: Some(refusal.anchor),
-            gate: None,
-        })
+        self.emit_result_released(frame, args, None, Some(&digest), released)
+            .await?;
+        Ok(digest)
     }
 
     /// A narrowing follow-up whose own arguments disagree with its scope is
@@ -177,19 +192,8 @@ impl Turn<'_> {
             }
             Conflict::Unsupported { .. } => false,
         };
-        let call_id = self.next_call_id();
-        self.emit_call(&call_id, &call.tool, None, args).await?;
-        let digest = Digest::failed(&call.tool, &summary);
-        let frame = wire::ToolResult {
-            call_id,
-            tool: call.tool.clone(),
-            ok: false,
-            summary,
-            shape: None,
-            conflict: serde_json::to_value(conflict).ok(),
-        };
-        self.emit_result_released(frame, args, None, Some(&digest), released)
-            .await?;
+        let shown = serde_json::to_value(conflict).ok();
+        let digest = self.not_run(call, args, summary, shown, released).await?;
         let record = self.record_for(call.id.as_deref(), &call.tool, args.clone(), digest);
         Ok(match conflict {
             Conflict::Unsupported { key } => Outcome::Refused {
