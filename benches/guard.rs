@@ -38,9 +38,10 @@ use turnstile::judge::digest::Digest;
 use turnstile::judge::emptiness::AbsenceCause;
 use turnstile::judge::Anchor;
 use turnstile::llm::prompt::{Prompt, RESPONDER_FIXED};
-use turnstile::llm::{Model, RespondRequest, Scripted};
+use turnstile::llm::{Model, RespondRequest};
 use turnstile::protocols::narration::Narration;
 use turnstile::protocols::{Bound, TableSet};
+use turnstile_demo::Scripted;
 
 /// One demo flow's answer as the guard sees it.
 struct Case {

@@ -1,52 +1,115 @@
-//! turnstile — a chat-orchestration server for LLM agents in which every
-//! protocol is an explicit finite-state machine loaded from a reviewed RON
-//! transition table. The model writes sentences; code decides counts,
-//! absence, failure, permission, approval and delivery.
-//!
-//! # Layout
-//!
-//! - [`http`]: axum routes; turns requests into turns and frames into SSE.
-//!   Makes no protocol decision.
-//! - [`agent`]: the turn loop (planner → tools → responder) run by the `turn`
-//!   table, the frame writer that fires every frame through the `frame`
-//!   table, host context, start-up recovery.
-//! - [`guard`]: the narration guard — each sentence of the model's answer
-//!   checked against what the judge licensed, through the `narration` table.
-//! - [`judge`]: deterministic judgement — accounting, count grades, anchors,
-//!   the verdicts on a listing, a page and a planned call, the code's own
-//!   sentences.
-//! - [`mcp`]: MCP client (rmcp), the one tool-result normalisation seam and
-//!   the one URL scanner.
-//! - [`llm`]: model adapters (the scripted embedded default, an
-//!   OpenAI-compatible one).
-//! - [`store`]: sqlx persistence, SQLite or PostgreSQL.
-//! - [`protocols`]: one module per table, binding names to Rust enums.
-//! - [`fsm`]: the generic core — table schema, loader, validator, machine,
-//!   renderer. Knows no protocol.
-//! - [`wire`]: the frames as they travel, and the one SSE parser.
-//! - [`demo`]: the embedded demo MCP tool server with fault switches.
-//! - [`app`], [`cli`]: assembly and command-line front ends.
-//! - [`config`]: the `turnstile serve` config file and its environment
-//!   overrides, validated with located messages.
-//!
-//! Imports point one way: `cli → {app, config} → http → agent → {guard,
-//! llm} → judge → mcp → protocols → fsm`, with `store` below the agent,
-//! `wire` a leaf, and `demo` imported only by the front ends.
-//! `tests/architecture.rs` checks the edges and that no module's files
-//! import each other in a circle; see `docs/architecture.md` for the
-//! invariants.
+//! Command-line front ends. Each command parses its input, calls the library
+//! and decides output and exit codes; none holds a protocol decision.
 
-pub mod agent;
-pub mod app;
-pub mod cli;
-pub mod config;
+pub mod chat;
 pub mod demo;
-pub mod fsm;
-pub mod guard;
-pub mod http;
-pub mod judge;
-pub mod llm;
 pub mod mcp;
-pub mod protocols;
-pub mod store;
-pub mod wire;
+pub mod serve;
+pub mod tables;
+
+use std::io::{self, Write};
+
+/// The CLI's standard output. A write to a closed pipe (`turnstile chat … |
+/// head -1`) ends the process quietly with exit 0: the reader stopped
+/// reading by choice, so there is nothing to report.
+pub struct Stdout(io::Stdout);
+
+/// [`Stdout`].
+pub fn stdout() -> Stdout {
+    Stdout(io::stdout())
+}
+
+fn quiet<T>(r: io::Result<T>) -> io::Result<T> {
+    if let Err(e) = &r {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+    r
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        quiet(self.0.write(buf))
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        quiet(self.0.write_all(buf))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        quiet(self.0.flush())
+    }
+}
+
+/// Whether a panic is `print!`'s on a closed stdout ("failed printing to
+/// stdout: Broken pipe (os error 32)").
+fn is_closed_stdout_panic(payload: &(dyn std::any::Any + Send)) -> bool {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    msg.starts_with("failed printing to stdout")
+        && (msg.contains("Broken pipe") || msg.contains(&format!("os error {}", EPIPE)))
+}
+
+const EPIPE: i32 = 32;
+
+/// For the `print!`s that do not go through [`Stdout`]: their panic on a
+/// closed stdout also ends the process quietly with exit 0. Every other
+/// panic is reported as before.
+pub fn quiet_on_closed_stdout() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_closed_stdout_panic(info.payload()) {
+            std::process::exit(0);
+        }
+        report(info)
+    }));
+}
+
+/// How to run this binary again, as a line a user can paste: `turnstile`
+/// when that name on `PATH` is this very binary, else this binary's path
+/// (`cargo run` builds it under `target/`, which is not on `PATH`).
+pub fn self_command() -> String {
+    let exe = std::env::current_exe().ok();
+    let exe = exe.and_then(|e| e.canonicalize().ok());
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("turnstile"))
+            .find(|p| p.is_file())
+            .and_then(|p| p.canonicalize().ok())
+    });
+    match exe {
+        Some(exe) if on_path.as_ref() == Some(&exe) => "turnstile".into(),
+        Some(exe) => shell_word(&exe.to_string_lossy()),
+        None => "turnstile".into(),
+    }
+}
+
+/// A word the shell reads back as itself: single-quoted unless it is plain.
+pub fn shell_word(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:+=@,%".contains(c));
+    match plain {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', r"'\''")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_closed_stdout_is_quiet() {
+        let closed: Box<dyn std::any::Any + Send> =
+            Box::new("failed printing to stdout: Broken pipe (os error 32)".to_string());
+        assert!(is_closed_stdout_panic(closed.as_ref()));
+        let other: Box<dyn std::any::Any + Send> = Box::new("index out of bounds");
+        assert!(!is_closed_stdout_panic(other.as_ref()));
+        let stderr: Box<dyn std::any::Any + Send> =
+            Box::new("failed printing to stderr: Broken pipe (os error 32)".to_string());
+        assert!(!is_closed_stdout_panic(stderr.as_ref()));
+    }
+}

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use turnstile::cli;
-use turnstile::cli::demo::DemoFault;
+use turnstile_cli as cli;
+use turnstile_cli::demo::DemoFault;
 
 #[derive(Parser)]
 #[command(

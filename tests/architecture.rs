@@ -93,6 +93,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     // The demo is a tool server like any other: it depends on the library.
     ("demo", "judge", "the demo declares its tools' result contracts (demo::contracts)"),
     ("demo", "mcp", "the demo's tests read its results as the ToolOutput the judge gets"),
+    ("demo", "llm", "the demo's scripted, lying and slow models implement the Model trait"),
 ];
 
 /// Real edges that break the intended shape today: (from, to, why — naming
@@ -534,8 +535,12 @@ fn absolute(
     let mut out: Vec<String>;
     let rest: &[String];
     match first {
-        "crate" | "turnstile" => {
-            out = Vec::new();
+        "crate" => {
+            out = crate_root_of(scope);
+            rest = &path[1..];
+        }
+        name if CRATES.iter().any(|c| c.name == name) => {
+            out = segs(CRATES.iter().find(|c| c.name == name)?.module);
             rest = &path[1..];
         }
         "self" => {
@@ -560,7 +565,50 @@ fn absolute(
     Some(out)
 }
 
-/// Every file under `src/` by its module path.
+/// A crate of the workspace, read as one module tree: the engine is `fsm`,
+/// the demo `demo`, the binary's library `cli`, and the server library the
+/// root, so that `turnstile_fsm::Table` and `crate::fsm::Table` are one edge.
+struct Crate {
+    /// Its source directory, from the workspace root.
+    dir: &'static str,
+    /// Its name in paths (`turnstile_fsm::…`).
+    name: &'static str,
+    /// The module its `lib.rs` stands for (`""`: the root).
+    module: &'static str,
+}
+
+const CRATES: &[Crate] = &[
+    Crate {
+        dir: "crates/turnstile/src",
+        name: "turnstile",
+        module: "",
+    },
+    Crate {
+        dir: "crates/turnstile-fsm/src",
+        name: "turnstile_fsm",
+        module: "fsm",
+    },
+    Crate {
+        dir: "crates/turnstile-demo/src",
+        name: "turnstile_demo",
+        module: "demo",
+    },
+    Crate {
+        dir: "src",
+        name: "turnstile_cli",
+        module: "cli",
+    },
+];
+
+/// What `crate::` means in `scope`: the module its crate's root stands for.
+fn crate_root_of(scope: &[String]) -> Vec<String> {
+    match scope.first().map(String::as_str) {
+        Some(t @ ("fsm" | "demo" | "cli" | "main")) => vec![t.to_string()],
+        _ => Vec::new(),
+    }
+}
+
+/// Every file of every crate by its module path.
 fn read_src(root: &Path) -> Vec<FileModule> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -576,20 +624,27 @@ fn read_src(root: &Path) -> Vec<FileModule> {
             }
         }
     }
-    let src = root.join("src");
-    let mut files = Vec::new();
-    walk(&src, &mut files);
-    files
-        .iter()
-        .map(|f| {
+    let mut out = Vec::new();
+    for c in CRATES {
+        let src = root.join(c.dir);
+        let mut files = Vec::new();
+        walk(&src, &mut files);
+        for f in &files {
             let rel = f.strip_prefix(&src).unwrap_or(f);
             let rel_s = rel.to_string_lossy().replace('\\', "/");
-            let module = module_of(&rel_s);
+            let module = match (c.module, module_of(&rel_s).as_str()) {
+                // The binary's `main.rs` is a crate of its own.
+                ("cli", "main") => "main".to_string(),
+                (m, "") => m.to_string(),
+                ("", inner) => inner.to_string(),
+                (m, inner) => format!("{m}::{inner}"),
+            };
             let text =
                 std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            read_module(&module, &format!("src/{rel_s}"), &text)
-        })
-        .collect()
+            out.push(read_module(&module, &format!("{}/{rel_s}", c.dir), &text));
+        }
+    }
+    out
 }
 
 /// `agent/turn/mod.rs` → `agent::turn`; `lib.rs` → `""`; `main.rs` → `main`.
@@ -927,6 +982,68 @@ fn every_allowed_edge_has_a_why() {
 }
 
 // ---------------------------------------------------------------------------
+// The crates' dependencies, as cargo resolves them for each crate alone.
+// ---------------------------------------------------------------------------
+
+/// `cargo tree` for one package of the workspace, offline (the lock file has
+/// everything).
+fn cargo_tree(args: &[&str]) -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "--locked"])
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("cargo runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The engine depends on no crate of the workspace.
+#[test]
+fn the_engine_depends_on_no_crate_of_the_workspace() {
+    let tree = cargo_tree(&["-p", "turnstile-fsm", "-e", "normal", "--prefix", "none"]);
+    let ours: Vec<&str> = tree
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("turnstile"))
+        .collect();
+    assert!(tree.starts_with("turnstile-fsm "), "{tree}");
+    assert!(ours.is_empty(), "turnstile-fsm depends on {ours:?}");
+}
+
+/// The server library has neither rmcp's server side nor schemars, and
+/// does not depend on the demo: only `crates/turnstile-demo` does.
+#[test]
+fn only_the_demo_crate_has_the_mcp_server_side() {
+    let rmcp = cargo_tree(&["-p", "turnstile", "-e", "features", "-i", "rmcp"]);
+    assert!(rmcp.contains("rmcp feature \"client\""), "{rmcp}");
+    for f in [
+        "server",
+        "macros",
+        "schemars",
+        "transport-streamable-http-server",
+    ] {
+        assert!(
+            !rmcp.contains(&format!("rmcp feature \"{f}\"")),
+            "the server library enables rmcp's `{f}`:\n{rmcp}"
+        );
+    }
+    let all = cargo_tree(&["-p", "turnstile", "-e", "normal", "--prefix", "none"]);
+    for krate in ["schemars ", "turnstile-demo "] {
+        assert!(
+            !all.lines().any(|l| l.starts_with(krate)),
+            "the server library depends on {krate}"
+        );
+    }
+    let demo = cargo_tree(&["-p", "turnstile-demo", "-e", "features", "-i", "rmcp"]);
+    assert!(demo.contains("rmcp feature \"server\""), "{demo}");
+}
+
+// ---------------------------------------------------------------------------
 // docs/architecture.md
 // ---------------------------------------------------------------------------
 
@@ -942,6 +1059,20 @@ fn code_map(doc: &str) -> &str {
     let rest = &doc[start + 1..];
     let end = rest[3..].find("\n## ").map(|e| e + 3).unwrap_or(rest.len());
     &rest[..end]
+}
+
+/// The top-level module a code-map heading names: `crates/turnstile/src/agent`
+/// → `agent`, `crates/turnstile-fsm` → `fsm`, `crates/turnstile-demo` →
+/// `demo`, `src` (the binary) → `cli`.
+fn heading_top(h: &str) -> Option<String> {
+    let h = h.trim_end_matches('/');
+    if let Some(inner) = h.strip_prefix("crates/turnstile/src/") {
+        return Some(inner.trim_end_matches(".rs").to_string());
+    }
+    CRATES
+        .iter()
+        .find(|c| !c.module.is_empty() && (h == c.dir || h == c.dir.trim_end_matches("/src")))
+        .map(|c| c.module.to_string())
 }
 
 /// Which names in `map` (a code map) name `module`: in the section whose
@@ -960,8 +1091,7 @@ fn unnamed_modules<'a>(
                 .split('`')
                 .skip(1)
                 .step_by(2)
-                .filter_map(|s| s.strip_prefix("src/"))
-                .map(|s| s.trim_end_matches('/').trim_end_matches(".rs").to_string())
+                .filter_map(heading_top)
                 .collect();
             continue;
         }
@@ -992,12 +1122,12 @@ fn unnamed_modules<'a>(
         // The top-level module: its heading is its name.
         if parts.len() == 1 {
             if !sections.contains_key(t) {
-                missing.push(format!("{file} (give it a `### `src/{t}`` section)"));
+                missing.push(format!("{file} (give `{t}` a `### ` section)"));
             }
             continue;
         }
         let Some(section) = sections.get(t) else {
-            missing.push(format!("{file} (no `### `src/{t}`` section)"));
+            missing.push(format!("{file} (no `### ` section for `{t}`)"));
             continue;
         };
         let names = ticked(section);
@@ -1014,7 +1144,7 @@ fn unnamed_modules<'a>(
         if file.ends_with("/mod.rs") {
             candidates.push(format!("{rel}/"));
             candidates.push(format!("{rel}/mod.rs"));
-            candidates.push(format!("src/{t}/{rel}/"));
+            candidates.push(file.trim_end_matches("mod.rs").to_string());
         }
         if parts.len() > 2 {
             let parent = parts[parts.len() - 2];
@@ -1022,7 +1152,7 @@ fn unnamed_modules<'a>(
             candidates.push(format!("{parent}::{last}"));
         }
         if !candidates.iter().any(|c| names.contains(c)) {
-            missing.push(format!("{file} (name `{last}` in the `src/{t}` section)"));
+            missing.push(format!("{file} (name `{last}` in the `{t}` section)"));
         }
     }
     missing
@@ -1206,7 +1336,7 @@ mod the_checker {
 
     #[test]
     fn reports_a_module_the_code_map_does_not_name() {
-        let map = "## Code map\n### `src/agent`\nThe loop (`turn/`: `state.rs`, `plan.rs`); `tables`.\n### `src/fsm`\n`src/lib.rs`\n";
+        let map = "## Code map\n### `crates/turnstile/src/agent`\nThe loop (`turn/`: `state.rs`, `plan.rs`); `tables`.\n### `crates/turnstile-fsm`\n`src/lib.rs`\n";
         let modules = [
             ("", "src/lib.rs"),
             ("agent", "src/agent/mod.rs"),

@@ -115,8 +115,8 @@ async fn the_page_runs_under_its_csp_and_injected_script_does_not() {
 async fn the_page_marks_sentences_the_guard_replaced() {
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let model = Arc::new(turnstile::llm::lying::Lying::new(
-        turnstile::llm::Scripted::demo(),
+    let model = Arc::new(turnstile_demo::lying::Lying::new(
+        turnstile_demo::Scripted::demo(),
     ));
     let s = TestServer::builder()
         .database(&databases(&tmp)[0])

@@ -23,7 +23,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use turnstile::demo::{DemoOptions, DemoServer};
+use turnstile_demo::{DemoOptions, DemoServer};
 
 /// The client scenarios CI runs; each must pass.
 const CLIENT_SCENARIOS: &[&str] = &["initialize", "tools_call", "sse-retry"];

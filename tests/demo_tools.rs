@@ -20,10 +20,10 @@ use common::init_tracing;
 use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
-use turnstile::demo::data::{TOWER_A_FLOOR3_SAFETY, TOWER_A_PANORAMAS};
-use turnstile::demo::tools::{decode_query_cursor, DRIFT};
-use turnstile::demo::{DemoOptions, DemoServer, Fault, INJECTED_ROW_LIMIT};
 use turnstile::mcp::{ServerSpec, ToolClient, ToolOutput};
+use turnstile_demo::data::{TOWER_A_FLOOR3_SAFETY, TOWER_A_PANORAMAS};
+use turnstile_demo::tools::{decode_query_cursor, DRIFT};
+use turnstile_demo::{DemoOptions, DemoServer, Fault, INJECTED_ROW_LIMIT};
 
 // ---------------------------------------------------------------- helpers --
 
@@ -842,7 +842,7 @@ async fn get_panorama_is_judged_one_record() {
     use turnstile::judge::result::Reading;
     use turnstile::judge::{grade, CountGrade};
 
-    let contracts = turnstile::demo::contracts();
+    let contracts = turnstile_demo::contracts();
     let contract = contracts.get("get_panorama");
     assert_eq!(
         contract.map(|c| (c.fixed_prefixes.is_empty(), c.stitch)),

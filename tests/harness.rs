@@ -14,9 +14,9 @@ use crate::common;
 
 use std::path::Path;
 
+use crate::common::harness_table::{HarnessEvent, HarnessState};
 use common::frames::{has, FrameKind};
 use common::server::TestServer;
-use turnstile::protocols::harness::{HarnessEvent, HarnessState};
 use turnstile::protocols::TableSet;
 
 /// A tables directory whose `frame.ron` forbids citing (`cite`, a legal row

@@ -9,10 +9,10 @@ use crate::common;
 use common::frames::{answer, assert_done, citation, plan, stable, tool_calls, tool_results};
 use common::server::{databases, TestServer};
 use serde_json::{json, Value};
-use turnstile::demo::Fault;
 use turnstile::judge::narrowing::{Conflict, Scope};
 use turnstile::judge::stitch::Anomaly;
 use turnstile::judge::CountGrade;
+use turnstile_demo::Fault;
 
 /// A JSON-valued frame field (the plan's scope) read as the
 /// judge's own type.
@@ -287,7 +287,7 @@ async fn cursor_anomalies_abandon_the_stitch() {
             Fault::CursorDrift,
             Anomaly::TotalChanged {
                 first: 3000,
-                now: 3000 + turnstile::demo::tools::DRIFT as u64,
+                now: 3000 + turnstile_demo::tools::DRIFT as u64,
             },
             "the total changed between pages",
         ),

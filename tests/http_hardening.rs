@@ -310,7 +310,7 @@ async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
 async fn every_response_carries_the_security_headers() {
     let s = TestServer::builder().http(short()).start().await;
     let http = reqwest::Client::new();
-    let page = include_str!("../src/http/page/index.html");
+    let page = include_str!("../crates/turnstile/src/http/page/index.html");
     let expected = turnstile::http::csp(page, &[]);
     for path in ["/", "/v1/tables", "/healthz", "/nope", "/v1/tables/%ff"] {
         let r = http

@@ -24,10 +24,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use turnstile::demo::{DemoOptions, DemoServer, Fault};
 use turnstile::mcp::{
     ClientOptions, McpError, ServerSpec, ToolClient, ToolOutput, PROTOCOL_VERSION,
 };
+use turnstile_demo::{DemoOptions, DemoServer, Fault};
 
 // ---------------------------------------------------------------- helpers --
 

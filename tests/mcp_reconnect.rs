@@ -18,11 +18,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
-use turnstile::demo::{DemoOptions, DemoServer};
 use turnstile::mcp::{
     builtin_connection_table, ClientOptions, McpError, ServerSpec, ToolClient, ToolPolicy,
 };
 use turnstile::protocols::connection::ConnectionState;
+use turnstile_demo::{DemoOptions, DemoServer};
 
 use common::frames::{has, is_done, kinds, tool_results, FrameKind};
 use common::init_tracing;

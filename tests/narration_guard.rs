@@ -23,10 +23,11 @@ use common::server::{databases, TestServer};
 use common::thread::Record;
 use liar::{sentences, Fixed, Liar, Paraphraser, Recorder};
 use serde_json::Value;
-use turnstile::demo::Fault;
-use turnstile::llm::lying::Lying;
-use turnstile::llm::{Model, Scripted};
+use turnstile::llm::Model;
 use turnstile::wire::{Frame, Replaced};
+use turnstile_demo::lying::Lying;
+use turnstile_demo::Fault;
+use turnstile_demo::Scripted;
 
 // ---------------------------------------------------------------- the log
 

@@ -17,10 +17,10 @@ use common::harness::Run;
 use common::server::TestServer;
 use common::thread::RecordKind;
 use serde_json::{json, Value};
-use turnstile::demo::Fault;
 use turnstile::judge::CountGrade;
 use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
 use turnstile::wire::Frame;
+use turnstile_demo::Fault;
 
 // ---------------------------------------------------------------------------
 // Captured logs: every test's tracing output, all levels of turnstile and
@@ -708,9 +708,9 @@ async fn serve_runs_a_turn_against_the_fake_model() {
     use tokio::io::AsyncBufReadExt;
     let tmp = tempfile::tempdir().unwrap();
     let fake = FakeOpenAi::start().await;
-    let demo = turnstile::demo::DemoServer::start(
+    let demo = turnstile_demo::DemoServer::start(
         "127.0.0.1:0".parse().unwrap(),
-        turnstile::demo::DemoOptions::default(),
+        turnstile_demo::DemoOptions::default(),
     )
     .await
     .unwrap();

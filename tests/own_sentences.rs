@@ -19,16 +19,16 @@ use std::sync::Arc;
 use common::frames::answer;
 use common::server::TestServer;
 use serde_json::{json, Value};
-use turnstile::demo::Fault;
 use turnstile::guard::check::Guard;
 use turnstile::guard::licence::Licences;
 use turnstile::guard::vocab::{self, Lang};
 use turnstile::judge::Anchor;
-use turnstile::llm::lying::Lying;
-use turnstile::llm::Scripted;
 use turnstile::protocols::narration::Narration;
 use turnstile::protocols::TableSet;
 use turnstile::wire::Frame;
+use turnstile_demo::lying::Lying;
+use turnstile_demo::Fault;
+use turnstile_demo::Scripted;
 
 /// One thread of the README's table: its turns in order, each with the host
 /// context it is sent with.

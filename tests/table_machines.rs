@@ -98,7 +98,7 @@ fn the_seed_table_sizes_hold() {
         (frame.states.len(), frame.events.len(), frame.rows.len()),
         (6, 11, 66)
     );
-    let harness = set.get("harness").unwrap();
+    let harness = &common::harness_table::table();
     assert_eq!(
         (
             harness.states.len(),
@@ -142,8 +142,7 @@ fn the_seed_table_sizes_hold() {
 /// substrate check passed earlier in the same run.
 #[test]
 fn harness_has_no_verdict_without_substrate() {
-    let set = TableSet::builtin().unwrap();
-    let t = set.get("harness").unwrap().clone();
+    let t = common::harness_table::table();
     let ok = t.event_index("substrate_ok").unwrap();
     // Exhaustive over all event sequences up to length 6.
     let n = t.events.len() as u16;

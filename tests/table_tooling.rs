@@ -61,7 +61,8 @@ fn mkfifo(path: &Path) {
 /// tables named "frame": it is a located error at the `name` value.
 #[test]
 fn a_file_name_and_its_table_name_must_agree() {
-    let src = builtin("harness").replacen("name: \"harness\"", "name: \"frame\"", 1);
+    let src =
+        crate::common::harness_table::SOURCE.replacen("name: \"harness\"", "name: \"frame\"", 1);
     let (line, col) = src
         .lines()
         .enumerate()
@@ -82,7 +83,7 @@ fn a_file_name_and_its_table_name_must_agree() {
         "error[T018 name-mismatch]: tables/harness.ron:{line}:{col}: "
     )));
     // The same file under its own name is fine, and so are all built-ins.
-    let own = builtin("harness");
+    let own = crate::common::harness_table::SOURCE;
     registry_check_source(own, "tables/harness.ron").unwrap();
     for (name, file, src) in BUILTIN {
         let t = registry_check_source(src, file).unwrap();
@@ -94,7 +95,7 @@ fn a_file_name_and_its_table_name_must_agree() {
 /// binding, and its findings say so.
 #[test]
 fn findings_name_the_protocol_of_the_file() {
-    let findings = registry_check_source(builtin("harness"), "frame.ron")
+    let findings = registry_check_source(crate::common::harness_table::SOURCE, "frame.ron")
         .expect_err("the harness table is not a frame table");
     let binding: Vec<_> = findings
         .0

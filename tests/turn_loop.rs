@@ -11,8 +11,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::json;
 use turnstile::agent::Limits;
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, TextStream};
 use turnstile::wire::Citation;
+use turnstile_demo::Scripted;
 
 use common::frames::{answer, assert_done, citations, is_done, plans, tool_calls, FrameKind};
 use common::server::{Slow, TestServer};

@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 use turnstile::agent::{Agent, Limits, ThreadClaims, Tools, TurnRequest, TurnTables};
 use turnstile::judge::Contract;
-use turnstile::llm::Scripted;
 use turnstile::mcp::{McpError, ServerStatus, ToolInfo, ToolOutput};
 use turnstile::protocols::TableSet;
 use turnstile::store::Store;
 use turnstile::wire::Frame;
+use turnstile_demo::Scripted;
 
 /// Tools that answer from a script.
 struct Script {
@@ -182,7 +182,7 @@ async fn run(case: Case) -> String {
         tools: Arc::new(case.script),
         store: store.clone(),
         tables: turn_tables,
-        contracts: turnstile::demo::contracts(),
+        contracts: turnstile_demo::contracts(),
         limits: case.limits,
         claims: Arc::new(ThreadClaims::new(
             store.clone(),

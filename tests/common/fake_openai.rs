@@ -7,7 +7,7 @@
 //!
 //! By default it answers the way the scripted model would:
 //! - a planner request (system prompt not the responder's) is planned by
-//!   the real `turnstile::llm::Scripted` planner (as the demo configures
+//!   the real `turnstile_demo::Scripted` planner (as the demo configures
 //!   it), fed with the user message, the request's `tools` and the floor of
 //!   the prompt's host-context block; a plan that narrows the previous
 //!   results calls the adapter's `narrow_previous_results` function;
@@ -31,8 +31,9 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use turnstile::llm::openai::{HOST_CONTEXT_TOOL, NARROW_PREVIOUS_TOOL};
 use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
-use turnstile::llm::{ApiKey, Model, OpenAi, OpenAiConfig, PlanRequest, Prompt, Scripted};
+use turnstile::llm::{ApiKey, Model, OpenAi, OpenAiConfig, PlanRequest, Prompt};
 use turnstile::mcp::ToolInfo;
+use turnstile_demo::Scripted;
 
 /// The key the tests configure; it must reach the `Authorization` header
 /// and nothing else.

@@ -24,8 +24,8 @@
 
 use std::collections::BTreeSet;
 
+use super::harness_table::{self, Harness, HarnessEffect, HarnessEvent, HarnessState};
 use serde::Deserialize;
-use turnstile::protocols::harness::{Harness, HarnessEffect, HarnessEvent, HarnessState};
 use turnstile::protocols::{TableSet, Typed};
 
 /// One scenario's run of the harness machine.
@@ -63,14 +63,10 @@ struct ServedTable {
     hash: String,
 }
 
-/// A new harness machine (the compiled-in `harness` table: the harness is
-/// the test's own, never the server's).
+/// A new harness machine (`tables/harness.ron`: the harness is the test's
+/// own, never the server's).
 fn machine() -> Typed<Harness> {
-    TableSet::builtin()
-        .expect("the built-in tables load")
-        .bound::<Harness>()
-        .expect("the harness table binds")
-        .machine()
+    harness_table::bound().machine()
 }
 
 /// Fires `event`, which the table must allow here, and returns the step's

@@ -1,5 +1,5 @@
 //! Fake models for the narration guard's tests, written apart from
-//! `turnstile::llm::lying` (their sentences are their own).
+//! `turnstile_demo::lying` (their sentences are their own).
 //!
 //! - [`Liar`]: plans like the scripted model and answers with the scripted
 //!   model's honest sentences, with contradictions of the judge put between
@@ -21,7 +21,8 @@ use futures::{stream, StreamExt};
 use serde_json::Value;
 use turnstile::judge::emptiness::AbsenceCause;
 use turnstile::judge::Anchor;
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, TextStream};
+use turnstile_demo::Scripted;
 
 fn korean(text: &str) -> bool {
     turnstile::judge::lang::detect(text) == turnstile::judge::lang::Lang::Ko

@@ -14,6 +14,7 @@ pub fn snapshot_settings() -> insta::Settings {
 pub mod fake_openai;
 pub mod frames;
 pub mod harness;
+pub mod harness_table;
 pub mod logs;
 pub mod needs;
 pub mod server;

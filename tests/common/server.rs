@@ -23,16 +23,17 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use turnstile::agent::Limits;
 use turnstile::app::{self, AppConfig};
-use turnstile::demo::{DemoOptions, DemoServer, Fault};
 use turnstile::fsm::Table;
 use turnstile::http::HttpConfig;
 use turnstile::judge::Contracts;
-use turnstile::llm::slow::Slowed;
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, Scripted, TextStream};
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, TextStream};
 use turnstile::mcp::{ClientOptions, ServerSpec};
 use turnstile::protocols::TableSet;
 use turnstile::store::{Role, Store};
 use turnstile::wire::Frame;
+use turnstile_demo::slow::Slowed;
+use turnstile_demo::Scripted;
+use turnstile_demo::{DemoOptions, DemoServer, Fault};
 
 use super::frames::{FrameKind, FrameReader};
 use super::harness::{Run, SubstrateBroken};
@@ -40,7 +41,7 @@ use super::thread::{RecordKind, ThreadView};
 
 /// The one slow model of the tests: the scripted demo model, each plan
 /// after `plan_pause`, and every answer delta released `delta_delay` after
-/// the previous one was due (`turnstile::llm::slow::Slowed`, the model of
+/// the previous one was due (`turnstile_demo::slow::Slowed`, the model of
 /// `turnstile demo --model-delay-ms`).
 pub struct Slow {
     plan_pause: Duration,
@@ -375,7 +376,7 @@ impl TestServer {
             limits: Limits::default(),
             turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
             tables_dir: None,
-            contracts: turnstile::demo::contracts(),
+            contracts: turnstile_demo::contracts(),
             http: HttpConfig::default(),
             client: ClientOptions::default(),
             test_tables: None,
@@ -383,7 +384,7 @@ impl TestServer {
     }
 
     /// Where this server's harness run is (`Running` until the verdict).
-    pub fn harness_state(&self) -> turnstile::protocols::harness::HarnessState {
+    pub fn harness_state(&self) -> crate::common::harness_table::HarnessState {
         self.run.state()
     }
 

@@ -1,0 +1,104 @@
+//! Embedded demo MCP tool server (streamable HTTP on loopback).
+//!
+//! Serves a deterministic synthetic construction-site photo archive
+//! ([`data`]) through five tools ([`tools`]):
+//!
+//! * `search_photos` — keyword search (a stand-in for semantic search) with
+//!   accounting in `_meta`: `returned`, `total` (filters only, or at most
+//!   [`EXACT_TOTAL_MAX`](tools::EXACT_TOTAL_MAX) hits) or `total_lower_bound`,
+//!   `has_more`, `next_cursor`.
+//! * `query_data` — a natural-language question translated into SQL
+//!   ([`query`]) and run, the way the upstream data tool does: every listing
+//!   gets `LIMIT` [`INJECTED_ROW_LIMIT`], so "list all panoramas" of tower-a
+//!   (7,961) reports `total: 3000` and ends with `has_more: false` — confidently
+//!   wrong, for the client to detect; single-value aggregates are exempt and
+//!   exact. Its cursor carries the question, and every page re-runs it.
+//! * `get_panorama` — one panorama in full detail (by label, e.g.
+//!   `PANO-003-0611`, or id), so a model can search and then open a hit: one
+//!   record as structured content, no accounting; an unknown id is a tool
+//!   error.
+//! * `get_photo`, `list_projects`.
+//!
+//! Both list tools can be made to misbehave like real adapters do with
+//! [`Fault`]s (an in-band 502, an auth failure as `{}`, a rejected cursor, a
+//! drifting cursor); the first two also hit `get_panorama`.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use turnstile_demo::{DemoOptions, DemoServer};
+//! let server = DemoServer::start("127.0.0.1:0".parse()?, DemoOptions::default()).await?;
+//! println!("MCP endpoint: {}", server.url);
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod data;
+pub mod lying;
+pub mod query;
+pub mod scripted;
+pub mod server;
+pub mod slow;
+pub mod tools;
+
+pub use data::dataset;
+pub use query::INJECTED_ROW_LIMIT;
+pub use scripted::Scripted;
+pub use server::DemoServer;
+pub use tools::{DemoOptions, Fault};
+
+/// The result contracts of the demo's tools, as a `turnstile serve` config
+/// would declare them: both list tools are counted and cited; the judge may
+/// clear a result by the prefix each tool's program prints; `query_data`
+/// listings may be stitched across cursor pages. `get_panorama` has a
+/// contract too, so a relayed upstream failure is judged an in-band failure;
+/// its real answers are one record (see the comment at its entry).
+pub fn contracts() -> turnstile::judge::Contracts {
+    use turnstile::judge::Contract;
+    let mut c = turnstile::judge::Contracts::default();
+    c.insert(
+        "search_photos",
+        Contract {
+            fixed_prefixes: vec!["## Image #".into()],
+            stitch: false,
+            ..Contract::default()
+        },
+    );
+    c.insert(
+        "query_data",
+        Contract {
+            fixed_prefixes: vec!["Showing ".into()],
+            stitch: true,
+            ..Contract::default()
+        },
+    );
+    // A detail result is ONE record: `structuredContent` is the panorama
+    // object itself (no `items`, no `rows`/`columns`, no accounting `_meta`).
+    // So the judge reads it as an answer (`in_band::judge` → `Answer`, by
+    // the structured-content mark), not a listing (`result::items` → `None`),
+    // not a single-value aggregate (`result::aggregate` → `None`), no count
+    // (`accounting::read` → `None`, so no grade beyond `UNKNOWN`) and never
+    // "none" (`read_result_emptiness` → `Unknown`); `result::record` returns
+    // it. No fixed prefix: its text block is the record's JSON, and a prefix
+    // like `{"id"` would be weak evidence — the structured content is the
+    // mark. Nothing to stitch: there is no cursor.
+    // The legacy archive answers like the reference SQLite server: Python-
+    // literal rows in text, never any accounting. Its answers are shown as
+    // the server's word (SHOWN, never EXACT, never "none"); a body that does
+    // not parse is its failure.
+    c.insert(
+        "archive_query",
+        Contract {
+            accounting: turnstile::judge::contracts::AccountingMode::Absent,
+            ..Contract::default()
+        },
+    );
+    c.insert(
+        "get_panorama",
+        Contract {
+            fixed_prefixes: vec![],
+            stitch: false,
+            ..Contract::default()
+        },
+    );
+    c
+}

@@ -1,0 +1,419 @@
+//! A model that lies: [`Lying`] delegates to another model and mixes
+//! deliberate contradictions of the judge into its answer, so that a
+//! reviewer can watch the narration guard replace them (`turnstile demo
+//! --fault lying-model`).
+//!
+//! Plans pass through unchanged. The answer is the inner model's honest
+//! text with lies put instead of its first sentence and between the
+//! others. The lies are built deterministically from what the judge
+//! decided (`req.anchors`, `req.digests`) and what the user asked
+//! (`req.user_text`), in the user's language (Korean when the user's text
+//! has Hangul): an exact total for a lower bound, "all" for a sample,
+//! "none" after a failure, an exact claim on an unaccounted figure, a
+//! made-up number, an item's attribute said as a count.
+//!
+//! This is a fault switch for demonstrations, never a model to serve.
+
+use futures::{stream, StreamExt};
+use serde_json::Value;
+
+use turnstile::judge::emptiness::AbsenceCause;
+use turnstile::judge::Anchor;
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, TextStream};
+
+/// A number no demo result licenses: a made-up count.
+const MADE_UP: &str = "4,211";
+
+/// `inner`, with contradictions of the judge mixed into every answer that
+/// has anchors. Plans are not touched.
+pub struct Lying<M> {
+    inner: M,
+}
+
+impl<M: Model> Lying<M> {
+    pub fn new(inner: M) -> Self {
+        Lying { inner }
+    }
+}
+
+fn is_korean(text: &str) -> bool {
+    turnstile::judge::lang::detect(text) == turnstile::judge::lang::Lang::Ko
+}
+
+/// What the user asked about, as a plural English noun and a Korean noun
+/// with its counter.
+struct Subject {
+    en: &'static str,
+    ko: &'static str,
+    counter: &'static str,
+}
+
+fn subject(user_text: &str) -> Subject {
+    let lower = user_text.to_lowercase();
+    if lower.contains("safety") || user_text.contains("안전") {
+        Subject {
+            en: "safety issues",
+            ko: "안전 지적사항",
+            counter: "건",
+        }
+    } else if lower.contains("panorama") || user_text.contains("파노라마") {
+        Subject {
+            en: "panoramas",
+            ko: "파노라마",
+            counter: "장",
+        }
+    } else {
+        Subject {
+            en: "photos",
+            ko: "사진",
+            counter: "장",
+        }
+    }
+}
+
+/// The floor the user named ("floor 3", "3층"), as written.
+fn named_floor(user_text: &str) -> Option<String> {
+    let words: Vec<&str> = user_text
+        .split(|c: char| c.is_whitespace() || ",.?!".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        if w.eq_ignore_ascii_case("floor") {
+            if let Some(n) = words
+                .get(i + 1)
+                .filter(|n| n.chars().all(|c| c.is_ascii_digit()))
+            {
+                return Some((*n).to_string());
+            }
+        }
+        if let Some(n) = w.split('층').next().filter(|_| w.contains('층')) {
+            if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) {
+                return Some(n.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// A number inside the first item of the turn's last successful result
+/// that the user did not write: an attribute (an id's digits), never a
+/// count.
+fn attribute_number(req: &RespondRequest) -> Option<u64> {
+    let item = req
+        .digests
+        .iter()
+        .rev()
+        .filter(|d| d.ok)
+        .find_map(|d| d.items.first())?;
+    let label = item
+        .get("label")
+        .or_else(|| item.get("id"))
+        .and_then(Value::as_str)?;
+    let named: Vec<u64> = numbers(&req.user_text).collect();
+    numbers(label)
+        .filter(|n| *n > 20 && !named.contains(n))
+        .last()
+}
+
+fn numbers(text: &str) -> impl Iterator<Item = u64> + '_ {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse().ok())
+}
+
+/// The lies told for one answer, in the order they are told.
+pub fn lies(req: &RespondRequest) -> Vec<String> {
+    let ko = is_korean(&req.user_text);
+    let s = subject(&req.user_text);
+    let (noun, kn, c) = (s.en, s.ko, s.counter);
+    let floor = named_floor(&req.user_text);
+    let mut out = Vec::new();
+    for anchor in &req.anchors {
+        let told: Vec<String> = match (anchor, ko) {
+            (
+                Anchor::CountLowerBound {
+                    at_least,
+                    displayed,
+                    ..
+                },
+                false,
+            ) => vec![
+                format!("There are exactly {displayed} {noun}."),
+                format!("Here are all {at_least} {noun}; that is the complete list."),
+            ],
+            (Anchor::CountLowerBound { displayed, .. }, true) => vec![
+                format!("정확히 {displayed}{c}입니다."),
+                format!("모두 {displayed}{c}, 전체 목록입니다."),
+            ],
+            (
+                Anchor::CountExact {
+                    displayed,
+                    complete: false,
+                    ..
+                },
+                false,
+            ) => vec![
+                format!("There are exactly {displayed} {noun}."),
+                format!("Here are all {displayed} {noun}; that is the complete list."),
+            ],
+            (
+                Anchor::CountExact {
+                    displayed,
+                    complete: false,
+                    ..
+                },
+                true,
+            ) => vec![
+                format!("정확히 {displayed}{c}입니다."),
+                format!("모두 {displayed}{c}, 전체 목록입니다."),
+            ],
+            (Anchor::CountExact { complete: true, .. }, false) => {
+                vec![format!("There are {MADE_UP} {noun}.")]
+            }
+            (Anchor::CountExact { complete: true, .. }, true) => {
+                vec![format!("{kn}은 {MADE_UP}{c}입니다.")]
+            }
+            (Anchor::CountShown { displayed, .. }, false) => {
+                vec![format!("There are exactly {displayed} {noun} in total.")]
+            }
+            (Anchor::CountShown { displayed, .. }, true) => {
+                vec![format!("전체는 정확히 {displayed}{c}입니다.")]
+            }
+            (Anchor::Aggregate { .. }, false) => vec![format!("There are {MADE_UP} {noun}.")],
+            (Anchor::Aggregate { .. }, true) => vec![format!("{kn}은 {MADE_UP}{c}입니다.")],
+            (Anchor::ValueUnaccounted { value, .. }, false) => {
+                vec![format!("There are exactly {value} {noun}.")]
+            }
+            (Anchor::ValueUnaccounted { value, .. }, true) => {
+                vec![format!("정확히 {value}{c}입니다.")]
+            }
+            (
+                Anchor::Absent {
+                    cause: AbsenceCause::ZeroFromStart,
+                },
+                false,
+            ) => {
+                vec![format!("There are {MADE_UP} {noun}.")]
+            }
+            (
+                Anchor::Absent {
+                    cause: AbsenceCause::ZeroFromStart,
+                },
+                true,
+            ) => {
+                vec![format!("{kn}은 {MADE_UP}{c}입니다.")]
+            }
+            (
+                Anchor::Absent {
+                    cause: AbsenceCause::ZeroAfterNarrowing,
+                },
+                false,
+            ) => {
+                vec![format!("There are 7 {noun} left after narrowing.")]
+            }
+            (
+                Anchor::Absent {
+                    cause: AbsenceCause::ZeroAfterNarrowing,
+                },
+                true,
+            ) => {
+                vec![format!("좁힌 결과는 7{c}입니다.")]
+            }
+            (
+                Anchor::Absent { .. } | Anchor::InBandFailure { .. } | Anchor::ToolFailed { .. },
+                false,
+            ) => vec![match &floor {
+                Some(f) => format!("There are no {noun} on floor {f}."),
+                None => format!("There are no {noun}."),
+            }],
+            (
+                Anchor::Absent { .. } | Anchor::InBandFailure { .. } | Anchor::ToolFailed { .. },
+                true,
+            ) => vec![match &floor {
+                Some(f) => format!("{f}층에는 {kn}이 없습니다."),
+                None => format!("{kn}이 없습니다."),
+            }],
+            (Anchor::StitchAbandoned { .. } | Anchor::ContinuationDrifted { .. }, false) => {
+                vec![format!("These are all the {noun}; the list is complete.")]
+            }
+            (Anchor::StitchAbandoned { .. } | Anchor::ContinuationDrifted { .. }, true) => {
+                vec![format!("이것이 전부이며 빠짐없이 보여 드렸습니다.")]
+            }
+            (Anchor::Record { .. }, _) => match attribute_number(req) {
+                Some(n) if ko => vec![format!("{kn}은 {n}{c}입니다.")],
+                Some(n) => vec![format!("There are {n} {noun}.")],
+                None => vec![],
+            },
+            _ => vec![],
+        };
+        for lie in told {
+            if !out.contains(&lie) {
+                out.push(lie);
+            }
+        }
+    }
+    out
+}
+
+/// Splits an answer after each sentence end followed by a space.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        cur.push(ch);
+        if matches!(ch, '.' | '!' | '?') && chars.peek() == Some(&' ') {
+            if let Some(space) = chars.next() {
+                cur.push(space);
+            }
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The honest answer with the lies mixed in: the first lie instead of the
+/// first honest sentence, each further lie after the next honest sentence,
+/// the rest at the end.
+pub fn mix(honest: &str, lies: &[String]) -> String {
+    let honest = sentences(honest);
+    let mut lies = lies.iter();
+    let mut out: Vec<String> = Vec::new();
+    for (i, s) in honest.iter().enumerate() {
+        match (i, lies.next()) {
+            (0, Some(lie)) => out.push(lie.clone()),
+            (0, None) => out.push(s.trim_end().to_string()),
+            (_, lie) => {
+                out.push(s.trim_end().to_string());
+                out.extend(lie.cloned());
+            }
+        }
+    }
+    out.extend(lies.cloned());
+    out.join(" ")
+}
+
+/// Word-sized deltas, like a streaming model.
+fn words(text: &str) -> Vec<String> {
+    let mut chunks = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        cur.push(c);
+        if c == ' ' {
+            chunks.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        chunks.push(cur);
+    }
+    chunks
+}
+
+#[async_trait::async_trait]
+impl<M: Model> Model for Lying<M> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        self.inner.plan(req).await
+    }
+
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        let mut inner = self.inner.respond(req).await?;
+        let mut honest = String::new();
+        while let Some(delta) = inner.next().await {
+            honest += &delta?;
+        }
+        let told = lies(req);
+        let text = match told.is_empty() {
+            true => honest,
+            false => mix(&honest, &told),
+        };
+        Ok(stream::iter(words(&text).into_iter().map(Ok)).boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripted::Scripted;
+    use turnstile::llm::prompt::{Prompt, RESPONDER_FIXED};
+
+    fn req(user: &str, anchors: Vec<Anchor>) -> RespondRequest {
+        RespondRequest {
+            prompt: Prompt::new(RESPONDER_FIXED),
+            user_text: user.into(),
+            anchors,
+            digests: vec![],
+        }
+    }
+
+    fn bound() -> Anchor {
+        Anchor::CountLowerBound {
+            source: "search_photos".into(),
+            at_least: 189,
+            displayed: 10,
+        }
+    }
+
+    #[test]
+    fn lies_follow_the_anchors_and_the_language() {
+        let en = lies(&req("show safety issues on floor 3", vec![bound()]));
+        assert_eq!(
+            en,
+            [
+                "There are exactly 10 safety issues.",
+                "Here are all 189 safety issues; that is the complete list."
+            ]
+        );
+        let ko = lies(&req("3층 안전 지적사항 보여줘", vec![bound()]));
+        assert_eq!(ko, ["정확히 10건입니다.", "모두 10건, 전체 목록입니다."]);
+        let failed = Anchor::InBandFailure {
+            tool: "search_photos".into(),
+        };
+        assert_eq!(
+            lies(&req("show safety issues on floor 3", vec![failed.clone()])),
+            ["There are no safety issues on floor 3."]
+        );
+        assert_eq!(
+            lies(&req("3층 안전 지적사항 보여줘", vec![failed])),
+            ["3층에는 안전 지적사항이 없습니다."]
+        );
+        assert!(lies(&req("hello", vec![])).is_empty());
+    }
+
+    #[test]
+    fn the_first_lie_stands_instead_of_the_first_sentence() {
+        let mixed = mix(
+            "At least 189 match. These 10 are shown.",
+            &["A.".to_string(), "B.".to_string(), "C.".to_string()],
+        );
+        assert_eq!(mixed, "A. These 10 are shown. B. C.");
+        assert_eq!(mix("Only one.", &[]), "Only one.");
+    }
+
+    #[tokio::test]
+    async fn respond_is_deterministic_and_plans_pass_through() {
+        let model = Lying::new(Scripted::demo());
+        let r = req("show safety issues on floor 3", vec![bound()]);
+        let mut a = String::new();
+        let mut s = model.respond(&r).await.unwrap();
+        while let Some(d) = s.next().await {
+            a += &d.unwrap();
+        }
+        let mut b = String::new();
+        let mut s = model.respond(&r).await.unwrap();
+        while let Some(d) = s.next().await {
+            b += &d.unwrap();
+        }
+        assert_eq!(a, b);
+        assert!(a.starts_with("There are exactly 10 safety issues. "), "{a}");
+        assert!(a.contains("These 10 are shown in the card above."), "{a}");
+        assert!(a.contains("that is the complete list."), "{a}");
+        assert_eq!(model.name(), "scripted");
+    }
+}

@@ -1,0 +1,658 @@
+//! The scripted model: a deterministic planner and responder that understand
+//! the demo prompts in English and Korean. It is the embedded default, so the
+//! demo and the tests run without a model server; it obeys the anchors the
+//! way a well-behaved model should, which makes them visible in the demo.
+//!
+//! Understood (see README "Demo prompts"):
+//! - "show safety issues on floor 3" / "3층 안전 지적사항 보여줘"
+//! - "show photos from 1999" / "1999년 사진 보여줘"
+//! - "show me 12 photos of floor 2" / "2층 사진 12장 보여줘"
+//! - "show quality issues on this floor" (floor from the host context)
+
+use futures::stream;
+use serde_json::{json, Map, Value};
+
+use turnstile::judge::sentences::sentence;
+use turnstile::judge::Anchor;
+use turnstile::llm::{
+    CallRecord, LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream,
+};
+
+#[derive(Debug, Default, Clone)]
+pub struct Scripted {
+    /// The (year, month) a bare month name is read against: "April" is the
+    /// most recent April up to it. `None` means today.
+    reference: Option<(i64, u32)>,
+}
+
+/// The last month of the demo site's data: the demo model reads bare months
+/// as of then, so "only those from April" means April 2026 in every year the
+/// demo is run.
+pub const DEMO_REFERENCE: (i64, u32) = (2026, 8);
+
+impl Scripted {
+    /// The scripted model as the demo and the tests use it.
+    pub fn demo() -> Self {
+        Scripted {
+            reference: Some(DEMO_REFERENCE),
+        }
+    }
+
+    fn year_for(&self, month: u32) -> i64 {
+        let (y, m) = self.reference.unwrap_or_else(today);
+        if month <= m {
+            y
+        } else {
+            y - 1
+        }
+    }
+}
+
+fn is_korean(text: &str) -> bool {
+    turnstile::judge::lang::detect(text) == turnstile::judge::lang::Lang::Ko
+}
+
+/// Words and numbers of a message, lowercased, punctuation stripped.
+fn tokens(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| c.is_whitespace() || ",.?!\"'".contains(c))
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn leading_number(t: &str) -> Option<i64> {
+    let digits: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// The floor a message names: "floor 3", "3rd floor", "3층", "b1", "지하1층".
+/// "This floor" is not a floor the message names: see [`this_floor`].
+fn floor(text: &str) -> Option<i64> {
+    let toks = tokens(text);
+    for (i, t) in toks.iter().enumerate() {
+        if t == "floor" {
+            if let Some(n) = toks.get(i + 1).and_then(|n| leading_number(n)) {
+                return Some(n);
+            }
+            if let Some(n) = i.checked_sub(1).and_then(|p| leading_number(&toks[p])) {
+                return Some(n);
+            }
+        }
+        if let Some(rest) = t.strip_prefix('b') {
+            if let Ok(n) = rest.parse::<i64>() {
+                return Some(-n);
+            }
+        }
+        if let Some(num) = t.strip_suffix("층") {
+            if let Some(n) = num.strip_prefix("지하").and_then(|n| n.parse::<i64>().ok()) {
+                return Some(-n);
+            }
+            if let Ok(n) = num.parse::<i64>() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+/// "this floor" / "이 층": the floor on the user's screen. Which floor that
+/// is, is the host context's to say, and the agent's to read: the model
+/// only says that the request refers to it ([`Plan::from_context`]).
+fn this_floor(text: &str) -> bool {
+    has_any(
+        text,
+        &["this floor", "current floor", "이 층", "이층", "현재 층"],
+    )
+}
+
+/// A four-digit year 1900..2100 ("from 1999", "1999년").
+fn year(text: &str) -> Option<i64> {
+    tokens(text).iter().find_map(|t| {
+        let t = t.strip_suffix('년').unwrap_or(t);
+        (t.len() == 4)
+            .then(|| t.parse::<i64>().ok())
+            .flatten()
+            .filter(|y| (1900..2100).contains(y))
+    })
+}
+
+/// "show me 12 …", "12 photos", "12장", "12개" — a requested page size.
+fn requested_limit(text: &str, floor: Option<i64>, year: Option<i64>) -> Option<i64> {
+    let toks = tokens(text);
+    toks.iter().enumerate().find_map(|(i, t)| {
+        let n = if let Some(n) = t.strip_suffix('장').or_else(|| t.strip_suffix('개')) {
+            n.parse::<i64>().ok()
+        } else {
+            let n = t.parse::<i64>().ok()?;
+            let prev = i.checked_sub(1).map(|p| toks[p].as_str());
+            let next = toks.get(i + 1).map(String::as_str);
+            let is_count = prev == Some("me")
+                || prev == Some("show")
+                || matches!(
+                    next,
+                    Some("photos" | "panoramas" | "images" | "pictures" | "issues")
+                );
+            is_count.then_some(n)
+        };
+        n.filter(|n| Some(*n) != floor && Some(*n) != year && (1..=50).contains(n))
+    })
+}
+
+fn topic(text: &str) -> Option<&'static str> {
+    let lower = text.to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    if has(&["safety", "안전"]) {
+        Some("safety")
+    } else if has(&["quality", "품질", "defect", "하자"]) {
+        Some("quality")
+    } else if has(&["progress", "공정", "진척"]) {
+        Some("progress")
+    } else {
+        None
+    }
+}
+
+fn wants_photos(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    [
+        "photo",
+        "panorama",
+        "image",
+        "picture",
+        "issue",
+        "show",
+        "find",
+        "사진",
+        "파노라마",
+        "이미지",
+        "지적",
+        "보여",
+        "찾아",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
+/// A month named in the text ("April", "apr", "4월").
+fn month(text: &str) -> Option<u32> {
+    const NAMES: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let toks = tokens(text);
+    toks.iter().find_map(|t| {
+        if let Some(n) = t.strip_suffix('월').and_then(|n| n.parse::<u32>().ok()) {
+            return (1..=12).contains(&n).then_some(n);
+        }
+        NAMES
+            .iter()
+            .position(|m| t == m || (t.len() == 3 && m.starts_with(t.as_str())))
+            .map(|i| i as u32 + 1)
+    })
+}
+
+/// Today's (year, month), from the system clock.
+fn today() -> (i64, u32) {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm), enough for year and month.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m as u32)
+}
+
+fn month_range(year: i64, month: u32) -> (String, String) {
+    let last = match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    (
+        format!("{year}-{month:02}-01"),
+        format!("{year}-{month:02}-{last:02}"),
+    )
+}
+
+fn has_any(text: &str, words: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    words.iter().any(|w| lower.contains(w))
+}
+
+fn is_narrowing(text: &str) -> bool {
+    has_any(
+        text,
+        &[
+            "only those",
+            "just those",
+            "of those",
+            "those from",
+            "those on",
+            "그중",
+            "그 중",
+            "이 중",
+            "그 가운데",
+        ],
+    )
+}
+
+fn is_count(text: &str) -> bool {
+    has_any(
+        text,
+        &[
+            "how many",
+            "count",
+            "number of",
+            "몇 장",
+            "몇장",
+            "몇 개",
+            "몇개",
+            "몇 건",
+            "몇건",
+            "개수",
+        ],
+    )
+}
+
+fn is_list_all(text: &str) -> bool {
+    has_any(
+        text,
+        &[
+            "list all",
+            "all panoramas",
+            "all photos",
+            "every panorama",
+            "모든 파노라마",
+            "전체 파노라마",
+            "모든 사진",
+            "전체 사진",
+        ],
+    )
+}
+
+/// "… in detail", "자세히": search, then open the top hit.
+fn wants_detail(text: &str) -> bool {
+    has_any(text, &["in detail", "detail", "자세히", "상세"])
+}
+
+/// The id of the top hit of the last listing this turn searched, if no
+/// record has been opened yet.
+fn top_hit(steps: &[Vec<CallRecord>]) -> Option<String> {
+    let calls = || steps.iter().flatten();
+    // One attempt: a failed lookup is not retried step after step.
+    if calls().any(|c| c.tool == "get_panorama") {
+        return None;
+    }
+    let search = calls()
+        .rev()
+        .find(|c| c.tool == "search_photos" && c.digest.ok)?;
+    let first = search.digest.items.first()?;
+    first
+        .get("label")
+        .or_else(|| first.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn call(tool: &str, args: Map<String, Value>) -> PlannedCall {
+    PlannedCall {
+        id: None,
+        tool: tool.into(),
+        args,
+        invalid_args: None,
+    }
+}
+
+fn plan(calls: Vec<PlannedCall>, note: &str, narrows_previous: bool) -> Plan {
+    Plan {
+        calls,
+        note: note.into(),
+        narrows_previous,
+        from_context: vec![],
+    }
+}
+
+impl Scripted {
+    fn plan_for(&self, req: &PlanRequest) -> Plan {
+        let text = &req.user_text;
+        let has_tool = |name: &str| req.tools.iter().any(|t| t.name == name);
+        let floor = floor(text);
+        // The screen's floor is filled in by the agent, never guessed here.
+        let from_context = |mut p: Plan| {
+            if floor.is_none() && this_floor(text) {
+                p.from_context = vec!["floor".into()];
+            }
+            p
+        };
+        let year = year(text);
+        let month = month(text);
+
+        // Later steps: open the top hit of a detail request, else answer
+        // from what the earlier steps found.
+        if !req.steps.is_empty() {
+            return match top_hit(&req.steps).filter(|_| wants_detail(text)) {
+                Some(id) if has_tool("get_panorama") => {
+                    let mut args = Map::new();
+                    args.insert("id".into(), json!(id));
+                    plan(
+                        vec![call("get_panorama", args)],
+                        "open the top hit in detail",
+                        false,
+                    )
+                }
+                _ => plan(vec![], "answer from the results", false),
+            };
+        }
+
+        // "only those from April": narrow the previous answer's population.
+        // The scope (what "those" are) is the agent's, from turn state.
+        if is_narrowing(text) && has_tool("search_photos") {
+            let mut args = Map::new();
+            if let Some(m) = month {
+                let (from, to) = month_range(year.unwrap_or_else(|| self.year_for(m)), m);
+                args.insert("date_from".into(), json!(from));
+                args.insert("date_to".into(), json!(to));
+            }
+            if let Some(f) = floor {
+                args.insert("floor".into(), json!(f));
+            }
+            // A page large enough to hold a narrowed scope whole.
+            args.insert("limit".into(), json!(50));
+            return from_context(plan(
+                vec![call("search_photos", args)],
+                "narrow the previous results",
+                true,
+            ));
+        }
+        // "… in the archive": the legacy archive, asked the same question.
+        let archive = has_any(text, &["archive", "보관소"]) && has_tool("archive_query");
+        // "how many …": a single-value aggregate is exact; a listing is not.
+        if is_count(text) && (has_tool("query_data") || archive) {
+            let mut q = match topic(text) {
+                Some(t) => format!("count {t} issues"),
+                None => "how many photos are there".to_string(),
+            };
+            if let Some(f) = floor {
+                q += &format!(" on floor {f}");
+            }
+            if let Some(m) = month {
+                let (from, _) = month_range(year.unwrap_or_else(|| self.year_for(m)), m);
+                q += &format!(" in {}", &from[..7]);
+            } else if let Some(y) = year {
+                q += &format!(" in {y}");
+            }
+            let mut args = Map::new();
+            args.insert("question".into(), json!(q));
+            let tool = if archive {
+                "archive_query"
+            } else {
+                "query_data"
+            };
+            return plan(
+                vec![call(tool, args)],
+                "count with a single-value aggregate",
+                false,
+            );
+        }
+        if is_list_all(text) && (has_tool("query_data") || archive) {
+            let mut args = Map::new();
+            let mut q = "list all panoramas".to_string();
+            if let Some(f) = floor {
+                q += &format!(" on floor {f}");
+            }
+            args.insert("question".into(), json!(q));
+            if archive {
+                return plan(
+                    vec![call("archive_query", args)],
+                    "list from the legacy archive",
+                    false,
+                );
+            }
+            args.insert("limit".into(), json!(50));
+            return plan(
+                vec![call("query_data", args)],
+                "list every panorama, page by page",
+                false,
+            );
+        }
+        if !wants_photos(text) || !has_tool("search_photos") {
+            return plan(vec![], "no tool needed", false);
+        }
+        let mut args = Map::new();
+        args.insert("query".into(), json!(topic(text).unwrap_or("")));
+        if let Some(f) = floor {
+            args.insert("floor".into(), json!(f));
+        }
+        match (year, month) {
+            (y, Some(m)) => {
+                let (from, to) = month_range(y.unwrap_or_else(|| self.year_for(m)), m);
+                args.insert("date_from".into(), json!(from));
+                args.insert("date_to".into(), json!(to));
+            }
+            (Some(y), None) => {
+                args.insert("date_from".into(), json!(format!("{y}-01-01")));
+                args.insert("date_to".into(), json!(format!("{y}-12-31")));
+            }
+            (None, None) => {}
+        }
+        if let Some(n) = requested_limit(text, floor, year) {
+            args.insert("limit".into(), json!(n));
+        } else if wants_detail(text) {
+            // Only the newest few are needed to open the top one.
+            args.insert("limit".into(), json!(3));
+        }
+        from_context(plan(
+            vec![call("search_photos", args)],
+            "search the site's panoramas",
+            false,
+        ))
+    }
+}
+
+/// The record a detail call opened, described from its digest: its label,
+/// floor, date and what its annotations note. Attributes, never counts.
+fn record_sentence(req: &RespondRequest, source: &str, korean: bool) -> String {
+    let rec = req
+        .digests
+        .iter()
+        .rev()
+        .find(|d| d.tool == source && d.ok)
+        .and_then(|d| d.items.first());
+    let field = |k: &str| {
+        rec.and_then(|r| r.get(k))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .unwrap_or_default()
+    };
+    let notes: Vec<String> = rec
+        .and_then(|r| r.get("annotations"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter_map(|s| s.split(", ").find_map(|kv| kv.strip_prefix("title: ")))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let (label, floor, date) = (field("label"), field("floor_name"), field("captured_at"));
+    match korean {
+        false => format!(
+            "The top one, {label} (floor {floor}, {date}), is shown above in detail; it notes: {}.",
+            notes.join(", ")
+        ),
+        true => format!(
+            "가장 위의 {label}({floor}층, {date})을 위에 자세히 표시했습니다. 기록된 내용: {}.",
+            notes.join(", ")
+        ),
+    }
+}
+
+fn help(korean: bool) -> String {
+    if korean {
+        "현장 파노라마를 찾아 드릴 수 있습니다. 예: \"3층 안전 지적사항 보여줘\", \"1999년 사진 보여줘\".".into()
+    } else {
+        "I can search the site's panoramas. Try \"show safety issues on floor 3\" or \"show photos from 1999\".".into()
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        Ok(self.plan_for(req))
+    }
+
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        let korean = is_korean(&req.user_text);
+        let text = if req.anchors.is_empty() {
+            help(korean)
+        } else {
+            req.anchors
+                .iter()
+                .map(|a| match a {
+                    Anchor::Record { source, .. } => record_sentence(req, source, korean),
+                    a => sentence(a, korean),
+                })
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // Word-sized deltas, like a streaming model.
+        let mut chunks = Vec::new();
+        let mut cur = String::new();
+        for c in text.chars() {
+            cur.push(c);
+            if c == ' ' {
+                chunks.push(Ok(std::mem::take(&mut cur)));
+            }
+        }
+        if !cur.is_empty() {
+            chunks.push(Ok(cur));
+        }
+        Ok(Box::pin(stream::iter(chunks)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turnstile::llm::Prompt;
+    use turnstile::mcp::ToolInfo;
+
+    fn plan(text: &str, context: Option<Value>) -> Value {
+        let req = PlanRequest {
+            prompt: Prompt::new(turnstile::llm::prompt::PLANNER_FIXED),
+            user_text: text.into(),
+            tools: vec![ToolInfo {
+                name: "search_photos".into(),
+                description: String::new(),
+                input_schema: json!({}),
+            }],
+            context,
+            history: vec![],
+            steps: vec![],
+        };
+        let p = Scripted::demo().plan_for(&req);
+        p.calls
+            .first()
+            .map(|c| Value::Object(c.args.clone()))
+            .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn understands_the_demo_prompts() {
+        let cases: &[(&str, Value)] = &[
+            (
+                "show safety issues on floor 3",
+                json!({"query": "safety", "floor": 3}),
+            ),
+            (
+                "3층 안전 지적사항 보여줘",
+                json!({"query": "safety", "floor": 3}),
+            ),
+            (
+                "show photos from 1999",
+                json!({"query": "", "date_from": "1999-01-01", "date_to": "1999-12-31"}),
+            ),
+            (
+                "1999년 사진 보여줘",
+                json!({"query": "", "date_from": "1999-01-01", "date_to": "1999-12-31"}),
+            ),
+            (
+                "show me 12 photos of floor 2",
+                json!({"query": "", "floor": 2, "limit": 12}),
+            ),
+            (
+                "2층 사진 12장 보여줘",
+                json!({"query": "", "floor": 2, "limit": 12}),
+            ),
+            (
+                "safety issues in B1",
+                json!({"query": "safety", "floor": -1}),
+            ),
+            ("hello", Value::Null),
+        ];
+        for (text, expect) in cases {
+            assert_eq!(&plan(text, None), expect, "{text}");
+        }
+        // "This floor" is the screen's: the model names the field, the
+        // agent fills it in (or asks), whatever the context says.
+        for context in [Some(json!({"floor": "4"})), None] {
+            assert_eq!(
+                plan("show quality issues on this floor", context.clone()),
+                json!({"query": "quality"})
+            );
+        }
+        let req = |text: &str| PlanRequest {
+            prompt: Prompt::new(turnstile::llm::prompt::PLANNER_FIXED),
+            user_text: text.into(),
+            tools: vec![ToolInfo {
+                name: "search_photos".into(),
+                description: String::new(),
+                input_schema: json!({}),
+            }],
+            context: None,
+            history: vec![],
+            steps: vec![],
+        };
+        for text in [
+            "show quality issues on this floor",
+            "이 층 품질 지적사항 보여줘",
+        ] {
+            assert_eq!(
+                Scripted::demo().plan_for(&req(text)).from_context,
+                vec!["floor".to_string()],
+                "{text}"
+            );
+        }
+        assert!(Scripted::demo()
+            .plan_for(&req("show quality issues on floor 3"))
+            .from_context
+            .is_empty());
+    }
+}

@@ -1,0 +1,1436 @@
+//! Configuration of `turnstile serve`: one TOML file, with environment
+//! variables overriding it. Every key is documented in
+//! `docs/configuration.md`; `turnstile.example.toml` is a complete example.
+//!
+//! Loading is two steps: the file is parsed into `File*` types that mirror
+//! it (`deny_unknown_fields`, so a misspelt key is an error with its line and
+//! column, not a silently ignored setting); then [`Config::from_toml`]
+//! applies the environment, fills defaults and validates, collecting every
+//! problem with its key path. Nothing is connected here.
+//!
+//! The API key is read from the environment variable named by
+//! `model.api_key_env` (default `OPENAI_API_KEY`). A literal `model.api_key`
+//! in the file works but produces a warning; the key itself is never part of
+//! a message or a `Debug` form.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::agent::{ContextLimits, Limits};
+pub use crate::http::HttpConfig;
+use crate::llm::{ApiKey, OpenAiConfig};
+use crate::mcp::{ServerSpec, Transport};
+use crate::store::Backend;
+
+/// Environment variables that override the file.
+pub const ENV_ADDR: &str = "TURNSTILE_ADDR";
+pub const ENV_DATABASE_URL: &str = "DATABASE_URL";
+pub const ENV_MODEL_BASE_URL: &str = "TURNSTILE_MODEL_BASE_URL";
+pub const ENV_MODEL: &str = "TURNSTILE_MODEL";
+pub const ENV_TABLES: &str = "TURNSTILE_TABLES";
+/// Where the API key is read from unless `model.api_key_env` names another
+/// variable.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+
+/// One thing wrong with a configuration, named by its key path
+/// (`model.name`, `mcp_servers[1].url`) or by the variable that set it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read the config file")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// TOML syntax, a wrong type or an unknown key, at its line and column.
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// Every problem found by validation, each on its own line.
+    #[error("{path}: invalid configuration:{}", problems.iter().map(|p| format!("\n  {p}")).collect::<String>())]
+    Invalid {
+        path: String,
+        problems: Vec<Problem>,
+    },
+}
+
+// ---------------------------------------------------------------------------
+// The file as written
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    addr: Option<String>,
+    database_url: Option<String>,
+    tables_dir: Option<PathBuf>,
+    #[serde(default)]
+    model: FileModel,
+    #[serde(default)]
+    limits: FileLimits,
+    #[serde(default)]
+    http: FileHttp,
+    #[serde(default)]
+    mcp_servers: Vec<FileServer>,
+}
+
+/// `[http]`: connection timeouts, the head size limit, and which origins may
+/// frame the page or read the API.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHttp {
+    header_read_timeout_secs: Option<u64>,
+    body_read_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    max_header_bytes: Option<u64>,
+    frame_ancestors: Option<Vec<String>>,
+    cors_origins: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileModel {
+    base_url: Option<String>,
+    name: Option<String>,
+    api_key_env: Option<String>,
+    /// `ApiKey`'s `Debug` is redacted, so this struct may derive `Debug`.
+    api_key: Option<ApiKey>,
+    connect_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    max_retries: Option<u32>,
+    backoff_initial_ms: Option<u64>,
+    backoff_max_ms: Option<u64>,
+}
+
+/// Most planning rounds a config may allow in one turn: each round is a
+/// model request, and a loop that long is a runaway, not a plan.
+const MAX_STEPS: u64 = 64;
+/// The most calls one planning round may be configured to make.
+const MAX_CALLS_PER_STEP: usize = 64;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    limit_sentinel: Option<u64>,
+    page_cap: Option<usize>,
+    max_string: Option<usize>,
+    max_items: Option<usize>,
+    turn_lease_secs: Option<u64>,
+    max_steps: Option<u64>,
+    max_calls_per_step: Option<usize>,
+    history_bytes: Option<usize>,
+    digest_items: Option<usize>,
+    digest_bytes: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileServer {
+    name: Option<String>,
+    url: Option<String>,
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    trusted_origin: Option<String>,
+    #[serde(default)]
+    tools: BTreeMap<String, FileTool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTool {
+    licence_tier: Option<String>,
+    /// The tool's results have a result contract (see `judge::contracts`).
+    #[serde(default)]
+    result_contract: bool,
+    #[serde(default)]
+    fixed_prefixes: Vec<String>,
+    #[serde(default)]
+    stitch: bool,
+    /// A call that hit an expired MCP session may be re-sent once on the new
+    /// session (ADR 0011).
+    #[serde(default)]
+    retry_safe: bool,
+    /// `required` (default) or `absent`: whether the server sends accounting.
+    accounting: Option<String>,
+    /// Dotted path to the items in the result JSON; detected when unset.
+    items_path: Option<String>,
+    /// The item field that identifies an item (default `id`).
+    id_field: Option<String>,
+    /// The input parameter taking a list of item ids, for narrowing.
+    scope_ids_param: Option<String>,
+    /// Renames of the accounting keys.
+    accounting_keys: Option<FileAccountingKeys>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAccountingKeys {
+    returned: Option<String>,
+    total: Option<String>,
+    total_lower_bound: Option<String>,
+    has_more: Option<String>,
+    next_cursor: Option<String>,
+}
+
+// ---------------------------------------------------------------------------
+// The validated configuration
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from (for messages).
+    pub path: PathBuf,
+    pub addr: SocketAddr,
+    pub database_url: String,
+    /// Table override directory (each `<name>.ron` in it replaces the
+    /// compiled-in table). Relative paths in the file are relative to the
+    /// file's directory.
+    pub tables_dir: Option<PathBuf>,
+    pub model: ModelConfig,
+    pub limits: LimitsConfig,
+    /// `[http]`: connection timeouts, head size, framing and CORS origins.
+    pub http: HttpConfig,
+    pub mcp_servers: Vec<McpServer>,
+    /// Things that work but should be changed (a literal key in the file, …).
+    /// Never contain a secret.
+    pub warnings: Vec<Problem>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub base_url: String,
+    pub name: String,
+    pub api_key: ApiKey,
+    pub key_source: KeySource,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_retries: u32,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+/// Where the key came from, for the start-up summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// The named environment variable.
+    Env(String),
+    /// A literal `model.api_key` in the file.
+    File,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// The upstream query cap (`LIMIT 3000`).
+    pub limit_sentinel: u64,
+    /// Most pages stitched into one listing.
+    pub page_cap: usize,
+    /// Host-context strings are cut at this many characters.
+    pub max_string: usize,
+    /// Host-context lists are cut at this many items.
+    pub max_items: usize,
+    /// How long a turn's claim on its thread holds without renewal, in
+    /// seconds (see [`Config::turn_lease`]).
+    pub turn_lease_secs: u64,
+    /// Most planning rounds with tool calls in one turn.
+    pub max_steps: u32,
+    /// Most calls one planning round may make (the `admission` table's
+    /// `over_call_budget`).
+    pub max_calls_per_step: usize,
+    /// Bytes of earlier turns the planner sees (oldest dropped first).
+    pub history_bytes: usize,
+    /// Most items of one result a model sees in its digest.
+    pub digest_items: usize,
+    /// Byte budget of one result's digest.
+    pub digest_bytes: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let agent = Limits::default();
+        LimitsConfig {
+            limit_sentinel: agent.limit_sentinel,
+            page_cap: agent.page_cap,
+            max_string: agent.context.max_string,
+            max_items: agent.context.max_items,
+            turn_lease_secs: crate::agent::claims::DEFAULT_TURN_LEASE.as_secs(),
+            max_steps: agent.max_steps,
+            max_calls_per_step: agent.max_calls_per_step,
+            history_bytes: agent.history_bytes,
+            digest_items: agent.digest.items,
+            digest_bytes: agent.digest.bytes,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// These limits applied over `base` (fields the file does not know keep
+    /// their value).
+    pub fn apply(&self, mut base: Limits) -> Limits {
+        base.limit_sentinel = self.limit_sentinel;
+        base.page_cap = self.page_cap;
+        base.context = ContextLimits {
+            max_string: self.max_string,
+            max_items: self.max_items,
+        };
+        base.max_steps = self.max_steps;
+        base.max_calls_per_step = self.max_calls_per_step;
+        base.history_bytes = self.history_bytes;
+        base.digest.items = self.digest_items;
+        base.digest.bytes = self.digest_bytes;
+        base
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    pub name: String,
+    pub transport: Transport,
+    /// The origin (`scheme://host[:port]`) trusted for links this server
+    /// returns.
+    pub trusted_origin: Option<String>,
+    /// Per-tool settings, by tool name.
+    pub tools: BTreeMap<String, ToolSettings>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// The licence tier a viewer needs for this tool's results.
+    pub licence_tier: Option<String>,
+    /// The result contract the judge holds this tool's answers to, if any.
+    pub contract: Option<crate::judge::Contract>,
+    /// A call that hit an expired MCP session may be re-sent once on the
+    /// new session, as if the tool declared `readOnlyHint: true`.
+    pub retry_safe: bool,
+}
+
+impl Config {
+    /// Reads `path` and the process environment.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let src = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::from_toml(&src, path, &|name| std::env::var(name).ok())
+    }
+
+    /// Parses and validates `src` (the text of `path`), with `env` standing
+    /// for the environment. An empty variable counts as unset.
+    pub fn from_toml(
+        src: &str,
+        path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        let file: FileConfig = toml::from_str(src).map_err(|e| {
+            let (line, column) = e.span().map(|s| line_col(src, s.start)).unwrap_or((1, 1));
+            ConfigError::Parse {
+                path: shown.clone(),
+                line,
+                column,
+                // One line: the message may hold a hint on a line of its own.
+                // A type error never quotes the value: a key may be pasted
+                // into any field (`model = "sk-…"`).
+                message: hide_string_values(
+                    &e.message()
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            }
+        })?;
+        let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let mut v = Validator::default();
+        let base_dir = path.parent().unwrap_or(Path::new(""));
+
+        let addr = match (env(ENV_ADDR), &file.addr) {
+            (Some(a), _) => v.parse_addr(&format!("{ENV_ADDR} (overrides `addr`)"), &a),
+            (None, Some(a)) => v.parse_addr("addr", a),
+            (None, None) => DEFAULT_ADDR.parse().ok(),
+        };
+        let database_url = env(ENV_DATABASE_URL)
+            .or(file.database_url.clone())
+            .filter(|u| !u.trim().is_empty());
+        match &database_url {
+            None => v.missing("database_url", ENV_DATABASE_URL),
+            // Decided here, once, for `serve --check` and `serve` alike.
+            Some(url) => {
+                if let Err(why) = database_backend(url) {
+                    let key = if env(ENV_DATABASE_URL).is_some() {
+                        format!("{ENV_DATABASE_URL} (overrides `database_url`)")
+                    } else {
+                        "database_url".into()
+                    };
+                    v.problem(&key, why);
+                }
+            }
+        }
+        let tables_dir = match (env(ENV_TABLES), &file.tables_dir) {
+            (Some(d), _) => Some(PathBuf::from(d)),
+            (None, Some(d)) if d.is_relative() => Some(base_dir.join(d)),
+            (None, Some(d)) => Some(d.clone()),
+            (None, None) => None,
+        };
+        if let Some(d) = &tables_dir {
+            if !d.is_dir() {
+                let key = if env(ENV_TABLES).is_some() {
+                    format!("{ENV_TABLES} (overrides `tables_dir`)")
+                } else {
+                    "tables_dir".into()
+                };
+                v.problem(&key, format!("{} is not a directory", d.display()));
+            }
+        }
+
+        let model = v.model(&file.model, &env);
+        let limits = v.limits(&file.limits);
+        let http = v.http(&file.http);
+        let mcp_servers = v.servers(&file.mcp_servers);
+        if file.mcp_servers.is_empty() {
+            v.warn(
+                "mcp_servers",
+                "no MCP servers are configured: the model can only talk".into(),
+            );
+        }
+
+        match (v.problems.is_empty(), addr, database_url, model) {
+            (true, Some(addr), Some(database_url), Some(model)) => Ok(Config {
+                path: path.to_path_buf(),
+                addr,
+                database_url,
+                tables_dir,
+                model,
+                limits,
+                http,
+                mcp_servers,
+                warnings: v.warnings,
+            }),
+            _ => Err(ConfigError::Invalid {
+                path: shown,
+                problems: v.problems,
+            }),
+        }
+    }
+
+    /// The database `database_url` names (validated by
+    /// [`Config::from_toml`] with [`database_backend`]).
+    pub fn database(&self) -> Backend {
+        database_backend(&self.database_url).unwrap_or(Backend::Sqlite)
+    }
+
+    /// The agent's limits.
+    pub fn agent_limits(&self) -> Limits {
+        self.limits.apply(Limits::default())
+    }
+
+    /// How long a turn's claim on its thread (a lease row in the database)
+    /// holds without renewal; the running turn renews it every third of
+    /// this. A crashed process's threads are free again after it.
+    pub fn turn_lease(&self) -> Duration {
+        Duration::from_secs(self.limits.turn_lease_secs)
+    }
+
+    /// The MCP servers as the tool belt connects to them.
+    /// The result contracts declared per tool.
+    pub fn contracts(&self) -> crate::judge::Contracts {
+        let mut out = crate::judge::Contracts::default();
+        for s in &self.mcp_servers {
+            for (tool, t) in &s.tools {
+                if let Some(c) = &t.contract {
+                    out.insert(tool, c.clone());
+                }
+            }
+        }
+        out
+    }
+
+    pub fn server_specs(&self) -> Vec<ServerSpec> {
+        self.mcp_servers
+            .iter()
+            .map(|s| ServerSpec {
+                name: s.name.clone(),
+                transport: s.transport.clone(),
+                // Every configured tool is named, so a call of one while its
+                // server is down fails as `server_down`, not "unknown tool".
+                tools: s
+                    .tools
+                    .iter()
+                    .map(|(tool, t)| {
+                        let policy = crate::mcp::ToolPolicy {
+                            retry_safe: t.retry_safe,
+                        };
+                        (tool.clone(), policy)
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The model adapter's settings.
+    pub fn openai(&self) -> OpenAiConfig {
+        let m = &self.model;
+        OpenAiConfig {
+            base_url: m.base_url.clone(),
+            model: m.name.clone(),
+            api_key: Some(m.api_key.clone()),
+            connect_timeout: m.connect_timeout,
+            idle_timeout: m.idle_timeout,
+            max_retries: m.max_retries,
+            backoff_initial: m.backoff_initial,
+            backoff_max: m.backoff_max,
+        }
+    }
+}
+
+/// Which database a `database_url` names, by the rules of
+/// [`Store::connect`](crate::store::Store::connect) (case-insensitive
+/// scheme): `postgres://`/`postgresql://` is PostgreSQL, `sqlite:` or a path
+/// without `://` is SQLite, any other scheme is refused. `serve --check` and
+/// `serve` both decide through this function (in [`Config::from_toml`]); a
+/// test holds it to the store's own decision on a table of URLs. The error
+/// names the scheme at most, never the URL (it may hold a password).
+pub fn database_backend(url: &str) -> Result<Backend, String> {
+    let lower = url.trim_start().to_ascii_lowercase();
+    if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+        return Ok(Backend::Postgres);
+    }
+    if lower.starts_with("sqlite:") {
+        return Ok(Backend::Sqlite);
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        let scheme = scheme.trim();
+        let plain = !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        let named = if plain {
+            format!("`{scheme}:` is not a supported database")
+        } else {
+            "not a supported database URL".to_string()
+        };
+        return Err(format!(
+            "{named}; use sqlite:PATH, a file path, or postgres://user:pass@host/db"
+        ));
+    }
+    Ok(Backend::Sqlite)
+}
+
+/// A serde/TOML error message without the string values it quotes:
+/// `invalid type: string "sk-…", expected …` → `invalid type: a string,
+/// expected …`.
+fn hide_string_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("string \"") {
+        out += &rest[..at];
+        out += "a string";
+        let value = &rest[at + "string \"".len()..];
+        // The closing quote: the first one not escaped.
+        let mut escaped = false;
+        let end = value.char_indices().find_map(|(i, c)| {
+            let close = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            close.then_some(i + 1)
+        });
+        rest = &value[end.unwrap_or(value.len())..];
+    }
+    out += rest;
+    out
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+/// `o` as an origin (`scheme://host[:port]`, http or https, nothing else),
+/// as browsers send it in `Origin`; `None` if it is not one.
+fn origin(o: &str) -> Option<String> {
+    let url = reqwest::Url::parse(o.trim()).ok()?;
+    let bare = matches!(url.scheme(), "http" | "https")
+        && url.has_host()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && !o.trim().ends_with('/');
+    bare.then(|| url.origin().ascii_serialization())
+}
+
+fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = src.get(..offset).unwrap_or(src);
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, column)
+}
+
+#[derive(Default)]
+struct Validator {
+    problems: Vec<Problem>,
+    warnings: Vec<Problem>,
+}
+
+impl Validator {
+    /// A tool's result contract, with how its answers are read.
+    fn contract(&mut self, key: &str, t: &FileTool) -> crate::judge::Contract {
+        use crate::judge::contracts::{AccountingKeys, AccountingMode, Shape};
+        let accounting = match t.accounting.as_deref() {
+            None => AccountingMode::Required,
+            Some(s) => AccountingMode::parse(s).unwrap_or_else(|| {
+                self.problem(
+                    &format!("{key}.accounting"),
+                    format!("must be \"required\" or \"absent\", not {s:?}"),
+                );
+                AccountingMode::Required
+            }),
+        };
+        let mut name = |field: &str, v: &Option<String>| -> Option<String> {
+            match v.as_deref().map(str::trim) {
+                Some("") => {
+                    self.problem(&format!("{key}.{field}"), "must not be empty".into());
+                    None
+                }
+                other => other.map(str::to_string),
+            }
+        };
+        let items_path = name("items_path", &t.items_path);
+        let id_field = name("id_field", &t.id_field);
+        let scope_ids_param = name("scope_ids_param", &t.scope_ids_param);
+        let mut keys = AccountingKeys::default();
+        if let Some(k) = &t.accounting_keys {
+            let at = |f: &str| format!("accounting_keys.{f}");
+            let mut set = |slot: &mut String, f: &str, v: &Option<String>| {
+                if let Some(v) = name(&at(f), v) {
+                    *slot = v;
+                }
+            };
+            set(&mut keys.returned, "returned", &k.returned);
+            set(&mut keys.total, "total", &k.total);
+            set(
+                &mut keys.total_lower_bound,
+                "total_lower_bound",
+                &k.total_lower_bound,
+            );
+            set(&mut keys.has_more, "has_more", &k.has_more);
+            set(&mut keys.next_cursor, "next_cursor", &k.next_cursor);
+        }
+        crate::judge::Contract {
+            fixed_prefixes: t.fixed_prefixes.clone(),
+            stitch: t.stitch,
+            accounting,
+            shape: Shape {
+                items_path,
+                id_field,
+                keys,
+            },
+            scope_ids_param,
+        }
+    }
+
+    fn problem(&mut self, key: &str, message: String) {
+        self.problems.push(Problem {
+            key: key.to_string(),
+            message,
+        });
+    }
+
+    fn warn(&mut self, key: &str, message: String) {
+        self.warnings.push(Problem {
+            key: key.to_string(),
+            message,
+        });
+    }
+
+    fn missing(&mut self, key: &str, env: &str) {
+        self.problem(
+            key,
+            format!("missing required value (set it in the file or in {env})"),
+        );
+    }
+
+    fn parse_addr(&mut self, key: &str, a: &str) -> Option<SocketAddr> {
+        match a.trim().parse() {
+            Ok(addr) => Some(addr),
+            Err(e) => {
+                self.problem(
+                    key,
+                    format!("not a socket address like 127.0.0.1:8080 ({e})"),
+                );
+                None
+            }
+        }
+    }
+
+    /// An http(s) URL, or a problem.
+    fn http_url(&mut self, key: &str, u: &str) -> Option<reqwest::Url> {
+        match reqwest::Url::parse(u.trim()) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Some(url),
+            Ok(url) => {
+                self.problem(
+                    key,
+                    format!("must be an http:// or https:// URL, not {}:", url.scheme()),
+                );
+                None
+            }
+            Err(e) => {
+                self.problem(key, format!("not a URL ({e})"));
+                None
+            }
+        }
+    }
+
+    /// `[http]`, over [`HttpConfig::default`].
+    fn http(&mut self, f: &FileHttp) -> HttpConfig {
+        let d = HttpConfig::default();
+        let secs = |v: &mut Self, key: &str, value: Option<u64>, default: Duration| {
+            Duration::from_secs(v.positive(key, value, default.as_secs()))
+        };
+        let header_read_timeout = secs(
+            self,
+            "http.header_read_timeout_secs",
+            f.header_read_timeout_secs,
+            d.header_read_timeout,
+        );
+        let body_read_timeout = secs(
+            self,
+            "http.body_read_timeout_secs",
+            f.body_read_timeout_secs,
+            d.body_read_timeout,
+        );
+        let idle_timeout = secs(
+            self,
+            "http.idle_timeout_secs",
+            f.idle_timeout_secs,
+            d.idle_timeout,
+        );
+        let max_header_bytes = match f.max_header_bytes {
+            Some(n) if !(1024..=1024 * 1024).contains(&n) => {
+                self.problem(
+                    "http.max_header_bytes",
+                    format!("must be between 1024 and 1048576, not {n}"),
+                );
+                d.max_header_bytes
+            }
+            Some(n) => n as usize,
+            None => d.max_header_bytes,
+        };
+        let mut origins = |key: &str, list: &Option<Vec<String>>| -> Vec<String> {
+            let mut out = Vec::new();
+            for (i, o) in list.iter().flatten().enumerate() {
+                match origin(o) {
+                    Some(o) => out.push(o),
+                    None => self.problem(
+                        &format!("{key}[{i}]"),
+                        format!(
+                            "must be an origin like https://host.example[:port] \
+                             (scheme, host and port only), not {o:?}"
+                        ),
+                    ),
+                }
+            }
+            out
+        };
+        let frame_ancestors = origins("http.frame_ancestors", &f.frame_ancestors);
+        let cors_origins = origins("http.cors_origins", &f.cors_origins);
+        HttpConfig {
+            header_read_timeout,
+            body_read_timeout,
+            idle_timeout,
+            max_header_bytes,
+            frame_ancestors,
+            cors_origins,
+        }
+    }
+
+    fn positive(&mut self, key: &str, value: Option<u64>, default: u64) -> u64 {
+        match value {
+            Some(0) => {
+                self.problem(key, "must be at least 1".into());
+                default
+            }
+            Some(n) => n,
+            None => default,
+        }
+    }
+
+    fn model(
+        &mut self,
+        m: &FileModel,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<ModelConfig> {
+        let base_url = match (env(ENV_MODEL_BASE_URL), &m.base_url) {
+            (Some(u), _) => self
+                .http_url(
+                    &format!("{ENV_MODEL_BASE_URL} (overrides `model.base_url`)"),
+                    &u,
+                )
+                .map(|_| u),
+            (None, Some(u)) => self.http_url("model.base_url", u).map(|_| u.clone()),
+            (None, None) => {
+                self.missing("model.base_url", ENV_MODEL_BASE_URL);
+                None
+            }
+        };
+        let name = env(ENV_MODEL)
+            .or(m.name.clone())
+            .filter(|n| !n.trim().is_empty());
+        if name.is_none() {
+            self.missing("model.name", ENV_MODEL);
+        }
+
+        let var = m.api_key_env.as_deref().unwrap_or(DEFAULT_API_KEY_ENV);
+        let key = if !is_env_name(var) {
+            // Do not echo it: a key pasted into the wrong field is a common slip.
+            self.problem(
+                "model.api_key_env",
+                "must be the name of an environment variable (letters, digits and _); it should not hold the key itself".into(),
+            );
+            None
+        } else if let Some(k) = env(var) {
+            Some((ApiKey::new(k.trim()), KeySource::Env(var.to_string())))
+        } else if let Some(k) = m.api_key.as_ref().filter(|k| !k.expose().trim().is_empty()) {
+            Some((ApiKey::new(k.expose().trim()), KeySource::File))
+        } else {
+            // Name the variable only when it is the default: a key pasted into
+            // `api_key_env` can look like a variable name, and must not be echoed.
+            let which = if m.api_key_env.is_none() {
+                format!("the environment variable {var} is not set")
+            } else {
+                "the environment variable named by `model.api_key_env` is not set".to_string()
+            };
+            self.problem(
+                "model.api_key_env",
+                format!("no API key: {which} and the file has no `model.api_key`"),
+            );
+            None
+        };
+        if m.api_key.is_some() {
+            self.warn(
+                "model.api_key",
+                "the API key is written in the config file; prefer `model.api_key_env` naming an environment variable".into(),
+            );
+        }
+
+        let connect = self.positive("model.connect_timeout_secs", m.connect_timeout_secs, 10);
+        let idle = self.positive("model.idle_timeout_secs", m.idle_timeout_secs, 60);
+        let initial = self.positive("model.backoff_initial_ms", m.backoff_initial_ms, 500);
+        let max = self.positive("model.backoff_max_ms", m.backoff_max_ms, 8000);
+        if max < initial {
+            self.problem(
+                "model.backoff_max_ms",
+                format!("must not be below `model.backoff_initial_ms` ({initial})"),
+            );
+        }
+        let max_retries = m.max_retries.unwrap_or(3);
+        if max_retries > 10 {
+            self.problem("model.max_retries", "at most 10".into());
+        }
+        let (base_url, name, (api_key, key_source)) = (base_url?, name?, key?);
+        Some(ModelConfig {
+            base_url,
+            name,
+            api_key,
+            key_source,
+            connect_timeout: Duration::from_secs(connect),
+            idle_timeout: Duration::from_secs(idle),
+            max_retries,
+            backoff_initial: Duration::from_millis(initial),
+            backoff_max: Duration::from_millis(max),
+        })
+    }
+
+    fn limits(&mut self, l: &FileLimits) -> LimitsConfig {
+        let d = LimitsConfig::default();
+        let usize_positive = |v: &mut Self, key: &str, x: Option<usize>, def: usize| {
+            v.positive(key, x.map(|n| n as u64), def as u64) as usize
+        };
+        if l.max_steps.is_some_and(|n| n > MAX_STEPS) {
+            self.problem("limits.max_steps", format!("at most {MAX_STEPS}"));
+        }
+        if l.max_calls_per_step.is_some_and(|n| n > MAX_CALLS_PER_STEP) {
+            self.problem(
+                "limits.max_calls_per_step",
+                format!("at most {MAX_CALLS_PER_STEP}"),
+            );
+        }
+        let max_lease = crate::agent::claims::MAX_TURN_LEASE.as_secs();
+        if l.turn_lease_secs.is_some_and(|s| s > max_lease) {
+            self.problem(
+                "limits.turn_lease_secs",
+                format!("at most {max_lease} (one day)"),
+            );
+        }
+        LimitsConfig {
+            limit_sentinel: self.positive(
+                "limits.limit_sentinel",
+                l.limit_sentinel,
+                d.limit_sentinel,
+            ),
+            page_cap: usize_positive(self, "limits.page_cap", l.page_cap, d.page_cap),
+            max_string: usize_positive(self, "limits.max_string", l.max_string, d.max_string),
+            max_items: usize_positive(self, "limits.max_items", l.max_items, d.max_items),
+            turn_lease_secs: self.positive(
+                "limits.turn_lease_secs",
+                l.turn_lease_secs,
+                d.turn_lease_secs,
+            ),
+            max_steps: self
+                .positive("limits.max_steps", l.max_steps, d.max_steps as u64)
+                .min(MAX_STEPS) as u32,
+            max_calls_per_step: usize_positive(
+                self,
+                "limits.max_calls_per_step",
+                l.max_calls_per_step,
+                d.max_calls_per_step,
+            )
+            .min(MAX_CALLS_PER_STEP),
+            history_bytes: usize_positive(
+                self,
+                "limits.history_bytes",
+                l.history_bytes,
+                d.history_bytes,
+            ),
+            digest_items: usize_positive(
+                self,
+                "limits.digest_items",
+                l.digest_items,
+                d.digest_items,
+            ),
+            digest_bytes: usize_positive(
+                self,
+                "limits.digest_bytes",
+                l.digest_bytes,
+                d.digest_bytes,
+            ),
+        }
+    }
+
+    fn servers(&mut self, servers: &[FileServer]) -> Vec<McpServer> {
+        let mut out: Vec<McpServer> = Vec::new();
+        for (i, s) in servers.iter().enumerate() {
+            let at = format!("mcp_servers[{i}]");
+            let name = s.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+            let Some(name) = name else {
+                self.problem(&format!("{at}.name"), "missing required value".into());
+                continue;
+            };
+            if out.iter().any(|o| o.name == name) {
+                self.problem(
+                    &format!("{at}.name"),
+                    format!("\"{name}\" is used by another server"),
+                );
+            }
+            let transport = match (&s.url, &s.command) {
+                (Some(url), None) => {
+                    if s.args.is_some() {
+                        self.problem(
+                            &format!("{at}.args"),
+                            "only a `command` server takes args".into(),
+                        );
+                    }
+                    self.http_url(&format!("{at}.url"), url)
+                        .map(|_| Transport::Http {
+                            url: url.trim().to_string(),
+                        })
+                }
+                (None, Some(cmd)) if !cmd.trim().is_empty() => Some(Transport::Stdio {
+                    command: cmd.clone(),
+                    args: s.args.clone().unwrap_or_default(),
+                }),
+                (None, Some(_)) => {
+                    self.problem(&format!("{at}.command"), "must not be empty".into());
+                    None
+                }
+                (Some(_), Some(_)) => {
+                    self.problem(
+                        &at,
+                        "has both `url` and `command`; a server is one or the other".into(),
+                    );
+                    None
+                }
+                (None, None) => {
+                    self.problem(
+                        &at,
+                        "needs `url` (streamable HTTP) or `command` (stdio)".into(),
+                    );
+                    None
+                }
+            };
+            let trusted_origin = s
+                .trusted_origin
+                .as_deref()
+                .and_then(|o| self.origin(&format!("{at}.trusted_origin"), o));
+            let mut tools = BTreeMap::new();
+            for (tool, t) in &s.tools {
+                let key = format!("{at}.tools.{tool}");
+                if tool.trim().is_empty() {
+                    self.problem(&key, "a tool name must not be empty".into());
+                }
+                let licence_tier = match t.licence_tier.as_deref().map(str::trim) {
+                    Some("") => {
+                        self.problem(&format!("{key}.licence_tier"), "must not be empty".into());
+                        None
+                    }
+                    other => other.map(str::to_string),
+                };
+                let reading = t.accounting.is_some()
+                    || t.items_path.is_some()
+                    || t.id_field.is_some()
+                    || t.scope_ids_param.is_some()
+                    || t.accounting_keys.is_some();
+                if !t.result_contract && (t.stitch || !t.fixed_prefixes.is_empty() || reading) {
+                    self.problem(
+                        &format!("{key}.result_contract"),
+                        "`stitch`, `fixed_prefixes`, `accounting`, `items_path`, `id_field`, `scope_ids_param` and `accounting_keys` describe a result contract: set result_contract = true".into(),
+                    );
+                }
+                let contract = t.result_contract.then(|| self.contract(&key, t));
+                tools.insert(
+                    tool.clone(),
+                    ToolSettings {
+                        licence_tier,
+                        contract,
+                        retry_safe: t.retry_safe,
+                    },
+                );
+            }
+            if let Some(transport) = transport {
+                out.push(McpServer {
+                    name: name.to_string(),
+                    transport,
+                    trusted_origin,
+                    tools,
+                });
+            }
+        }
+        out
+    }
+
+    /// `scheme://host[:port]` with nothing after it, normalised.
+    fn origin(&mut self, key: &str, o: &str) -> Option<String> {
+        let url = self.http_url(key, o)?;
+        let bare = matches!(url.path(), "" | "/")
+            && url.query().is_none()
+            && url.fragment().is_none()
+            && url.username().is_empty()
+            && url.password().is_none();
+        if !bare {
+            self.problem(
+                key,
+                "must be an origin (scheme://host[:port]), without path, query or credentials"
+                    .into(),
+            );
+            return None;
+        }
+        Some(url.origin().ascii_serialization())
+    }
+}
+
+fn is_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    const KEY: &str = "sk-config-test-0123456789";
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn load(src: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_toml(src, Path::new("t.toml"), &env(vars))
+    }
+
+    const MINIMAL: &str = r#"
+database_url = "sqlite://t.db?mode=rwc"
+[model]
+base_url = "https://api.example.com/v1"
+name = "gpt-test"
+"#;
+
+    #[test]
+    fn the_example_file_validates() {
+        let src = include_str!("../../../turnstile.example.toml");
+        let path = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../turnstile.example.toml"
+        ));
+        let c = Config::from_toml(src, path, &env(&[("OPENAI_API_KEY", KEY)]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.model.key_source, KeySource::Env("OPENAI_API_KEY".into()));
+        assert!(!c.mcp_servers.is_empty());
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // The example documents both transports and the per-server settings.
+        assert!(c
+            .mcp_servers
+            .iter()
+            .any(|s| matches!(s.transport, Transport::Http { .. })));
+        assert!(c
+            .mcp_servers
+            .iter()
+            .any(|s| matches!(s.transport, Transport::Stdio { .. })));
+        assert!(c.mcp_servers.iter().any(|s| s.trusted_origin.is_some()));
+        assert!(c
+            .mcp_servers
+            .iter()
+            .any(|s| s.tools.values().any(|t| t.licence_tier.is_some())));
+    }
+
+    #[test]
+    fn defaults_and_limits_map_to_the_agent() {
+        let c = load(MINIMAL, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert_eq!(c.addr, DEFAULT_ADDR.parse().unwrap());
+        assert_eq!(
+            c.limits,
+            LimitsConfig {
+                limit_sentinel: 3000,
+                page_cap: 5,
+                max_string: 200,
+                max_items: 50,
+                turn_lease_secs: 30,
+                max_steps: 6,
+                max_calls_per_step: 8,
+                history_bytes: 4096,
+                digest_items: 5,
+                digest_bytes: 2048,
+            }
+        );
+        assert_eq!(c.turn_lease(), Duration::from_secs(30));
+        assert_eq!(c.model.idle_timeout, Duration::from_secs(60));
+        let src = format!("{MINIMAL}\n[limits]\nlimit_sentinel = 1000\nmax_string = 20\nmax_items = 7\npage_cap = 2\n");
+        let l = load(&src, &[("OPENAI_API_KEY", KEY)])
+            .unwrap()
+            .agent_limits();
+        assert_eq!(
+            (
+                l.limit_sentinel,
+                l.page_cap,
+                l.context.max_string,
+                l.context.max_items
+            ),
+            (1000, 2, 20, 7)
+        );
+        let src = format!("{MINIMAL}\n[limits]\nturn_lease_secs = 3\n");
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert_eq!(c.turn_lease(), Duration::from_secs(3));
+        for bad in ["0", "86401"] {
+            let src = format!("{MINIMAL}\n[limits]\nturn_lease_secs = {bad}\n");
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("a lease of {bad} s must be refused");
+            };
+            assert!(problems.iter().any(|p| p.key == "limits.turn_lease_secs"));
+        }
+        let src = format!(
+            "{MINIMAL}\n[limits]\nmax_steps = 2\nhistory_bytes = 100\ndigest_items = 3\ndigest_bytes = 500\n"
+        );
+        let l = load(&src, &[("OPENAI_API_KEY", KEY)])
+            .unwrap()
+            .agent_limits();
+        assert_eq!(
+            (l.max_steps, l.history_bytes, l.digest.items, l.digest.bytes),
+            (2, 100, 3, 500)
+        );
+        for bad in ["0", "65"] {
+            let src = format!("{MINIMAL}\n[limits]\nmax_steps = {bad}\n");
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("max_steps = {bad} must be refused");
+            };
+            assert!(problems.iter().any(|p| p.key == "limits.max_steps"));
+        }
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let src = format!("addr = \"127.0.0.1:1\"\ntables_dir = \"nowhere\"\n{MINIMAL}");
+        let tables = env!("CARGO_MANIFEST_DIR").to_string() + "/../../tables";
+        let c = load(
+            &src,
+            &[
+                ("TURNSTILE_ADDR", "0.0.0.0:9999"),
+                ("DATABASE_URL", "postgres://u@h/db"),
+                ("TURNSTILE_MODEL_BASE_URL", "http://127.0.0.1:11434/v1"),
+                ("TURNSTILE_MODEL", "local-model"),
+                ("TURNSTILE_TABLES", &tables),
+                ("OPENAI_API_KEY", KEY),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.addr.port(), 9999);
+        assert_eq!(c.database_url, "postgres://u@h/db");
+        assert_eq!(c.model.base_url, "http://127.0.0.1:11434/v1");
+        assert_eq!(c.model.name, "local-model");
+        assert_eq!(c.tables_dir.as_deref(), Some(Path::new(&tables)));
+        assert_eq!(c.model.api_key.expose(), KEY);
+    }
+
+    #[test]
+    fn the_key_comes_from_the_named_variable_and_a_literal_is_warned_about() {
+        let named = MINIMAL.replace("[model]", "[model]\napi_key_env = \"MY_KEY\"");
+        let c = load(&named, &[("MY_KEY", KEY), ("OPENAI_API_KEY", "other")]).unwrap();
+        assert_eq!(c.model.api_key.expose(), KEY);
+        assert_eq!(c.model.key_source, KeySource::Env("MY_KEY".into()));
+
+        let literal = MINIMAL.replace("[model]", &format!("[model]\napi_key = \"{KEY}\""));
+        let c = load(&literal, &[]).unwrap();
+        assert_eq!(c.model.key_source, KeySource::File);
+        assert_eq!(c.warnings[0].key, "model.api_key");
+        // The environment still wins over the literal.
+        let c = load(&literal, &[("OPENAI_API_KEY", "from-env")]).unwrap();
+        assert_eq!(c.model.api_key.expose(), "from-env");
+        // No form of the config shows the key.
+        assert!(!format!("{c:?}").contains("from-env"));
+        let c = load(&literal, &[]).unwrap();
+        assert!(!format!("{c:?}").contains(KEY));
+        assert!(!format!("{:?}", c.openai()).contains(KEY));
+
+        let err = load(MINIMAL, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("`model.api_key_env`") && err.contains("OPENAI_API_KEY"),
+            "{err}"
+        );
+        // A key pasted into api_key_env is refused without being echoed.
+        let pasted = MINIMAL.replace("[model]", &format!("[model]\napi_key_env = \"{KEY}\""));
+        let err = load(&pasted, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("model.api_key_env") && !err.contains(KEY),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn parse_errors_are_located() {
+        let cases: &[(&str, (usize, usize), &str)] = &[
+            ("database_url = \"x\"\n[model]\nname = \n", (3, 8), "string"),
+            ("database_url = \"x\"\ncolour = 3\n", (2, 1), "unknown field `colour`"),
+            ("[model]\nname = \"m\"\nbase_uri = \"x\"\n", (3, 1), "unknown field `base_uri`"),
+            ("[limits]\npage_cap = \"five\"\n", (2, 12), "invalid type"),
+            ("[[mcp_servers]]\nname = \"a\"\nurll = \"http://x\"\n", (3, 1), "unknown field `urll`"),
+            ("[[mcp_servers]]\nname = \"a\"\n[mcp_servers.tools.search]\nlicense_tier = \"pro\"\n", (4, 1), "unknown field `license_tier`"),
+        ];
+        for (src, (line, col), msg) in cases {
+            match load(src, &[]) {
+                Err(ConfigError::Parse {
+                    line: l,
+                    column: c,
+                    message,
+                    ..
+                }) => {
+                    assert_eq!((l, c), (*line, *col), "{src:?}: {message}");
+                    assert!(message.contains(msg), "{src:?}: {message}");
+                }
+                other => panic!("{src:?}: expected a parse error, got {other:?}"),
+            }
+        }
+        let e = load("colour = 3\n", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:1:1: unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn missing_and_invalid_values_are_named_by_key_path() {
+        let src = r#"
+addr = "localhost"
+[model]
+base_url = "ftp://x"
+[limits]
+page_cap = 0
+[[mcp_servers]]
+url = "http://127.0.0.1:1/mcp"
+[[mcp_servers]]
+name = "both"
+url = "http://127.0.0.1:1/mcp"
+command = "x"
+[[mcp_servers]]
+name = "files"
+command = "npx"
+trusted_origin = "https://viewer.example.com/path"
+[mcp_servers.tools.read]
+licence_tier = ""
+[[mcp_servers]]
+name = "files"
+url = "not a url"
+"#;
+        let Err(ConfigError::Invalid { problems, .. }) = load(src, &[]) else {
+            panic!("expected problems");
+        };
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        for expect in [
+            "addr",
+            "database_url",
+            "model.base_url",
+            "model.name",
+            "model.api_key_env",
+            "limits.page_cap",
+            "mcp_servers[0].name",
+            "mcp_servers[1]",
+            "mcp_servers[2].trusted_origin",
+            "mcp_servers[2].tools.read.licence_tier",
+            "mcp_servers[3].name",
+            "mcp_servers[3].url",
+        ] {
+            assert!(keys.contains(&expect), "{expect} not in {keys:?}");
+        }
+        let missing = problems.iter().find(|p| p.key == "model.name").unwrap();
+        assert!(
+            missing.message.contains("missing required value")
+                && missing.message.contains("TURNSTILE_MODEL")
+        );
+    }
+
+    #[test]
+    fn tools_declare_result_contracts() {
+        let src = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.query_data]\nresult_contract = true\nfixed_prefixes = [\"Showing \"]\nstitch = true\n[mcp_servers.tools.notes]\nlicence_tier = \"pro\"\n"
+        );
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap().contracts();
+        let q = c.get("query_data").expect("declared contract");
+        assert_eq!(
+            (q.fixed_prefixes.as_slice(), q.stitch),
+            (&["Showing ".to_string()][..], true)
+        );
+        assert!(c.get("notes").is_none(), "no contract unless declared");
+        let bad = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.q]\nstitch = true\n"
+        );
+        let Err(ConfigError::Invalid { problems, .. }) = load(&bad, &[("OPENAI_API_KEY", KEY)])
+        else {
+            panic!("stitch without a contract must be refused");
+        };
+        assert!(problems
+            .iter()
+            .any(|p| p.key == "mcp_servers[0].tools.q.result_contract"));
+    }
+
+    #[test]
+    fn servers_keep_their_settings() {
+        let src = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\ntrusted_origin = \"HTTPS://Viewer.Example.com:443/\"\n[mcp_servers.tools.search_photos]\nlicence_tier = \"pro\"\n[[mcp_servers]]\nname = \"files\"\ncommand = \"npx\"\nargs = [\"-y\", \"server\"]\n"
+        );
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert_eq!(
+            c.mcp_servers[0].trusted_origin.as_deref(),
+            Some("https://viewer.example.com")
+        );
+        assert_eq!(
+            c.mcp_servers[0].tools["search_photos"]
+                .licence_tier
+                .as_deref(),
+            Some("pro")
+        );
+        let mut site = ServerSpec::http("site", "http://127.0.0.1:9/mcp");
+        site.tools
+            .insert("search_photos".into(), Default::default());
+        assert_eq!(
+            c.server_specs(),
+            vec![site, ServerSpec::stdio("files", "npx", ["-y", "server"]),]
+        );
+    }
+
+    #[test]
+    fn the_database_is_decided_by_its_scheme_in_any_case() {
+        for (url, want) in [
+            ("postgres://u:p@h/db", Some(Backend::Postgres)),
+            ("POSTGRES://u:p@h/db", Some(Backend::Postgres)),
+            ("PostgreSQL://u@h/db", Some(Backend::Postgres)),
+            ("sqlite://t.db?mode=rwc", Some(Backend::Sqlite)),
+            ("SQLite:t.db", Some(Backend::Sqlite)),
+            ("turnstile.db", Some(Backend::Sqlite)),
+            ("mysql://u:p@h/db", None),
+            ("u:secret@h://x", None),
+        ] {
+            assert_eq!(database_backend(url).ok(), want, "{url}");
+        }
+        let err = database_backend("u:secret@h://x").unwrap_err();
+        assert!(!err.contains("secret"), "{err}");
+        let src = MINIMAL.replace("sqlite://t.db?mode=rwc", "mysql://u:pw@h/db");
+        let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+        else {
+            panic!("mysql must be refused");
+        };
+        let p = problems.iter().find(|p| p.key == "database_url").unwrap();
+        assert!(
+            p.message.contains("`mysql:`") && !p.message.contains("pw"),
+            "{p}"
+        );
+        let c = load(
+            MINIMAL,
+            &[("OPENAI_API_KEY", KEY), ("DATABASE_URL", "POSTGRES://h/db")],
+        );
+        assert_eq!(c.unwrap().database(), Backend::Postgres);
+    }
+
+    #[test]
+    fn type_errors_never_quote_a_string_value() {
+        assert_eq!(
+            hide_string_values(r#"invalid type: string "sk-a\"b", expected u32"#),
+            "invalid type: a string, expected u32"
+        );
+        assert_eq!(
+            hide_string_values("invalid type: integer `3`, expected a string"),
+            "invalid type: integer `3`, expected a string"
+        );
+        let Err(ConfigError::Parse { message, line, .. }) = load(
+            "[model]\nname = \"m\"\nmax_retries = \"sk-live-123456789\"\n",
+            &[],
+        ) else {
+            panic!("a type error");
+        };
+        assert_eq!(line, 3);
+        assert!(
+            message.contains("invalid type") && !message.contains("sk-live"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_tool_may_be_marked_retry_safe() {
+        let src = format!(
+            "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.search_photos]\nretry_safe = true\n[mcp_servers.tools.create_issue]\nlicence_tier = \"pro\"\n"
+        );
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert!(c.mcp_servers[0].tools["search_photos"].retry_safe);
+        assert!(!c.mcp_servers[0].tools["create_issue"].retry_safe);
+        let mut expected =
+            ServerSpec::http("site", "http://127.0.0.1:9/mcp").retry_safe("search_photos");
+        expected
+            .tools
+            .insert("create_issue".into(), Default::default());
+        assert_eq!(c.server_specs(), vec![expected]);
+    }
+}

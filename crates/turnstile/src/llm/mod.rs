@@ -1,0 +1,114 @@
+//! Model adapters behind one trait: the scripted planner/responder (the
+//! embedded default, deterministic) and an OpenAI-compatible streaming
+//! adapter ([`openai`]).
+//!
+//! **Architecture invariant:** a model only proposes tool calls and writes
+//! sentences. Nothing a model returns becomes a count, a citation or a
+//! permission decision.
+
+pub mod openai;
+pub mod prompt;
+
+use futures::stream::BoxStream;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::judge::digest::Digest;
+use crate::judge::Anchor;
+use crate::mcp::ToolInfo;
+
+pub use openai::{ApiKey, OpenAi, OpenAiConfig, OpenAiError};
+pub use prompt::Prompt;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("model request failed: {0}")]
+    Request(String),
+    #[error("model stream broke: {0}")]
+    Stream(String),
+}
+
+/// What the planner sees.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    pub prompt: Prompt,
+    pub user_text: String,
+    pub tools: Vec<ToolInfo>,
+    /// The bounded host context, as the agent prepared it.
+    pub context: Option<Value>,
+    /// The thread's earlier turns, oldest first, within the history budget.
+    pub history: Vec<HistoryTurn>,
+    /// This turn's earlier steps: each call and the digest of its result.
+    /// Empty on the first step.
+    pub steps: Vec<Vec<CallRecord>>,
+}
+
+/// One earlier turn of the thread as the planner sees it: what the user
+/// said and what was shown (the answer's text and one line per card), with
+/// capability URLs redacted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryTurn {
+    pub user: String,
+    pub answer: String,
+    pub cards: Vec<String>,
+}
+
+/// A call made earlier in this turn and what came of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// The id the model gave the call (an OpenAI `tool_call_id`), or ours.
+    pub id: String,
+    pub tool: String,
+    pub args: Map<String, Value>,
+    pub digest: Digest,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedCall {
+    /// The model's own id for the call, if it gives one (OpenAI does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub tool: String,
+    pub args: Map<String, Value>,
+    /// Why the model's arguments could not be used (not a JSON object, …);
+    /// such a call is answered with a structured tool error, never run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_args: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub calls: Vec<PlannedCall>,
+    /// A short note for the plan frame.
+    pub note: String,
+    /// The user narrows the population the previous answer showed ("only
+    /// those from April"). The scope itself comes from turn state.
+    #[serde(default)]
+    pub narrows_previous: bool,
+    /// Host-context fields the request refers to ("this floor" → `floor`).
+    /// The model leaves them out of its calls: code fills them in from the
+    /// host context, or asks the user when the context lacks one.
+    #[serde(default)]
+    pub from_context: Vec<String>,
+}
+
+/// What the responder sees: the user's words and the anchors code derived.
+#[derive(Debug, Clone)]
+pub struct RespondRequest {
+    pub prompt: Prompt,
+    pub user_text: String,
+    pub anchors: Vec<Anchor>,
+    /// The digests of this turn's results, so the answer can describe what
+    /// was found; every count still comes from the anchors.
+    pub digests: Vec<Digest>,
+}
+
+pub type TextStream = BoxStream<'static, Result<String, LlmError>>;
+
+#[async_trait::async_trait]
+pub trait Model: Send + Sync {
+    fn name(&self) -> &str;
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError>;
+    /// Streams the answer as text deltas.
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError>;
+}

@@ -1,0 +1,200 @@
+//! Protocol bindings: one small module per table in `tables/`.
+//!
+//! A protocol declares its states, events and effects as Rust enums. Loading
+//! checks that the table names exactly the same sets, then renumbers the table
+//! so that an enum's discriminant is the table index: typed dispatch costs no
+//! lookup. Reviewers may retarget or forbid rows without recompiling; they
+//! cannot invent an effect the code lacks.
+//!
+//! **Architecture invariant:** bindings hold no decisions. Which transition is
+//! legal lives in the table; this module only names things.
+
+pub mod admission;
+pub mod connection;
+pub mod frame;
+pub mod narration;
+pub mod narrowing;
+pub mod paging;
+mod registry;
+pub mod telemetry;
+pub mod turn;
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::fsm::{BindingNames, Machine, RestoreError, Snapshot, Table, Violation};
+
+pub use registry::{
+    binding_for, check_dir, check_source as registry_check_source, read_table_file, LoadError,
+    TableSet, BUILTIN,
+};
+
+/// A closed set of names bound to a table's states, events or effects.
+pub trait Names: Copy + std::fmt::Debug + PartialEq + 'static {
+    const ALL: &'static [Self];
+    const NAMES: &'static [&'static str];
+    fn index(self) -> u16;
+    fn name(self) -> &'static str {
+        Self::NAMES[self.index() as usize]
+    }
+}
+
+/// Declares a `Names` enum whose variants carry their table spelling.
+#[macro_export]
+macro_rules! names {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(u16)]
+        $vis enum $name { $($(#[$vm])* $var),+ }
+        impl $crate::protocols::Names for $name {
+            const ALL: &'static [Self] = &[$($name::$var),+];
+            const NAMES: &'static [&'static str] = &[$($s),+];
+            fn index(self) -> u16 { self as u16 }
+        }
+    };
+}
+
+/// A protocol: a table name, its compiled-in source, and its typed names.
+pub trait Protocol: 'static {
+    const NAME: &'static str;
+    type State: Names;
+    type Event: Names;
+    type Effect: Names;
+
+    fn binding() -> BindingNames<'static> {
+        BindingNames {
+            states: Self::State::NAMES,
+            events: Self::Event::NAMES,
+            effects: Self::Effect::NAMES,
+        }
+    }
+}
+
+/// A table checked against protocol `P` and renumbered to its enums.
+pub struct Bound<P: Protocol> {
+    table: Arc<Table>,
+    _p: PhantomData<P>,
+}
+
+impl<P: Protocol> Clone for Bound<P> {
+    fn clone(&self) -> Self {
+        Bound {
+            table: self.table.clone(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<P: Protocol> Bound<P> {
+    /// Binds a validated table. The table set validated names against the
+    /// binding already, so reordering cannot fail for a table from it.
+    pub fn new(table: &Table) -> Result<Self, LoadError> {
+        let t = table
+            .reordered(P::State::NAMES, P::Event::NAMES, P::Effect::NAMES)
+            .ok_or_else(|| LoadError::Binding(P::NAME.to_string()))?;
+        Ok(Bound {
+            table: Arc::new(t),
+            _p: PhantomData,
+        })
+    }
+
+    pub fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+
+    pub fn machine(&self) -> Typed<P> {
+        Typed {
+            inner: Machine::new(self.table.clone()),
+            _p: PhantomData,
+        }
+    }
+
+    pub fn restore(&self, snap: &Snapshot) -> Result<Typed<P>, RestoreError> {
+        Ok(Typed {
+            inner: Machine::restore(self.table.clone(), snap)?,
+            _p: PhantomData,
+        })
+    }
+}
+
+/// A step taken by a typed machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TypedStep<P: Protocol> {
+    pub row: u16,
+    pub from: P::State,
+    pub to: P::State,
+    pub effect: Option<P::Effect>,
+}
+
+/// A machine of protocol `P`, fired with typed events.
+pub struct Typed<P: Protocol> {
+    inner: Machine,
+    _p: PhantomData<P>,
+}
+
+impl<P: Protocol> Clone for Typed<P> {
+    fn clone(&self) -> Self {
+        Typed {
+            inner: self.inner.clone(),
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<P: Protocol> Typed<P> {
+    #[inline]
+    pub fn fire(&mut self, event: P::Event) -> Result<TypedStep<P>, Box<Violation>> {
+        let s = self.inner.fire(event.index())?;
+        Ok(TypedStep {
+            row: s.row,
+            from: P::State::ALL[s.from as usize],
+            to: P::State::ALL[s.to as usize],
+            effect: s.effect.map(|e| P::Effect::ALL[e as usize]),
+        })
+    }
+
+    pub fn state(&self) -> P::State {
+        P::State::ALL[self.inner.state() as usize]
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.inner.is_terminal()
+    }
+
+    /// Would `event` be legal now? Does not change the machine.
+    pub fn allows(&self, event: P::Event) -> bool {
+        self.inner.peek(event.index()).is_ok()
+    }
+
+    pub fn row_id(&self, row: u16) -> &str {
+        &self.inner.table().rows[row as usize].id
+    }
+
+    /// Where the machine is now ([`Machine::mark`]).
+    pub fn mark(&self) -> crate::fsm::Mark {
+        self.inner.mark()
+    }
+
+    /// Undoes the steps since `mark` ([`Machine::rewind`]).
+    pub fn rewind(&mut self, mark: crate::fsm::Mark) {
+        self.inner.rewind(mark)
+    }
+
+    /// The rows taken since `mark`, by id: what a step adds to the trace.
+    pub fn trace_since(&self, len: usize) -> Vec<String> {
+        self.inner
+            .trace_ids()
+            .skip(len)
+            .map(str::to_string)
+            .collect()
+    }
+
+    pub fn untyped(&self) -> &Machine {
+        &self.inner
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshot()
+    }
+}

@@ -1,0 +1,676 @@
+//! Persistence for threads, their messages, and machine snapshots.
+//!
+//! One code path serves SQLite (the default: a file, created if missing) and
+//! PostgreSQL, through the runtime-selected [`sqlx::Any`] driver and
+//! portable SQL (`$n` placeholders, `TEXT`/`BIGINT` columns, no
+//! `AUTOINCREMENT`/`SERIAL`, `INSERT … ON CONFLICT … DO UPDATE` upserts).
+//! Queries are runtime-checked; building never needs a database. See
+//! `docs/adr/0005-store-any-driver.md`.
+//!
+//! # Connection strings
+//!
+//! | string | backend |
+//! | --- | --- |
+//! | `postgres://…`, `postgresql://…` | PostgreSQL |
+//! | `sqlite://path/to.db`, `sqlite:path/to.db` (any `?mode=`; without one, `mode=rwc`: created if missing) | SQLite file |
+//! | `sqlite::memory:` | SQLite in memory (one connection; gone when the `Store` is dropped) |
+//! | anything else without `://`, e.g. `turnstile.db` | SQLite file at that path, created if missing |
+//!
+//! The migrations in the crate's top-level `migrations/` directory are
+//! compiled into the binary and applied on [`Store::connect`].
+//!
+//! # Data model
+//!
+//! A [`Thread`] holds [`Message`]s numbered `seq = 1, 2, 3, …` without gaps,
+//! and machine snapshots (JSON) keyed by `(thread, turn, machine name)`.
+//! Everything a turn writes goes through [`Store::step`], which is atomic.
+//! A thread has at most one live turn [`Lease`] (`claim_turn_lease`,
+//! `renew_turn_lease`, `release_turn_lease`): one running turn per thread
+//! across processes.
+//!
+//! # Concurrency
+//!
+//! Sequence numbers are allocated inside the step's transaction by
+//! `UPDATE threads SET last_seq = last_seq + n … RETURNING last_seq`. On PostgreSQL the
+//! update row-locks the thread until commit, so steps on one thread from any
+//! number of processes serialise and get unique, gapless seqs (a rolled-back
+//! step rolls its increment back too). On SQLite the step's transaction is
+//! `BEGIN IMMEDIATE` (one writer at a time, waited for with a busy timeout),
+//! and file databases are switched to WAL so readers never block the writer.
+//!
+//! Message bodies and snapshots are never logged.
+
+mod error;
+mod lease;
+mod model;
+mod recovery;
+
+use std::borrow::Cow;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
+use sqlx::{Any, AnyPool, ConnectOptions, Connection, Executor, Row, SqlSafeStr, Transaction};
+use tracing::Instrument;
+
+pub use error::StoreError;
+pub use lease::Lease;
+pub use model::{Backend, Message, NewMessage, Role, Thread, UnknownRole};
+pub use recovery::TurnMachines;
+
+/// The migrations under `migrations/`, embedded at compile time:
+/// `(version, description, sql)`. A new file there must be added here too
+/// (a unit test checks that the two agree).
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "store",
+        include_str!("../../../../migrations/0001_store.sql"),
+    ),
+    (
+        2,
+        "turn_leases",
+        include_str!("../../../../migrations/0002_turn_leases.sql"),
+    ),
+    (
+        3,
+        "machine_rows",
+        include_str!("../../../../migrations/0003_machine_rows.sql"),
+    ),
+];
+
+/// A machine snapshot as a step hands it over, split into what is stored
+/// in `machines` (its trace left empty) and its trace rows: all of them,
+/// or, with `"trace_from": n`, the rows from the n-th on (the rest are
+/// stored already). A value without a trace of row ids is stored as it is.
+fn split_trace(
+    snapshot: &serde_json::Value,
+) -> Result<(serde_json::Value, i64, Vec<String>), StoreError> {
+    let rows = snapshot
+        .get("trace")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
+    let Some(rows) = rows else {
+        return Ok((snapshot.clone(), 0, vec![]));
+    };
+    let mut head = snapshot.clone();
+    let mut from = 0;
+    if let Some(obj) = head.as_object_mut() {
+        if let Some(v) = obj.remove("trace_from") {
+            from = v
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| StoreError::Corrupt {
+                    table: "machines",
+                    detail: "trace_from is not a row count".into(),
+                })?;
+        }
+        obj.insert("trace".into(), serde_json::json!([]));
+    }
+    Ok((head, from, rows))
+}
+
+/// A stored snapshot with its trace: the rows of `machine_rows` when it has
+/// any, else the trace stored inline (snapshots from before migration 3).
+pub(crate) fn with_trace(
+    mut snapshot: serde_json::Value,
+    rows: Option<Vec<String>>,
+) -> serde_json::Value {
+    if let (Some(rows), Some(obj)) = (rows, snapshot.as_object_mut()) {
+        if obj.contains_key("trace") {
+            obj.insert("trace".into(), rows.into());
+        }
+    }
+    snapshot
+}
+
+/// How long a SQLite connection waits for another writer before failing
+/// with `SQLITE_BUSY` (sqlx's default is 5 s).
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The same, run on every pooled SQLite connection.
+const SQLITE_BUSY_TIMEOUT_PRAGMA: &str = "PRAGMA busy_timeout = 30000";
+/// In WAL mode, `NORMAL` syncs at checkpoints instead of at every commit: a
+/// committed step survives a crash or kill of the process (the contract of
+/// ADR 0010); only an OS crash or power loss may lose the last commits.
+/// Every frame is a commit, so this is what keeps a turn's frames fast.
+const SQLITE_SYNCHRONOUS_PRAGMA: &str = "PRAGMA synchronous = NORMAL";
+
+/// A handle to the database. Cheap to clone: clones share one pool.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+/// A connection string, classified.
+struct Target {
+    backend: Backend,
+    options: AnyConnectOptions,
+    /// SQLite `:memory:` / `mode=memory`.
+    in_memory: bool,
+}
+
+impl Target {
+    fn resolve(url: &str) -> Result<Target, StoreError> {
+        let lower = url.trim_start().to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            return Ok(Target {
+                backend: Backend::Postgres,
+                options: AnyConnectOptions::from_str(url)?,
+                in_memory: false,
+            });
+        }
+        if lower.starts_with("sqlite:") {
+            let mut options = AnyConnectOptions::from_str(url)?;
+            let database = url
+                .trim_start_matches("sqlite://")
+                .trim_start_matches("sqlite:")
+                .split('?')
+                .next()
+                .unwrap_or_default();
+            let mode = options
+                .database_url
+                .query_pairs()
+                .find(|(k, _)| k == "mode")
+                .map(|(_, v)| v.into_owned());
+            let in_memory = database == ":memory:" || mode.as_deref() == Some("memory");
+            if mode.is_none() && !in_memory {
+                options
+                    .database_url
+                    .query_pairs_mut()
+                    .append_pair("mode", "rwc");
+            }
+            return Ok(Target {
+                backend: Backend::Sqlite,
+                options,
+                in_memory,
+            });
+        }
+        if let Some((scheme, _)) = url.split_once("://") {
+            return Err(StoreError::UnsupportedUrl {
+                scheme: scheme.to_owned(),
+            });
+        }
+        // A bare path: let the SQLite driver build (and percent-encode) the URL.
+        let sqlite = SqliteConnectOptions::new()
+            .filename(url)
+            .create_if_missing(true);
+        Ok(Target {
+            backend: Backend::Sqlite,
+            options: AnyConnectOptions::from_url(&sqlite.to_url_lossy())?,
+            in_memory: false,
+        })
+    }
+}
+
+fn migrator() -> Migrator {
+    Migrator::with_migrations(
+        MIGRATIONS
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    Cow::Borrowed(description),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// Now, in unix milliseconds, as the store writes it (lease expiries).
+pub fn now_unix_ms() -> i64 {
+    now_ms()
+}
+
+/// Now, in unix milliseconds.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Store {
+    /// Opens (and for SQLite files, creates) the database, applies the
+    /// embedded migrations and returns a pooled handle. See the module docs
+    /// for accepted strings.
+    ///
+    /// Installs sqlx's default `Any` drivers (idempotent; panics only if
+    /// something else already called `sqlx::any::install_drivers`).
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let target = Target::resolve(url)?;
+        let backend = target.backend;
+        // The URL may hold a password: log the backend only.
+        let span = tracing::info_span!("store.connect", backend = ?backend);
+        async move {
+            let mut pool = AnyPoolOptions::new();
+            if backend == Backend::Sqlite {
+                if target.in_memory {
+                    // Each new connection to `:memory:` would be a new, empty
+                    // database: keep exactly one, forever.
+                    pool = pool
+                        .max_connections(1)
+                        .idle_timeout(None)
+                        .max_lifetime(None);
+                } else {
+                    // WAL is a property of the file: set it once, here, on a
+                    // native connection (changing it needs an exclusive lock
+                    // that the busy timeout cannot wait for).
+                    let conn = SqliteConnectOptions::from_url(&target.options.database_url)?
+                        .journal_mode(SqliteJournalMode::Wal)
+                        .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                        .connect()
+                        .await?;
+                    conn.close().await?;
+                }
+                pool = pool.after_connect(|conn, _meta| {
+                    Box::pin(async move {
+                        conn.execute(SQLITE_BUSY_TIMEOUT_PRAGMA).await?;
+                        conn.execute(SQLITE_SYNCHRONOUS_PRAGMA).await?;
+                        Ok(())
+                    })
+                });
+            }
+            let pool = pool.connect_with(target.options).await?;
+            migrator().run(&pool).await?;
+            tracing::info!("store ready");
+            Ok(Store { pool, backend })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Which database this store talks to.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Closes the pool, waiting for connections in use to come back.
+    /// Clones of this store stop working too.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Creates a thread with a fresh UUID v4 id.
+    #[tracing::instrument(name = "store.create_thread", level = "debug", skip_all)]
+    pub async fn create_thread(&self, owner: Option<&str>) -> Result<Thread, StoreError> {
+        let thread = Thread {
+            id: uuid::Uuid::new_v4().to_string(),
+            owner: owner.map(str::to_owned),
+            created_at: now_ms(),
+        };
+        sqlx::query("INSERT INTO threads (id, owner, created_at, last_seq) VALUES ($1, $2, $3, 0)")
+            .bind(thread.id.as_str())
+            .bind(thread.owner.as_deref())
+            .bind(thread.created_at)
+            .execute(&self.pool)
+            .await?;
+        tracing::debug!(thread_id = %thread.id, "thread created");
+        Ok(thread)
+    }
+
+    /// The thread with this id, or `None`.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn thread(&self, id: &str) -> Result<Option<Thread>, StoreError> {
+        let row = sqlx::query("SELECT id, owner, created_at FROM threads WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| {
+            Ok(Thread {
+                id: row.try_get("id")?,
+                owner: row.try_get("owner")?,
+                created_at: row.try_get("created_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// One step of a turn, atomically: append these messages (seq continues
+    /// the thread's sequence, 1-based) and upsert these machine snapshots
+    /// (keyed by thread, turn, machine name). Either all of it is written or
+    /// none.
+    ///
+    /// Returns the seqs assigned to `messages`, in order (consecutive).
+    /// Fails with [`StoreError::UnknownThread`] if the thread does not exist,
+    /// and with [`StoreError::Database`] if a row violates a constraint
+    /// (e.g. an empty machine name); nothing is written in either case.
+    ///
+    /// Its span carries counts only: the thread and turn ids come from the
+    /// caller's span (the turn's), so a log line names each field once.
+    #[tracing::instrument(
+        name = "store.step",
+        level = "debug",
+        skip_all,
+        fields(messages = messages.len(), machines = machines.len())
+    )]
+    pub async fn step(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        messages: &[NewMessage],
+        machines: &[(&str, serde_json::Value)],
+    ) -> Result<Vec<i64>, StoreError> {
+        // Encode before taking the write lock.
+        let bodies = messages
+            .iter()
+            .map(|m| serde_json::to_string(&m.body))
+            .collect::<Result<Vec<_>, _>>()?;
+        let snapshots = machines
+            .iter()
+            .map(|(name, snapshot)| {
+                let (head, from, rows) = split_trace(snapshot)?;
+                Ok((*name, serde_json::to_string(&head)?, from, rows))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let count = i64::try_from(messages.len()).map_err(|_| StoreError::Corrupt {
+            table: "messages",
+            detail: "too many messages in one step".into(),
+        })?;
+        let now = now_ms();
+
+        let mut tx = self.begin_write().await?;
+
+        // Allocates the seqs and (PostgreSQL) row-locks the thread until
+        // commit; a rollback undoes the increment, so seqs stay gapless.
+        let row = sqlx::query(
+            "UPDATE threads SET last_seq = last_seq + $1 WHERE id = $2 RETURNING last_seq",
+        )
+        .bind(count)
+        .bind(thread_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            tx.rollback().await?;
+            return Err(StoreError::UnknownThread(thread_id.to_owned()));
+        };
+        let last: i64 = row.try_get("last_seq")?;
+        let first = last - count + 1;
+
+        for (seq, (message, body)) in (first..).zip(messages.iter().zip(&bodies)) {
+            sqlx::query(
+                "INSERT INTO messages (thread_id, seq, turn_id, role, body, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(thread_id)
+            .bind(seq)
+            .bind(turn_id)
+            .bind(message.role.as_str())
+            .bind(body.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+
+        for (name, snapshot, from, rows) in &snapshots {
+            sqlx::query(
+                "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (thread_id, turn_id, name) \
+                 DO UPDATE SET snapshot = excluded.snapshot, updated_at = excluded.updated_at",
+            )
+            .bind(thread_id)
+            .bind(turn_id)
+            .bind(*name)
+            .bind(snapshot.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            // The rows from `from` on are these: a rewritten tail (a full
+            // snapshot, or a step retried) replaces what was there.
+            sqlx::query(
+                "DELETE FROM machine_rows \
+                 WHERE thread_id = $1 AND turn_id = $2 AND name = $3 AND n >= $4",
+            )
+            .bind(thread_id)
+            .bind(turn_id)
+            .bind(*name)
+            .bind(*from)
+            .execute(&mut *tx)
+            .await?;
+            for (n, row_id) in (*from..).zip(rows) {
+                sqlx::query(
+                    "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(thread_id)
+                .bind(turn_id)
+                .bind(*name)
+                .bind(n)
+                .bind(row_id.as_str())
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+
+        tx.commit().await?;
+        tracing::debug!(first_seq = first, last_seq = last, "step committed");
+        Ok((first..=last).collect())
+    }
+
+    /// The thread's messages in seq order (empty for an unknown thread).
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn messages(&self, thread_id: &str) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, turn_id, role, body, created_at FROM messages \
+             WHERE thread_id = $1 ORDER BY seq",
+        )
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    /// The snapshot of machine `name` in this thread's turn, or `None`.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn machine(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let all = self.read_machines(thread_id, Some(turn_id), false).await?;
+        Ok(all
+            .into_iter()
+            .find(|(_, n, _)| n == name)
+            .map(|(_, _, s)| s))
+    }
+
+    /// All machine snapshots of the thread as `(turn, name, snapshot)`,
+    /// sorted by turn id then name (bytewise, the same on every backend).
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn machines(
+        &self,
+        thread_id: &str,
+    ) -> Result<Vec<(String, String, serde_json::Value)>, StoreError> {
+        let mut out = self.read_machines(thread_id, None, false).await?;
+        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        Ok(out)
+    }
+
+    /// The thread's machine snapshots (of one turn, if named; only `turn`
+    /// and `frame`, if asked) with their traces, as `(turn, name,
+    /// snapshot)`. One statement, so a snapshot and its rows are read from
+    /// the same state of the database, even while a turn writes.
+    pub(crate) async fn read_machines(
+        &self,
+        thread_id: &str,
+        turn_id: Option<&str>,
+        turn_and_frame_only: bool,
+    ) -> Result<Vec<(String, String, serde_json::Value)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT m.turn_id, m.name, m.snapshot, r.row_id FROM machines m \
+             LEFT JOIN machine_rows r \
+               ON r.thread_id = m.thread_id AND r.turn_id = m.turn_id AND r.name = m.name \
+             WHERE m.thread_id = $1 AND ($2 = '' OR m.turn_id = $2) \
+               AND ($3 = '' OR m.name IN ('turn', 'frame')) \
+             ORDER BY m.turn_id, m.name, r.n",
+        )
+        .bind(thread_id)
+        .bind(turn_id.unwrap_or(""))
+        .bind(if turn_and_frame_only { "only" } else { "" })
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<(String, String, String, Option<Vec<String>>)> = Vec::new();
+        for row in &rows {
+            let turn: String = row.try_get("turn_id")?;
+            let name: String = row.try_get("name")?;
+            let row_id: Option<String> = row.try_get("row_id")?;
+            let same = out
+                .last()
+                .is_some_and(|(t, n, _, _)| *t == turn && *n == name);
+            if !same {
+                out.push((turn, name, row.try_get("snapshot")?, None));
+            }
+            if let (Some(id), Some(last)) = (row_id, out.last_mut()) {
+                last.3.get_or_insert_with(Vec::new).push(id);
+            }
+        }
+        out.into_iter()
+            .map(|(turn, name, text, trace)| {
+                let snap = with_trace(json_column("machines", &text)?, trace);
+                Ok((turn, name, snap))
+            })
+            .collect()
+    }
+
+    /// A transaction that may write. SQLite: `BEGIN IMMEDIATE`, so the write
+    /// lock is taken (and waited for) up front instead of failing with
+    /// `SQLITE_BUSY` when a reader upgrades. PostgreSQL: a plain `BEGIN`;
+    /// the first `UPDATE` takes the row lock.
+    async fn begin_write(&self) -> Result<Transaction<'static, Any>, StoreError> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
+    }
+}
+
+fn message_from_row(row: &AnyRow) -> Result<Message, StoreError> {
+    let seq: i64 = row.try_get("seq")?;
+    let role: String = row.try_get("role")?;
+    let body: String = row.try_get("body")?;
+    Ok(Message {
+        seq,
+        turn_id: row.try_get("turn_id")?,
+        role: role.parse().map_err(|e: UnknownRole| StoreError::Corrupt {
+            table: "messages",
+            detail: format!("seq {seq}: {e}"),
+        })?,
+        body: json_column("messages", &body)?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// Parses a JSON column; the error names the table, never the content.
+fn json_column(table: &'static str, text: &str) -> Result<serde_json::Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        table,
+        detail: format!("invalid JSON at line {} column {}", e.line(), e.column()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file in `migrations/` is embedded, with the version and
+    /// description its name gives, and nothing else is.
+    #[test]
+    fn embedded_migrations_match_directory() -> std::io::Result<()> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+        let mut on_disk = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".sql") else {
+                continue;
+            };
+            let (version, description) = stem.split_once('_').expect("VERSION_description.sql");
+            let version: i64 = version.parse().expect("numeric version");
+            on_disk.push((
+                version,
+                description.to_owned(),
+                std::fs::read_to_string(entry.path())?,
+            ));
+        }
+        on_disk.sort();
+        let embedded: Vec<_> = MIGRATIONS
+            .iter()
+            .map(|&(v, d, sql)| (v, d.to_owned(), sql.to_owned()))
+            .collect();
+        assert_eq!(embedded, on_disk);
+        Ok(())
+    }
+
+    #[test]
+    fn urls_resolve_to_backends() {
+        let cases = [
+            ("postgres://u@h/db", Some((Backend::Postgres, false))),
+            ("postgresql://u@h/db", Some((Backend::Postgres, false))),
+            ("sqlite::memory:", Some((Backend::Sqlite, true))),
+            ("sqlite://a.db?mode=rwc", Some((Backend::Sqlite, false))),
+            ("sqlite://a.db", Some((Backend::Sqlite, false))),
+            ("sqlite:a.db?mode=memory", Some((Backend::Sqlite, true))),
+            ("turnstile.db", Some((Backend::Sqlite, false))),
+            (
+                "/var/lib/turnstile/state.db",
+                Some((Backend::Sqlite, false)),
+            ),
+            ("mysql://u@h/db", None),
+        ];
+        for (url, want) in cases {
+            let got = Target::resolve(url).ok().map(|t| (t.backend, t.in_memory));
+            assert_eq!(got, want, "{url}");
+        }
+        // No mode given: created if missing.
+        let t = Target::resolve("sqlite://a.db").expect("resolves");
+        assert_eq!(t.options.database_url.as_str(), "sqlite://a.db?mode=rwc");
+        let t = Target::resolve("a b.db").expect("resolves");
+        assert!(t.options.database_url.as_str().contains("mode=rwc"));
+    }
+
+    /// A step stores only the rows a machine took since the last commit;
+    /// reading it back gives the whole trace, and a full snapshot (no
+    /// `trace_from`) replaces the rows.
+    #[tokio::test]
+    async fn a_trace_is_stored_row_by_row_and_read_back_whole() {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        let thread = store.create_thread(None).await.unwrap().id;
+        let part = |from: usize, rows: &[&str]| {
+            serde_json::json!({"table": "frame", "table_hash": "h", "state": "Working",
+                "trace": rows, "trace_from": from})
+        };
+        store
+            .step(&thread, "t", &[], &[("frame", part(0, &["open", "plan"]))])
+            .await
+            .unwrap();
+        store
+            .step(&thread, "t", &[], &[("frame", part(2, &["call"]))])
+            .await
+            .unwrap();
+        let snap = store.machine(&thread, "t", "frame").await.unwrap().unwrap();
+        assert_eq!(snap["trace"], serde_json::json!(["open", "plan", "call"]));
+        assert_eq!(snap["state"], "Working");
+        assert!(snap.get("trace_from").is_none());
+        let all = store.machines(&thread).await.unwrap();
+        assert_eq!(
+            all[0].2["trace"],
+            serde_json::json!(["open", "plan", "call"])
+        );
+        // A full snapshot rewrites the trace.
+        let full = serde_json::json!({"table": "frame", "table_hash": "h", "state": "Done",
+            "trace": ["open"]});
+        store
+            .step(&thread, "t", &[], &[("frame", full)])
+            .await
+            .unwrap();
+        let snap = store.machine(&thread, "t", "frame").await.unwrap().unwrap();
+        assert_eq!(snap["trace"], serde_json::json!(["open"]));
+    }
+}

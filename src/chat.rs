@@ -1,0 +1,635 @@
+//! `turnstile chat URL "message"`: streams one turn's frames to the terminal,
+//! checking their order against the local `frame` table as it goes.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use turnstile::fsm::schema::{RawRow, RawTable};
+use turnstile::fsm::{Machine, Table};
+use turnstile::wire::sse::{SseDecoder, SseEvent};
+use turnstile::wire::{Citation, Figure, Frame};
+
+/// One frame as a terminal line; `None` for text deltas, which are printed
+/// as they come.
+fn describe(frame: &Frame, rows: Rows) -> Option<String> {
+    Some(match frame {
+        Frame::Start(s) => format!("· turn {}", s.turn_id),
+        Frame::Plan(p) => {
+            // Through `Value`, whose maps are sorted: `{"args":…,"tool":…}`.
+            let steps = serde_json::to_value(&p.steps).unwrap_or_default();
+            match p.step {
+                0 | 1 => format!("· plan: {steps}"),
+                n => format!("· plan (step {n}): {steps}"),
+            }
+        }
+        Frame::ToolCall(c) => match &c.server {
+            Some(server) => format!("· calling {} on {server}", c.tool),
+            None => format!("· calling {}", c.tool),
+        },
+        Frame::ToolResult(r) => format!(
+            "· {} {}: {}",
+            r.tool,
+            if r.ok { "ok" } else { "FAILED" },
+            r.summary
+        ),
+        Frame::Citation(c) => citation(c, rows),
+        Frame::Figure(f) => figure(f),
+        Frame::Delta(_) => return None,
+        Frame::Interrupt(i) => format!(
+            "? approval requested: {} (interrupt {})",
+            i.summary, i.interrupt_id
+        ),
+        Frame::Done(_) => "· done".into(),
+        Frame::Error(e) => format!(
+            "✗ error: {}{}",
+            e.message,
+            e.tool
+                .as_deref()
+                .map(|t| format!(" (tool {t})"))
+                .unwrap_or_default()
+        ),
+    })
+}
+
+/// A single value, with its grade: "exactly" only when the server is held to
+/// accounting.
+fn figure(f: &Figure) -> String {
+    let value = f
+        .value
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| f.value.to_string());
+    let said = match (f.grade.as_str(), f.accounted) {
+        ("EXACT", true) => format!("exactly {value}"),
+        _ => format!("{value}, as the server reports it (not accounted)"),
+    };
+    format!("▣ {} — {}: {said} [{}]", f.source, f.label, f.grade)
+}
+
+/// How many of a card's rows the terminal prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// Every row the card holds: an answer may say "all 25 are in the card
+    /// above", and the terminal must not make that false.
+    All,
+    /// At most this many, and a line saying how many were left out.
+    AtMost(usize),
+}
+
+impl std::str::FromStr for Rows {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Rows, String> {
+        match s {
+            "all" => Ok(Rows::All),
+            n => n
+                .parse()
+                .map(Rows::AtMost)
+                .map_err(|_| format!("`{n}` is not a number of rows or `all`")),
+        }
+    }
+}
+
+/// What one `turnstile chat` sends and how it prints.
+#[derive(Debug, Clone)]
+pub struct ChatOptions {
+    /// Continue this thread instead of starting a new one.
+    pub thread: Option<String>,
+    /// The host context sent with the message (`{"floor": 4}`).
+    pub context: Option<Value>,
+    pub rows: Rows,
+}
+
+/// The host context from `--context JSON` and `--floor F` (which wins).
+pub fn context(json: Option<&str>, floor: Option<String>) -> anyhow::Result<Option<Value>> {
+    let mut context = match json {
+        Some(text) => {
+            let v: Value = serde_json::from_str(text).context("--context is not JSON")?;
+            if !v.is_object() {
+                bail!("--context must be a JSON object, such as '{{\"floor\": 4}}'");
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    if let Some(f) = floor {
+        let c = context.get_or_insert_with(|| json!({}));
+        c["floor"] = f.parse::<i64>().map(Value::from).unwrap_or(Value::from(f));
+    }
+    Ok(context)
+}
+
+/// The card: its count as the grade allows it to be said, then its rows.
+/// Items are the tool's own records (not frame fields), so they are read as
+/// JSON.
+fn citation(c: &Citation, rows: Rows) -> String {
+    let displayed = c.displayed;
+    let count = match (c.grade.as_str(), c.total) {
+        ("EXACT", Some(0)) => "none (the source counted exactly 0)".to_string(),
+        ("EXACT", Some(t)) if c.complete => format!("all {t}"),
+        ("EXACT", Some(t)) => format!("{displayed} shown of exactly {t}"),
+        ("LOWER_BOUND", Some(t)) => format!("{displayed} shown of at least {t}"),
+        ("SHOWN", _) => format!("{displayed} shown"),
+        _ => format!("{displayed} shown, total unknown"),
+    };
+    let mut out = format!("▣ {} — {count} [{}]", c.source, c.grade);
+    let limit = match rows {
+        Rows::All => c.items.len(),
+        Rows::AtMost(n) => n.min(c.items.len()),
+    };
+    for item in c.items.iter().take(limit) {
+        // Items of other servers have other fields: shown as compact JSON.
+        if item.get("label").is_none() {
+            let mut line = item.to_string();
+            if line.chars().count() > 120 {
+                line = line.chars().take(119).collect::<String>() + "…";
+            }
+            out += &format!("\n    {line}");
+            continue;
+        }
+        let titles: Vec<&str> = item
+            .get("annotations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("title").and_then(Value::as_str))
+            .collect();
+        out += &format!(
+            "\n    {} · floor {} · {} · {}",
+            item.get("label").and_then(Value::as_str).unwrap_or("?"),
+            item.get("floor").map(|f| f.to_string()).unwrap_or_default(),
+            item.get("captured_at")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            titles.join(", ")
+        );
+    }
+    let left = c.items.len() - limit;
+    if left > 0 {
+        let rows = if left == 1 { "row" } else { "rows" };
+        out += &format!(
+            "\n    … {left} more {rows} of this card not printed (--rows all prints them)"
+        );
+    }
+    out
+}
+
+/// The server's own `frame` table (it may run with overridden tables),
+/// validated here like any table file.
+async fn server_frame_table(http: &reqwest::Client, base: &str) -> anyhow::Result<Table> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        from: String,
+        on: String,
+        legal: bool,
+        to: Option<String>,
+        effect: Option<String>,
+        why: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Json {
+        name: String,
+        doc: String,
+        initial: String,
+        terminal: Vec<String>,
+        states: Vec<String>,
+        events: Vec<String>,
+        effects: Vec<String>,
+        rows: Vec<Row>,
+    }
+    let url = format!("{base}/v1/tables/frame");
+    let j: Json = http
+        .get(&url)
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let raw = RawTable {
+        name: j.name,
+        doc: j.doc,
+        initial: j.initial,
+        terminal: j.terminal,
+        states: j.states,
+        events: j.events,
+        effects: j.effects,
+        rows: j
+            .rows
+            .into_iter()
+            .map(|r| match r.legal {
+                true => RawRow::Legal {
+                    id: r.id,
+                    from: r.from,
+                    on: r.on,
+                    to: r.to.unwrap_or_default(),
+                    effect: r.effect,
+                },
+                false => RawRow::Forbidden {
+                    id: r.id,
+                    from: r.from,
+                    on: r.on,
+                    why: r.why.unwrap_or_default(),
+                },
+            })
+            .collect(),
+    };
+    let text = ron::to_string(&raw)?;
+    turnstile::protocols::registry_check_source(&text, &url).map_err(|f| anyhow::anyhow!("{f}"))
+}
+
+/// One SSE event as a typed frame; a body that does not fit its kind is an
+/// error, not a blank line.
+fn read_frame(event: &SseEvent) -> anyhow::Result<Frame> {
+    let kind = event.event.as_deref().unwrap_or("message");
+    Frame::parse(kind, &event.data).with_context(|| {
+        format!(
+            "frame {}: cannot read it",
+            event.id.as_deref().unwrap_or("without id")
+        )
+    })
+}
+
+/// The terminal side of a turn: frame lines, text deltas as they come, and
+/// notes such as the thread id, all on one stream so that every line is
+/// whole (a note never lands on the end of a card row or a text line).
+struct Printer<W: Write> {
+    out: W,
+    rows: Rows,
+    /// The last thing written was text without its line end.
+    in_text: bool,
+}
+
+impl<W: Write> Printer<W> {
+    fn new(out: W, rows: Rows) -> Self {
+        Printer {
+            out,
+            rows,
+            in_text: false,
+        }
+    }
+
+    /// One whole line, after ending any open text line.
+    fn line(&mut self, line: &str) -> std::io::Result<()> {
+        self.end_text()?;
+        writeln!(self.out, "{line}")?;
+        self.out.flush()
+    }
+
+    fn end_text(&mut self) -> std::io::Result<()> {
+        if self.in_text {
+            writeln!(self.out)?;
+            self.in_text = false;
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, f: &Frame) -> std::io::Result<()> {
+        if let Frame::Delta(d) = f {
+            match &d.replaced {
+                // The guard's sentence, marked with the row that refused
+                // the model's.
+                Some(r) if !d.text.trim().is_empty() => {
+                    write!(self.out, "⟦{}⟧[replaced: {}] ", d.text.trim_end(), r.row_id)?
+                }
+                // A refused sentence whose replacement was said already:
+                // nothing takes its place, and the mark says so.
+                Some(r) => write!(self.out, "[removed: {}] ", r.row_id)?,
+                None => write!(self.out, "{}", d.text)?,
+            }
+            self.in_text = true;
+            return self.out.flush();
+        }
+        match describe(f, self.rows) {
+            Some(line) => self.line(&line),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the output on a line boundary, whatever happened.
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.end_text()?;
+        self.out.flush()
+    }
+}
+
+/// Runs one turn against a server; returns an error if the server answered
+/// with an error frame or broke the frame order.
+pub async fn run(url: &str, message: &str, opts: &ChatOptions) -> anyhow::Result<()> {
+    let mut printer = Printer::new(super::stdout(), opts.rows);
+    let result = turn(&mut printer, url, message, opts).await;
+    printer.finish()?;
+    result
+}
+
+async fn turn<W: Write>(
+    printer: &mut Printer<W>,
+    url: &str,
+    message: &str,
+    opts: &ChatOptions,
+) -> anyhow::Result<()> {
+    let base = url.trim_end_matches('/');
+    let http = reqwest::Client::new();
+    let thread = match &opts.thread {
+        Some(t) => t.clone(),
+        None => {
+            #[derive(Deserialize)]
+            struct Created {
+                thread_id: String,
+            }
+            let r: Created = http
+                .post(format!("{base}/v1/threads"))
+                .json(&json!({}))
+                .send()
+                .await
+                .with_context(|| format!("cannot reach {base}"))?
+                .error_for_status()?
+                .json()
+                .await
+                .context("server returned no thread_id")?;
+            r.thread_id
+        }
+    };
+    // The follow-up ("only those from April") goes to the same thread.
+    printer.line(&format!(
+        "thread {thread}  (follow up with --thread {thread})"
+    ))?;
+    let mut body = json!({"text": message});
+    if let Some(c) = &opts.context {
+        body["context"] = c.clone();
+    }
+    let resp = http
+        .post(format!("{base}/v1/threads/{thread}/messages"))
+        .json(&body)
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        bail!("{status}: {body}");
+    }
+    let frame = Arc::new(server_frame_table(&http, base).await?);
+    let mut machine = Machine::new(frame.clone());
+    let mut sse = SseDecoder::new();
+    let mut body = resp.bytes_stream();
+    let mut failed = false;
+    let mut eof = false;
+    while !eof {
+        match body.next().await {
+            Some(chunk) => sse.push(&chunk?),
+            None => {
+                sse.finish();
+                eof = true;
+            }
+        }
+        while let Some(event) = sse.next_event() {
+            let kind = event.event.as_deref().unwrap_or("message");
+            let ev = frame
+                .event_index(kind)
+                .with_context(|| format!("unknown frame kind {kind}"))?;
+            if let Err(v) = machine.fire(ev) {
+                bail!("frame order violation: row {} — {}", v.row_id, v.why);
+            }
+            let f = read_frame(&event)?;
+            failed |= matches!(f, Frame::Error(_));
+            printer.frame(&f)?;
+        }
+    }
+    if let Err(v) = machine.fire(frame.event_index("close").context("close event")?) {
+        bail!("frame order violation: row {} — {}", v.row_id, v.why);
+    }
+    if failed {
+        bail!("the turn ended with an error");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use turnstile::wire::sse::parse_all;
+    use turnstile::wire::{Done, Plan, PlanStep, ToolCall};
+
+    #[test]
+    fn split_frames_and_comments_give_typed_frames() {
+        let body = "id: 1\nevent: done\nda";
+        let mut d = SseDecoder::new();
+        d.push(body.as_bytes());
+        assert_eq!(d.next_event(), None);
+        d.push(b"ta: {\"turn_id\":\"t1\"}\n\n: keep-alive\n\n");
+        let event = d.next_event().expect("one event");
+        assert_eq!(
+            read_frame(&event).unwrap(),
+            Frame::Done(Done {
+                turn_id: "t1".into()
+            })
+        );
+        assert_eq!(d.next_event(), None);
+    }
+
+    #[test]
+    fn a_body_that_does_not_fit_its_kind_is_an_error() {
+        let events = parse_all(b"id: 7\nevent: delta\ndata: {\"txt\":\"x\"}\n\n");
+        let err = read_frame(&events[0]).unwrap_err();
+        assert!(format!("{err:#}").contains("frame 7"), "{err:#}");
+    }
+
+    #[test]
+    fn lines_keep_the_readme_format() {
+        let mut args = serde_json::Map::new();
+        args.insert("query".into(), json!("safety"));
+        args.insert("floor".into(), json!(3));
+        let mut plan = Plan {
+            step: 1,
+            steps: vec![PlanStep {
+                tool: "search_photos".into(),
+                args: args.clone(),
+            }],
+            note: String::new(),
+            scope: None,
+        };
+        assert_eq!(
+            describe_all(&Frame::Plan(plan.clone())).unwrap(),
+            r#"· plan: [{"args":{"floor":3,"query":"safety"},"tool":"search_photos"}]"#
+        );
+        plan.step = 2;
+        assert!(describe_all(&Frame::Plan(plan))
+            .unwrap()
+            .starts_with("· plan (step 2): [{"));
+        let call = ToolCall {
+            call_id: "c".into(),
+            tool: "search_photos".into(),
+            server: Some("demo".into()),
+            args,
+        };
+        assert_eq!(
+            describe_all(&Frame::ToolCall(call)).unwrap(),
+            "· calling search_photos on demo"
+        );
+        let card = Citation {
+            source: "search_photos".into(),
+            items: vec![
+                json!({"label": "PANO-003-0611", "floor": 3, "captured_at": "2026-08-28",
+                "annotations": [{"title": "unprotected floor edge"}, {"title": "blocked fire exit"}]}),
+            ],
+            displayed: 10,
+            total: Some(189),
+            total_is_lower_bound: true,
+            has_more: true,
+            grade: "LOWER_BOUND".into(),
+            complete: false,
+            narrowed: false,
+            stitch: None,
+        };
+        assert_eq!(
+            describe_all(&Frame::Citation(card)).unwrap(),
+            "▣ search_photos — 10 shown of at least 189 [LOWER_BOUND]\n    \
+             PANO-003-0611 · floor 3 · 2026-08-28 · unprotected floor edge, blocked fire exit"
+        );
+        let figure = |grade: &str, accounted: bool| {
+            Frame::Figure(Figure {
+                source: "read_query".into(),
+                label: "n".into(),
+                value: json!(651),
+                grade: grade.into(),
+                accounted,
+                query: serde_json::Map::new(),
+            })
+        };
+        assert_eq!(
+            describe_all(&figure("EXACT", true)).unwrap(),
+            "▣ read_query — n: exactly 651 [EXACT]"
+        );
+        assert_eq!(
+            describe_all(&figure("SHOWN", false)).unwrap(),
+            "▣ read_query — n: 651, as the server reports it (not accounted) [SHOWN]"
+        );
+        // Another server's items: compact JSON, not the demo's layout.
+        let other = Citation {
+            items: vec![json!({"uid": "P04-0001", "floor": 4})],
+            displayed: 1,
+            total: Some(198),
+            grade: "EXACT".into(),
+            total_is_lower_bound: false,
+            ..match describe_card_fixture() {
+                Frame::Citation(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        assert_eq!(
+            describe_all(&Frame::Citation(other)).unwrap(),
+            "▣ search_photos — 1 shown of exactly 198 [EXACT]\n    {\"floor\":4,\"uid\":\"P04-0001\"}"
+        );
+    }
+
+    #[test]
+    fn every_line_is_whole() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        let card = Citation {
+            items: vec![json!({"label": "PANO-1", "floor": 3, "captured_at": "d"})],
+            displayed: 1,
+            ..match describe_card_fixture() {
+                Frame::Citation(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        p.line("thread t1").unwrap();
+        p.frame(&Frame::Citation(card)).unwrap();
+        p.line("thread t1").unwrap();
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({"text": "Two photos"})).unwrap(),
+        ))
+        .unwrap();
+        p.line("thread t1").unwrap();
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({"text": "cut off"})).unwrap(),
+        ))
+        .unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert_eq!(
+            out,
+            "thread t1\n\
+             ▣ search_photos — 1 shown, total unknown [UNKNOWN]\n    PANO-1 · floor 3 · d · \n\
+             thread t1\n\
+             Two photos\n\
+             thread t1\n\
+             cut off\n"
+        );
+    }
+
+    fn describe_all(f: &Frame) -> Option<String> {
+        describe(f, Rows::All)
+    }
+
+    #[test]
+    fn a_card_prints_every_row_or_says_how_many_it_left_out() {
+        let items: Vec<Value> = (0..25)
+            .map(|i| json!({"label": format!("PANO-{i}"), "floor": 3, "captured_at": "d"}))
+            .collect();
+        let card = Citation {
+            items,
+            displayed: 25,
+            total: Some(25),
+            grade: "EXACT".into(),
+            complete: true,
+            ..match describe_card_fixture() {
+                Frame::Citation(c) => c,
+                _ => unreachable!(),
+            }
+        };
+        let all = citation(&card, Rows::All);
+        assert_eq!(all.lines().count(), 26, "{all}");
+        assert!(all.starts_with("▣ search_photos — all 25 [EXACT]"));
+        let ten = citation(&card, Rows::AtMost(10));
+        assert_eq!(ten.lines().count(), 12, "{ten}");
+        assert!(
+            ten.ends_with("… 15 more rows of this card not printed (--rows all prints them)"),
+            "{ten}"
+        );
+        assert_eq!(citation(&card, Rows::AtMost(30)), all);
+        assert_eq!("all".parse::<Rows>(), Ok(Rows::All));
+        assert_eq!("7".parse::<Rows>(), Ok(Rows::AtMost(7)));
+        assert!("seven".parse::<Rows>().is_err());
+    }
+
+    #[test]
+    fn a_removed_sentence_is_marked_never_an_empty_bracket() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        let replaced = |text: &str| {
+            Frame::Delta(
+                serde_json::from_value(json!({"text": text, "replaced":
+                    {"row_id": "sample-called-complete", "why": "w", "claim": "completeness"}}))
+                .unwrap(),
+            )
+        };
+        p.frame(&replaced("These 10 are shown. ")).unwrap();
+        p.frame(&replaced("")).unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert_eq!(
+            out,
+            "⟦These 10 are shown.⟧[replaced: sample-called-complete] [removed: sample-called-complete] \n"
+        );
+        assert!(!out.contains("⟦⟧"));
+    }
+
+    fn describe_card_fixture() -> Frame {
+        Frame::Citation(Citation {
+            source: "search_photos".into(),
+            items: vec![],
+            displayed: 0,
+            total: None,
+            total_is_lower_bound: false,
+            has_more: true,
+            grade: "UNKNOWN".into(),
+            complete: false,
+            narrowed: false,
+            stitch: None,
+        })
+    }
+}

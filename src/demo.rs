@@ -1,0 +1,182 @@
+//! `turnstile demo`: the demo tool server, the scripted model and a SQLite
+//! file, all on loopback; prints the URL to open.
+//!
+//! `--fault` takes the demo tool server's faults ([`Fault`]) and one model
+//! fault, `lying-model`: the scripted model wrapped in [`Lying`], so that a
+//! reviewer can watch the narration guard replace its contradictions.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use turnstile::agent::Limits;
+use turnstile::app::{self, AppConfig};
+use turnstile::llm::Model;
+use turnstile::mcp::{ClientOptions, ServerSpec, DEFAULT_PROBE_AFTER};
+use turnstile_demo::lying::Lying;
+use turnstile_demo::scripted::Scripted;
+use turnstile_demo::slow::Slowed;
+use turnstile_demo::{DemoOptions, DemoServer, Fault};
+
+/// A `--fault` of `turnstile demo`: a fault of the demo tool server, or
+/// the model fault `lying-model`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoFault {
+    Tool(Fault),
+    /// The scripted model mixes contradictions of the judge into its
+    /// answers ([`Lying`]); the narration guard replaces them.
+    LyingModel,
+}
+
+impl DemoFault {
+    pub const LYING_MODEL: &'static str = "lying-model";
+
+    /// The CLI name: a tool fault's own, or `lying-model`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoFault::Tool(f) => f.name(),
+            DemoFault::LyingModel => Self::LYING_MODEL,
+        }
+    }
+
+    /// Parses a CLI name. Usable as a clap `value_parser`.
+    pub fn parse(s: &str) -> Result<DemoFault, String> {
+        if s.trim() == Self::LYING_MODEL {
+            return Ok(DemoFault::LyingModel);
+        }
+        Fault::parse(s).map(DemoFault::Tool).map_err(|_| {
+            let mut known: Vec<&str> = Fault::ALL.iter().map(|f| f.name()).collect();
+            known.push(Self::LYING_MODEL);
+            format!("unknown fault '{}' (known: {})", s.trim(), known.join(", "))
+        })
+    }
+
+    /// The tool server's faults, and whether the model lies.
+    pub fn split(faults: &[DemoFault]) -> (Vec<Fault>, bool) {
+        let tools = faults
+            .iter()
+            .filter_map(|f| match f {
+                DemoFault::Tool(t) => Some(*t),
+                DemoFault::LyingModel => None,
+            })
+            .collect();
+        (tools, faults.contains(&DemoFault::LyingModel))
+    }
+}
+
+/// What `turnstile demo` was asked for.
+pub struct DemoRun<'a> {
+    pub addr: SocketAddr,
+    pub mcp_addr: SocketAddr,
+    pub db: &'a str,
+    pub faults: Vec<Fault>,
+    /// `--fault lying-model`: the scripted model lies ([`Lying`]).
+    pub lying_model: bool,
+    pub tables_dir: Option<&'a Path>,
+    /// How long a turn's claim on its thread holds without renewal.
+    pub turn_lease: Duration,
+    /// The pause before each answer delta of the scripted model (zero: none),
+    /// to stream at a real model's pace.
+    pub model_delay: Duration,
+    /// How long the demo tool server keeps an idle MCP session (`None`:
+    /// rmcp's default, 300 s).
+    pub mcp_session_ttl: Option<Duration>,
+}
+
+/// A SQLite path as given; a PostgreSQL URL as scheme, host(:port) and path
+/// (it may hold a password).
+fn shown_database(db: &str) -> String {
+    match turnstile::config::database_backend(db) {
+        Ok(turnstile::store::Backend::Sqlite) => db.to_string(),
+        _ => turnstile::llm::openai::shown_url(db),
+    }
+}
+
+pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
+    let DemoRun {
+        addr,
+        mcp_addr,
+        db,
+        faults,
+        lying_model,
+        tables_dir,
+        turn_lease,
+        model_delay,
+        mcp_session_ttl,
+    } = opts;
+    let demo = DemoServer::start(
+        mcp_addr,
+        DemoOptions {
+            faults: faults.clone(),
+            session_ttl: mcp_session_ttl,
+            ..DemoOptions::default()
+        },
+    )
+    .await
+    .context("cannot start the demo tool server")?;
+    // The demo knows its tool server's session TTL: idle sessions are
+    // probed before it runs out, so a pause never costs a turn.
+    let client = ClientOptions {
+        probe_after: Some(match mcp_session_ttl {
+            Some(ttl) => (ttl / 2).min(DEFAULT_PROBE_AFTER),
+            None => DEFAULT_PROBE_AFTER,
+        }),
+        ..ClientOptions::default()
+    };
+    let state = app::build_with(
+        AppConfig {
+            database_url: db,
+            servers: vec![ServerSpec::http("demo", demo.url.clone())],
+            model: match lying_model {
+                true => Arc::new(Slowed::new(Lying::new(Scripted::demo()), model_delay))
+                    as Arc<dyn Model>,
+                false => Arc::new(Slowed::new(Scripted::demo(), model_delay)),
+            },
+            limits: Limits::default(),
+            turn_lease,
+            tables_dir,
+            contracts: turnstile_demo::contracts(),
+        },
+        client,
+    )
+    .await?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    println!("turnstile demo is running: open {url}");
+    println!(
+        "  demo tool server (MCP): {}",
+        turnstile::llm::openai::shown_url(&demo.url)
+    );
+    if let Some(ttl) = mcp_session_ttl {
+        println!("  MCP session ttl: {} s", ttl.as_secs());
+    }
+    println!("  database: {}", shown_database(db));
+    if !model_delay.is_zero() {
+        println!("  model delay: {} ms per delta", model_delay.as_millis());
+    }
+    if !faults.is_empty() {
+        let names: Vec<&str> = faults.iter().map(|f| f.name()).collect();
+        println!("  faults injected: {}", names.join(", "));
+    }
+    if lying_model {
+        println!(
+            "  model fault: lying-model (the scripted model mixes contradictions of the judge into its answers; the narration guard replaces them)"
+        );
+    }
+    // A line that runs as printed, from any directory.
+    println!(
+        "  try: {} chat {url} \"show safety issues on floor 3\"",
+        super::self_command()
+    );
+    turnstile::http::serve(listener, state, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    demo.shutdown().await;
+    Ok(())
+}
