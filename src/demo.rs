@@ -139,6 +139,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             turn_lease,
             tables_dir,
             contracts: turnstile_demo::contracts(),
+            roles: turnstile_demo::roles(),
         },
         client,
     )

@@ -76,6 +76,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         turn_lease: config.turn_lease(),
         tables_dir: config.tables_dir.as_deref(),
         contracts: config.contracts(),
+        roles: config.roles(),
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(config.addr)

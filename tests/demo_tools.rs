@@ -580,9 +580,13 @@ async fn tools_list_has_query_data_with_a_cursor() {
         names,
         [
             "archive_query",
+            "cancel_action",
+            "confirm_action",
+            "get_action",
             "get_panorama",
             "get_photo",
             "list_projects",
+            "prepare_seat_reservation",
             "query_data",
             "search_photos"
         ]

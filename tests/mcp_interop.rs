@@ -148,21 +148,25 @@ async fn demo_handshake_and_paginated_tool_list() {
     assert_eq!(client.name(), "demo");
     assert_eq!(client.protocol_version(), PROTOCOL_VERSION.as_str());
 
-    // The demo pages tools/list two at a time: six tools means we followed two cursors.
+    // The demo pages tools/list two at a time: ten tools means we followed four cursors.
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
         [
             "archive_query",
+            "cancel_action",
+            "confirm_action",
+            "get_action",
             "get_panorama",
             "get_photo",
             "list_projects",
+            "prepare_seat_reservation",
             "query_data",
             "search_photos"
         ]
     );
-    let search = &tools[5];
+    let search = &tools[9];
     assert!(!search.description.is_empty());
     assert_eq!(search.input_schema["type"], "object");
     assert!(search.input_schema["properties"]["query"].is_object());

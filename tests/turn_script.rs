@@ -183,6 +183,7 @@ async fn run(case: Case) -> String {
         store: store.clone(),
         tables: turn_tables,
         contracts: turnstile_demo::contracts(),
+        roles: turnstile_demo::roles(),
         limits: case.limits,
         claims: Arc::new(ThreadClaims::new(
             store.clone(),

@@ -150,6 +150,7 @@ pub struct Builder {
     turn_lease: Duration,
     tables_dir: Option<PathBuf>,
     contracts: Contracts,
+    roles: turnstile::judge::approval::Roles,
     http: HttpConfig,
     client: ClientOptions,
     test_tables: Option<TableSet>,
@@ -194,6 +195,12 @@ impl Builder {
     /// Which tools' results are judged (default: the demo's contracts).
     pub fn contracts(mut self, contracts: Contracts) -> Self {
         self.contracts = contracts;
+        self
+    }
+
+    /// The tools' approval roles (default: the demo's).
+    pub fn roles(mut self, roles: turnstile::judge::approval::Roles) -> Self {
+        self.roles = roles;
         self
     }
 
@@ -243,6 +250,7 @@ impl Builder {
         let mut b = self
             .servers(config.server_specs())
             .contracts(config.contracts())
+            .roles(config.roles())
             .limits(config.agent_limits())
             .turn_lease(config.turn_lease())
             .http(config.http.clone());
@@ -287,6 +295,7 @@ impl Builder {
                 turn_lease: self.turn_lease,
                 tables_dir: self.tables_dir.as_deref(),
                 contracts: self.contracts,
+                roles: self.roles,
             },
             self.client,
         )
@@ -377,6 +386,7 @@ impl TestServer {
             turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
             tables_dir: None,
             contracts: turnstile_demo::contracts(),
+            roles: turnstile_demo::roles(),
             http: HttpConfig::default(),
             client: ClientOptions::default(),
             test_tables: None,

@@ -25,6 +25,19 @@ pub struct ThreadView {
     pub messages: Vec<Message>,
     /// Each turn's machines, in the order the turns began.
     pub turns: Vec<TurnView>,
+    /// Each interrupt's approval state.
+    pub approvals: Vec<ApprovalView>,
+}
+
+/// One interrupt as the thread shows it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalView {
+    pub interrupt_id: String,
+    pub turn_id: String,
+    /// The approval machine's state (`Awaiting`, `Completed`, `Denied`, …).
+    pub state: String,
+    pub expires_at: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -124,6 +137,18 @@ pub enum Record {
     /// turn a restart closed (`cause: "restart"`, the rows each machine
     /// took) are both this.
     Cut(Cut),
+    /// The approval request, as the interrupt frame showed it.
+    Interrupt(wire::Interrupt),
+    /// The suspended stream's `done`: the turn waits for this decision.
+    Awaiting {
+        interrupt_id: String,
+    },
+    /// The decision the resumed stream starts with.
+    Decision {
+        interrupt_id: String,
+        decision: String,
+        state: String,
+    },
 }
 
 /// The host context a user record keeps, as bounded (the agent's
@@ -186,6 +211,9 @@ pub enum RecordKind {
     Answer,
     Error,
     Cut,
+    Interrupt,
+    Awaiting,
+    Decision,
 }
 
 impl Record {
@@ -209,6 +237,9 @@ impl Record {
             Record::Answer { .. } => RecordKind::Answer,
             Record::Error(_) => RecordKind::Error,
             Record::Cut(_) => RecordKind::Cut,
+            Record::Interrupt(_) => RecordKind::Interrupt,
+            Record::Awaiting { .. } => RecordKind::Awaiting,
+            Record::Decision { .. } => RecordKind::Decision,
         }
     }
 

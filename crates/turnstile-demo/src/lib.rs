@@ -1,7 +1,8 @@
 //! Embedded demo MCP tool server (streamable HTTP on loopback).
 //!
 //! Serves a deterministic synthetic construction-site photo archive
-//! ([`data`]) through five tools ([`tools`]):
+//! ([`data`]) through six tools, and a seat-reservation desk ([`actions`])
+//! through four more ([`tools`]):
 //!
 //! * `search_photos` — keyword search (a stand-in for semantic search) with
 //!   accounting in `_meta`: `returned`, `total` (filters only, or at most
@@ -17,11 +18,32 @@
 //!   `PANO-003-0611`, or id), so a model can search and then open a hit: one
 //!   record as structured content, no accounting; an unknown id is a tool
 //!   error.
+//! * `archive_query` — the same questions asked of a legacy archive that
+//!   answers Python-literal rows with no accounting.
 //! * `get_photo`, `list_projects`.
+//! * `prepare_seat_reservation(seat, time)` — a PENDING action that expires
+//!   after 10 minutes: `{"status": "OK", "actionId": N}`, ids from 1. An
+//!   unknown seat (not "1" to "40") or a time not `HH:MM` prepares nothing
+//!   and answers the no-op sentinel `{"status": "NO_SUCH_SEAT" | "BAD_TIME",
+//!   "actionId": 0}`.
+//! * `confirm_action(actionId, idempotencyKey?)` — PENDING → ACCEPTED
+//!   (`{"status": "ACCEPTED", "actionId": N}`), then a worker carries it out
+//!   after [`DemoOptions::action_worker_delay`]: COMPLETED, or FAILED with
+//!   reason "seat taken" when an action accepted earlier holds the seat and
+//!   time. A retry with the first confirm's key answers the same; anything
+//!   else not PENDING is a tool error.
+//! * `cancel_action(actionId)` — PENDING → CANCELLED (again: the same
+//!   answer); a confirmed action is a tool error.
+//! * `get_action(actionId)` — `{"actionId", "status", "seat", "time",
+//!   "reason"?}`; a PENDING action past its expiry reads EXPIRED.
+//!
+//! Every confirm and cancel is counted per action id
+//! ([`DemoServer::action_counts`]).
 //!
 //! Both list tools can be made to misbehave like real adapters do with
 //! [`Fault`]s (an in-band 502, an auth failure as `{}`, a rejected cursor, a
-//! drifting cursor); the first two also hit `get_panorama`.
+//! drifting cursor); the first two also hit `get_panorama`. No fault touches
+//! the reservation tools.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -32,6 +54,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod actions;
 pub mod data;
 pub mod lying;
 pub mod query;
@@ -40,6 +63,7 @@ pub mod server;
 pub mod slow;
 pub mod tools;
 
+pub use actions::{ActionCounts, ActionStatus, ActionStore, ActionView};
 pub use data::dataset;
 pub use query::INJECTED_ROW_LIMIT;
 pub use scripted::Scripted;
@@ -101,4 +125,24 @@ pub fn contracts() -> turnstile::judge::Contracts {
         },
     );
     c
+}
+
+/// The demo tools' roles in the approval protocol (tables/approval.ron),
+/// as `turnstile serve` would declare them in its config:
+/// `prepare_seat_reservation` prepares an action named by `actionId`,
+/// `confirm_action` confirms it (never from a model's plan),
+/// `cancel_action` cancels it, `get_action` says how it ended.
+pub fn roles() -> turnstile::judge::approval::Roles {
+    use turnstile::judge::approval::{Prepare, Roles};
+    let mut r = Roles::default();
+    r.prepare(
+        "prepare_seat_reservation",
+        Prepare {
+            action_id: "actionId".into(),
+            confirm: "confirm_action".into(),
+            cancel: "cancel_action".into(),
+            status: Some("get_action".into()),
+        },
+    );
+    r
 }

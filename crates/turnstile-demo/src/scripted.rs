@@ -8,6 +8,8 @@
 //! - "show photos from 1999" / "1999년 사진 보여줘"
 //! - "show me 12 photos of floor 2" / "2층 사진 12장 보여줘"
 //! - "show quality issues on this floor" (floor from the host context)
+//! - "reserve seat 12 at 15:00" / "12번 좌석 15시 예약해줘": prepares the
+//!   reservation and nothing more; confirming it is the user's to approve.
 
 use futures::stream;
 use serde_json::{json, Map, Value};
@@ -293,6 +295,114 @@ fn wants_detail(text: &str) -> bool {
     has_any(text, &["in detail", "detail", "자세히", "상세"])
 }
 
+/// The reservation desk's tools. Once one of them was called this turn the
+/// planner calls nothing more: whether to confirm is the user's decision,
+/// asked in the answer, never the model's next step.
+const ACTION_TOOLS: [&str; 4] = [
+    "prepare_seat_reservation",
+    "confirm_action",
+    "cancel_action",
+    "get_action",
+];
+
+/// "reserve seat 12 …", "book …", "… 예약해줘".
+fn is_reservation(text: &str) -> bool {
+    has_any(text, &["reserve", "reservation", "book ", "예약"])
+}
+
+/// The seat a message names, as written: "seat 12", "seat #12", "12번
+/// 좌석", "좌석 12번", "12번석". Not checked here: the server says which
+/// seats exist.
+fn seat(text: &str) -> Option<String> {
+    let toks = tokens(text);
+    let digits = |t: &str| -> Option<String> {
+        let d: String = t
+            .trim_start_matches('#')
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        (!d.is_empty()).then_some(d)
+    };
+    for (i, t) in toks.iter().enumerate() {
+        if matches!(t.as_str(), "seat" | "좌석" | "자리") {
+            if let Some(d) = toks.get(i + 1).and_then(|n| digits(n)) {
+                return Some(d);
+            }
+        }
+        if let Some((num, _)) = t.split_once('번') {
+            if !num.is_empty() && num.chars().all(|c| c.is_ascii_digit()) {
+                return Some(num.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The time a message names, as `HH:MM` on the 24-hour clock: "15:00",
+/// "at 3pm", "3:30 pm", "15시", "15시 30분", "오후 3시 반". An hour past 23
+/// is passed on as written, for the server to refuse.
+fn clock_time(text: &str) -> Option<String> {
+    let toks = tokens(text);
+    let leading = |t: &str| -> Option<u32> {
+        let d: String = t.chars().take_while(|c| c.is_ascii_digit()).collect();
+        d.parse().ok()
+    };
+    let hhmm = |h: u32, m: u32| format!("{h:02}:{m:02}");
+    for (i, t) in toks.iter().enumerate() {
+        let next = toks.get(i + 1).map(String::as_str).unwrap_or("");
+        // Korean: "15시", "15시30분", "15시 30분", "3시 반", after 오전/오후.
+        if let Some((num, rest)) = t.split_once('시') {
+            if let Ok(mut h) = num.parse::<u32>() {
+                let minutes = |r: &str| {
+                    if r.starts_with('반') {
+                        Some(30)
+                    } else {
+                        r.split_once('분').and_then(|(m, _)| m.parse::<u32>().ok())
+                    }
+                };
+                let m = minutes(rest).or_else(|| minutes(next)).unwrap_or(0);
+                let before = i.checked_sub(1).map(|p| toks[p].as_str());
+                match before {
+                    Some("오후") if h < 12 => h += 12,
+                    Some("오전") if h == 12 => h = 0,
+                    _ => {}
+                }
+                return Some(hhmm(h, m));
+            }
+        }
+        // English: "15:30", "3pm", "3:30pm", "3 pm", "3:30 pm".
+        let (body, meridiem) = match (t.strip_suffix("pm"), t.strip_suffix("am")) {
+            (Some(b), _) => (b, Some("pm")),
+            (_, Some(b)) => (b, Some("am")),
+            _ if matches!(next, "pm" | "am") => (t.as_str(), Some(next)),
+            _ => (t.as_str(), None),
+        };
+        let (h, m) = match body.split_once(':') {
+            Some((h, m)) if !h.is_empty() && h.chars().all(|c| c.is_ascii_digit()) => {
+                // Two minute digits; a particle may follow ("15:00에").
+                let two = m.chars().take_while(|c| c.is_ascii_digit()).count() == 2;
+                let Some(m) = leading(m).filter(|_| two) else {
+                    continue;
+                };
+                (leading(h), m)
+            }
+            Some(_) => continue,
+            None if meridiem.is_some() && body.chars().all(|c| c.is_ascii_digit()) => {
+                (leading(body), 0)
+            }
+            None => continue,
+        };
+        let Some(mut h) = h else { continue };
+        match meridiem {
+            Some("pm") if h < 12 => h += 12,
+            Some("am") if h == 12 => h = 0,
+            _ => {}
+        }
+        return Some(hhmm(h, m));
+    }
+    None
+}
+
 /// The id of the top hit of the last listing this turn searched, if no
 /// record has been opened yet.
 fn top_hit(steps: &[Vec<CallRecord>]) -> Option<String> {
@@ -348,6 +458,14 @@ impl Scripted {
         // Later steps: open the top hit of a detail request, else answer
         // from what the earlier steps found.
         if !req.steps.is_empty() {
+            let acted = req
+                .steps
+                .iter()
+                .flatten()
+                .any(|c| ACTION_TOOLS.contains(&c.tool.as_str()));
+            if acted {
+                return plan(vec![], "answer from the reservation desk", false);
+            }
             return match top_hit(&req.steps).filter(|_| wants_detail(text)) {
                 Some(id) if has_tool("get_panorama") => {
                     let mut args = Map::new();
@@ -360,6 +478,19 @@ impl Scripted {
                 }
                 _ => plan(vec![], "answer from the results", false),
             };
+        }
+
+        // "reserve seat 12 at 15:00": prepare it, one call. Seat and time
+        // go as read (empty when missing): the server is the one to refuse.
+        if is_reservation(text) && has_tool("prepare_seat_reservation") {
+            let mut args = Map::new();
+            args.insert("seat".into(), json!(seat(text).unwrap_or_default()));
+            args.insert("time".into(), json!(clock_time(text).unwrap_or_default()));
+            return plan(
+                vec![call("prepare_seat_reservation", args)],
+                "prepare the reservation; confirming it is the user's",
+                false,
+            );
         }
 
         // "only those from April": narrow the previous answer's population.
@@ -654,5 +785,101 @@ mod tests {
             .plan_for(&req("show quality issues on floor 3"))
             .from_context
             .is_empty());
+    }
+
+    fn tool(name: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({}),
+        }
+    }
+
+    fn desk_request(text: &str, steps: Vec<Vec<CallRecord>>) -> PlanRequest {
+        let mut tools = vec![tool("search_photos")];
+        tools.extend(ACTION_TOOLS.iter().map(|t| tool(t)));
+        PlanRequest {
+            prompt: Prompt::new(turnstile::llm::prompt::PLANNER_FIXED),
+            user_text: text.into(),
+            tools,
+            context: None,
+            history: vec![],
+            steps,
+        }
+    }
+
+    fn record(tool: &str, args: Value) -> CallRecord {
+        let result = json!({"status": "OK", "actionId": 1});
+        CallRecord {
+            id: "c1".into(),
+            tool: tool.into(),
+            args: args.as_object().cloned().unwrap_or_default(),
+            digest: turnstile::judge::digest::Digest::record(
+                tool,
+                result.as_object().unwrap_or(&Map::new()),
+                turnstile::judge::digest::DigestLimits::default(),
+            ),
+        }
+    }
+
+    #[test]
+    fn prepares_a_reservation_once() {
+        let cases = [
+            ("reserve seat 12 at 15:00", "12", "15:00"),
+            ("12번 좌석 15시 예약해줘", "12", "15:00"),
+            ("12번 좌석 15시 30분 예약해줘", "12", "15:30"),
+            ("좌석 12번 15시30분에 예약해줘", "12", "15:30"),
+            ("오후 3시 반에 7번 자리 예약해줘", "7", "15:30"),
+            ("Reserve seat 12 at 3pm.", "12", "15:00"),
+            ("please book seat #7 at 3:30 pm", "7", "15:30"),
+            ("reserve seat 40 for 09:05", "40", "09:05"),
+            ("12번 좌석 15:00에 예약해줘", "12", "15:00"),
+            ("reserve seat 12 at 15:5", "12", ""),
+            ("reserve seat 12 at 12am", "12", "00:00"),
+            // Passed on as read; the server answers NO_SUCH_SEAT / BAD_TIME.
+            ("reserve seat 99 at 25:00", "99", "25:00"),
+            ("reserve a seat at 15:00", "", "15:00"),
+            ("12번 좌석 예약해줘", "12", ""),
+        ];
+        for (text, seat, time) in cases {
+            let p = Scripted::demo().plan_for(&desk_request(text, vec![]));
+            let calls: Vec<(&str, Value)> = p
+                .calls
+                .iter()
+                .map(|c| (c.tool.as_str(), Value::Object(c.args.clone())))
+                .collect();
+            assert_eq!(
+                calls,
+                [(
+                    "prepare_seat_reservation",
+                    json!({"seat": seat, "time": time})
+                )],
+                "{text}"
+            );
+            assert!(!p.narrows_previous && p.from_context.is_empty(), "{text}");
+        }
+        // Not offered: not planned (and not a photo search either).
+        let mut req = desk_request("reserve seat 12 at 15:00", vec![]);
+        req.tools.retain(|t| t.name == "search_photos");
+        assert!(Scripted::demo().plan_for(&req).calls.is_empty());
+        // The photo prompts are unchanged with the desk's tools offered.
+        let p = Scripted::demo().plan_for(&desk_request("show safety issues on floor 3", vec![]));
+        assert_eq!(p.calls.len(), 1);
+        assert_eq!(p.calls[0].tool, "search_photos");
+    }
+
+    #[test]
+    fn after_any_desk_call_it_only_answers() {
+        for tool in ACTION_TOOLS {
+            for text in [
+                "reserve seat 12 at 15:00",
+                "12번 좌석 15시 예약해줘",
+                "show safety issues on floor 3 in detail",
+            ] {
+                let steps = vec![vec![record(tool, json!({"seat": "12", "time": "15:00"}))]];
+                let p = Scripted::demo().plan_for(&desk_request(text, steps));
+                assert!(p.calls.is_empty(), "{tool}: {text}");
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::actions::{ActionCounts, ActionView};
 use super::tools::{DemoOptions, DemoState, DemoTools};
 
 /// The browser origins the demo tool server accepts in an `Origin` header:
@@ -134,6 +135,27 @@ impl DemoServer {
         self.state.calls(tool)
     }
 
+    /// How many `confirm_action` and `cancel_action` calls named
+    /// `action_id` so far (refused ones and unknown ids included), for
+    /// tests that must prove what a client asked the server to do.
+    pub fn action_counts(&self, action_id: u64) -> ActionCounts {
+        self.state.actions().counts(action_id)
+    }
+
+    /// An action's status as `get_action` would read it (`PENDING`,
+    /// `ACCEPTED`, `COMPLETED`, `FAILED`, `CANCELLED`, `EXPIRED`); `None`
+    /// for an id never prepared.
+    pub fn action_status(&self, action_id: u64) -> Option<String> {
+        self.action(action_id)
+            .map(|a| a.status.as_str().to_string())
+    }
+
+    /// An action as `get_action` would read it; `None` for an id never
+    /// prepared.
+    pub fn action(&self, action_id: u64) -> Option<ActionView> {
+        self.state.actions().get(action_id).ok()
+    }
+
     /// How long an idle MCP session lives before the server forgets it.
     pub fn session_ttl(&self) -> Option<Duration> {
         session_ttl(&self.sessions)
@@ -177,4 +199,92 @@ fn session_ttl(sessions: &LocalSessionManager) -> Option<Duration> {
 
 fn state_faults(state: &DemoState) -> Vec<String> {
     state.faults().iter().map(|f| f.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Map, Value};
+    use turnstile::mcp::{ServerSpec, ToolClient, ToolOutput};
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    async fn call(client: &ToolClient, tool: &str, v: Value) -> ToolOutput {
+        client
+            .call(tool, args(v))
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: {e}"))
+    }
+
+    /// The reservation desk over the real MCP path, and what the handle
+    /// reads of it.
+    #[tokio::test]
+    async fn reservation_over_mcp_and_the_handle_counts() {
+        let opts = DemoOptions {
+            action_worker_delay: Duration::from_millis(20),
+            ..DemoOptions::default()
+        };
+        let server = DemoServer::start(SocketAddr::from(([127, 0, 0, 1], 0)), opts)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client = ToolClient::connect(&ServerSpec::http("demo", server.url.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tools = client.list_tools().await.unwrap_or_else(|e| panic!("{e}"));
+        for name in [
+            "prepare_seat_reservation",
+            "confirm_action",
+            "cancel_action",
+            "get_action",
+        ] {
+            assert!(tools.iter().any(|t| t.name == name), "{name} listed");
+        }
+        let prepared = call(
+            &client,
+            "prepare_seat_reservation",
+            json!({"seat": "12", "time": "15:00"}),
+        )
+        .await;
+        assert_eq!(
+            prepared.structured,
+            Some(json!({"status": "OK", "actionId": 1}))
+        );
+        assert_eq!(server.action_status(1).as_deref(), Some("PENDING"));
+        let confirmed = call(
+            &client,
+            "confirm_action",
+            json!({"actionId": 1, "idempotencyKey": "k"}),
+        )
+        .await;
+        assert_eq!(
+            confirmed.structured,
+            Some(json!({"status": "ACCEPTED", "actionId": 1}))
+        );
+        let refused = call(&client, "confirm_action", json!({"actionId": 1})).await;
+        assert!(refused.is_error, "{}", refused.text());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while server.action_status(1).as_deref() == Some("ACCEPTED")
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let read = call(&client, "get_action", json!({"actionId": 1})).await;
+        assert_eq!(
+            read.structured,
+            Some(json!({"actionId": 1, "status": "COMPLETED", "seat": "12", "time": "15:00"}))
+        );
+        assert_eq!(
+            server.action_counts(1),
+            ActionCounts {
+                confirms: 2,
+                cancels: 0
+            }
+        );
+        assert_eq!(server.action_status(2), None);
+        assert_eq!(server.calls("confirm_action"), 2);
+        client.close().await;
+        server.shutdown().await;
+    }
 }

@@ -1,7 +1,10 @@
 //! Tool handlers of the demo server: `search_photos`, `query_data`,
 //! `get_panorama`, `get_photo`, `list_projects`, plus the injectable
 //! [`Fault`]s for the two list tools (`search_photos` and `query_data`) and
-//! the detail tool `get_panorama`.
+//! the detail tool `get_panorama`; and the seat-reservation tools
+//! `prepare_seat_reservation`, `confirm_action`, `cancel_action` and
+//! `get_action` over the server's [`ActionStore`] (no fault applies to
+//! them).
 //!
 //! Both list tools page with an opaque `cursor` and report their accounting
 //! (`returned`, `total` or `total_lower_bound`, `has_more`, `next_cursor`) in
@@ -35,6 +38,7 @@ use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, Ser
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::actions::{ActionError, ActionStore, ActionView, Prepared};
 use super::data::{self, floor_name, Date, Filter, Hit};
 use super::query;
 
@@ -125,7 +129,7 @@ impl std::str::FromStr for Fault {
 }
 
 /// Demo server behaviour.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DemoOptions {
     pub faults: Vec<Fault>,
     /// How long an MCP session may stay idle before the server forgets it
@@ -136,26 +140,64 @@ pub struct DemoOptions {
     /// Every tool call waits this long before it answers (zero: none), so
     /// tests can have a call out when the server goes away.
     pub call_delay: std::time::Duration,
+    /// How long after `confirm_action` accepts an action the worker carries
+    /// it out (default
+    /// [`DEFAULT_ACTION_WORKER_DELAY`](super::actions::DEFAULT_ACTION_WORKER_DELAY),
+    /// 300 ms), so a client can see it ACCEPTED before it is COMPLETED.
+    pub action_worker_delay: std::time::Duration,
+    /// How long a prepared action stays PENDING before it reads EXPIRED
+    /// (default [`ACTION_TTL`](super::actions::ACTION_TTL), 10 minutes).
+    pub action_ttl: std::time::Duration,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            faults: Vec::new(),
+            session_ttl: None,
+            call_delay: std::time::Duration::ZERO,
+            action_worker_delay: super::actions::DEFAULT_ACTION_WORKER_DELAY,
+            action_ttl: super::actions::ACTION_TTL,
+        }
+    }
 }
 
 /// State shared by every session of one demo server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DemoState {
     options: DemoOptions,
     search_calls: AtomicU64,
     query_calls: AtomicU64,
     /// Calls that reached each tool's handler, by tool name.
     calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    /// In an `Arc` of its own: a confirmed action's worker outlives the call.
+    actions: Arc<ActionStore>,
+}
+
+impl Default for DemoState {
+    fn default() -> Self {
+        DemoState::new(DemoOptions::default())
+    }
 }
 
 impl DemoState {
     pub fn new(options: DemoOptions) -> Self {
+        let actions = Arc::new(ActionStore::new(
+            options.action_ttl,
+            options.action_worker_delay,
+        ));
         DemoState {
             options,
             search_calls: AtomicU64::new(0),
             query_calls: AtomicU64::new(0),
             calls: Default::default(),
+            actions,
         }
+    }
+
+    /// The seat-reservation actions.
+    pub fn actions(&self) -> &Arc<ActionStore> {
+        &self.actions
     }
 
     /// The server's options.
@@ -268,6 +310,60 @@ pub struct GetPanoramaArgs {
     /// Project id (default "tower-a"; see list_projects). Labels are unique within a project.
     #[serde(default)]
     pub project: Option<String>,
+}
+
+/// Arguments of `prepare_seat_reservation`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct PrepareSeatReservationArgs {
+    /// Seat number, "1" to "40" (digits only).
+    pub seat: String,
+    /// Time, HH:MM on the 24-hour clock, e.g. "15:00".
+    pub time: String,
+}
+
+/// Arguments of `confirm_action`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmActionArgs {
+    /// The actionId prepare_seat_reservation returned.
+    pub action_id: u64,
+    /// Any string unique to this confirmation; a retry with the same key returns the same answer instead of confirming twice.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Arguments of `cancel_action` and `get_action`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionIdArgs {
+    /// The actionId prepare_seat_reservation returned.
+    pub action_id: u64,
+}
+
+/// The `status` of a prepare, confirm or cancel answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReplyStatus {
+    /// A pending action was prepared.
+    Ok,
+    /// No such seat: nothing was prepared (actionId 0).
+    NoSuchSeat,
+    /// The time is not HH:MM: nothing was prepared (actionId 0).
+    BadTime,
+    /// The action was confirmed.
+    Accepted,
+    /// The action is cancelled.
+    Cancelled,
+}
+
+/// What `prepare_seat_reservation`, `confirm_action` and `cancel_action`
+/// answer: `{"status": "OK", "actionId": 1}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionReply {
+    pub status: ReplyStatus,
+    /// The action's id; 0 when nothing was prepared.
+    pub action_id: u64,
 }
 
 /// One annotation of a panorama, in `get_panorama`'s result.
@@ -384,6 +480,56 @@ impl DemoTools {
     async fn list_projects(&self) -> CallToolResult {
         self.state.enter("list_projects").await;
         list_projects()
+    }
+
+    #[tool(
+        description = "Prepare a seat reservation without making it: seat is a seat number \"1\" to \"40\", time is HH:MM on the 24-hour clock. Answers {\"status\": \"OK\", \"actionId\": N}: a PENDING action that reserves nothing until confirm_action confirms it, and expires after 10 minutes. An unknown seat or a malformed time prepares nothing and answers status NO_SUCH_SEAT or BAD_TIME with actionId 0.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<ActionReply>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false
+        )
+    )]
+    async fn prepare_seat_reservation(
+        &self,
+        Parameters(args): Parameters<PrepareSeatReservationArgs>,
+    ) -> CallToolResult {
+        self.state.enter("prepare_seat_reservation").await;
+        prepare_seat_reservation(&self.state, args)
+    }
+
+    #[tool(
+        description = "Confirm a prepared action, which then cannot be undone: PENDING becomes ACCEPTED and the answer is {\"status\": \"ACCEPTED\", \"actionId\": N}; the action is carried out shortly after (get_action then reads COMPLETED, or FAILED with a reason such as \"seat taken\"). Confirm only what the user approved. A retry with the same idempotencyKey answers the same without confirming twice. Confirming an unknown, cancelled, expired or already confirmed action is an error.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<ActionReply>(),
+        annotations(read_only_hint = false, destructive_hint = true)
+    )]
+    async fn confirm_action(
+        &self,
+        Parameters(args): Parameters<ConfirmActionArgs>,
+    ) -> CallToolResult {
+        self.state.enter("confirm_action").await;
+        confirm_action(&self.state, args)
+    }
+
+    #[tool(
+        description = "Cancel a prepared action that is still PENDING: answers {\"status\": \"CANCELLED\", \"actionId\": N}, and the same again for an action already cancelled. A confirmed action can no longer be cancelled (an error), nor can an unknown or expired one.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<ActionReply>(),
+        annotations(read_only_hint = false, destructive_hint = true)
+    )]
+    async fn cancel_action(&self, Parameters(args): Parameters<ActionIdArgs>) -> CallToolResult {
+        self.state.enter("cancel_action").await;
+        cancel_action(&self.state, args)
+    }
+
+    #[tool(
+        description = "Read one action: actionId, status (PENDING, ACCEPTED, COMPLETED, FAILED, CANCELLED or EXPIRED), seat, time, and the reason when it FAILED. An unknown actionId is an error.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<ActionView>(),
+        annotations(read_only_hint = true)
+    )]
+    async fn get_action(&self, Parameters(args): Parameters<ActionIdArgs>) -> CallToolResult {
+        self.state.enter("get_action").await;
+        get_action(&self.state, args)
     }
 }
 
@@ -1003,6 +1149,69 @@ pub fn get_panorama(state: &DemoState, args: GetPanoramaArgs) -> CallToolResult 
     result
 }
 
+/// A record as the detail tools answer it: `structuredContent`, and the
+/// same JSON as the one text block.
+fn record(value: &impl Serialize) -> CallToolResult {
+    let value = match serde_json::to_value(value) {
+        Ok(v) => v,
+        Err(e) => return tool_error(format!("could not encode the answer: {e}")),
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+    result.structured_content = Some(value);
+    result
+}
+
+fn reply(status: ReplyStatus, action_id: u64) -> CallToolResult {
+    record(&ActionReply { status, action_id })
+}
+
+/// The `prepare_seat_reservation` handler, transport-free. An unknown seat
+/// or a malformed time is an answer, not an error: the no-op sentinel
+/// (`NO_SUCH_SEAT` / `BAD_TIME`, `actionId: 0`), nothing prepared.
+pub fn prepare_seat_reservation(
+    state: &DemoState,
+    args: PrepareSeatReservationArgs,
+) -> CallToolResult {
+    match state.actions.prepare(&args.seat, &args.time) {
+        Prepared::Created(id) => reply(ReplyStatus::Ok, id),
+        Prepared::NoSuchSeat => reply(ReplyStatus::NoSuchSeat, 0),
+        Prepared::BadTime => reply(ReplyStatus::BadTime, 0),
+    }
+}
+
+fn action_error(e: &ActionError) -> CallToolResult {
+    tool_error(e.to_string())
+}
+
+/// The `confirm_action` handler, transport-free: accepts the action and
+/// leaves it to the store's worker (which needs a tokio runtime to wait
+/// in; without one it completes at once).
+pub fn confirm_action(state: &DemoState, args: ConfirmActionArgs) -> CallToolResult {
+    match state
+        .actions
+        .confirm(args.action_id, args.idempotency_key.as_deref())
+    {
+        Ok(c) => reply(ReplyStatus::Accepted, c.action_id),
+        Err(e) => action_error(&e),
+    }
+}
+
+/// The `cancel_action` handler, transport-free.
+pub fn cancel_action(state: &DemoState, args: ActionIdArgs) -> CallToolResult {
+    match state.actions.cancel(args.action_id) {
+        Ok(id) => reply(ReplyStatus::Cancelled, id),
+        Err(e) => action_error(&e),
+    }
+}
+
+/// The `get_action` handler, transport-free: one [`ActionView`].
+pub fn get_action(state: &DemoState, args: ActionIdArgs) -> CallToolResult {
+    match state.actions.get(args.action_id) {
+        Ok(view) => record(&view),
+        Err(e) => action_error(&e),
+    }
+}
+
 /// The `get_photo` handler.
 pub fn get_photo(id: &str) -> CallToolResult {
     let Some(p) = data::dataset().panorama(id.trim()) else {
@@ -1270,5 +1479,129 @@ mod tests {
             .count();
         assert_eq!(overlap, DRIFT);
         assert_eq!(meta_of(&second)["total_lower_bound"], json!(195 - 195 / 64));
+    }
+
+    #[tokio::test]
+    async fn seat_reservation_through_the_handlers() {
+        let state = DemoState::new(DemoOptions {
+            action_worker_delay: std::time::Duration::from_millis(20),
+            ..DemoOptions::default()
+        });
+        fn parse<T: serde::de::DeserializeOwned>(v: Value) -> T {
+            serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+        }
+        let answer = |r: CallToolResult| {
+            let out = ToolOutput::from_call_result(r);
+            let structured = out.structured.clone().unwrap_or(Value::Null);
+            // The text block is the same JSON as the structured content.
+            let text: Value = serde_json::from_str(&out.text()).unwrap_or(Value::Null);
+            assert_eq!(text, structured);
+            (out.is_error, structured)
+        };
+        let prepare = |v: Value| answer(prepare_seat_reservation(&state, parse(v)));
+        assert_eq!(
+            prepare(json!({"seat": "12", "time": "15:00"})),
+            (false, json!({"status": "OK", "actionId": 1}))
+        );
+        assert_eq!(
+            prepare(json!({"seat": "41", "time": "15:00"})),
+            (false, json!({"status": "NO_SUCH_SEAT", "actionId": 0}))
+        );
+        assert_eq!(
+            prepare(json!({"seat": "12", "time": "3pm"})),
+            (false, json!({"status": "BAD_TIME", "actionId": 0}))
+        );
+        let get = |id: u64| answer(get_action(&state, parse(json!({"actionId": id}))));
+        assert_eq!(
+            get(1),
+            (
+                false,
+                json!({"actionId": 1, "status": "PENDING", "seat": "12", "time": "15:00"})
+            )
+        );
+        let confirm = |v: Value| ToolOutput::from_call_result(confirm_action(&state, parse(v)));
+        let first = confirm(json!({"actionId": 1, "idempotencyKey": "k"}));
+        assert!(!first.is_error);
+        assert_eq!(
+            first.structured,
+            Some(json!({"status": "ACCEPTED", "actionId": 1}))
+        );
+        assert_eq!(get(1).1["status"], json!("ACCEPTED"));
+        let replay = confirm(json!({"actionId": 1, "idempotencyKey": "k"}));
+        assert_eq!(replay.structured, first.structured);
+        let twice = confirm(json!({"actionId": 1}));
+        assert!(twice.is_error && twice.structured.is_none());
+        assert!(
+            twice.text().contains("already confirmed"),
+            "{}",
+            twice.text()
+        );
+        let zero = confirm(json!({"actionId": 0}));
+        assert!(zero.is_error, "{}", zero.text());
+        let cancel = |id: u64| {
+            ToolOutput::from_call_result(cancel_action(&state, parse(json!({"actionId": id}))))
+        };
+        assert!(cancel(1).is_error);
+        prepare(json!({"seat": "3", "time": "09:00"}));
+        for _ in 0..2 {
+            assert_eq!(
+                cancel(2).structured,
+                Some(json!({"status": "CANCELLED", "actionId": 2}))
+            );
+        }
+        assert!(
+            ToolOutput::from_call_result(get_action(&state, parse(json!({"actionId": 9}))))
+                .is_error
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while get(1).1["status"] == json!("ACCEPTED") && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(get(1).1["status"], json!("COMPLETED"));
+        let counts = state.actions().counts(1);
+        assert_eq!((counts.confirms, counts.cancels), (3, 1));
+        assert_eq!(state.actions().counts(0).confirms, 1);
+        assert_eq!(state.actions().counts(2).cancels, 2);
+    }
+
+    #[test]
+    fn the_reservation_tools_are_listed_with_their_hints() {
+        let tools = DemoTools::new(Arc::new(DemoState::default()))
+            .tool_router
+            .list_all();
+        let hints = |name: &str| {
+            let tool = tools
+                .iter()
+                .find(|t| t.name == name)
+                .unwrap_or_else(|| panic!("{name} listed"));
+            let a = tool.annotations.clone().unwrap_or_default();
+            (
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                tool.input_schema.get("required").cloned(),
+            )
+        };
+        assert_eq!(
+            hints("prepare_seat_reservation"),
+            (
+                Some(false),
+                Some(false),
+                Some(false),
+                Some(json!(["seat", "time"]))
+            )
+        );
+        assert_eq!(
+            hints("confirm_action"),
+            (Some(false), Some(true), None, Some(json!(["actionId"])))
+        );
+        assert_eq!(
+            hints("cancel_action"),
+            (Some(false), Some(true), None, Some(json!(["actionId"])))
+        );
+        assert_eq!(
+            hints("get_action"),
+            (Some(true), None, None, Some(json!(["actionId"])))
+        );
     }
 }

@@ -9,6 +9,7 @@ use anyhow::Context;
 
 use crate::agent::{Agent, Limits, ThreadClaims, ToolBelt, TurnTables};
 use crate::http::AppState;
+use crate::judge::approval::Roles;
 use crate::judge::Contracts;
 use crate::llm::Model;
 use crate::mcp::{ClientOptions, ServerSpec};
@@ -29,6 +30,8 @@ pub struct AppConfig<'a> {
     /// Which tools' results are judged for emptiness and in-band failure,
     /// and which listings may be stitched.
     pub contracts: Contracts,
+    /// The tools' roles in the approval protocol (tables/approval.ron).
+    pub roles: Roles,
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
@@ -70,6 +73,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         store: store.clone(),
         tables: turn_tables,
         contracts: cfg.contracts,
+        roles: cfg.roles,
         claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
     };

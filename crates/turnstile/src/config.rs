@@ -143,6 +143,7 @@ struct FileLimits {
     history_bytes: Option<usize>,
     digest_items: Option<usize>,
     digest_bytes: Option<usize>,
+    approval_ttl_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,6 +183,19 @@ struct FileTool {
     scope_ids_param: Option<String>,
     /// Renames of the accounting keys.
     accounting_keys: Option<FileAccountingKeys>,
+    /// The tool's role in the approval protocol: `prepare` (it prepares a
+    /// backend action; `action_id`, `confirm` and `cancel` name the rest) or
+    /// `before-call` (the exact call waits for the user's approval).
+    approval: Option<String>,
+    /// The result field carrying a prepared action's id (`actionId`).
+    action_id: Option<String>,
+    /// The tool that confirms what this tool prepared; never run from a
+    /// model's plan.
+    confirm: Option<String>,
+    /// The tool that cancels what this tool prepared (a denial's effect).
+    cancel: Option<String>,
+    /// The tool that says what became of a confirmed action.
+    status: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -263,6 +277,9 @@ pub struct LimitsConfig {
     pub digest_items: usize,
     /// Byte budget of one result's digest.
     pub digest_bytes: usize,
+    /// Seconds an interrupt waits for a decision before it is denied by
+    /// default.
+    pub approval_ttl_secs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -279,6 +296,7 @@ impl Default for LimitsConfig {
             history_bytes: agent.history_bytes,
             digest_items: agent.digest.items,
             digest_bytes: agent.digest.bytes,
+            approval_ttl_secs: agent.approval_ttl.as_secs(),
         }
     }
 }
@@ -298,6 +316,7 @@ impl LimitsConfig {
         base.history_bytes = self.history_bytes;
         base.digest.items = self.digest_items;
         base.digest.bytes = self.digest_bytes;
+        base.approval_ttl = Duration::from_secs(self.approval_ttl_secs);
         base
     }
 }
@@ -322,6 +341,8 @@ pub struct ToolSettings {
     /// A call that hit an expired MCP session may be re-sent once on the
     /// new session, as if the tool declared `readOnlyHint: true`.
     pub retry_safe: bool,
+    /// Its role in the approval protocol, if any.
+    pub approval: Option<crate::judge::approval::Role>,
 }
 
 impl Config {
@@ -450,6 +471,23 @@ impl Config {
     /// this. A crashed process's threads are free again after it.
     pub fn turn_lease(&self) -> Duration {
         Duration::from_secs(self.limits.turn_lease_secs)
+    }
+
+    /// Every tool's role in the approval protocol; a prepare tool's
+    /// confirm, cancel and status tools take theirs from it.
+    pub fn roles(&self) -> crate::judge::approval::Roles {
+        use crate::judge::approval::Role;
+        let mut out = crate::judge::approval::Roles::default();
+        for s in &self.mcp_servers {
+            for (tool, t) in &s.tools {
+                match &t.approval {
+                    Some(Role::Prepare(p)) => out.prepare(tool, p.clone()),
+                    Some(r) => out.insert(tool, r.clone()),
+                    None => {}
+                }
+            }
+        }
+        out
     }
 
     /// The MCP servers as the tool belt connects to them.
@@ -649,6 +687,79 @@ impl Validator {
                 keys,
             },
             scope_ids_param,
+        }
+    }
+
+    /// A tool's approval role: `prepare` needs `action_id`, `confirm` and
+    /// `cancel` (and may name `status`); `before-call` takes none of them.
+    fn approval(&mut self, key: &str, t: &FileTool) -> Option<crate::judge::approval::Role> {
+        use crate::judge::approval::{Prepare, Role};
+        fn named(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+        }
+        let settles = [
+            ("action_id", &t.action_id),
+            ("confirm", &t.confirm),
+            ("cancel", &t.cancel),
+            ("status", &t.status),
+        ];
+        match t.approval.as_deref().map(str::trim) {
+            None => {
+                for (k, v) in settles {
+                    if v.is_some() {
+                        self.problem(
+                            &format!("{key}.{k}"),
+                            "describes a prepare tool: set approval = \"prepare\"".into(),
+                        );
+                    }
+                }
+                None
+            }
+            Some("prepare") => {
+                let mut need = |k: &str, v: &Option<String>| match named(v) {
+                    Some(v) => v.to_string(),
+                    None => {
+                        self.problem(
+                            &format!("{key}.{k}"),
+                            format!(
+                                "a prepare tool names its `{k}` (e.g. {k} = \"{}\")",
+                                match k {
+                                    "action_id" => "actionId",
+                                    "confirm" => "confirm_action",
+                                    _ => "cancel_action",
+                                }
+                            ),
+                        );
+                        String::new()
+                    }
+                };
+                let action_id = need("action_id", &t.action_id);
+                let confirm = need("confirm", &t.confirm);
+                let cancel = need("cancel", &t.cancel);
+                Some(Role::Prepare(Prepare {
+                    action_id,
+                    confirm,
+                    cancel,
+                    status: named(&t.status).map(str::to_string),
+                }))
+            }
+            Some("before-call") => {
+                for (k, v) in settles {
+                    if v.is_some() {
+                        self.problem(&format!("{key}.{k}"), "a before-call tool is approved as the call itself; it names no action to settle".into());
+                    }
+                }
+                Some(Role::BeforeCall)
+            }
+            Some(other) => {
+                self.problem(
+                    &format!("{key}.approval"),
+                    format!(
+                        "unknown approval role \"{other}\": use \"prepare\" or \"before-call\""
+                    ),
+                );
+                None
+            }
         }
     }
 
@@ -915,6 +1026,11 @@ impl Validator {
                 l.history_bytes,
                 d.history_bytes,
             ),
+            approval_ttl_secs: self.positive(
+                "limits.approval_ttl_secs",
+                l.approval_ttl_secs,
+                d.approval_ttl_secs,
+            ),
             digest_items: usize_positive(
                 self,
                 "limits.digest_items",
@@ -1010,12 +1126,14 @@ impl Validator {
                     );
                 }
                 let contract = t.result_contract.then(|| self.contract(&key, t));
+                let approval = self.approval(&key, t);
                 tools.insert(
                     tool.clone(),
                     ToolSettings {
                         licence_tier,
                         contract,
                         retry_safe: t.retry_safe,
+                        approval,
                     },
                 );
             }
@@ -1128,6 +1246,7 @@ name = "gpt-test"
                 history_bytes: 4096,
                 digest_items: 5,
                 digest_bytes: 2048,
+                approval_ttl_secs: 600,
             }
         );
         assert_eq!(c.turn_lease(), Duration::from_secs(30));

@@ -51,6 +51,11 @@ pub struct FrameWriter {
 }
 
 impl FrameWriter {
+    /// A handle on the stream's sender, to notice the client leaving.
+    pub fn sender(&self) -> mpsc::Sender<OutFrame> {
+        self.tx.clone()
+    }
+
     pub fn new(table: &Bound<Frame>, tx: mpsc::Sender<OutFrame>) -> Self {
         FrameWriter {
             machine: table.machine(),

@@ -69,12 +69,25 @@ pub enum Record<'a> {
     Error(&'a wire::Error),
     /// The client went away: the answer, if any, was cut here.
     Cut,
+    /// The approval request, as the interrupt frame shows it.
+    Interrupt(&'a wire::Interrupt),
+    /// The turn waits for the decision on this interrupt (its `done`).
+    Awaiting {
+        interrupt_id: &'a str,
+    },
+    /// The human's decision, which the resumed stream starts with.
+    Decision {
+        interrupt_id: &'a str,
+        decision: &'a str,
+        /// The approval machine's state after it (`Confirming`, `Denied`).
+        state: &'a str,
+    },
 }
 
 impl Record<'_> {
     pub fn message(&self) -> NewMessage {
         let role = match self {
-            Record::User { .. } => Role::User,
+            Record::User { .. } | Record::Decision { .. } => Role::User,
             Record::Call(_) | Record::Result { .. } => Role::Tool,
             _ => Role::Assistant,
         };

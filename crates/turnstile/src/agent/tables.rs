@@ -2,6 +2,7 @@
 //! the turn both depend on it and not on each other.
 
 use crate::protocols::admission::Admission;
+use crate::protocols::approval::Approval;
 use crate::protocols::frame::Frame;
 use crate::protocols::narration::Narration;
 use crate::protocols::narrowing::Narrowing;
@@ -13,6 +14,7 @@ use crate::protocols::{Bound, LoadError, TableSet};
 #[derive(Clone)]
 pub struct TurnTables {
     pub admission: Bound<Admission>,
+    pub approval: Bound<Approval>,
     pub frame: Bound<Frame>,
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,
@@ -25,6 +27,7 @@ impl TurnTables {
     pub fn bind(set: &TableSet) -> Result<TurnTables, LoadError> {
         Ok(TurnTables {
             admission: set.bound()?,
+            approval: set.bound()?,
             frame: set.bound()?,
             narrowing: set.bound()?,
             paging: set.bound()?,

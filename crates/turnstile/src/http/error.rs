@@ -1,4 +1,5 @@
-//! API errors: a status and a reason, as JSON `{"error": "…"}`.
+//! API errors: a status and a reason, as JSON `{"error": "…"}`; a refusal a
+//! table decided also names the table and its row (`"table"`, `"row_id"`).
 
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
@@ -10,6 +11,8 @@ use serde_json::json;
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// The table and forbidden row that decided the refusal, if one did.
+    pub row: Option<(String, String)>,
 }
 
 impl ApiError {
@@ -17,7 +20,14 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            row: None,
         }
+    }
+
+    /// Names the table row that refused the request.
+    pub fn with_row(mut self, table: &str, row_id: &str) -> Self {
+        self.row = Some((table.to_string(), row_id.to_string()));
+        self
     }
 
     pub fn not_found(what: &str) -> Self {
@@ -46,6 +56,12 @@ impl From<crate::store::StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": self.message}))).into_response()
+        let body = match &self.row {
+            Some((table, row_id)) => {
+                json!({"error": self.message, "table": table, "row_id": row_id})
+            }
+            None => json!({"error": self.message}),
+        };
+        (self.status, Json(body)).into_response()
     }
 }

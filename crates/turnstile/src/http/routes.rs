@@ -78,8 +78,19 @@ pub async fn get_thread(
         .ok_or_else(|| ApiError::not_found("thread"))?;
     let messages = st.store.messages(&id).await?;
     let turns = turn_traces(st.store.machines(&id).await?, &messages);
+    // Each interrupt's approval state, so a reload shows a decided card
+    // decided.
+    let approvals: Vec<Value> = st
+        .store
+        .approvals(&id)
+        .await?
+        .into_iter()
+        .map(|a| {
+            json!({"interrupt_id": a.interrupt_id, "turn_id": a.turn_id, "state": a.state, "expires_at": a.expires_at})
+        })
+        .collect();
     Ok(Json(
-        json!({"thread": thread, "messages": messages, "turns": turns}),
+        json!({"thread": thread, "messages": messages, "turns": turns, "approvals": approvals}),
     ))
 }
 
@@ -196,20 +207,65 @@ pub async fn resume(
     State(st): State<AppState>,
     Path(id): Path<String>,
     body: Result<Json<ResumeRequest>, JsonRejection>,
-) -> Result<Response, ApiError> {
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    use crate::agent::DecideError;
     let Json(req) = body?;
+    if req.interrupt_id.trim().is_empty() || req.interrupt_id.len() > 128 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "`interrupt_id` must be the id an interrupt frame gave",
+        ));
+    }
     if st.store.thread(&id).await?.is_none() {
         return Err(ApiError::not_found("thread"));
     }
-    // No tool in this build raises approvals yet, so nothing can be pending.
-    let _ = req.decision;
-    Err(ApiError::new(
-        StatusCode::CONFLICT,
-        format!(
-            "interrupt \"{}\" is not pending on this thread",
-            req.interrupt_id
-        ),
-    ))
+    // The thread's lease first: a decision that wins must be followed by
+    // its effect, so nothing is decided while another turn runs.
+    let turn_id = uuid::Uuid::new_v4().to_string();
+    let claim = match st.agent.claims.claim(&id, &turn_id).await {
+        Ok(Some(claim)) => claim,
+        Ok(None) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "a turn is running on this thread; decide after its done or error frame",
+            ))
+        }
+        Err(crate::store::StoreError::UnknownThread(_)) => {
+            return Err(ApiError::not_found("thread"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let approve = matches!(req.decision, Decision::Approve);
+    let decided = match st.agent.decide(&id, &req.interrupt_id, approve).await {
+        Ok(d) => d,
+        Err(e) => {
+            claim.release().await;
+            return Err(match e {
+                DecideError::NotFound { row_id } => ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "no interrupt \"{}\" is pending on this thread",
+                        req.interrupt_id
+                    ),
+                )
+                .with_row("approval", &row_id),
+                DecideError::Refused { row_id, why, state } => ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("the interrupt is {state}: {why}"),
+                )
+                .with_row("approval", &row_id),
+                DecideError::Restore(m) => ApiError::new(StatusCode::CONFLICT, m),
+                DecideError::Store(e) => e.into(),
+            });
+        }
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let agent = st.agent.clone();
+    tokio::spawn(async move {
+        agent.resume_turn(&id, decided, tx, Some(claim)).await;
+    });
+    let stream = ReceiverStream::new(rx).map(sse_event);
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
 }
 
 pub async fn list_tables(State(st): State<AppState>) -> Json<Value> {

@@ -81,6 +81,12 @@ pub enum Anchor {
     /// The turn took `max_steps` steps; the answer comes from what those
     /// steps found, and more may have been needed.
     StepLimit { steps: u32 },
+    /// What became of an action a human decided (tables/approval.ron): the
+    /// approval machine's state, as the frames show it.
+    Action {
+        tool: String,
+        outcome: ActionOutcome,
+    },
 }
 
 impl Anchor {
@@ -141,6 +147,7 @@ impl Anchor {
     /// The directive as the responder reads it.
     pub fn text(&self) -> String {
         match self {
+            Anchor::Action { tool, outcome } => action_text(tool, *outcome),
             Anchor::CountExact { source, total, displayed, complete: true } => format!(
                 "[{source}] The population is exactly {total} and all {displayed} are shown: you may say \"exactly {total}\" and call the list complete."
             ),
@@ -228,4 +235,38 @@ fn absence_text(cause: AbsenceCause) -> String {
             "The request was not sent: it needs access the user does not have. Say it was not searched; do not say the data is absent.".into()
         }
     }
+}
+
+/// An approved or denied action's outcome, as far as the turn knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionOutcome {
+    /// The confirm was sent once and the backend accepted it; its worker
+    /// has not said how it ended.
+    Accepted,
+    Completed,
+    Failed,
+    /// Denied: the cancel was sent.
+    Cancelled,
+    /// Not decided in time: denied by default, the cancel was sent.
+    Expired,
+    /// The confirm was sent before a restart; nothing says what became of
+    /// it, and it is not sent again.
+    Unknown,
+    /// The prepare result named no action (id 0 or none): nothing waits
+    /// for a decision.
+    NothingPrepared,
+}
+
+fn action_text(tool: &str, outcome: ActionOutcome) -> String {
+    let what = match outcome {
+        ActionOutcome::Accepted => "The user approved the action; its confirm was sent once and the backend accepted it, but has not said it is complete. Say it was accepted and is being processed; do not say it is done.",
+        ActionOutcome::Completed => "The user approved the action; it was confirmed once and the backend reports it completed. You may say it is done.",
+        ActionOutcome::Failed => "The approved action failed at the backend. Say it failed; do not say it was done.",
+        ActionOutcome::Cancelled => "The user denied the action; it was cancelled at the backend and can no longer be confirmed. Say it was cancelled as the user decided.",
+        ActionOutcome::Expired => "Nobody decided in time: the action was cancelled by default. Say it expired and was cancelled.",
+        ActionOutcome::NothingPrepared => "The tool prepared nothing (it named no action), so there is nothing to approve and nothing was booked. Say so; do not say anything was reserved.",
+        ActionOutcome::Unknown => "The confirm was sent before an interruption and nothing says whether it ran; it will not be sent again. Say the outcome is unknown.",
+    };
+    format!("[{tool}] {what}")
 }

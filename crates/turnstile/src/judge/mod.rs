@@ -13,6 +13,7 @@
 pub mod accounting;
 pub mod admission;
 pub mod anchors;
+pub mod approval;
 pub mod contracts;
 pub mod digest;
 pub mod emptiness;

@@ -4,6 +4,7 @@
 //! belong to the product, not to the demo: every one is checked by the same
 //! guard as the model's sentences (tests/own_sentences.rs).
 
+use super::anchors::ActionOutcome;
 use super::emptiness::AbsenceCause;
 use super::Anchor;
 
@@ -20,6 +21,15 @@ pub fn sentence(anchor: &Anchor, korean: bool) -> String {
 fn english(anchor: &Anchor) -> String {
     match anchor {
         Anchor::Record { .. } => String::new(),
+        Anchor::Action { outcome, .. } => match outcome {
+            ActionOutcome::Accepted => "You approved it, and it was sent once and accepted; it is being processed.".into(),
+            ActionOutcome::Completed => "You approved it, and it is done.".into(),
+            ActionOutcome::Failed => "You approved it, but it failed, so it was not done.".into(),
+            ActionOutcome::Cancelled => "It was cancelled as you decided, and it can no longer be confirmed.".into(),
+            ActionOutcome::Expired => "Nobody decided in time, so it was cancelled.".into(),
+            ActionOutcome::Unknown => "It was sent before an interruption, and whether it ran is unknown; it will not be sent again.".into(),
+            ActionOutcome::NothingPrepared => "Nothing was prepared, so there is nothing to approve.".into(),
+        },
         Anchor::NarrowingStale => {
             "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
         }
@@ -89,6 +99,15 @@ fn english(anchor: &Anchor) -> String {
 fn korean_sentence(anchor: &Anchor) -> String {
     match anchor {
         Anchor::Record { .. } => String::new(),
+        Anchor::Action { outcome, .. } => match outcome {
+            ActionOutcome::Accepted => "승인하신 요청을 한 번 보냈고 접수되었습니다. 처리 중입니다.".into(),
+            ActionOutcome::Completed => "승인하신 요청이 완료되었습니다.".into(),
+            ActionOutcome::Failed => "승인하신 요청이 실패하여 완료되지 않았습니다.".into(),
+            ActionOutcome::Cancelled => "결정하신 대로 취소했고, 이제 확정할 수 없습니다.".into(),
+            ActionOutcome::Expired => "제때 결정되지 않아 취소했습니다.".into(),
+            ActionOutcome::Unknown => "중단 전에 보낸 요청의 결과를 알 수 없습니다. 다시 보내지 않습니다.".into(),
+            ActionOutcome::NothingPrepared => "준비된 요청이 없어 승인할 것이 없습니다.".into(),
+        },
         Anchor::NarrowingStale => {
             "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()
         }

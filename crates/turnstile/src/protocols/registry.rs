@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
-    admission::Admission, connection::Connection, frame::Frame, narration::Narration,
-    narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
+    admission::Admission, approval::Approval, connection::Connection, frame::Frame,
+    narration::Narration, narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -18,6 +18,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "admission",
         "admission.ron",
         include_str!("../../../../tables/admission.ron"),
+    ),
+    (
+        "approval",
+        "approval.ron",
+        include_str!("../../../../tables/approval.ron"),
     ),
     (
         "frame",
@@ -55,6 +60,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
 pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
     match name {
         Admission::NAME => Some(Admission::binding()),
+        Approval::NAME => Some(Approval::binding()),
         Frame::NAME => Some(Frame::binding()),
         Narrowing::NAME => Some(Narrowing::binding()),
         Paging::NAME => Some(Paging::binding()),

@@ -40,6 +40,7 @@
 //!
 //! Message bodies and snapshots are never logged.
 
+mod approval;
 mod error;
 mod lease;
 mod model;
@@ -57,7 +58,9 @@ use tracing::Instrument;
 
 pub use error::StoreError;
 pub use lease::Lease;
-pub use model::{Backend, Message, NewMessage, Role, Thread, UnknownRole};
+pub use model::{
+    Backend, Message, NewApproval, NewMessage, Role, StoredApproval, Thread, UnknownRole,
+};
 pub use recovery::TurnMachines;
 
 /// The migrations under `migrations/`, embedded at compile time:
@@ -78,6 +81,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "machine_rows",
         include_str!("../../../../migrations/0003_machine_rows.sql"),
+    ),
+    (
+        4,
+        "approvals",
+        include_str!("../../../../migrations/0004_approvals.sql"),
     ),
 ];
 
@@ -343,18 +351,33 @@ impl Store {
     ///
     /// Its span carries counts only: the thread and turn ids come from the
     /// caller's span (the turn's), so a log line names each field once.
-    #[tracing::instrument(
-        name = "store.step",
-        level = "debug",
-        skip_all,
-        fields(messages = messages.len(), machines = machines.len())
-    )]
     pub async fn step(
         &self,
         thread_id: &str,
         turn_id: &str,
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
+    ) -> Result<Vec<i64>, StoreError> {
+        self.step_with(thread_id, turn_id, messages, machines, None)
+            .await
+    }
+
+    /// [`step`](Self::step), with a pending interrupt inserted in the same
+    /// transaction: the interrupt is stored with every machine and record
+    /// of the step that shows it, or not at all.
+    #[tracing::instrument(
+        name = "store.step",
+        level = "debug",
+        skip_all,
+        fields(messages = messages.len(), machines = machines.len())
+    )]
+    pub async fn step_with(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        messages: &[NewMessage],
+        machines: &[(&str, serde_json::Value)],
+        approval: Option<&NewApproval>,
     ) -> Result<Vec<i64>, StoreError> {
         // Encode before taking the write lock.
         let bodies = messages
@@ -446,6 +469,23 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             }
+        }
+
+        if let Some(a) = approval {
+            sqlx::query(
+                "INSERT INTO approvals (interrupt_id, thread_id, turn_id, state, machine, action, \
+                 expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+            )
+            .bind(a.interrupt_id.as_str())
+            .bind(thread_id)
+            .bind(turn_id)
+            .bind(a.state.as_str())
+            .bind(serde_json::to_string(&a.machine)?)
+            .bind(serde_json::to_string(&a.action)?)
+            .bind(a.expires_at)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
         }
 
         tx.commit().await?;

@@ -104,3 +104,31 @@ pub struct Thread {
     /// When it was created, unix milliseconds.
     pub created_at: i64,
 }
+
+/// A pending interrupt, as the step that shows it inserts it.
+#[derive(Debug, Clone)]
+pub struct NewApproval {
+    pub interrupt_id: String,
+    /// The approval machine's state (`Awaiting`).
+    pub state: String,
+    /// Its snapshot, as JSON.
+    pub machine: serde_json::Value,
+    /// What code needs to settle it, as JSON.
+    pub action: serde_json::Value,
+    /// Unix milliseconds.
+    pub expires_at: i64,
+}
+
+/// An approval as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredApproval {
+    pub interrupt_id: String,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub state: String,
+    pub machine: serde_json::Value,
+    pub action: serde_json::Value,
+    pub expires_at: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}

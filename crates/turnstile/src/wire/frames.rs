@@ -121,11 +121,34 @@ pub struct Replaced {
 }
 
 /// `interrupt`: the turn waits for a human decision on a prepared action.
+/// `POST /v1/threads/{id}/resume` with its `interrupt_id` and one of its
+/// `choices` continues the turn in a new stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interrupt {
+    /// Minted by the server; the only handle a decision may name.
     pub interrupt_id: String,
+    /// The tool that runs, once, on approve, and its exact arguments.
     pub tool: String,
+    pub args: serde_json::Map<String, serde_json::Value>,
+    /// What was prepared: the tool that prepared it, with the arguments it
+    /// was called with, and the backend's action id (none for a call that
+    /// itself waits for approval).
+    pub action: ActionPreview,
+    /// One line for the card, written by code.
     pub summary: String,
+    /// `["approve", "deny"]`.
+    pub choices: Vec<String>,
+    /// Unix milliseconds; after it the interrupt is denied by default.
+    pub expires_at: i64,
+}
+
+/// The prepared action an interrupt asks about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionPreview {
+    pub tool: String,
+    pub args: serde_json::Map<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<u64>,
 }
 
 /// `done`: the turn finished (or, after an interrupt, waits).

@@ -99,6 +99,9 @@ impl Turn<'_> {
             .as_ref()
             .is_some_and(|s| s.tool != call.tool)
             && self.thread.scope_step == Some(self.cursor.step);
+        if let Some(refusal) = self.refuse_confirm(call) {
+            return Err(refusal);
+        }
         if !other_tool {
             return Ok(row);
         }

@@ -22,14 +22,16 @@ impl Turn<'_> {
     /// Runs the step's next call (and, for a stitchable listing, its further
     /// pages) and classifies the outcome.
     pub(super) async fn call(&mut self) -> Result<TurnEvent, Stop> {
-        let Some(call) = self.cursor.pending.pop_front() else {
+        let Some(call) = self.next_pending() else {
             // The table asked for a call the plan does not have.
             return Err(Stop::NoCallPending);
         };
         self.cursor.planned_calls += 1;
         self.cursor.calls_this_step += 1;
         let outcome = self.run_call(&call).await?;
+        let suspend = self.classify_approval(&call, &outcome).await?;
         let event = match &outcome {
+            _ if suspend.is_some() => TurnEvent::ApprovalNeeded,
             Outcome::Returned { .. } => TurnEvent::CallOk,
             Outcome::Refused { .. } | Outcome::Failed { .. } => TurnEvent::CallFailed,
         };

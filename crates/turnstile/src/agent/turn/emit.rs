@@ -56,7 +56,7 @@ impl Turn<'_> {
         let (frame_from, turn_from) = self.ledger.committed;
         let mut out = vec![
             (
-                "frame".to_string(),
+                self.frame_name.clone(),
                 since(self.frames.machine(), frame_from),
             ),
             ("turn".to_string(), since(self.machine.untyped(), turn_from)),
@@ -74,9 +74,16 @@ impl Turn<'_> {
             .iter_mut()
             .map(|(n, v)| (n.as_str(), std::mem::take(v)))
             .collect();
+        let approval = self.approvals.write.take();
         self.agent
             .store
-            .step(&self.thread_id, &self.turn_id, &messages, &refs)
+            .step_with(
+                &self.thread_id,
+                &self.turn_id,
+                &messages,
+                &refs,
+                approval.as_ref(),
+            )
             .await?;
         self.ledger.committed = (
             self.frames.machine().trace().len(),

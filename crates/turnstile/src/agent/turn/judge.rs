@@ -31,6 +31,21 @@ impl Turn<'_> {
                 self.evidence.digests.push(call.digest.clone());
                 self.ledger.current.push(call);
             }
+            // A result of a tool in the approval protocol (prepare,
+            // confirm, cancel, status) is no listing: what it says is the
+            // approval table's, and the models see its fields.
+            Some(Outcome::Returned {
+                mut call, first, ..
+            }) if self.agent.roles.get(&call.tool).is_some() => {
+                let fields = crate::judge::approval::fields(&first).unwrap_or_default();
+                call.digest = crate::judge::digest::Digest::record(
+                    &call.tool,
+                    &fields,
+                    self.agent.limits.digest,
+                );
+                self.evidence.digests.push(call.digest.clone());
+                self.ledger.current.push(call);
+            }
             Some(Outcome::Returned {
                 mut call,
                 scoped,

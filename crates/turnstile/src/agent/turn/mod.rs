@@ -17,6 +17,7 @@ use super::frames::{EmitError, FrameWriter};
 use super::records::{self, Record};
 use super::tools::Tools;
 use crate::fsm::Violation;
+use crate::judge::approval::Roles;
 use crate::judge::digest::DigestLimits;
 use crate::judge::{Anchor, Contracts};
 use crate::llm::Model;
@@ -26,14 +27,20 @@ use crate::store::Store;
 use crate::wire;
 
 mod admit;
+mod approve;
 mod call;
+mod decide;
 mod emit;
+mod held;
 mod judge;
 mod plan;
 mod respond;
 mod start;
 mod state;
 
+pub use decide::DecideError;
+use held::Approvals;
+pub use held::{Action as HeldAction, Decided};
 use state::{Cursor, Evidence, Ledger, Outcome, ThreadScope};
 
 pub use super::tables::TurnTables;
@@ -55,6 +62,15 @@ pub struct Limits {
     pub digest: DigestLimits,
     /// Bytes of earlier turns the planner sees (oldest dropped first).
     pub history_bytes: usize,
+    /// How long an interrupt waits for a decision before it is denied by
+    /// default (its cancel runs).
+    pub approval_ttl: std::time::Duration,
+}
+
+impl Limits {
+    pub fn approval_ttl_ms(&self) -> i64 {
+        i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
 }
 
 impl Default for Limits {
@@ -67,6 +83,7 @@ impl Default for Limits {
             max_calls_per_step: 8,
             digest: DigestLimits::default(),
             history_bytes: 4096,
+            approval_ttl: std::time::Duration::from_secs(600),
         }
     }
 }
@@ -86,8 +103,17 @@ pub struct Agent {
     pub store: Store,
     pub tables: TurnTables,
     pub contracts: Contracts,
+    /// Which tools prepare, confirm, cancel or report on actions.
+    pub roles: Roles,
     pub limits: Limits,
     pub claims: Arc<super::claims::ThreadClaims>,
+}
+
+/// How a turn's stream opens: a user message, or a decision on the
+/// interrupt it is suspended at.
+enum Opening {
+    Message(TurnRequest),
+    Decision(Box<Decided>),
 }
 
 /// Why a turn stopped early. Every variant has already been reported to the
@@ -124,13 +150,24 @@ struct Turn<'a> {
     cursor: Cursor,
     ledger: Ledger,
     thread: ThreadScope,
+    approvals: Approvals,
+    /// The name the frame machine is stored under: `frame`, or
+    /// `frame@resume-N` for the stream a decision resumes.
+    frame_name: String,
 }
 
 impl Turn<'_> {
     /// Runs the turn; a forbidden row of any table it runs ends it with an
     /// error frame naming the table and the row.
-    async fn run(&mut self, req: TurnRequest) -> Result<(), Stop> {
-        match self.drive(req).await {
+    async fn run(&mut self, opening: Opening) -> Result<(), Stop> {
+        let driven = match opening {
+            Opening::Message(req) => self.drive(req).await,
+            Opening::Decision(d) => match self.open_decision(*d).await {
+                Ok(event) => self.drive_from(event).await,
+                Err(e) => Err(e),
+            },
+        };
+        match driven {
             Err(Stop::Violation(v)) | Err(Stop::Emit(EmitError::Violation(v))) => {
                 self.violation(&v).await
             }
@@ -150,11 +187,15 @@ impl Turn<'_> {
     /// table's state is terminal.
     async fn drive(&mut self, req: TurnRequest) -> Result<(), Stop> {
         self.open(req).await?;
+        self.drive_from(TurnEvent::Begin).await
+    }
+
+    /// The loop from `event` on.
+    async fn drive_from(&mut self, mut event: TurnEvent) -> Result<(), Stop> {
         // However a table is edited, the loop is bounded: each step takes at
         // most a plan, its calls and their judgements.
         let limits = self.agent.limits;
         let budget = (limits.max_steps as usize + 2) * (2 * limits.max_calls_per_step + 4);
-        let mut event = TurnEvent::Begin;
         for _ in 0..budget {
             // A table that loops without awaiting must not starve the
             // runtime: the client's leaving is noticed between effects.
@@ -220,9 +261,13 @@ impl Turn<'_> {
                 return Ok(None);
             }
             TurnEffect::Cancel => return Ok(None),
-            // No tool of this build prepares an action or returns a
-            // terminal result; a table that routes here is reported.
-            TurnEffect::Suspend | TurnEffect::Deliver => {
+            TurnEffect::Suspend => {
+                self.suspend().await?;
+                return Ok(None);
+            }
+            // No tool of this build returns a terminal result; a table
+            // that routes here is reported.
+            TurnEffect::Deliver => {
                 self.evidence.failure = Some(wire::Error {
                     message: format!(
                         "internal error: the turn table asked for `{}`, which no tool of this build can provide",
@@ -252,6 +297,11 @@ impl Turn<'_> {
                 super::recovery::close_leftovers(store, tables, &self.thread_id, &self.turn_id);
             if let Err(e) = closed.await {
                 tracing::warn!(error = %e, "closing the thread's unfinished turns");
+            }
+            // A new user turn supersedes an interrupt still pending: it is
+            // denied and its action cancelled, never approvable later.
+            if let Err(e) = self.agent.supersede_pending(&self.thread_id).await {
+                tracing::warn!(error = %e, "superseding the thread's pending interrupts");
             }
         }
         let context = req

@@ -89,6 +89,7 @@ impl Turn<'_> {
         let record = Record::Plan(&frame).message();
         self.step(wire::Frame::Plan(frame), vec![record]).await?;
         self.cursor.pending = plan.calls.into();
+        self.order_plan();
         Ok(TurnEvent::Planned)
     }
 

@@ -4,7 +4,8 @@
 
 use tracing::Instrument;
 
-use super::{Agent, Cursor, Evidence, Ledger, Stop, ThreadScope, Turn, TurnRequest};
+use super::held::Decided;
+use super::{Agent, Cursor, Evidence, Ledger, Opening, Stop, ThreadScope, Turn, TurnRequest};
 use crate::agent::claims::Claim;
 use crate::agent::frames::{EmitError, FrameWriter, OutFrame};
 use crate::protocols::telemetry;
@@ -29,8 +30,7 @@ impl Agent {
         claim: Option<Claim>,
     ) {
         let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
-        let closed = tx.clone();
-        let mut turn = Turn {
+        let turn = Turn {
             agent: self,
             thread_id: thread_id.to_string(),
             turn_id: turn_id.to_string(),
@@ -43,7 +43,79 @@ impl Agent {
             cursor: Cursor::default(),
             ledger: Ledger::default(),
             thread: ThreadScope::default(),
+            approvals: Default::default(),
+            frame_name: "frame".into(),
         };
+        self.run_task(turn, Opening::Message(req), claim, span)
+            .await
+    }
+
+    /// Resumes the turn a decision was made on: its turn machine restored
+    /// from the store (table hash checked), in a new stream that starts
+    /// with the decision and goes on with the decision's effect.
+    pub async fn resume_turn(
+        &self,
+        thread_id: &str,
+        decided: Decided,
+        tx: tokio::sync::mpsc::Sender<OutFrame>,
+        claim: Option<Claim>,
+    ) {
+        let turn_id = decided.approval.turn_id.clone();
+        let span =
+            tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id, resumed = true);
+        let machine = match self
+            .store
+            .machine(thread_id, &turn_id, "turn")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .map(|snap| self.tables.turn.restore(&snap))
+        {
+            Some(Ok(m)) => m,
+            // A turn stored under another table or not at all: the loop
+            // starts from a fresh machine, whose first event is refused by
+            // name and reported.
+            _ => self.tables.turn.machine(),
+        };
+        let resumes = self
+            .store
+            .approvals(thread_id)
+            .await
+            .map(|a| {
+                a.iter()
+                    .filter(|x| x.turn_id == turn_id && x.state != "Awaiting")
+                    .count()
+            })
+            .unwrap_or(1);
+        let turn = Turn {
+            agent: self,
+            thread_id: thread_id.to_string(),
+            turn_id,
+            user_text: decided.action.user_text.clone(),
+            frames: FrameWriter::new(&self.tables.frame, tx),
+            machine,
+            last_row: String::new(),
+            claim: None,
+            evidence: Evidence::default(),
+            cursor: Cursor::default(),
+            ledger: Ledger::default(),
+            thread: ThreadScope::default(),
+            approvals: Default::default(),
+            frame_name: format!("frame@resume-{resumes}"),
+        };
+        self.run_task(turn, Opening::Decision(Box::new(decided)), claim, span)
+            .await
+    }
+
+    async fn run_task(
+        &self,
+        mut turn: Turn<'_>,
+        opening: Opening,
+        claim: Option<Claim>,
+        span: tracing::Span,
+    ) {
+        let closed = turn.frames.sender();
         let lost = claim.as_ref().map(|c| c.lost_signal());
         turn.claim = claim;
         let work = async {
@@ -57,7 +129,7 @@ impl Agent {
                 biased;
                 _ = closed.closed() => Ending::Gone,
                 () = lost => Ending::LeaseLost,
-                r = turn.run(req) => match r {
+                r = turn.run(opening) => match r {
                     Err(Stop::Emit(EmitError::Disconnected)) => Ending::Gone,
                     Err(e) => {
                         tracing::warn!(error = %e, "turn stopped early");

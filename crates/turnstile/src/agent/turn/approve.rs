@@ -1,0 +1,353 @@
+//! The approval protocol inside a turn (`tables/approval.ron`, issue 17):
+//! a prepare result with a positive action id holds the action and
+//! suspends the turn at its interrupt; a decision resumes it with the
+//! confirm (or the cancel) as the step's next call, which only a decision
+//! can queue. A model's call to a confirm tool is refused by the table.
+
+use serde_json::{Map, Value};
+
+use super::admit::Refusal;
+use super::held::{Action, Decided, DecisionCall, Held};
+use super::{Outcome, Stop, Turn};
+use crate::agent::records::Record;
+use crate::judge::anchors::ActionOutcome;
+use crate::judge::approval::{self, ActionId, Role};
+use crate::judge::Anchor;
+use crate::llm::PlannedCall;
+use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::protocols::turn::TurnEvent;
+use crate::protocols::{telemetry, Names};
+use crate::store::NewApproval;
+use crate::wire;
+
+/// How often, at most, the status tool is asked after an accepted confirm
+/// in one resumed turn, and how long apart.
+const STATUS_POLLS: u32 = 5;
+const STATUS_POLL_GAP: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Turn<'_> {
+    /// After a plan is read: whether its step prepares, and its calls to a
+    /// confirm tool first, so that their refusals are shown before a
+    /// prepare suspends the turn (they are never run either way).
+    pub(super) fn order_plan(&mut self) {
+        let roles = &self.agent.roles;
+        self.approvals.step_prepares = self
+            .cursor
+            .pending
+            .iter()
+            .any(|c| matches!(roles.get(&c.tool), Some(Role::Prepare(_))));
+        let (confirms, rest): (Vec<_>, Vec<_>) = self
+            .cursor
+            .pending
+            .drain(..)
+            .partition(|c| roles.is_confirm(&c.tool));
+        self.cursor.pending = confirms.into_iter().chain(rest).collect();
+        self.approvals.queued.clear();
+    }
+
+    /// Takes the next pending call, noting whether a decision queued it.
+    pub(super) fn next_pending(&mut self) -> Option<PlannedCall> {
+        let call = self.cursor.pending.pop_front()?;
+        self.approvals.running = self.approvals.queued.pop_front();
+        Some(call)
+    }
+
+    /// A model's call to a confirm tool: the approval table's refusal.
+    pub(super) fn refuse_confirm(&self, call: &PlannedCall) -> Option<Box<Refusal>> {
+        if self.approvals.running.is_some() || !self.agent.roles.is_confirm(&call.tool) {
+            return None;
+        }
+        let event = match self.approvals.step_prepares {
+            true => ApprovalEvent::ModelConfirmSameStep,
+            false => ApprovalEvent::ModelConfirm,
+        };
+        let mut m = self.agent.tables.approval.machine();
+        let fired = m.fire(event);
+        telemetry::record(m.snapshot());
+        let (row_id, why) = match fired {
+            Err(v) => {
+                telemetry::violation(&v);
+                (v.row_id.clone(), v.why.clone())
+            }
+            // A table edited to allow it still sends nothing: only a
+            // decision queues a confirm.
+            Ok(step) => (
+                m.row_id(step.row).to_string(),
+                "only a human's approval sends a confirm".into(),
+            ),
+        };
+        Some(Box::new(Refusal {
+            table: "approval",
+            row_id,
+            detail: why,
+            anchor: Anchor::ToolFailed {
+                tool: call.tool.clone(),
+            },
+        }))
+    }
+
+    /// After a call: a decision's call settles the held action; a prepare
+    /// result with a positive id holds one and suspends the turn.
+    pub(super) async fn classify_approval(
+        &mut self,
+        call: &PlannedCall,
+        outcome: &Outcome,
+    ) -> Result<Option<TurnEvent>, Stop> {
+        if let Some(kind) = self.approvals.running.take() {
+            self.settle(kind, outcome).await?;
+            return Ok(None);
+        }
+        let Some(Role::Prepare(role)) = self.agent.roles.get(&call.tool).cloned() else {
+            return Ok(None);
+        };
+        let Outcome::Returned { first, .. } = outcome else {
+            return Ok(None);
+        };
+        let id = approval::action_id(first, &role.action_id);
+        let mut machine = self.agent.tables.approval.machine();
+        let step = machine.fire(id.event()).map_err(Stop::Violation)?;
+        telemetry::record(machine.snapshot());
+        let ActionId::Positive(action_id) = id else {
+            if !first.is_error {
+                self.anchor(Anchor::Action {
+                    tool: call.tool.clone(),
+                    outcome: ActionOutcome::NothingPrepared,
+                });
+            }
+            return Ok(None);
+        };
+        if step.effect != Some(ApprovalEffect::Suspend) {
+            return Ok(None);
+        }
+        let interrupt_id = uuid::Uuid::new_v4().to_string();
+        let mut base = Map::new();
+        base.insert(role.action_id.clone(), Value::from(action_id));
+        let mut confirm_args = base.clone();
+        if let Some(key) = self.idempotency_param(&role.confirm) {
+            // The interrupt id is the confirm's idempotency key.
+            confirm_args.insert(key, Value::String(interrupt_id.clone()));
+        }
+        let expires_at = crate::store::now_unix_ms() + self.agent.limits.approval_ttl_ms();
+        let interrupt = wire::Interrupt {
+            interrupt_id: interrupt_id.clone(),
+            tool: role.confirm.clone(),
+            args: confirm_args.clone(),
+            action: wire::ActionPreview {
+                tool: call.tool.clone(),
+                args: call.args.clone(),
+                action_id: Some(action_id),
+            },
+            summary: format!(
+                "Approve {} #{action_id}: {} will run once with the arguments shown.",
+                call.tool, role.confirm
+            ),
+            choices: vec!["approve".into(), "deny".into()],
+            expires_at,
+        };
+        self.approvals.held = Some(Held {
+            interrupt_id,
+            machine,
+            stored: None,
+            action: Action {
+                user_text: self.user_text.clone(),
+                prepare: call.tool.clone(),
+                prepare_args: call.args.clone(),
+                action_id,
+                confirm: role.confirm.clone(),
+                confirm_args,
+                cancel: role.cancel.clone(),
+                cancel_args: base.clone(),
+                status: role.status.clone(),
+                status_args: base,
+                calls_before: 0,
+                step: self.cursor.step,
+                interrupt,
+            },
+        });
+        Ok(Some(TurnEvent::ApprovalNeeded))
+    }
+
+    /// The parameter of `tool` that takes an idempotency key, if its input
+    /// schema has one.
+    fn idempotency_param(&self, tool: &str) -> Option<String> {
+        let info = self
+            .agent
+            .tools
+            .list()
+            .into_iter()
+            .find(|t| t.name == tool)?;
+        let props = info.input_schema.get("properties")?.as_object()?;
+        ["idempotencyKey", "idempotency_key"]
+            .into_iter()
+            .find(|k| props.contains_key(*k))
+            .map(str::to_string)
+    }
+
+    /// The `suspend` effect: the interrupt is committed with every machine
+    /// and the pending approval in one transaction, then sent; the stream
+    /// ends with `done` and the turn waits.
+    pub(super) async fn suspend(&mut self) -> Result<(), Stop> {
+        let calls = self.cursor.calls;
+        let Some(held) = self.approvals.held.as_mut() else {
+            return Err(Stop::NoCallPending);
+        };
+        held.machine
+            .fire(ApprovalEvent::InterruptShown)
+            .map_err(Stop::Violation)?;
+        held.action.calls_before = calls;
+        let state = held.machine.state();
+        held.stored = Some(state);
+        let interrupt = held.action.interrupt.clone();
+        self.approvals.write = Some(NewApproval {
+            interrupt_id: held.interrupt_id.clone(),
+            state: state.name().to_string(),
+            machine: serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null),
+            action: serde_json::to_value(&held.action).unwrap_or(Value::Null),
+            expires_at: interrupt.expires_at,
+        });
+        tracing::info!(tool = %interrupt.tool, "turn suspended for approval");
+        let record = Record::Interrupt(&interrupt).message();
+        self.step(wire::Frame::Interrupt(interrupt.clone()), vec![record])
+            .await?;
+        let awaiting = Record::Awaiting {
+            interrupt_id: &interrupt.interrupt_id,
+        }
+        .message();
+        let done = wire::Frame::Done(wire::Done {
+            turn_id: self.turn_id.clone(),
+        });
+        self.step(done, vec![awaiting]).await
+    }
+
+    /// A decision's call returned: the approval table on what it says, the
+    /// new state stored, the anchor the responder gets, and a status call
+    /// queued while the backend has not said how it ended.
+    async fn settle(&mut self, kind: DecisionCall, outcome: &Outcome) -> Result<(), Stop> {
+        let out = match outcome {
+            Outcome::Returned { first, .. } => Some(first.as_ref()),
+            _ => None,
+        };
+        let event = match (kind, out) {
+            (DecisionCall::Cancel, _) => None,
+            (DecisionCall::Confirm, Some(out)) => Some(approval::confirm_event(out)),
+            (DecisionCall::Confirm, None) => Some(ApprovalEvent::ConfirmFailed),
+            (DecisionCall::Status, Some(out)) => approval::status_event(out),
+            (DecisionCall::Status, None) => None,
+        };
+        let Some(held) = self.approvals.held.as_mut() else {
+            return Ok(());
+        };
+        let mut ask_status = false;
+        if let Some(event) = event {
+            let step = held.machine.fire(event).map_err(Stop::Violation)?;
+            ask_status = step.effect == Some(ApprovalEffect::AskStatus);
+            let (from, to) = (held.stored, held.machine.state());
+            let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
+            let from = from.map_or("", Names::name);
+            self.agent
+                .store
+                .swap_approval(&held.interrupt_id, from, to.name(), &snap)
+                .await?;
+            held.stored = Some(to);
+        }
+        let state = held.machine.state();
+        let still_accepted = kind == DecisionCall::Status && state == ApprovalState::Accepted;
+        let status = held.action.status.clone();
+        let status_args = held.action.status_args.clone();
+        let tool = held.action.prepare.clone();
+        let outcome = match state {
+            ApprovalState::Accepted => ActionOutcome::Accepted,
+            ApprovalState::Completed => ActionOutcome::Completed,
+            ApprovalState::Failed => ActionOutcome::Failed,
+            ApprovalState::Denied => ActionOutcome::Cancelled,
+            ApprovalState::Expired => ActionOutcome::Expired,
+            _ => ActionOutcome::Unknown,
+        };
+        // One outcome per action: the latest replaces what was said before.
+        let keep: Vec<bool> = self
+            .evidence
+            .anchors
+            .iter()
+            .map(|a| !matches!(a, Anchor::Action { .. }))
+            .collect();
+        let mut k = keep.iter();
+        self.evidence.anchors.retain(|_| *k.next().unwrap_or(&true));
+        let mut k = keep.iter();
+        self.evidence.origins.retain(|_| *k.next().unwrap_or(&true));
+        self.anchor(Anchor::Action { tool, outcome });
+        let poll = (ask_status || still_accepted) && self.approvals.polls < STATUS_POLLS;
+        if let (true, Some(status)) = (poll, status) {
+            if still_accepted {
+                tokio::time::sleep(STATUS_POLL_GAP).await;
+            }
+            self.approvals.polls += 1;
+            self.queue_decision(DecisionCall::Status, status, status_args);
+        }
+        Ok(())
+    }
+
+    /// Puts a decision's call at the front of the step.
+    pub(super) fn queue_decision(
+        &mut self,
+        kind: DecisionCall,
+        tool: String,
+        args: Map<String, Value>,
+    ) {
+        self.cursor.pending.push_front(PlannedCall {
+            id: None,
+            tool,
+            args,
+            invalid_args: None,
+        });
+        self.approvals.queued.push_front(kind);
+    }
+
+    /// The stream a decision resumes: it starts with the decision's record
+    /// and goes on with its effect, the confirm or the cancel, queued as
+    /// the step's next call; the turn table's `approved` or `denied` row
+    /// takes it from the suspended state.
+    pub(super) async fn open_decision(&mut self, d: Decided) -> Result<TurnEvent, Stop> {
+        self.ledger.committed = (0, self.machine.untyped().trace().len());
+        let state = d.machine.state();
+        let start = wire::Frame::Start(wire::Start {
+            turn_id: self.turn_id.clone(),
+            thread_id: self.thread_id.clone(),
+        });
+        let record = Record::Decision {
+            interrupt_id: &d.approval.interrupt_id,
+            decision: d.decision,
+            state: state.name(),
+        }
+        .message();
+        self.step(start, vec![record]).await?;
+        let limits = self.agent.limits;
+        let stored = self.agent.store.messages(&self.thread_id).await?;
+        self.thread.history =
+            crate::agent::history::build(&stored, &self.turn_id, limits.history_bytes);
+        let action = d.action;
+        self.cursor.calls = action.calls_before;
+        self.cursor.step = action.step;
+        let (kind, tool, args, event) = match d.effect {
+            ApprovalEffect::Confirm => (
+                DecisionCall::Confirm,
+                action.confirm.clone(),
+                action.confirm_args.clone(),
+                TurnEvent::Approved,
+            ),
+            _ => (
+                DecisionCall::Cancel,
+                action.cancel.clone(),
+                action.cancel_args.clone(),
+                TurnEvent::Denied,
+            ),
+        };
+        self.approvals.held = Some(Held {
+            interrupt_id: d.approval.interrupt_id.clone(),
+            machine: d.machine,
+            stored: Some(state),
+            action,
+        });
+        self.queue_decision(kind, tool, args);
+        Ok(event)
+    }
+}

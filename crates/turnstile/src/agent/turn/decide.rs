@@ -1,0 +1,231 @@
+//! Deciding a pending interrupt (issue 17): the approval machine restored
+//! from the store with its table-hash check, the decision classified into
+//! one event and fired, and the new state committed by one compare-and-swap
+//! on the stored state. Exactly one of any number of concurrent decisions
+//! (two tabs, a retried request, another process on the same database)
+//! wins; every other is refused with the row that forbids it.
+
+use serde_json::Value;
+
+use super::held::{Action as HeldAction, Decided};
+use super::Agent;
+use crate::fsm::Snapshot;
+use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::protocols::{telemetry, Names, Typed};
+use crate::store::{Role, StoreError, StoredApproval};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// No interrupt of this thread has the id (404), with the row a decision
+    /// on nothing takes.
+    #[error("no interrupt with this id is pending on this thread ({row_id})")]
+    NotFound { row_id: String },
+    /// The approval table forbids the decision (409).
+    #[error("{why}")]
+    Refused {
+        row_id: String,
+        why: String,
+        state: String,
+    },
+    /// The stored machine no longer restores (its table changed).
+    #[error("the pending interrupt was stored under another approval table: {0}")]
+    Restore(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Agent {
+    /// Decides interrupt `interrupt_id` of `thread_id`: `approve` or not.
+    pub async fn decide(
+        &self,
+        thread_id: &str,
+        interrupt_id: &str,
+        approve: bool,
+    ) -> Result<Decided, DecideError> {
+        let decision = match approve {
+            true => ApprovalEvent::Approve,
+            false => ApprovalEvent::Deny,
+        };
+        let stored = match self.store.approval(interrupt_id).await? {
+            Some(a) if a.thread_id == thread_id => a,
+            // An unknown id, or another thread's: a decision on nothing.
+            _ => {
+                let mut m = self.tables.approval.machine();
+                let row_id = match m.fire(decision) {
+                    Err(v) => {
+                        telemetry::violation(&v);
+                        v.row_id.clone()
+                    }
+                    Ok(step) => m.row_id(step.row).to_string(),
+                };
+                return Err(DecideError::NotFound { row_id });
+            }
+        };
+        // Two attempts: a lost swap re-reads the state that won and fires
+        // the decision on it, which the table then refuses by name.
+        let mut stored = stored;
+        for _ in 0..2 {
+            let mut machine = self.restore(&stored)?;
+            let action: HeldAction = serde_json::from_value(stored.action.clone())
+                .map_err(|e| DecideError::Restore(e.to_string()))?;
+            if machine.state() == ApprovalState::Awaiting
+                && crate::store::now_unix_ms() > stored.expires_at
+            {
+                self.expire(&stored, &mut machine, &action).await?;
+            }
+            let event = match self.is_stale(&stored).await? {
+                true => ApprovalEvent::ApproveStale,
+                false => decision,
+            };
+            let from = machine.state();
+            let step = match machine.fire(event) {
+                Ok(step) => step,
+                Err(v) => {
+                    telemetry::violation(&v);
+                    telemetry::record(machine.snapshot());
+                    return Err(DecideError::Refused {
+                        row_id: v.row_id.clone(),
+                        why: v.why.clone(),
+                        state: v.state.clone(),
+                    });
+                }
+            };
+            let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
+            let to = machine.state();
+            if self
+                .store
+                .swap_approval(interrupt_id, from.name(), to.name(), &snap)
+                .await?
+            {
+                telemetry::record(machine.snapshot());
+                let effect = step.effect.unwrap_or(ApprovalEffect::Cancel);
+                tracing::info!(
+                    decision = decision.name(),
+                    state = to.name(),
+                    "interrupt decided"
+                );
+                stored.state = to.name().to_string();
+                return Ok(Decided {
+                    approval: stored,
+                    action,
+                    machine,
+                    decision: match approve {
+                        true => "approve",
+                        false => "deny",
+                    },
+                    effect,
+                });
+            }
+            stored = match self.store.approval(interrupt_id).await? {
+                Some(a) => a,
+                None => break,
+            };
+        }
+        Err(DecideError::Refused {
+            row_id: "second-approve".into(),
+            why: "another decision on this interrupt won".into(),
+            state: stored.state,
+        })
+    }
+
+    fn restore(&self, stored: &StoredApproval) -> Result<Typed<Approval>, DecideError> {
+        let snap: Snapshot = serde_json::from_value(stored.machine.clone())
+            .map_err(|e| DecideError::Restore(e.to_string()))?;
+        self.tables
+            .approval
+            .restore(&snap)
+            .map_err(|e| DecideError::Restore(e.to_string()))
+    }
+
+    /// Whether the interrupt belongs to an earlier user turn than the
+    /// thread's latest: the search for an approvable action stops at the
+    /// latest user message.
+    async fn is_stale(&self, stored: &StoredApproval) -> Result<bool, StoreError> {
+        let messages = self.store.messages(&stored.thread_id).await?;
+        let latest = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User && m.body.get("kind") == Some(&Value::from("user")))
+            .map(|m| m.turn_id.as_str());
+        Ok(latest.is_some_and(|t| t != stored.turn_id))
+    }
+
+    /// An interrupt past its expiry: denied by default, its cancel sent.
+    async fn expire(
+        &self,
+        stored: &StoredApproval,
+        machine: &mut Typed<Approval>,
+        action: &HeldAction,
+    ) -> Result<(), DecideError> {
+        let before = machine.state();
+        if let Err(v) = machine.fire(ApprovalEvent::Expired) {
+            telemetry::violation(&v);
+            return Ok(());
+        }
+        self.settle_directly(stored, before, machine, action).await
+    }
+
+    /// Before a new user turn starts: every interrupt still pending on the
+    /// thread is superseded (`new_user_turn`), and its cancel sent, so a
+    /// later turn can never approve an older action.
+    pub async fn supersede_pending(&self, thread_id: &str) -> Result<(), StoreError> {
+        for stored in self.store.approvals(thread_id).await? {
+            if stored.state != ApprovalState::Awaiting.name() {
+                continue;
+            }
+            let (Ok(mut machine), Ok(action)) = (
+                self.restore(&stored),
+                serde_json::from_value::<HeldAction>(stored.action.clone()),
+            ) else {
+                continue;
+            };
+            let before = machine.state();
+            if machine.fire(ApprovalEvent::NewUserTurn).is_err() {
+                continue;
+            }
+            if let Err(e) = self
+                .settle_directly(&stored, before, &mut machine, &action)
+                .await
+            {
+                tracing::warn!(error = %e, "superseding a pending interrupt");
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits a state the table reached without a turn (expiry, a new
+    /// user turn) and, if it won the swap, sends the cancel.
+    async fn settle_directly(
+        &self,
+        stored: &StoredApproval,
+        before: ApprovalState,
+        machine: &mut Typed<Approval>,
+        action: &HeldAction,
+    ) -> Result<(), DecideError> {
+        let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
+        let won = self
+            .store
+            .swap_approval(
+                &stored.interrupt_id,
+                before.name(),
+                machine.state().name(),
+                &snap,
+            )
+            .await?;
+        telemetry::record(machine.snapshot());
+        if won {
+            match self
+                .tools
+                .call(&action.cancel, action.cancel_args.clone())
+                .await
+            {
+                Ok(out) if !out.is_error => {
+                    tracing::info!(state = machine.state().name(), "pending action cancelled")
+                }
+                Ok(_) => tracing::warn!("the cancel tool refused; the action stays uncancelled"),
+                Err(e) => tracing::warn!(kind = e.kind(), "the cancel tool failed"),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,292 @@
+//! Approval verdicts (issue 17, seed 004): which role a tool plays, the
+//! action id a prepare result names, and what a confirm's or a status
+//! tool's answer says. Each is read through the one reading seam
+//! ([`ToolOutput`]): a result given as structured content, as a JSON text
+//! block, as content blocks printed into a string, or as a Python literal
+//! yields the same action id.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::mcp::normalize::Block;
+use crate::mcp::{pyliteral, ToolOutput};
+use crate::protocols::approval::ApprovalEvent;
+
+/// The role a tool plays in the approval protocol, from configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// Prepares a backend action and names it by id; the turn suspends at
+    /// a positive id.
+    Prepare(Prepare),
+    /// Confirms a prepared action. Never run from a model's plan.
+    Confirm,
+    /// Cancels a prepared action (a denial's effect).
+    Cancel,
+    /// Says what became of a confirmed action.
+    Status,
+    /// Needs the user's approval of the exact call before it is sent.
+    BeforeCall,
+}
+
+/// A prepare tool and the tools that settle what it prepared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepare {
+    /// The result field that carries the action id (`actionId`).
+    pub action_id: String,
+    pub confirm: String,
+    pub cancel: String,
+    pub status: Option<String>,
+}
+
+/// Every tool's role, by tool name.
+#[derive(Debug, Clone, Default)]
+pub struct Roles {
+    by_tool: HashMap<String, Role>,
+}
+
+impl Roles {
+    pub fn insert(&mut self, tool: &str, role: Role) {
+        self.by_tool.insert(tool.to_string(), role);
+    }
+
+    pub fn get(&self, tool: &str) -> Option<&Role> {
+        self.by_tool.get(tool)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_tool.is_empty()
+    }
+
+    /// Declares `prepare` with its confirm, cancel and status tools, each
+    /// in its role.
+    pub fn prepare(&mut self, prepare: &str, role: Prepare) {
+        self.insert(&role.confirm.clone(), Role::Confirm);
+        self.insert(&role.cancel.clone(), Role::Cancel);
+        if let Some(s) = role.status.clone() {
+            self.insert(&s, Role::Status);
+        }
+        self.insert(prepare, Role::Prepare(role));
+    }
+
+    /// The prepare role whose confirm tool is `confirm`.
+    pub fn prepare_of_confirm(&self, confirm: &str) -> Option<&Prepare> {
+        self.by_tool.values().find_map(|r| match r {
+            Role::Prepare(p) if p.confirm == confirm => Some(p),
+            _ => None,
+        })
+    }
+
+    pub fn is_confirm(&self, tool: &str) -> bool {
+        matches!(self.get(tool), Some(Role::Confirm))
+    }
+}
+
+/// What a prepare result names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionId {
+    /// A positive id: an action to decide.
+    Positive(u64),
+    /// 0, a negative number, or no id at all: the no-op sentinel.
+    None,
+}
+
+impl ActionId {
+    /// The approval event a prepare result classifies into.
+    pub fn event(self) -> ApprovalEvent {
+        match self {
+            ActionId::Positive(_) => ApprovalEvent::Prepared,
+            ActionId::None => ApprovalEvent::PrepareNoop,
+        }
+    }
+}
+
+/// The action id in a prepare result's `field`; only a positive integer
+/// (or a string of one) counts. A failed call names no action.
+pub fn action_id(out: &ToolOutput, field: &str) -> ActionId {
+    if out.is_error {
+        return ActionId::None;
+    }
+    let id = fields(out).and_then(|f| f.get(field).cloned());
+    match id {
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .filter(|n| *n > 0)
+            .map_or(ActionId::None, ActionId::Positive),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map_or(ActionId::None, ActionId::Positive),
+        _ => ActionId::None,
+    }
+}
+
+/// The object a result answers with, whatever shape carried it:
+/// `structuredContent`, a JSON text block, content blocks serialised into
+/// a text block (`[{"type":"text","text":"{…}"}]`, seed 004), a JSON string
+/// holding JSON, or a Python literal.
+pub fn fields(out: &ToolOutput) -> Option<Map<String, Value>> {
+    if let Some(Value::Object(m)) = &out.structured {
+        return Some(m.clone());
+    }
+    out.blocks.iter().find_map(|b| match b {
+        Block::Text { text, .. } => object_in(text, 3),
+        _ => None,
+    })
+}
+
+fn object_in(text: &str, depth: u8) -> Option<Map<String, Value>> {
+    let t = text.trim();
+    let v = serde_json::from_str::<Value>(t)
+        .ok()
+        .or_else(|| pyliteral::parse(t).ok())?;
+    unwrap_object(v, depth)
+}
+
+fn unwrap_object(v: Value, depth: u8) -> Option<Map<String, Value>> {
+    if depth == 0 {
+        return None;
+    }
+    match v {
+        Value::Object(m) if m.get("type").and_then(Value::as_str) == Some("text") => m
+            .get("text")
+            .and_then(Value::as_str)
+            .and_then(|t| object_in(t, depth - 1)),
+        Value::Object(m) => Some(m),
+        Value::String(s) => object_in(&s, depth - 1),
+        Value::Array(items) => items.into_iter().find_map(|i| unwrap_object(i, depth - 1)),
+        _ => None,
+    }
+}
+
+/// A confirm's answer: accepted, or failed (a tool error, or a status that
+/// says it was refused).
+pub fn confirm_event(out: &ToolOutput) -> ApprovalEvent {
+    if out.is_error {
+        return ApprovalEvent::ConfirmFailed;
+    }
+    match status_word(out).as_deref() {
+        Some("FAILED" | "REJECTED" | "ERROR" | "DENIED" | "CANCELLED" | "EXPIRED") => {
+            ApprovalEvent::ConfirmFailed
+        }
+        // An answer without a refusal is an acceptance: the backend took
+        // the confirm; what its worker made of it is the status tool's.
+        _ => ApprovalEvent::ConfirmAccepted,
+    }
+}
+
+/// What a status tool's answer says: the worker succeeded, failed, or has
+/// not finished (`None`).
+pub fn status_event(out: &ToolOutput) -> Option<ApprovalEvent> {
+    if out.is_error {
+        return None;
+    }
+    match status_word(out)?.as_str() {
+        "COMPLETED" | "SUCCEEDED" | "SUCCESS" | "DONE" => Some(ApprovalEvent::WorkerSucceeded),
+        "FAILED" | "ERROR" | "REJECTED" | "CANCELLED" | "EXPIRED" => {
+            Some(ApprovalEvent::WorkerFailed)
+        }
+        _ => None,
+    }
+}
+
+/// Why a status answer says the action failed, if it says.
+pub fn failure_reason(out: &ToolOutput) -> Option<String> {
+    let f = fields(out)?;
+    ["reason", "error", "message"]
+        .iter()
+        .find_map(|k| f.get(*k).and_then(Value::as_str).map(str::to_string))
+}
+
+fn status_word(out: &ToolOutput) -> Option<String> {
+    let f = fields(out)?;
+    f.get("status")
+        .and_then(Value::as_str)
+        .map(|s| s.trim().to_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text(t: &str) -> ToolOutput {
+        ToolOutput {
+            is_error: false,
+            blocks: vec![Block::Text {
+                text: t.to_string(),
+                meta: None,
+            }],
+            structured: None,
+            meta: None,
+        }
+    }
+
+    #[test]
+    fn every_shape_of_a_prepare_result_names_the_same_id() {
+        let structured = ToolOutput {
+            structured: Some(json!({"status": "OK", "actionId": 66})),
+            ..text("Prepared.")
+        };
+        let shapes = [
+            structured,
+            text(r#"{"status":"OK","actionId":66}"#),
+            // The seed's adapter: content blocks serialised into one string.
+            text(r#"[{"type":"text","text":"{\"status\":\"OK\",\"actionId\":66}"}]"#),
+            // A JSON string holding JSON.
+            text(r#""{\"status\":\"OK\",\"actionId\":66}""#),
+            // Python's str() of a dict.
+            text("{'status': 'OK', 'actionId': 66}"),
+            text(r#"{"status":"OK","actionId":"66"}"#),
+        ];
+        for s in &shapes {
+            assert_eq!(action_id(s, "actionId"), ActionId::Positive(66), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn only_a_positive_id_is_an_action() {
+        for t in [
+            r#"{"status":"OK","actionId":0}"#,
+            r#"{"status":"OK","actionId":-3}"#,
+            r#"{"status":"OK"}"#,
+            r#"{"status":"OK","actionId":"abc"}"#,
+            r#"{"status":"OK","actionId":1.5}"#,
+            "Prepared action 66.",
+        ] {
+            assert_eq!(action_id(&text(t), "actionId"), ActionId::None, "{t}");
+        }
+        let failed = ToolOutput {
+            is_error: true,
+            ..text(r#"{"actionId":5}"#)
+        };
+        assert_eq!(action_id(&failed, "actionId"), ActionId::None);
+    }
+
+    #[test]
+    fn confirm_and_status_answers() {
+        assert_eq!(
+            confirm_event(&text(r#"{"status":"ACCEPTED"}"#)),
+            ApprovalEvent::ConfirmAccepted
+        );
+        assert_eq!(
+            confirm_event(&text(r#"{"status":"rejected"}"#)),
+            ApprovalEvent::ConfirmFailed
+        );
+        let err = ToolOutput {
+            is_error: true,
+            ..text("no such action")
+        };
+        assert_eq!(confirm_event(&err), ApprovalEvent::ConfirmFailed);
+        assert_eq!(
+            status_event(&text(r#"{"status":"COMPLETED"}"#)),
+            Some(ApprovalEvent::WorkerSucceeded)
+        );
+        let failed = text(r#"{"status":"FAILED","reason":"seat taken"}"#);
+        assert_eq!(status_event(&failed), Some(ApprovalEvent::WorkerFailed));
+        assert_eq!(failure_reason(&failed).as_deref(), Some("seat taken"));
+        assert_eq!(status_event(&text(r#"{"status":"ACCEPTED"}"#)), None);
+    }
+}

@@ -1,0 +1,73 @@
+//! `tables/approval.ron`: one action that needs a human decision, from the
+//! prepare result that names it to its settled outcome.
+
+use super::Protocol;
+
+crate::names! {
+    pub enum ApprovalState {
+        Idle = "Idle",
+        Prepared = "Prepared",
+        Awaiting = "Awaiting",
+        Confirming = "Confirming",
+        Accepted = "Accepted",
+        Completed = "Completed",
+        Failed = "Failed",
+        Denied = "Denied",
+        Expired = "Expired",
+        Unknown = "Unknown",
+    }
+}
+
+crate::names! {
+    /// What code found about the action; the table decides.
+    pub enum ApprovalEvent {
+        /// A prepare result in the current user turn names a positive id.
+        Prepared = "prepared",
+        /// A prepare result names id 0 or none: nothing to decide.
+        PrepareNoop = "prepare_noop",
+        /// The interrupt is committed and sent.
+        InterruptShown = "interrupt_shown",
+        Approve = "approve",
+        Deny = "deny",
+        /// A decision on an interrupt of an earlier user turn.
+        ApproveStale = "approve_stale",
+        /// The interrupt's expiry passed before a decision.
+        Expired = "expired",
+        /// The user sent a new message while the interrupt was pending.
+        NewUserTurn = "new_user_turn",
+        ConfirmAccepted = "confirm_accepted",
+        ConfirmFailed = "confirm_failed",
+        /// The status tool says the backend's worker completed the action.
+        WorkerSucceeded = "worker_succeeded",
+        WorkerFailed = "worker_failed",
+        /// Start-up found the confirm sent and no answer stored.
+        RestartInFlight = "restart_in_flight",
+        /// The model planned the confirm tool.
+        ModelConfirm = "model_confirm",
+        /// The model planned the confirm tool in the step that prepares.
+        ModelConfirmSameStep = "model_confirm_same_step",
+    }
+}
+
+crate::names! {
+    pub enum ApprovalEffect {
+        /// Hold the action and suspend the turn at its interrupt.
+        Suspend = "suspend",
+        /// Send the confirm tool, once, with the previewed arguments.
+        Confirm = "confirm",
+        /// Send the cancel tool, so the backend action can never be confirmed.
+        Cancel = "cancel",
+        /// Ask the status tool, if one is configured.
+        AskStatus = "ask-status",
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Approval;
+
+impl Protocol for Approval {
+    const NAME: &'static str = "approval";
+    type State = ApprovalState;
+    type Event = ApprovalEvent;
+    type Effect = ApprovalEffect;
+}
