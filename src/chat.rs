@@ -1,5 +1,7 @@
 //! `turnstile chat URL "message"`: streams one turn's frames to the terminal,
 //! checking their order against the local `frame` table as it goes.
+//! `turnstile resume URL THREAD INTERRUPT approve|deny` decides an approval
+//! the turn asked for and streams the resumed turn with the same printer.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use serde_json::{json, Value};
 use turnstile::fsm::schema::{RawRow, RawTable};
 use turnstile::fsm::{Machine, Table};
 use turnstile::wire::sse::{SseDecoder, SseEvent};
-use turnstile::wire::{Citation, Figure, Frame};
+use turnstile::wire::{Citation, Figure, Frame, Interrupt};
 
 /// One frame as a terminal line; `None` for text deltas, which are printed
 /// as they come.
@@ -40,10 +42,7 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
         Frame::Citation(c) => citation(c, rows),
         Frame::Figure(f) => figure(f),
         Frame::Delta(_) => return None,
-        Frame::Interrupt(i) => format!(
-            "? approval requested: {} (interrupt {})",
-            i.summary, i.interrupt_id
-        ),
+        Frame::Interrupt(i) => interrupt(i, None, None),
         Frame::Done(_) => "· done".into(),
         Frame::Error(e) => format!(
             "✗ error: {}{}",
@@ -69,6 +68,121 @@ fn figure(f: &Figure) -> String {
         _ => format!("{value}, as the server reports it (not accounted)"),
     };
     format!("▣ {} — {}: {said} [{}]", f.source, f.label, f.grade)
+}
+
+/// The approval card: what was asked, the exact call that runs on approve,
+/// the action it confirms, when the question expires (and, given the clock,
+/// whether it has), and the commands that answer it.
+fn interrupt(i: &Interrupt, now_ms: Option<i64>, hint: Option<&ResumeHint>) -> String {
+    let json = |m: &serde_json::Map<String, Value>| Value::Object(m.clone()).to_string();
+    let mut out = format!(
+        "? approval requested: {} (interrupt {})",
+        i.summary, i.interrupt_id
+    );
+    out += &format!("\n  runs on approve: {} {}", i.tool, json(&i.args));
+    out += &format!(
+        "\n  prepared action: {} {}",
+        i.action.tool,
+        json(&i.action.args)
+    );
+    if let Some(id) = i.action.action_id {
+        out += &format!(" (action id {id})");
+    }
+    out += &format!("\n  expires: {}", utc(i.expires_at));
+    if let Some(now) = now_ms {
+        out += &format!(" ({})", until(i.expires_at, now));
+    }
+    if let Some(hint) = hint {
+        // The choices the server offers that `resume` can send; a server
+        // that names none offers both.
+        let offered: Vec<Decision> = [Decision::Approve, Decision::Deny]
+            .into_iter()
+            .filter(|d| i.choices.is_empty() || i.choices.iter().any(|c| c == d.as_str()))
+            .collect();
+        for d in offered {
+            out += &format!(
+                "\n  {:<9}{}",
+                format!("{}:", d.as_str()),
+                hint.command(&i.interrupt_id, d)
+            );
+        }
+    }
+    out
+}
+
+/// Unix milliseconds as a UTC date and time, to the second.
+fn utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        day_secs / 3600,
+        day_secs % 3600 / 60,
+        day_secs % 60
+    )
+}
+
+/// How long until `expires_ms`, or that it has passed.
+fn until(expires_ms: i64, now_ms: i64) -> String {
+    if expires_ms <= now_ms {
+        return "expired".into();
+    }
+    let secs = (expires_ms - now_ms + 999) / 1000;
+    match secs {
+        s if s < 60 => format!("in {s} s"),
+        s if s < 3600 => format!("in {} min", s / 60),
+        s => format!("in {} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// The clock the printer reads an interrupt's expiry against.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Where a printed `turnstile resume` line sends its decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ResumeHint {
+    /// How to run this binary again ([`super::self_command`]).
+    cmd: String,
+    /// The server URL as the user gave it.
+    url: String,
+    thread: String,
+}
+
+impl ResumeHint {
+    fn new(url: &str, thread: &str) -> Self {
+        ResumeHint {
+            cmd: super::self_command(),
+            url: url.to_string(),
+            thread: thread.to_string(),
+        }
+    }
+
+    /// The line that sends `decision`, as a user can paste it.
+    fn command(&self, interrupt_id: &str, decision: Decision) -> String {
+        format!(
+            "{} resume {} {} {} {}",
+            self.cmd,
+            super::shell_word(&self.url),
+            super::shell_word(&self.thread),
+            super::shell_word(interrupt_id),
+            decision.as_str()
+        )
+    }
 }
 
 /// How many of a card's rows the terminal prints.
@@ -262,6 +376,11 @@ struct Printer<W: Write> {
     rows: Rows,
     /// The last thing written was text without its line end.
     in_text: bool,
+    /// Where an approval card's `turnstile resume` lines point, once the
+    /// thread is known.
+    resume: Option<ResumeHint>,
+    /// Unix milliseconds now, for an approval card's expiry.
+    clock: fn() -> i64,
 }
 
 impl<W: Write> Printer<W> {
@@ -270,6 +389,8 @@ impl<W: Write> Printer<W> {
             out,
             rows,
             in_text: false,
+            resume: None,
+            clock: now_ms,
         }
     }
 
@@ -303,6 +424,10 @@ impl<W: Write> Printer<W> {
             }
             self.in_text = true;
             return self.out.flush();
+        }
+        if let Frame::Interrupt(i) = f {
+            let card = interrupt(i, Some((self.clock)()), self.resume.as_ref());
+            return self.line(&card);
         }
         match describe(f, self.rows) {
             Some(line) => self.line(&line),
@@ -358,6 +483,7 @@ async fn turn<W: Write>(
     printer.line(&format!(
         "thread {thread}  (follow up with --thread {thread})"
     ))?;
+    printer.resume = Some(ResumeHint::new(url, &thread));
     let mut body = json!({"text": message});
     if let Some(c) = &opts.context {
         body["context"] = c.clone();
@@ -367,12 +493,51 @@ async fn turn<W: Write>(
         .json(&body)
         .send()
         .await?;
+    stream(printer, &http, base, resp).await
+}
+
+/// An answer that is not a stream: its status, and the server's reason with
+/// the table row that refused, if it names one (`{"error": "…", "table":
+/// "approval", "row_id": "second-approve"}`); any other body as it came.
+fn error_answer(status: reqwest::StatusCode, body: &str) -> anyhow::Error {
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        error: String,
+        #[serde(default)]
+        table: Option<String>,
+        #[serde(default)]
+        row_id: Option<String>,
+    }
+    let Ok(e) = serde_json::from_str::<ErrorBody>(body) else {
+        return match body.trim() {
+            "" => anyhow::anyhow!("{status}"),
+            body => anyhow::anyhow!("{status}: {body}"),
+        };
+    };
+    let row = match (e.table, e.row_id) {
+        (Some(t), Some(r)) => format!(" (table {t}, row {r})"),
+        (None, Some(r)) => format!(" (row {r})"),
+        (Some(t), None) => format!(" (table {t})"),
+        (None, None) => String::new(),
+    };
+    anyhow::anyhow!("{status}: {}{row}", e.error)
+}
+
+/// Prints one response stream, checking its frame order against the
+/// server's `frame` table; an answer that is not a success is an error with
+/// the server's reason ([`error_answer`]).
+async fn stream<W: Write>(
+    printer: &mut Printer<W>,
+    http: &reqwest::Client,
+    base: &str,
+    resp: reqwest::Response,
+) -> anyhow::Result<()> {
     if !resp.status().is_success() {
         let status = resp.status();
         let body = resp.text().await.unwrap_or_default();
-        bail!("{status}: {body}");
+        return Err(error_answer(status, &body));
     }
-    let frame = Arc::new(server_frame_table(&http, base).await?);
+    let frame = Arc::new(server_frame_table(http, base).await?);
     let mut machine = Machine::new(frame.clone());
     let mut sse = SseDecoder::new();
     let mut body = resp.bytes_stream();
@@ -406,6 +571,78 @@ async fn turn<W: Write>(
         bail!("the turn ended with an error");
     }
     Ok(())
+}
+
+/// A human's answer to an approval request.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+impl Decision {
+    /// As the resume request and the command line spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// What `turnstile resume` was asked for.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct ResumeArgs {
+    /// Server base URL, e.g. http://127.0.0.1:8080/
+    pub url: String,
+    /// The thread the approval was requested on (chat's first line).
+    pub thread: String,
+    /// The interrupt to decide (printed with the approval request).
+    pub interrupt_id: String,
+    /// `approve` sends the prepared action's confirm (once); `deny` cancels it.
+    #[arg(value_enum)]
+    pub decision: Decision,
+    /// How many rows of each card to print: a number or `all`.
+    #[arg(long, default_value = "all")]
+    pub rows: Rows,
+}
+
+/// Sends one decision and streams the resumed turn like `chat` does; returns
+/// an error if the server refused the decision (its status, reason and
+/// row), answered with an error frame or broke the frame order.
+pub async fn resume(args: &ResumeArgs) -> anyhow::Result<()> {
+    let mut printer = Printer::new(super::stdout(), args.rows);
+    let result = resumed(&mut printer, args).await;
+    printer.finish()?;
+    result
+}
+
+async fn resumed<W: Write>(printer: &mut Printer<W>, args: &ResumeArgs) -> anyhow::Result<()> {
+    let base = args.url.trim_end_matches('/');
+    let http = reqwest::Client::new();
+    let thread = &args.thread;
+    let resp = http
+        .post(format!("{base}/v1/threads/{thread}/resume"))
+        .json(&resume_body(args))
+        .send()
+        .await
+        .with_context(|| format!("cannot reach {base}"))?;
+    // A refused decision is reported before any line goes to stdout.
+    if resp.status().is_success() {
+        printer.line(&format!(
+            "thread {thread}  ({} interrupt {}; follow up with chat --thread {thread})",
+            args.decision.as_str(),
+            args.interrupt_id
+        ))?;
+    }
+    // The resumed turn may ask again, about another action.
+    printer.resume = Some(ResumeHint::new(&args.url, thread));
+    stream(printer, &http, base, resp).await
+}
+
+/// `POST /v1/threads/{id}/resume`'s body.
+fn resume_body(args: &ResumeArgs) -> Value {
+    json!({"interrupt_id": args.interrupt_id, "decision": args.decision.as_str()})
 }
 
 #[cfg(test)]
@@ -616,6 +853,163 @@ mod tests {
             "⟦These 10 are shown.⟧[replaced: sample-called-complete] [removed: sample-called-complete] \n"
         );
         assert!(!out.contains("⟦⟧"));
+    }
+
+    fn approval_fixture() -> Interrupt {
+        serde_json::from_value(json!({
+            "interrupt_id": "i-1", "tool": "confirm_action", "args": {"actionId": 3},
+            "action": {"tool": "prepare_seat_reservation",
+                       "args": {"seat": "12", "time": "15:00"}, "action_id": 3},
+            "summary": "Reserve seat 12 at 15:00", "choices": ["approve", "deny"],
+            "expires_at": 1_764_000_000_000_i64
+        }))
+        .unwrap()
+    }
+
+    fn hint() -> ResumeHint {
+        ResumeHint {
+            cmd: "turnstile".into(),
+            url: "http://127.0.0.1:8080/".into(),
+            thread: "th-1".into(),
+        }
+    }
+
+    #[test]
+    fn an_approval_prints_the_call_the_action_the_expiry_and_both_commands() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        p.resume = Some(hint());
+        // Ten minutes and a bit before it expires.
+        p.clock = || 1_764_000_000_000 - 599_500;
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({"text": "Prepared."})).unwrap(),
+        ))
+        .unwrap();
+        p.frame(&Frame::Interrupt(approval_fixture())).unwrap();
+        p.frame(&Frame::Done(Done {
+            turn_id: "t".into(),
+        }))
+        .unwrap();
+        p.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(p.out).unwrap(),
+            "Prepared.\n\
+             ? approval requested: Reserve seat 12 at 15:00 (interrupt i-1)\n\
+             \x20 runs on approve: confirm_action {\"actionId\":3}\n\
+             \x20 prepared action: prepare_seat_reservation {\"seat\":\"12\",\"time\":\"15:00\"} (action id 3)\n\
+             \x20 expires: 2025-11-24 16:00:00 UTC (in 10 min)\n\
+             \x20 approve: turnstile resume http://127.0.0.1:8080/ th-1 i-1 approve\n\
+             \x20 deny:    turnstile resume http://127.0.0.1:8080/ th-1 i-1 deny\n\
+             · done\n"
+        );
+    }
+
+    #[test]
+    fn an_approval_without_an_action_id_or_past_its_expiry_says_so() {
+        let mut i = approval_fixture();
+        i.action.action_id = None;
+        i.choices = vec!["deny".into()];
+        let card = interrupt(&i, Some(1_764_000_000_000), Some(&hint()));
+        let lines: Vec<&str> = card.lines().collect();
+        assert_eq!(
+            lines[2],
+            r#"  prepared action: prepare_seat_reservation {"seat":"12","time":"15:00"}"#
+        );
+        assert_eq!(lines[3], "  expires: 2025-11-24 16:00:00 UTC (expired)");
+        // Only the choices the server offers.
+        assert_eq!(
+            &lines[4..],
+            ["  deny:    turnstile resume http://127.0.0.1:8080/ th-1 i-1 deny"]
+        );
+        // Without a clock or a thread (`describe`): the card alone.
+        let bare = describe_all(&Frame::Interrupt(approval_fixture())).unwrap();
+        assert_eq!(bare.lines().count(), 4, "{bare}");
+        assert!(
+            bare.ends_with("  expires: 2025-11-24 16:00:00 UTC"),
+            "{bare}"
+        );
+        // A URL the shell would split is quoted, so the line pastes as is.
+        let odd = ResumeHint {
+            url: "http://h/x y".into(),
+            ..hint()
+        };
+        assert_eq!(
+            odd.command("i-1", Decision::Approve),
+            "turnstile resume 'http://h/x y' th-1 i-1 approve"
+        );
+    }
+
+    #[test]
+    fn expiry_is_a_utc_time_and_a_distance() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_709_251_199_999), "2024-02-29 23:59:59 UTC");
+        assert_eq!(utc(-1_000), "1969-12-31 23:59:59 UTC");
+        assert_eq!(until(10_000, 10_000), "expired");
+        assert_eq!(until(10_000, 20_000), "expired");
+        assert_eq!(until(10_001, 10_000), "in 1 s");
+        assert_eq!(until(70_000, 10_000), "in 1 min");
+        assert_eq!(until(129_000, 10_000), "in 1 min");
+        assert_eq!(until(3_600_000 + 5 * 60_000, 0), "in 1 h 5 min");
+    }
+
+    #[test]
+    fn a_refused_answer_names_its_status_reason_and_row() {
+        let conflict = reqwest::StatusCode::CONFLICT;
+        let e = error_answer(
+            conflict,
+            r#"{"error": "approved already", "table": "approval", "row_id": "second-approve"}"#,
+        );
+        assert_eq!(
+            e.to_string(),
+            "409 Conflict: approved already (table approval, row second-approve)"
+        );
+        let e = error_answer(
+            reqwest::StatusCode::NOT_FOUND,
+            r#"{"error": "interrupt not found"}"#,
+        );
+        assert_eq!(e.to_string(), "404 Not Found: interrupt not found");
+        let e = error_answer(conflict, r#"{"error": "x", "row_id": "r"}"#);
+        assert_eq!(e.to_string(), "409 Conflict: x (row r)");
+        let e = error_answer(reqwest::StatusCode::BAD_GATEWAY, "upstream broke\n");
+        assert_eq!(e.to_string(), "502 Bad Gateway: upstream broke");
+        let e = error_answer(reqwest::StatusCode::BAD_GATEWAY, "");
+        assert_eq!(e.to_string(), "502 Bad Gateway");
+    }
+
+    #[test]
+    fn resume_reads_its_four_operands() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Line {
+            #[command(flatten)]
+            args: ResumeArgs,
+        }
+        let parse = |words: &[&str]| {
+            Line::try_parse_from(std::iter::once("resume").chain(words.iter().copied()))
+                .map(|l| l.args)
+        };
+        let args = parse(&["http://h:1/", "th-1", "i-1", "approve"]).unwrap();
+        assert_eq!(
+            args,
+            ResumeArgs {
+                url: "http://h:1/".into(),
+                thread: "th-1".into(),
+                interrupt_id: "i-1".into(),
+                decision: Decision::Approve,
+                rows: Rows::All,
+            }
+        );
+        assert_eq!(
+            resume_body(&args),
+            json!({"interrupt_id": "i-1", "decision": "approve"})
+        );
+        let deny = parse(&["http://h:1/", "th-1", "i-1", "deny", "--rows", "3"]).unwrap();
+        assert_eq!(
+            (deny.decision, deny.rows),
+            (Decision::Deny, Rows::AtMost(3))
+        );
+        assert!(parse(&["http://h:1/", "th-1", "i-1", "maybe"]).is_err());
+        assert!(parse(&["http://h:1/", "th-1", "approve"]).is_err());
     }
 
     fn describe_card_fixture() -> Frame {

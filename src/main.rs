@@ -88,6 +88,12 @@ enum Command {
         #[arg(long, default_value = "all")]
         rows: cli::chat::Rows,
     },
+    /// Approve or deny an approval a turn asked for, and stream the resumed turn.
+    ///
+    /// `turnstile chat` prints the approval request with this command filled
+    /// in. A refused decision (an unknown interrupt, or one decided already)
+    /// prints the server's status, reason and table row and exits non-zero.
+    Resume(cli::chat::ResumeArgs),
     /// Connect to one MCP server, list its tools, and optionally call one.
     ///
     /// Prints the server's name, version and protocol, each tool (name,
@@ -217,6 +223,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(cli::chat::run(&url, &message, &opts))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Resume(args) => {
+            runtime()?.block_on(cli::chat::resume(&args))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Mcp(args) => runtime()?.block_on(cli::mcp::run(args)),
         Command::Tables { command } => match command {
             TablesCommand::Check { dir } => {
@@ -282,5 +292,35 @@ impl Drop for ScrubbedLine {
         let line = String::from_utf8_lossy(&self.0);
         let clean = turnstile::mcp::client::scrub_urls(&line);
         let _ = std::io::stderr().write_all(clean.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn resume_takes_url_thread_interrupt_and_decision() {
+        let cli = Cli::try_parse_from(["turnstile", "resume", "http://h/", "th", "i1", "deny"])
+            .expect("parses");
+        let Command::Resume(args) = cli.command else {
+            panic!("not resume");
+        };
+        assert_eq!(
+            (
+                args.url.as_str(),
+                args.thread.as_str(),
+                args.interrupt_id.as_str()
+            ),
+            ("http://h/", "th", "i1")
+        );
+        assert_eq!(args.decision, cli::chat::Decision::Deny);
+        assert!(Cli::try_parse_from(["turnstile", "resume", "http://h/", "th", "i1"]).is_err());
     }
 }

@@ -11,6 +11,7 @@
 
 mod common;
 
+mod approval;
 mod browser;
 mod cli_output;
 mod conformance;

@@ -578,6 +578,30 @@ impl TestServer {
     pub async fn say(&self, thread: &str, text: &str) -> Vec<Frame> {
         self.turn(thread, json!({"text": text})).await
     }
+
+    /// A decision on an interrupt over HTTP: the resumed stream's frames
+    /// (checked against the frame table), or the refusal's status and body.
+    pub async fn resume(
+        &self,
+        thread: &str,
+        interrupt_id: &str,
+        decision: &str,
+    ) -> Result<Vec<Frame>, (u16, Value)> {
+        let r = self
+            .http
+            .post(format!("{}/v1/threads/{thread}/resume", self.base))
+            .json(&json!({"interrupt_id": interrupt_id, "decision": decision}))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        if status != 200 {
+            return Err((status, r.json().await.unwrap_or(Value::Null)));
+        }
+        let mut reader = FrameReader::with_table(self.frame_table());
+        reader.push(&r.bytes().await.unwrap());
+        Ok(reader.finish())
+    }
 }
 
 /// A turn whose stream is still open.

@@ -1433,6 +1433,42 @@ url = "not a url"
     }
 
     #[test]
+    fn tools_declare_their_approval_roles() {
+        use crate::judge::approval::Role;
+        let server = "[[mcp_servers]]\nname = \"lib\"\nurl = \"http://127.0.0.1:9/mcp\"\n";
+        let src = format!(
+            "{MINIMAL}\n{server}[mcp_servers.tools.prepare]\napproval = \"prepare\"\naction_id = \"actionId\"\nconfirm = \"confirm\"\ncancel = \"cancel\"\nstatus = \"status\"\n[mcp_servers.tools.send_mail]\napproval = \"before-call\"\n"
+        );
+        let r = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap().roles();
+        assert!(
+            matches!(r.get("prepare"), Some(Role::Prepare(p)) if p.action_id == "actionId" && p.status.as_deref() == Some("status"))
+        );
+        assert_eq!(r.get("confirm"), Some(&Role::Confirm));
+        assert_eq!(r.get("cancel"), Some(&Role::Cancel));
+        assert_eq!(r.get("status"), Some(&Role::Status));
+        assert_eq!(r.get("send_mail"), Some(&Role::BeforeCall));
+        for (bad, key) in [
+            (
+                "approval = \"prepare\"\naction_id = \"id\"\ncancel = \"c\"\n",
+                "confirm",
+            ),
+            ("approval = \"later\"\n", "approval"),
+            ("confirm = \"c\"\n", "confirm"),
+        ] {
+            let src = format!("{MINIMAL}\n{server}[mcp_servers.tools.t]\n{bad}");
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("{bad} must be refused");
+            };
+            let want = format!("mcp_servers[0].tools.t.{key}");
+            assert!(
+                problems.iter().any(|p| p.key == want),
+                "{bad}: {problems:?}"
+            );
+        }
+    }
+
+    #[test]
     fn tools_declare_result_contracts() {
         let src = format!(
             "{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp_servers.tools.query_data]\nresult_contract = true\nfixed_prefixes = [\"Showing \"]\nstitch = true\n[mcp_servers.tools.notes]\nlicence_tier = \"pro\"\n"

@@ -73,7 +73,10 @@ impl Agent {
             {
                 self.expire(&stored, &mut machine, &action).await?;
             }
-            let event = match self.is_stale(&stored).await? {
+            // A settled interrupt's own row says why (approve-after-deny);
+            // a pending one of an earlier user turn is stale.
+            let pending = machine.state() == ApprovalState::Awaiting;
+            let event = match pending && self.is_stale(&stored).await? {
                 true => ApprovalEvent::ApproveStale,
                 false => decision,
             };

@@ -1,0 +1,325 @@
+//! Human approval (issue 17, seed 004) through the real path: HTTP and SSE
+//! into a turnstile server, MCP into the demo tool server, whose own
+//! per-action counters say how many confirms and cancels it received.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::frames::{answer, has, is_done, tool_calls, tool_results, FrameKind};
+use common::server::TestServer;
+use turnstile::agent::Limits;
+use turnstile::wire::{Frame, Interrupt};
+use turnstile_demo::DemoServer;
+
+const RESERVE: &str = "reserve seat 12 at 15:00";
+
+fn interrupt(frames: &[Frame]) -> Option<&Interrupt> {
+    frames.iter().find_map(|f| match f {
+        Frame::Interrupt(i) => Some(i),
+        _ => None,
+    })
+}
+
+fn demo(s: &TestServer) -> &DemoServer {
+    s.demo
+        .as_ref()
+        .expect("the test server runs the demo tools")
+}
+
+/// Suspends a reservation turn; its interrupt.
+async fn reserve(s: &TestServer, thread: &str) -> Interrupt {
+    let frames = s.say(thread, RESERVE).await;
+    assert!(is_done(&frames), "{frames:?}");
+    let i = interrupt(&frames)
+        .unwrap_or_else(|| panic!("no interrupt: {frames:?}"))
+        .clone();
+    // Nothing was confirmed: the stream ended at the card.
+    assert!(!tool_calls(&frames)
+        .iter()
+        .any(|c| c.tool == "confirm_action"));
+    i
+}
+
+async fn approval_state(s: &TestServer, thread: &str, id: &str) -> String {
+    let view = s.thread(thread).await;
+    view.approvals
+        .iter()
+        .find(|a| a.interrupt_id == id)
+        .map(|a| a.state.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn approve_runs_one_confirm_then_the_status_says_completed() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    assert_eq!(i.tool, "confirm_action");
+    assert_eq!(i.action.tool, "prepare_seat_reservation");
+    assert_eq!(i.args["actionId"], 1);
+    assert_eq!(i.choices, ["approve", "deny"]);
+    assert!(i.expires_at > turnstile::store::now_unix_ms());
+    assert_eq!(
+        approval_state(&s, &thread, &i.interrupt_id).await,
+        "Awaiting"
+    );
+
+    let frames = s.resume(&thread, &i.interrupt_id, "approve").await.unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    let calls: Vec<&str> = tool_calls(&frames)
+        .iter()
+        .map(|c| c.tool.as_str())
+        .collect();
+    assert_eq!(calls[0], "confirm_action", "{calls:?}");
+    assert!(calls[1..].iter().all(|c| *c == "get_action"), "{calls:?}");
+    // The exact previewed arguments, with the interrupt id as the
+    // idempotency key.
+    assert_eq!(tool_calls(&frames)[0].args, i.args);
+    assert_eq!(i.args["idempotencyKey"], i.interrupt_id.as_str());
+    assert_eq!(demo(&s).action_counts(1).confirms, 1);
+    assert_eq!(demo(&s).action_status(1).as_deref(), Some("COMPLETED"));
+    assert_eq!(
+        approval_state(&s, &thread, &i.interrupt_id).await,
+        "Completed"
+    );
+    assert!(answer(&frames).contains("done"), "{}", answer(&frames));
+
+    // A second approve is refused by name, and the backend sees no second
+    // confirm.
+    let (status, body) = s
+        .resume(&thread, &i.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409);
+    assert_eq!(body["table"], "approval");
+    assert_eq!(body["row_id"], "second-approve-after-completion");
+    assert_eq!(demo(&s).action_counts(1).confirms, 1);
+    s.pass();
+}
+
+#[tokio::test]
+async fn deny_cancels_the_backend_action_and_a_later_turn_does_not_resurrect_it() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    let frames = s.resume(&thread, &i.interrupt_id, "deny").await.unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(tool_calls(&frames)[0].tool, "cancel_action");
+    assert_eq!(demo(&s).action_counts(1).cancels, 1);
+    assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    assert_eq!(demo(&s).action_status(1).as_deref(), Some("CANCELLED"));
+    assert!(answer(&frames).contains("cancelled"), "{}", answer(&frames));
+
+    // A later "reserve" turn prepares a new action; the denied one stays
+    // denied and can never be approved.
+    let again = reserve(&s, &thread).await;
+    assert_ne!(again.interrupt_id, i.interrupt_id);
+    assert_eq!(again.args["actionId"], 2);
+    let (status, body) = s
+        .resume(&thread, &i.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["row_id"], "approve-after-deny");
+    assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    s.pass();
+}
+
+/// The seed's audit case: after a deny, a plain lookup turn finds no
+/// approvable action and shows no card.
+#[tokio::test]
+async fn after_a_deny_a_plain_lookup_shows_no_approval_card() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    s.resume(&thread, &i.interrupt_id, "deny").await.unwrap();
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert!(!has(&frames, FrameKind::Interrupt), "{frames:?}");
+    s.pass();
+}
+
+/// A new user turn while an interrupt is pending supersedes it: it is
+/// denied, its action cancelled, and it cannot be approved afterwards.
+#[tokio::test]
+async fn a_new_turn_supersedes_a_pending_interrupt() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    assert!(!has(&frames, FrameKind::Interrupt));
+    assert_eq!(approval_state(&s, &thread, &i.interrupt_id).await, "Denied");
+    assert_eq!(demo(&s).action_counts(1).cancels, 1);
+    let (status, body) = s
+        .resume(&thread, &i.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    s.pass();
+}
+
+/// `--fault lying-model`: the model plans prepare and confirm in one step.
+/// The confirm is refused by the approval table and never sent.
+#[tokio::test]
+async fn a_model_that_confirms_by_itself_sends_nothing() {
+    let model = std::sync::Arc::new(turnstile_demo::lying::Lying::new(
+        turnstile_demo::Scripted::demo(),
+    ));
+    let s = TestServer::builder().model(model).start().await;
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, RESERVE).await;
+    let refused = tool_results(&frames)
+        .into_iter()
+        .find(|r| r.tool == "confirm_action")
+        .unwrap_or_else(|| panic!("the model's confirm is shown refused: {frames:?}"));
+    assert!(!refused.ok);
+    assert!(
+        refused.summary.contains("prepare-and-confirm-in-one-step"),
+        "{}",
+        refused.summary
+    );
+    // Counted on the tool server: no confirm arrived, for any action.
+    assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    // The prepare still suspends the turn for the human.
+    assert!(interrupt(&frames).is_some(), "{frames:?}");
+    s.pass();
+}
+
+#[tokio::test]
+async fn two_concurrent_approves_send_one_confirm() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    let (a, b) = tokio::join!(
+        s.resume(&thread, &i.interrupt_id, "approve"),
+        s.resume(&thread, &i.interrupt_id, "approve")
+    );
+    let oks = [&a, &b].iter().filter(|r| r.is_ok()).count();
+    assert_eq!(oks, 1, "{a:?} {b:?}");
+    let (status, _) = [a, b].into_iter().find_map(Result::err).unwrap();
+    assert_eq!(status, 409);
+    assert_eq!(demo(&s).action_counts(1).confirms, 1);
+    s.pass();
+}
+
+#[tokio::test]
+async fn an_unknown_or_another_threads_interrupt_is_never_confirmed() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let other = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    let (status, body) = s
+        .resume(&thread, "no-such-interrupt", "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status, body["row_id"].as_str()),
+        (404, Some("approve-without-pending-interrupt"))
+    );
+    let (status, _) = s
+        .resume(&other, &i.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 404);
+    let (status, _) = s
+        .post_raw(
+            &format!("/v1/threads/{thread}/resume"),
+            r#"{"interrupt_id": "x", "decision": "maybe"}"#,
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    // Still pending, and still approvable by its own thread.
+    assert!(s.resume(&thread, &i.interrupt_id, "approve").await.is_ok());
+    assert_eq!(demo(&s).action_counts(1).confirms, 1);
+    s.pass();
+}
+
+#[tokio::test]
+async fn an_expired_interrupt_is_cancelled_and_cannot_be_approved() {
+    let limits = Limits {
+        approval_ttl: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let s = TestServer::builder().limits(limits).start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, body) = s
+        .resume(&thread, &i.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["row_id"], "approve-after-expiry");
+    assert_eq!(demo(&s).action_counts(1).cancels, 1);
+    assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    assert_eq!(
+        approval_state(&s, &thread, &i.interrupt_id).await,
+        "Expired"
+    );
+    s.pass();
+}
+
+#[tokio::test]
+async fn a_noop_prepare_shows_no_card() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, "reserve seat 99 at 15:00").await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert!(!has(&frames, FrameKind::Interrupt), "{frames:?}");
+    assert!(
+        answer(&frames).contains("Nothing was prepared"),
+        "{}",
+        answer(&frames)
+    );
+    assert!(s.thread(&thread).await.approvals.is_empty());
+    s.pass();
+}
+
+/// The interrupt outlives the process: a server restarted on the same
+/// database (and the same tool server) resumes it, once.
+#[tokio::test]
+async fn an_interrupt_pending_across_a_restart_is_approved_once() {
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), Default::default())
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = common::server::sqlite_in(tmp.path(), "restart.db");
+    let first = TestServer::builder()
+        .database(db.clone())
+        .servers(vec![turnstile::mcp::ServerSpec::http(
+            "demo",
+            tools.url.clone(),
+        )])
+        .start()
+        .await;
+    let thread = first.new_thread().await;
+    let frames = first.say(&thread, RESERVE).await;
+    let i = interrupt(&frames).expect("an interrupt").clone();
+    first.pass_and_stop().await;
+
+    let second = TestServer::builder()
+        .database(db)
+        .servers(vec![turnstile::mcp::ServerSpec::http(
+            "demo",
+            tools.url.clone(),
+        )])
+        .start()
+        .await;
+    let frames = second
+        .resume(&thread, &i.interrupt_id, "approve")
+        .await
+        .unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(tools.action_counts(1).confirms, 1);
+    let (status, _) = second
+        .resume(&thread, &i.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409);
+    assert_eq!(tools.action_counts(1).confirms, 1);
+    second.pass_and_stop().await;
+    tools.shutdown().await;
+}
