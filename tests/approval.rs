@@ -323,3 +323,147 @@ async fn an_interrupt_pending_across_a_restart_is_approved_once() {
     second.pass_and_stop().await;
     tools.shutdown().await;
 }
+
+/// The state a process killed between approve and the confirm's answer
+/// leaves: the approval swapped to `Confirming` (the confirm intent) and the
+/// confirm delivered to the backend, with no answer stored.
+async fn crash_after_confirm_sent(s: &TestServer, tools: &DemoServer, i: &Interrupt) {
+    let stored = s.store.approval(&i.interrupt_id).await.unwrap().unwrap();
+    let approval = s
+        .tables()
+        .bound::<turnstile::protocols::approval::Approval>()
+        .unwrap();
+    let snap = serde_json::from_value(stored.machine.clone()).unwrap();
+    let mut m = approval.restore(&snap).unwrap();
+    m.fire(turnstile::protocols::approval::ApprovalEvent::Approve)
+        .unwrap();
+    let snap = serde_json::to_value(m.snapshot()).unwrap();
+    assert!(s
+        .store
+        .swap_approval(&i.interrupt_id, "Awaiting", "Confirming", &snap)
+        .await
+        .unwrap());
+    let client = turnstile::mcp::ToolClient::connect(&turnstile::mcp::ServerSpec::http(
+        "demo",
+        tools.url.clone(),
+    ))
+    .await
+    .unwrap();
+    let out = client.call("confirm_action", i.args.clone()).await.unwrap();
+    assert!(!out.is_error);
+}
+
+async fn state_becomes(s: &TestServer, thread: &str, id: &str, want: &str) -> String {
+    let mut state = String::new();
+    for _ in 0..60 {
+        state = approval_state(s, thread, id).await;
+        if state == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    state
+}
+
+/// Killed between approve and the confirm's answer: the restarted server
+/// asks the status tool and settles the action; the confirm is not re-sent.
+/// Without a status tool, the action is "outcome unknown", never re-sent.
+#[tokio::test]
+async fn a_confirm_in_flight_at_a_restart_is_asked_about_never_resent() {
+    for with_status in [true, false] {
+        let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let spec = turnstile::mcp::ServerSpec::http("demo", tools.url.clone());
+        let mut roles = turnstile::judge::approval::Roles::default();
+        roles.prepare(
+            "prepare_seat_reservation",
+            turnstile::judge::approval::Prepare {
+                action_id: "actionId".into(),
+                confirm: "confirm_action".into(),
+                cancel: "cancel_action".into(),
+                status: with_status.then(|| "get_action".into()),
+            },
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let db = common::server::sqlite_in(tmp.path(), "inflight.db");
+        let first = TestServer::builder()
+            .database(db.clone())
+            .servers(vec![spec.clone()])
+            .roles(roles.clone())
+            .start()
+            .await;
+        let thread = first.new_thread().await;
+        let frames = first.say(&thread, RESERVE).await;
+        let i = interrupt(&frames).expect("an interrupt").clone();
+        crash_after_confirm_sent(&first, &tools, &i).await;
+        first.pass_and_stop().await;
+
+        let second = TestServer::builder()
+            .database(db)
+            .servers(vec![spec])
+            .roles(roles)
+            .start()
+            .await;
+        let want = if with_status { "Completed" } else { "Unknown" };
+        let got = state_becomes(&second, &thread, &i.interrupt_id, want).await;
+        assert_eq!(got, want, "with a status tool: {with_status}");
+        assert_eq!(tools.action_counts(1).confirms, 1, "never re-sent");
+        // And no decision sends it again.
+        let (status, body) = second
+            .resume(&thread, &i.interrupt_id, "approve")
+            .await
+            .unwrap_err();
+        assert_eq!(status, 409, "{body}");
+        assert_eq!(tools.action_counts(1).confirms, 1);
+        second.pass_and_stop().await;
+        tools.shutdown().await;
+    }
+}
+
+/// Two servers sharing PostgreSQL (each its own pool, agent and lease
+/// claims): the interrupt raised on one is approved on the other, and of
+/// two approves sent to both at once exactly one sends the confirm.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn an_interrupt_raised_on_one_server_is_approved_once_on_another_over_postgres() {
+    let url = common::needs::postgres();
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), Default::default())
+        .await
+        .unwrap();
+    let spec = turnstile::mcp::ServerSpec::http("demo", tools.url.clone());
+    let a = TestServer::builder()
+        .database(url.clone())
+        .servers(vec![spec.clone()])
+        .start()
+        .await;
+    let b = TestServer::builder()
+        .database(url)
+        .servers(vec![spec])
+        .start()
+        .await;
+    let thread = a.new_thread().await;
+    let frames = a.say(&thread, RESERVE).await;
+    let i = interrupt(&frames).expect("an interrupt").clone();
+    let id = i.args["actionId"].as_u64().unwrap();
+    let (x, y) = tokio::join!(
+        a.resume(&thread, &i.interrupt_id, "approve"),
+        b.resume(&thread, &i.interrupt_id, "approve")
+    );
+    assert_eq!(
+        [&x, &y].iter().filter(|r| r.is_ok()).count(),
+        1,
+        "{x:?} {y:?}"
+    );
+    assert_eq!(
+        [x, y].into_iter().find_map(Result::err).map(|e| e.0),
+        Some(409)
+    );
+    assert_eq!(tools.action_counts(id).confirms, 1);
+    // The thread, read on either server, shows it decided.
+    let state = state_becomes(&b, &thread, &i.interrupt_id, "Completed").await;
+    assert_eq!(state, "Completed");
+    a.pass_and_stop().await;
+    b.pass_and_stop().await;
+    tools.shutdown().await;
+}

@@ -77,8 +77,19 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
     };
+    let agent = Arc::new(agent);
+    // Confirms in flight when a process died: their status is asked in the
+    // background (a tool server may still be starting), never re-sent.
+    let recovering = agent.clone();
+    tokio::spawn(async move {
+        match recovering.recover_approvals().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(approvals = n, "approvals in flight at a restart recovered"),
+            Err(e) => tracing::warn!(error = %e, "recovering approvals in flight"),
+        }
+    });
     Ok(AppState {
-        agent: Arc::new(agent),
+        agent,
         store,
         tables: Arc::new(tables),
     })

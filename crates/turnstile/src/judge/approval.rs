@@ -192,6 +192,20 @@ pub fn status_event(out: &ToolOutput) -> Option<ApprovalEvent> {
     }
 }
 
+/// What a status answer says of a confirm a restart found in flight: the
+/// backend accepted it (its worker still runs), or its worker finished.
+/// `None`: it says nothing the confirm can be known by (a pending action
+/// never got the confirm, or cannot say), and the outcome stays unknown.
+pub fn recovered_event(out: &ToolOutput) -> Option<ApprovalEvent> {
+    if let Some(e) = status_event(out) {
+        return Some(e);
+    }
+    match status_word(out)?.as_str() {
+        "ACCEPTED" | "CONFIRMED" | "RUNNING" | "PROCESSING" => Some(ApprovalEvent::ConfirmAccepted),
+        _ => None,
+    }
+}
+
 /// Why a status answer says the action failed, if it says.
 pub fn failure_reason(out: &ToolOutput) -> Option<String> {
     let f = fields(out)?;

@@ -231,4 +231,94 @@ impl Agent {
         }
         Ok(())
     }
+
+    /// Start-up: every approval whose confirm was sent and whose outcome
+    /// was never stored (a process killed between approve and the
+    /// confirm's answer), on a thread no live turn holds, is classified as
+    /// `restart_in_flight`. The status tool, if one is configured, is asked
+    /// what became of it; without one it stays **outcome unknown**. The
+    /// confirm is never sent again.
+    pub async fn recover_approvals(&self) -> Result<usize, StoreError> {
+        let mut n = 0;
+        let now = crate::store::now_unix_ms();
+        let states = [
+            ApprovalState::Confirming.name(),
+            ApprovalState::Accepted.name(),
+            ApprovalState::Unknown.name(),
+        ];
+        for stored in self.store.approvals_in(&states).await? {
+            let held = self.store.turn_lease(&stored.thread_id).await?;
+            if held.is_some_and(|l| l.is_live_at(now)) {
+                continue;
+            }
+            let (Ok(mut machine), Ok(action)) = (
+                self.restore(&stored),
+                serde_json::from_value::<HeldAction>(stored.action.clone()),
+            ) else {
+                continue;
+            };
+            let mut from = machine.state();
+            let Ok(step) = machine.fire(ApprovalEvent::RestartInFlight) else {
+                continue;
+            };
+            let mut ask = step.effect == Some(ApprovalEffect::AskStatus);
+            if !self.swap(&stored, from, &machine).await? {
+                continue;
+            }
+            n += 1;
+            tracing::warn!(
+                state = machine.state().name(),
+                "a confirm was in flight at a restart"
+            );
+            let Some(status) = action.status.clone() else {
+                continue;
+            };
+            for _ in 0..STATUS_POLLS {
+                if !ask {
+                    break;
+                }
+                let Ok(out) = self.tools.call(&status, action.status_args.clone()).await else {
+                    break;
+                };
+                let Some(event) = crate::judge::approval::recovered_event(&out) else {
+                    break;
+                };
+                from = machine.state();
+                match machine.fire(event) {
+                    Ok(step) => ask = step.effect == Some(ApprovalEffect::AskStatus),
+                    Err(_) => {
+                        ask = from == ApprovalState::Accepted;
+                    }
+                }
+                if machine.state() != from && !self.swap(&stored, from, &machine).await? {
+                    break;
+                }
+                if ask {
+                    tokio::time::sleep(STATUS_POLL_GAP).await;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    async fn swap(
+        &self,
+        stored: &StoredApproval,
+        from: ApprovalState,
+        machine: &Typed<Approval>,
+    ) -> Result<bool, StoreError> {
+        let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
+        telemetry::record(machine.snapshot());
+        self.store
+            .swap_approval(
+                &stored.interrupt_id,
+                from.name(),
+                machine.state().name(),
+                &snap,
+            )
+            .await
+    }
 }
+
+const STATUS_POLLS: u32 = 8;
+const STATUS_POLL_GAP: std::time::Duration = std::time::Duration::from_millis(250);
