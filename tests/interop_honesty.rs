@@ -243,6 +243,13 @@ next_cursor = "next"
 [mcp_servers.tools.count_photos]
 result_contract = true
 accounting = "required"
+
+[mcp_servers.tools.hold_seat]
+approval = "prepare"
+action_id = "reservation_id"
+confirm = "book"
+cancel = "release"
+status = "reservation_status"
 "#
             }
             Kind::Sqlite => {
@@ -1251,6 +1258,54 @@ async fn narration_guard(kind: Kind) {
     rig.done();
 }
 
+/// Human approval through config alone (issue 17): the Python SDK server's
+/// `hold_seat` prepares, `book` confirms. A model's `book` is refused and
+/// not sent; the human's approve sends it once; a second is refused.
+async fn approval(kind: Kind) {
+    let rig = Rig::start(kind).await;
+    let frames = rig
+        .turn(
+            "reserve seat 12 at 15:00",
+            &[
+                ("hold_seat", json!({"seat": "12", "time": "15:00"})),
+                ("book", json!({"reservation_id": 1})),
+            ],
+        )
+        .await;
+    let interrupt = frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::Interrupt(i) => Some(i.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{kind}: no interrupt:\n{}", stable(&frames)));
+    assert_eq!(interrupt.tool, "book");
+    assert_eq!(interrupt.args["reservation_id"], 1);
+    let counts = |out: ToolOutput| -> Value { serde_json::from_str(&out.text()).unwrap() };
+    let client = rig.server.client().await;
+    let before = counts(client.call("reservation_counts", Map::new()).await.unwrap());
+    assert_eq!(before["book"], 0, "{kind}: the model's book was sent");
+    let resumed = rig
+        .app
+        .resume(&rig.thread, &interrupt.interrupt_id, "approve")
+        .await
+        .unwrap_or_else(|e| panic!("{kind}: resume refused: {e:?}"));
+    assert!(is_done(&resumed), "{kind}:\n{}", stable(&resumed));
+    let after = counts(client.call("reservation_counts", Map::new()).await.unwrap());
+    assert_eq!(after["book"], 1, "{kind}: one book");
+    let view = rig.app.thread(&rig.thread).await;
+    assert_eq!(view.approvals[0].state, "Completed", "{kind}");
+    let (status, _) = rig
+        .app
+        .resume(&rig.thread, &interrupt.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409);
+    let last = counts(client.call("reservation_counts", Map::new()).await.unwrap());
+    assert_eq!(last["book"], 1, "{kind}: still one book");
+    rig.done();
+}
+
 // ------------------------------------------------------ server × flow table --
 
 macro_rules! flows {
@@ -1274,7 +1329,7 @@ flows!(ts_sdk: Kind::Ts => [
 ]);
 flows!(py_text: Kind::PyText => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    paging, paging_drift, aggregate, narration_guard,
+    paging, paging_drift, aggregate, narration_guard, approval,
 ]);
 flows!(sqlite_reference: Kind::Sqlite => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,

@@ -156,6 +156,55 @@ def add_photo(floor: int, captured_at: str) -> str:
     return f"added {photo_id}"
 
 
+# Seat holds, for the approval flow (issue 17), with this server's own
+# habits: a JSON text block (no structuredContent), the id under
+# `reservation_id`, lower-case states, and counters a test reads back.
+HOLDS = {}
+COUNTS = {"book": 0, "release": 0}
+
+
+@server.tool(description="Hold a seat at a time; it stays held until booked or released.", structured_output=False)
+def hold_seat(seat: str, time: str) -> str:
+    if not seat.isdigit():
+        return json.dumps({"result": "no such seat", "reservation_id": 0})
+    rid = len(HOLDS) + 1
+    HOLDS[rid] = {"seat": seat, "time": time, "status": "held"}
+    return json.dumps({"result": "held", "reservation_id": rid})
+
+
+@server.tool(description="Book a held seat.", structured_output=False)
+def book(reservation_id: int) -> str:
+    COUNTS["book"] += 1
+    hold = HOLDS.get(reservation_id)
+    if hold is None or hold["status"] != "held":
+        raise ToolError(f"reservation {reservation_id} is not held")
+    hold["status"] = "done"
+    return json.dumps({"status": "confirmed", "reservation_id": reservation_id})
+
+
+@server.tool(description="Release a held seat.", structured_output=False)
+def release(reservation_id: int) -> str:
+    COUNTS["release"] += 1
+    hold = HOLDS.get(reservation_id)
+    if hold is None or hold["status"] not in ("held", "released"):
+        raise ToolError(f"reservation {reservation_id} cannot be released")
+    hold["status"] = "released"
+    return json.dumps({"status": "released", "reservation_id": reservation_id})
+
+
+@server.tool(description="How a reservation stands.", structured_output=False)
+def reservation_status(reservation_id: int) -> str:
+    hold = HOLDS.get(reservation_id)
+    if hold is None:
+        raise ToolError(f"no reservation {reservation_id}")
+    return json.dumps({"status": hold["status"], "reservation_id": reservation_id})
+
+
+@server.tool(description="Calls received by book and release (for tests).", structured_output=False)
+def reservation_counts() -> str:
+    return json.dumps(COUNTS)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
