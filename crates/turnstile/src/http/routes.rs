@@ -161,19 +161,13 @@ pub async fn post_message(
     let turn_id = uuid::Uuid::new_v4().to_string();
     // One turn per thread, across processes: the claim is a lease in the
     // database, renewed while the turn runs.
-    let claim = match st.agent.claims.claim(&id, &turn_id).await {
-        Ok(Some(claim)) => claim,
-        Ok(None) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "a turn is already running on this thread; wait for its done or error frame",
-            ))
-        }
-        Err(crate::store::StoreError::UnknownThread(_)) => {
-            return Err(ApiError::not_found("thread"))
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let claim = claim_thread(
+        &st,
+        &id,
+        &turn_id,
+        "a turn is already running on this thread; wait for its done or error frame",
+    )
+    .await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     // The task ends when the turn does or when the client disconnects (the
@@ -187,6 +181,22 @@ pub async fn post_message(
     });
     let stream = ReceiverStream::new(rx).map(sse_event);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
+}
+
+/// The thread's lease for a new stream: 409 with `busy` while another turn
+/// holds it, 404 for a thread that does not exist.
+async fn claim_thread(
+    st: &AppState,
+    id: &str,
+    turn_id: &str,
+    busy: &str,
+) -> Result<crate::agent::Claim, ApiError> {
+    match st.agent.claims.claim(id, turn_id).await {
+        Ok(Some(claim)) => Ok(claim),
+        Ok(None) => Err(ApiError::new(StatusCode::CONFLICT, busy)),
+        Err(crate::store::StoreError::UnknownThread(_)) => Err(ApiError::not_found("thread")),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -222,19 +232,13 @@ pub async fn resume(
     // The thread's lease first: a decision that wins must be followed by
     // its effect, so nothing is decided while another turn runs.
     let turn_id = uuid::Uuid::new_v4().to_string();
-    let claim = match st.agent.claims.claim(&id, &turn_id).await {
-        Ok(Some(claim)) => claim,
-        Ok(None) => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "a turn is running on this thread; decide after its done or error frame",
-            ))
-        }
-        Err(crate::store::StoreError::UnknownThread(_)) => {
-            return Err(ApiError::not_found("thread"))
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let claim = claim_thread(
+        &st,
+        &id,
+        &turn_id,
+        "a turn is running on this thread; decide after its done or error frame",
+    )
+    .await?;
     let approve = matches!(req.decision, Decision::Approve);
     let decided = match st.agent.decide(&id, &req.interrupt_id, approve).await {
         Ok(d) => d,

@@ -49,37 +49,16 @@ impl Agent {
         let stored = match self.store.approval(interrupt_id).await? {
             Some(a) if a.thread_id == thread_id => a,
             // An unknown id, or another thread's: a decision on nothing.
-            _ => {
-                let mut m = self.tables.approval.machine();
-                let row_id = match m.fire(decision) {
-                    Err(v) => {
-                        telemetry::violation(&v);
-                        v.row_id.clone()
-                    }
-                    Ok(step) => m.row_id(step.row).to_string(),
-                };
-                return Err(DecideError::NotFound { row_id });
-            }
+            _ => return Err(self.not_found(decision)),
         };
         // Two attempts: a lost swap re-reads the state that won and fires
         // the decision on it, which the table then refuses by name.
         let mut stored = stored;
         for _ in 0..2 {
-            let mut machine = self.restore(&stored)?;
-            let action: HeldAction = serde_json::from_value(stored.action.clone())
-                .map_err(|e| DecideError::Restore(e.to_string()))?;
-            if machine.state() == ApprovalState::Awaiting
-                && crate::store::now_unix_ms() > stored.expires_at
-            {
-                self.expire(&stored, &mut machine, &action).await?;
-            }
-            // A settled interrupt's own row says why (approve-after-deny);
-            // a pending one of an earlier user turn is stale.
-            let pending = machine.state() == ApprovalState::Awaiting;
-            let event = match pending && self.is_stale(&stored).await? {
-                true => ApprovalEvent::ApproveStale,
-                false => decision,
-            };
+            let (mut machine, action) = self.restore_held(&stored)?;
+            let event = self
+                .classify(&stored, &mut machine, &action, decision)
+                .await?;
             let from = machine.state();
             let step = match machine.fire(event) {
                 Ok(step) => step,
@@ -93,14 +72,8 @@ impl Agent {
                     });
                 }
             };
-            let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
             let to = machine.state();
-            if self
-                .store
-                .swap_approval(interrupt_id, from.name(), to.name(), &snap)
-                .await?
-            {
-                telemetry::record(machine.snapshot());
+            if self.swap(&stored, from, &machine).await? {
                 let effect = step.effect.unwrap_or(ApprovalEffect::Cancel);
                 tracing::info!(
                     decision = decision.name(),
@@ -129,6 +102,52 @@ impl Agent {
             why: "another decision on this interrupt won".into(),
             state: stored.state,
         })
+    }
+
+    /// A decision on an interrupt this thread does not have: the row a
+    /// decision on nothing takes.
+    fn not_found(&self, decision: ApprovalEvent) -> DecideError {
+        let mut m = self.tables.approval.machine();
+        let row_id = match m.fire(decision) {
+            Err(v) => {
+                telemetry::violation(&v);
+                v.row_id.clone()
+            }
+            Ok(step) => m.row_id(step.row).to_string(),
+        };
+        DecideError::NotFound { row_id }
+    }
+
+    /// The event a decision on `stored` is: an interrupt past its expiry
+    /// is expired first (its cancel sent); a pending one of an earlier user
+    /// turn is stale; a settled one's own row says why it is refused.
+    async fn classify(
+        &self,
+        stored: &StoredApproval,
+        machine: &mut Typed<Approval>,
+        action: &HeldAction,
+        decision: ApprovalEvent,
+    ) -> Result<ApprovalEvent, DecideError> {
+        if machine.state() == ApprovalState::Awaiting
+            && crate::store::now_unix_ms() > stored.expires_at
+        {
+            self.expire(stored, machine, action).await?;
+        }
+        let pending = machine.state() == ApprovalState::Awaiting;
+        Ok(match pending && self.is_stale(stored).await? {
+            true => ApprovalEvent::ApproveStale,
+            false => decision,
+        })
+    }
+
+    /// The stored approval's machine (table hash checked) and its action.
+    pub(super) fn restore_held(
+        &self,
+        stored: &StoredApproval,
+    ) -> Result<(Typed<Approval>, HeldAction), DecideError> {
+        let action = serde_json::from_value(stored.action.clone())
+            .map_err(|e| DecideError::Restore(e.to_string()))?;
+        Ok((self.restore(stored)?, action))
     }
 
     fn restore(&self, stored: &StoredApproval) -> Result<Typed<Approval>, DecideError> {
@@ -176,10 +195,7 @@ impl Agent {
             if stored.state != ApprovalState::Awaiting.name() {
                 continue;
             }
-            let (Ok(mut machine), Ok(action)) = (
-                self.restore(&stored),
-                serde_json::from_value::<HeldAction>(stored.action.clone()),
-            ) else {
+            let Ok((mut machine, action)) = self.restore_held(&stored) else {
                 continue;
             };
             let before = machine.state();
@@ -232,76 +248,7 @@ impl Agent {
         Ok(())
     }
 
-    /// Start-up: every approval whose confirm was sent and whose outcome
-    /// was never stored (a process killed between approve and the
-    /// confirm's answer), on a thread no live turn holds, is classified as
-    /// `restart_in_flight`. The status tool, if one is configured, is asked
-    /// what became of it; without one it stays **outcome unknown**. The
-    /// confirm is never sent again.
-    pub async fn recover_approvals(&self) -> Result<usize, StoreError> {
-        let mut n = 0;
-        let now = crate::store::now_unix_ms();
-        let states = [
-            ApprovalState::Confirming.name(),
-            ApprovalState::Accepted.name(),
-            ApprovalState::Unknown.name(),
-        ];
-        for stored in self.store.approvals_in(&states).await? {
-            let held = self.store.turn_lease(&stored.thread_id).await?;
-            if held.is_some_and(|l| l.is_live_at(now)) {
-                continue;
-            }
-            let (Ok(mut machine), Ok(action)) = (
-                self.restore(&stored),
-                serde_json::from_value::<HeldAction>(stored.action.clone()),
-            ) else {
-                continue;
-            };
-            let mut from = machine.state();
-            let Ok(step) = machine.fire(ApprovalEvent::RestartInFlight) else {
-                continue;
-            };
-            let mut ask = step.effect == Some(ApprovalEffect::AskStatus);
-            if !self.swap(&stored, from, &machine).await? {
-                continue;
-            }
-            n += 1;
-            tracing::warn!(
-                state = machine.state().name(),
-                "a confirm was in flight at a restart"
-            );
-            let Some(status) = action.status.clone() else {
-                continue;
-            };
-            for _ in 0..STATUS_POLLS {
-                if !ask {
-                    break;
-                }
-                let Ok(out) = self.tools.call(&status, action.status_args.clone()).await else {
-                    break;
-                };
-                let Some(event) = crate::judge::approval::recovered_event(&out) else {
-                    break;
-                };
-                from = machine.state();
-                match machine.fire(event) {
-                    Ok(step) => ask = step.effect == Some(ApprovalEffect::AskStatus),
-                    Err(_) => {
-                        ask = from == ApprovalState::Accepted;
-                    }
-                }
-                if machine.state() != from && !self.swap(&stored, from, &machine).await? {
-                    break;
-                }
-                if ask {
-                    tokio::time::sleep(STATUS_POLL_GAP).await;
-                }
-            }
-        }
-        Ok(n)
-    }
-
-    async fn swap(
+    pub(super) async fn swap(
         &self,
         stored: &StoredApproval,
         from: ApprovalState,
@@ -319,6 +266,3 @@ impl Agent {
             .await
     }
 }
-
-const STATUS_POLLS: u32 = 8;
-const STATUS_POLL_GAP: std::time::Duration = std::time::Duration::from_millis(250);

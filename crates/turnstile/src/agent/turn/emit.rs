@@ -1,6 +1,5 @@
-//! Writing what the turn shows: every frame's step is committed (records
-//! and machine states in one transaction) before the frame is sent, and the
-//! turn's endings (done, error, a cut, a lost lease) are written the same way.
+//! Writing what the turn shows: every frame's step (records and machines in
+//! one transaction) is committed before the frame is sent; so are endings.
 
 use serde_json::{Map, Value};
 
@@ -74,16 +73,10 @@ impl Turn<'_> {
             .iter_mut()
             .map(|(n, v)| (n.as_str(), std::mem::take(v)))
             .collect();
-        let approval = self.approvals.write.take();
-        self.agent
-            .store
-            .step_with(
-                &self.thread_id,
-                &self.turn_id,
-                &messages,
-                &refs,
-                approval.as_ref(),
-            )
+        let a = self.approvals.write.take();
+        let (store, thread, turn) = (&self.agent.store, &self.thread_id, &self.turn_id);
+        store
+            .step_with(thread, turn, &messages, &refs, a.as_ref())
             .await?;
         self.ledger.committed = (
             self.frames.machine().trace().len(),

@@ -12,13 +12,12 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::context::{BoundedContext, ContextLimits, RawContext};
+use super::context::{BoundedContext, RawContext};
 use super::frames::{EmitError, FrameWriter};
 use super::records::{self, Record};
 use super::tools::Tools;
 use crate::fsm::Violation;
 use crate::judge::approval::Roles;
-use crate::judge::digest::DigestLimits;
 use crate::judge::{Anchor, Contracts};
 use crate::llm::Model;
 use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
@@ -33,60 +32,21 @@ mod decide;
 mod emit;
 mod held;
 mod judge;
+mod limits;
 mod plan;
+mod recover;
 mod respond;
+mod resume;
 mod start;
 mod state;
 
 pub use decide::DecideError;
 use held::Approvals;
 pub use held::{Action as HeldAction, Decided};
+pub use limits::Limits;
 use state::{Cursor, Evidence, Ledger, Outcome, ThreadScope};
 
 pub use super::tables::TurnTables;
-
-/// Bounds and external contracts that come from configuration.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// The upstream query cap (`LIMIT 3000`): an external contract, not ours.
-    pub limit_sentinel: u64,
-    /// Most pages stitched into one listing.
-    pub page_cap: usize,
-    pub context: ContextLimits,
-    /// Most planning rounds that may call tools in one turn.
-    pub max_steps: u32,
-    /// Most calls one planning round may make; the rest are refused by the
-    /// `admission` table.
-    pub max_calls_per_step: usize,
-    /// How much of each result the models see.
-    pub digest: DigestLimits,
-    /// Bytes of earlier turns the planner sees (oldest dropped first).
-    pub history_bytes: usize,
-    /// How long an interrupt waits for a decision before it is denied by
-    /// default (its cancel runs).
-    pub approval_ttl: std::time::Duration,
-}
-
-impl Limits {
-    pub fn approval_ttl_ms(&self) -> i64 {
-        i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
-    }
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            limit_sentinel: 3000,
-            page_cap: 5,
-            context: ContextLimits::default(),
-            max_steps: 6,
-            max_calls_per_step: 8,
-            digest: DigestLimits::default(),
-            history_bytes: 4096,
-            approval_ttl: std::time::Duration::from_secs(600),
-        }
-    }
-}
 
 /// A user message as the HTTP layer received it.
 #[derive(Debug, Clone, Deserialize)]

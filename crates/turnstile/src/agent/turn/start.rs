@@ -9,6 +9,8 @@ use super::{Agent, Cursor, Evidence, Ledger, Opening, Stop, ThreadScope, Turn, T
 use crate::agent::claims::Claim;
 use crate::agent::frames::{EmitError, FrameWriter, OutFrame};
 use crate::protocols::telemetry;
+use crate::protocols::turn::Turn as TurnTable;
+use crate::protocols::Typed;
 
 /// How a turn's task ended.
 enum Ending {
@@ -30,22 +32,8 @@ impl Agent {
         claim: Option<Claim>,
     ) {
         let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
-        let turn = Turn {
-            agent: self,
-            thread_id: thread_id.to_string(),
-            turn_id: turn_id.to_string(),
-            user_text: req.text.clone(),
-            frames: FrameWriter::new(&self.tables.frame, tx),
-            machine: self.tables.turn.machine(),
-            last_row: String::new(),
-            claim: None,
-            evidence: Evidence::default(),
-            cursor: Cursor::default(),
-            ledger: Ledger::default(),
-            thread: ThreadScope::default(),
-            approvals: Default::default(),
-            frame_name: "frame".into(),
-        };
+        let turn = Turn::new(self, thread_id, turn_id, &req.text, tx)
+            .with_machine(self.tables.turn.machine(), "frame".into());
         self.run_task(turn, Opening::Message(req), claim, span)
             .await
     }
@@ -88,22 +76,9 @@ impl Agent {
                     .count()
             })
             .unwrap_or(1);
-        let turn = Turn {
-            agent: self,
-            thread_id: thread_id.to_string(),
-            turn_id,
-            user_text: decided.action.user_text.clone(),
-            frames: FrameWriter::new(&self.tables.frame, tx),
-            machine,
-            last_row: String::new(),
-            claim: None,
-            evidence: Evidence::default(),
-            cursor: Cursor::default(),
-            ledger: Ledger::default(),
-            thread: ThreadScope::default(),
-            approvals: Default::default(),
-            frame_name: format!("frame@resume-{resumes}"),
-        };
+        let user_text = decided.action.user_text.clone();
+        let turn = Turn::new(self, thread_id, &turn_id, &user_text, tx)
+            .with_machine(machine, format!("frame@resume-{resumes}"));
         self.run_task(turn, Opening::Decision(Box::new(decided)), claim, span)
             .await
     }
@@ -163,5 +138,41 @@ impl Agent {
             telemetry::record(turn.frames.snapshot());
         };
         work.instrument(span).await
+    }
+}
+
+impl<'a> Turn<'a> {
+    /// A turn of `thread_id` with empty parts, its frames written into `tx`.
+    fn new(
+        agent: &'a Agent,
+        thread_id: &str,
+        turn_id: &str,
+        user_text: &str,
+        tx: tokio::sync::mpsc::Sender<OutFrame>,
+    ) -> Self {
+        Turn {
+            agent,
+            thread_id: thread_id.to_string(),
+            turn_id: turn_id.to_string(),
+            user_text: user_text.to_string(),
+            frames: FrameWriter::new(&agent.tables.frame, tx),
+            machine: agent.tables.turn.machine(),
+            last_row: String::new(),
+            claim: None,
+            evidence: Evidence::default(),
+            cursor: Cursor::default(),
+            ledger: Ledger::default(),
+            thread: ThreadScope::default(),
+            approvals: Default::default(),
+            frame_name: "frame".into(),
+        }
+    }
+
+    /// The turn machine it runs (fresh, or restored at a decision) and the
+    /// name its stream's frame machine is stored under.
+    fn with_machine(mut self, machine: Typed<TurnTable>, frame_name: String) -> Self {
+        self.machine = machine;
+        self.frame_name = frame_name;
+        self
     }
 }

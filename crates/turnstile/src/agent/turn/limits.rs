@@ -1,0 +1,48 @@
+//! The turn's bounds and the external contracts it keeps, from
+//! configuration.
+
+use crate::agent::context::ContextLimits;
+use crate::judge::digest::DigestLimits;
+
+/// Bounds and external contracts that come from configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The upstream query cap (`LIMIT 3000`): an external contract, not ours.
+    pub limit_sentinel: u64,
+    /// Most pages stitched into one listing.
+    pub page_cap: usize,
+    pub context: ContextLimits,
+    /// Most planning rounds that may call tools in one turn.
+    pub max_steps: u32,
+    /// Most calls one planning round may make; the rest are refused by the
+    /// `admission` table.
+    pub max_calls_per_step: usize,
+    /// How much of each result the models see.
+    pub digest: DigestLimits,
+    /// Bytes of earlier turns the planner sees (oldest dropped first).
+    pub history_bytes: usize,
+    /// How long an interrupt waits for a decision before it is denied by
+    /// default (its cancel runs).
+    pub approval_ttl: std::time::Duration,
+}
+
+impl Limits {
+    pub fn approval_ttl_ms(&self) -> i64 {
+        i64::try_from(self.approval_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            limit_sentinel: 3000,
+            page_cap: 5,
+            context: ContextLimits::default(),
+            max_steps: 6,
+            max_calls_per_step: 8,
+            digest: DigestLimits::default(),
+            history_bytes: 4096,
+            approval_ttl: std::time::Duration::from_secs(600),
+        }
+    }
+}
