@@ -264,16 +264,12 @@ impl Turn<'_> {
             _ => ActionOutcome::Unknown,
         };
         // One outcome per action: the latest replaces what was said before.
-        let keep: Vec<bool> = self
-            .evidence
-            .anchors
-            .iter()
-            .map(|a| !matches!(a, Anchor::Action { .. }))
-            .collect();
-        let mut k = keep.iter();
-        self.evidence.anchors.retain(|_| *k.next().unwrap_or(&true));
-        let mut k = keep.iter();
-        self.evidence.origins.retain(|_| *k.next().unwrap_or(&true));
+        // Each settle replaces the one before, so there is at most one.
+        let mut said = self.evidence.anchors.iter();
+        if let Some(i) = said.position(|a| matches!(a, Anchor::Action { .. })) {
+            self.evidence.anchors.remove(i);
+            self.evidence.origins.remove(i);
+        }
         self.anchor(Anchor::Action { tool, outcome });
         let poll = (ask_status || still_accepted) && self.approvals.polls < STATUS_POLLS;
         if let (true, Some(status)) = (poll, status) {
