@@ -392,7 +392,7 @@ struct Rig {
 }
 
 /// The configuration `turnstile serve` would read for this server.
-fn config_toml(server: &Running, fake: &FakeOpenAi, db: &str) -> String {
+fn config_toml(server: &Running, fake: &FakeOpenAi, db: &str, extra: &Extra) -> String {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
     let limits = match server.kind {
         Kind::Sqlite => format!("\n[limits]\nlimit_sentinel = {SQLITE_SENTINEL}\n"),
@@ -414,7 +414,9 @@ backoff_max_ms = 200
 [[mcp_servers]]
 name = {server_name}
 {transport}
-{tools}"#,
+{server_keys}
+{tools}
+{extra_tools}"#,
         db = q(db),
         base = q(&fake.base_url),
         name = q(FAKE_MODEL),
@@ -422,17 +424,31 @@ name = {server_name}
         server_name = q(&server.kind.to_string()),
         transport = server.transport_toml(),
         tools = server.kind.tools_toml(),
+        server_keys = extra.server_keys,
+        extra_tools = extra.tools,
     )
+}
+
+/// Configuration a flow adds to its server's entry: keys of the
+/// `[[mcp_servers]]` table itself, and more `[mcp_servers.tools.*]` tables.
+#[derive(Default)]
+struct Extra {
+    server_keys: &'static str,
+    tools: &'static str,
 }
 
 impl Rig {
     async fn start(kind: Kind) -> Rig {
+        Rig::start_with(kind, Extra::default()).await
+    }
+
+    async fn start_with(kind: Kind, extra: Extra) -> Rig {
         init_tracing();
         let tmp = tempfile::tempdir().unwrap();
         let server = start_server(kind, tmp.path()).await;
         let fake = FakeOpenAi::start().await;
         let db = format!("sqlite://{}?mode=rwc", tmp.path().join("t.db").display());
-        let src = config_toml(&server, &fake, &db);
+        let src = config_toml(&server, &fake, &db, &extra);
         let config = Config::from_toml(&src, Path::new("interop-honesty.toml"), &|_| None)
             .unwrap_or_else(|e| panic!("{kind}: the configuration does not load: {e}\n{src}"));
         assert_eq!(config.mcp_servers.len(), 1);
@@ -1305,6 +1321,8 @@ async fn approval(kind: Kind) {
     assert_eq!(last["book"], 1, "{kind}: still one book");
     rig.done();
 }
+
+mod before_call;
 
 // ------------------------------------------------------ server × flow table --
 

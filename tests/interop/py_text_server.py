@@ -28,7 +28,9 @@ Tools:
       that only `at_least: COUNT_CAP` is known; `next` is an opaque cursor
       bound to the search (stateless: it holds an offset).
   count_photos(floor?, date_from?, date_to?)   -> the SQL-style table above
-  add_photo(floor, captured_at)                -> text "added <photo_id>"
+  add_photo(floor, captured_at)                -> text "added <photo_id>" (no annotations)
+  hold_seat / book / release / reservation_status / reservation_counts  (approval)
+  post_notice(floor, text)                     -> declares destructiveHint: true
 
 Usage: python3 py_text_server.py --port 8765
 """
@@ -41,6 +43,7 @@ import json
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 FLOOR_COUNTS = {1: 240, 2: 613, 3: 651, 4: 198, 5: 87, 6: 45, 7: 24, 8: 3}
 COUNT_CAP = 500
@@ -200,9 +203,26 @@ def reservation_status(reservation_id: int) -> str:
     return json.dumps({"status": hold["status"], "reservation_id": reservation_id})
 
 
-@server.tool(description="Calls received by book and release (for tests).", structured_output=False)
+@server.tool(description="Calls received by book, release and post_notice (for tests).", structured_output=False)
 def reservation_counts() -> str:
     return json.dumps(COUNTS)
+
+
+# A tool that acts at once, declared destructive in this SDK's own words:
+# the call itself must wait for a human (issue 17, approval before call).
+COUNTS["post_notice"] = 0
+NOTICES = []
+
+
+@server.tool(
+    description="Post a notice to every worker on a floor. It cannot be taken back.",
+    annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True),
+    structured_output=False,
+)
+def post_notice(floor: int, text: str) -> str:
+    COUNTS["post_notice"] += 1
+    NOTICES.append({"floor": floor, "text": text})
+    return json.dumps({"posted": len(NOTICES), "floor": floor})
 
 
 def main() -> None:

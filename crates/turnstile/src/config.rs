@@ -154,6 +154,9 @@ struct FileServer {
     command: Option<String>,
     args: Option<Vec<String>>,
     trusted_origin: Option<String>,
+    /// `false`: the server's tool annotations exempt nothing, and a tool of
+    /// it that declares none waits for approval of each call.
+    trusted: Option<bool>,
     #[serde(default)]
     tools: BTreeMap<String, FileTool>,
 }
@@ -185,7 +188,8 @@ struct FileTool {
     accounting_keys: Option<FileAccountingKeys>,
     /// The tool's role in the approval protocol: `prepare` (it prepares a
     /// backend action; `action_id`, `confirm` and `cancel` name the rest) or
-    /// `before-call` (the exact call waits for the user's approval).
+    /// `before-call` (the exact call waits for the user's approval), or
+    /// `none` (never held, whatever its annotations declare).
     approval: Option<String>,
     /// The result field carrying a prepared action's id (`actionId`).
     action_id: Option<String>,
@@ -328,6 +332,10 @@ pub struct McpServer {
     /// The origin (`scheme://host[:port]`) trusted for links this server
     /// returns.
     pub trusted_origin: Option<String>,
+    /// Whether its tools' annotations are believed (`trusted`, default
+    /// true): an untrusted server's tool that declares no annotations
+    /// waits for the user's approval of each call.
+    pub trusted: bool,
     /// Per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolSettings>,
 }
@@ -522,6 +530,7 @@ impl Config {
                         (tool.clone(), policy)
                     })
                     .collect(),
+                trusted: s.trusted,
             })
             .collect()
     }
@@ -751,11 +760,22 @@ impl Validator {
                 }
                 Some(Role::BeforeCall)
             }
+            Some("none") => {
+                for (k, v) in settles {
+                    if v.is_some() {
+                        self.problem(
+                            &format!("{key}.{k}"),
+                            "a tool with approval = \"none\" names no action to settle".into(),
+                        );
+                    }
+                }
+                Some(Role::Exempt)
+            }
             Some(other) => {
                 self.problem(
                     &format!("{key}.approval"),
                     format!(
-                        "unknown approval role \"{other}\": use \"prepare\" or \"before-call\""
+                        "unknown approval role \"{other}\": use \"prepare\", \"before-call\" or \"none\""
                     ),
                 );
                 None
@@ -1142,6 +1162,7 @@ impl Validator {
                     name: name.to_string(),
                     transport,
                     trusted_origin,
+                    trusted: s.trusted.unwrap_or(true),
                     tools,
                 });
             }
@@ -1437,9 +1458,15 @@ url = "not a url"
         use crate::judge::approval::Role;
         let server = "[[mcp_servers]]\nname = \"lib\"\nurl = \"http://127.0.0.1:9/mcp\"\n";
         let src = format!(
-            "{MINIMAL}\n{server}[mcp_servers.tools.prepare]\napproval = \"prepare\"\naction_id = \"actionId\"\nconfirm = \"confirm\"\ncancel = \"cancel\"\nstatus = \"status\"\n[mcp_servers.tools.send_mail]\napproval = \"before-call\"\n"
+            "{MINIMAL}\n{server}[mcp_servers.tools.prepare]\napproval = \"prepare\"\naction_id = \"actionId\"\nconfirm = \"confirm\"\ncancel = \"cancel\"\nstatus = \"status\"\n[mcp_servers.tools.send_mail]\napproval = \"before-call\"\n[mcp_servers.tools.wipe]\napproval = \"none\"\n"
         );
-        let r = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap().roles();
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert!(
+            c.server_specs()[0].trusted,
+            "servers are trusted by default"
+        );
+        let r = c.roles();
+        assert_eq!(r.get("wipe"), Some(&Role::Exempt));
         assert!(
             matches!(r.get("prepare"), Some(Role::Prepare(p)) if p.action_id == "actionId" && p.status.as_deref() == Some("status"))
         );
@@ -1453,6 +1480,7 @@ url = "not a url"
                 "confirm",
             ),
             ("approval = \"later\"\n", "approval"),
+            ("approval = \"none\"\nconfirm = \"c\"\n", "confirm"),
             ("confirm = \"c\"\n", "confirm"),
         ] {
             let src = format!("{MINIMAL}\n{server}[mcp_servers.tools.t]\n{bad}");
@@ -1587,5 +1615,9 @@ url = "not a url"
             .tools
             .insert("create_issue".into(), Default::default());
         assert_eq!(c.server_specs(), vec![expected]);
+        let untrusted = src.replace("name = \"site\"\n", "name = \"site\"\ntrusted = false\n");
+        let c = load(&untrusted, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert!(!c.mcp_servers[0].trusted);
+        assert!(!c.server_specs()[0].trusted);
     }
 }

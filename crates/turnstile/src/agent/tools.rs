@@ -17,7 +17,7 @@ use crate::judge::Contract;
 
 use crate::mcp::{
     builtin_connection_table, ClientOptions, McpError, ServerSpec, ServerStatus, ToolClient,
-    ToolInfo, ToolOutput,
+    ToolInfo, ToolOutput, ToolTrust,
 };
 use crate::protocols::connection::{Connection, ConnectionState};
 use crate::protocols::Bound;
@@ -38,6 +38,12 @@ pub trait Tools: Send + Sync {
     fn ids_param(&self, tool: &str, contract: Option<&Contract>) -> Option<String>;
     /// Each server's name and connection state (`GET /readyz`).
     fn servers(&self) -> Vec<ServerStatus>;
+    /// Whether `tool`'s server is trusted and what `tool` declared about
+    /// its effects.
+    fn trust(&self, tool: &str) -> ToolTrust {
+        let _ = tool;
+        ToolTrust::default()
+    }
 }
 
 #[async_trait::async_trait]
@@ -66,6 +72,11 @@ impl Tools for ToolBelt {
 
     fn servers(&self) -> Vec<ServerStatus> {
         ToolBelt::servers(self)
+    }
+
+    fn trust(&self, tool: &str) -> ToolTrust {
+        self.client_for(tool)
+            .map_or_else(ToolTrust::default, |c| c.trust(tool))
     }
 }
 

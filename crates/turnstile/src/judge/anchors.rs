@@ -256,6 +256,15 @@ pub enum ActionOutcome {
     /// The prepare result named no action (id 0 or none): nothing waits
     /// for a decision.
     NothingPrepared,
+    /// A call held for approval of itself was approved and sent once; its
+    /// result is the call's own.
+    Ran,
+    /// A call held for approval of itself was denied (or superseded by a
+    /// new message): it was never sent.
+    NotSent,
+    /// A call held for approval of itself was not decided in time: it was
+    /// never sent.
+    NotSentExpired,
 }
 
 fn action_text(tool: &str, outcome: ActionOutcome) -> String {
@@ -267,6 +276,9 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::Expired => "Nobody decided in time: the action was cancelled by default. Say it expired and was cancelled.",
         ActionOutcome::NothingPrepared => "The tool prepared nothing (it named no action), so there is nothing to approve and nothing was booked. Say so; do not say anything was reserved.",
         ActionOutcome::Unknown => "The confirm was sent before an interruption and nothing says whether it ran; it will not be sent again. Say the outcome is unknown.",
+        ActionOutcome::Ran => "The user approved this exact call; it was sent once, and its result is the tool's own. Say what the result shows, no more.",
+        ActionOutcome::NotSent => "The user denied this call, so it was never sent and nothing was done. Say it was not done as the user decided.",
+        ActionOutcome::NotSentExpired => "Nobody approved this call in time, so it was never sent and nothing was done. Say it expired and was not done.",
     };
     format!("[{tool}] {what}")
 }

@@ -27,6 +27,57 @@ pub enum Role {
     Status,
     /// Needs the user's approval of the exact call before it is sent.
     BeforeCall,
+    /// `approval = "none"`: the operator's word that the tool's calls run
+    /// without approval, whatever its annotations declare.
+    Exempt,
+}
+
+/// Why a planned call waits for the user's approval of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldReason {
+    /// `approval = "before-call"` in the configuration.
+    Configured,
+    /// The tool declares `destructiveHint: true`.
+    Destructive,
+    /// The tool's server is untrusted and the tool declares no annotations:
+    /// MCP's defaults (`readOnlyHint: false`, `destructiveHint: true`)
+    /// stand.
+    Unannotated,
+}
+
+impl HoldReason {
+    /// Why, in the interrupt's words.
+    pub fn why(self) -> &'static str {
+        match self {
+            HoldReason::Configured => "the configuration holds every call of this tool",
+            HoldReason::Destructive => "the tool declares that it is destructive",
+            HoldReason::Unannotated => {
+                "the tool's server is untrusted and the tool declares nothing about its effects"
+            }
+        }
+    }
+}
+
+/// Whether a planned call of a tool must wait for the user's approval of
+/// the exact call. The configuration decides first: a tool with a role in
+/// the approval protocol (prepare, confirm, cancel, status) is governed by
+/// it, `approval = "none"` exempts, `before-call` holds. Otherwise the
+/// tool's annotations may hold a call, never exempt one: a declared
+/// `destructiveHint: true` holds, and so does a tool of an untrusted
+/// server that declares no annotations at all (MCP's defaults are
+/// destructive, and annotations from an untrusted server are hints).
+pub fn hold_reason(role: Option<&Role>, trust: &crate::mcp::ToolTrust) -> Option<HoldReason> {
+    match role {
+        Some(Role::BeforeCall) => return Some(HoldReason::Configured),
+        Some(_) => return None,
+        None => {}
+    }
+    match trust.hints {
+        Some(h) if h.destructive == Some(true) => Some(HoldReason::Destructive),
+        Some(_) => None,
+        None if !trust.server_trusted => Some(HoldReason::Unannotated),
+        None => None,
+    }
 }
 
 /// A prepare tool and the tools that settle what it prepared.
@@ -277,6 +328,63 @@ mod tests {
             ..text(r#"{"actionId":5}"#)
         };
         assert_eq!(action_id(&failed, "actionId"), ActionId::None);
+    }
+
+    /// The hold policy, row by row: configuration first, then hints that
+    /// may hold but never exempt.
+    #[test]
+    fn which_calls_wait_for_approval_of_themselves() {
+        use crate::mcp::{Hints, ToolTrust};
+        let hints = |read_only, destructive| {
+            Some(Hints {
+                read_only,
+                destructive,
+            })
+        };
+        let trust = |server_trusted, hints| ToolTrust {
+            server_trusted,
+            hints,
+        };
+        let prepare = Role::Prepare(Prepare {
+            action_id: "id".into(),
+            confirm: "c".into(),
+            cancel: "x".into(),
+            status: None,
+        });
+        let destructive = hints(Some(false), Some(true));
+        let cases = [
+            (None, trust(true, None), None),
+            (None, trust(false, None), Some(HoldReason::Unannotated)),
+            (
+                None,
+                trust(true, destructive),
+                Some(HoldReason::Destructive),
+            ),
+            (
+                None,
+                trust(false, destructive),
+                Some(HoldReason::Destructive),
+            ),
+            // Contradictory hints hold (destructive wins).
+            (
+                None,
+                trust(true, hints(Some(true), Some(true))),
+                Some(HoldReason::Destructive),
+            ),
+            (None, trust(true, hints(Some(false), None)), None),
+            (None, trust(false, hints(Some(true), None)), None),
+            (
+                Some(Role::BeforeCall),
+                trust(true, hints(Some(true), Some(false))),
+                Some(HoldReason::Configured),
+            ),
+            (Some(Role::Exempt), trust(false, destructive), None),
+            (Some(Role::Cancel), trust(true, destructive), None),
+            (Some(prepare), trust(false, None), None),
+        ];
+        for (role, t, want) in cases {
+            assert_eq!(hold_reason(role.as_ref(), &t), want, "{role:?} {t:?}");
+        }
     }
 
     #[test]

@@ -29,6 +29,9 @@ fn english(anchor: &Anchor) -> String {
             ActionOutcome::Expired => "Nobody decided in time, so it was cancelled.".into(),
             ActionOutcome::Unknown => "It was sent before an interruption, and whether it ran is unknown; it will not be sent again.".into(),
             ActionOutcome::NothingPrepared => "Nothing was prepared, so there is nothing to approve.".into(),
+            ActionOutcome::Ran => "You approved it, and it was sent once.".into(),
+            ActionOutcome::NotSent => "It was not sent, as you decided, so nothing was done.".into(),
+            ActionOutcome::NotSentExpired => "Nobody approved it in time, so it was not sent and nothing was done.".into(),
         },
         Anchor::NarrowingStale => {
             "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
@@ -107,6 +110,9 @@ fn korean_sentence(anchor: &Anchor) -> String {
             ActionOutcome::Expired => "제때 결정되지 않아 취소했습니다.".into(),
             ActionOutcome::Unknown => "중단 전에 보낸 요청의 결과를 알 수 없습니다. 다시 보내지 않습니다.".into(),
             ActionOutcome::NothingPrepared => "준비된 요청이 없어 승인할 것이 없습니다.".into(),
+            ActionOutcome::Ran => "승인하신 요청을 한 번 보냈습니다.".into(),
+            ActionOutcome::NotSent => "결정하신 대로 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
+            ActionOutcome::NotSentExpired => "제때 승인되지 않아 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
         },
         Anchor::NarrowingStale => {
             "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()

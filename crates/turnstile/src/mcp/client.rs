@@ -39,7 +39,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::error::McpError;
 use super::normalize::ToolOutput;
 use super::session::{self, Failure, Listing, Session};
-use super::spec::{ServerInfo, ServerSpec, ToolInfo, Transport};
+use super::spec::{ServerInfo, ServerSpec, ToolInfo, ToolTrust, Transport};
 // Where `cli::mcp`, `llm::openai` and `main` have always found them.
 pub use super::spec::shown_command;
 pub use super::url::{redact_url, scrub_urls};
@@ -390,6 +390,22 @@ impl ToolClient {
             .listing
             .as_ref()
             .is_some_and(|l| l.read_only.contains(tool))
+    }
+
+    /// What a turn may believe about `tool` before calling it: whether this
+    /// server is trusted, and the annotations `tool` declared in the last
+    /// `tools/list` (`None`: none, or no listing yet).
+    pub fn trust(&self, tool: &str) -> ToolTrust {
+        let hints = self
+            .shared
+            .lock()
+            .listing
+            .as_ref()
+            .and_then(|l| l.hints.get(tool).copied());
+        ToolTrust {
+            server_trusted: self.shared.spec.trusted,
+            hints,
+        }
     }
 
     /// All tools, following `nextCursor` until the server stops sending one.

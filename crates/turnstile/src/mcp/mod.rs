@@ -42,4 +42,6 @@ pub use client::{
 };
 pub use error::McpError;
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
-pub use spec::{ServerInfo, ServerSpec, ToolInfo, ToolPolicy, Transport, PROTOCOL_VERSION};
+pub use spec::{
+    Hints, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, ToolTrust, Transport, PROTOCOL_VERSION,
+};

@@ -16,7 +16,7 @@
 //! `ServiceError::TransportSend`; [`Failure::Expired`] is exactly that error,
 //! found by type in the error's source chain, never by its text.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,7 +37,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
-use super::spec::{ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
+use super::spec::{Hints, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
 
 /// Upper bound on `tools/list` pages, so a server that never stops paginating
 /// cannot hang us.
@@ -96,12 +96,13 @@ impl Failure {
     }
 }
 
-/// What `tools/list` said: the tools, and which of them declared
-/// `readOnlyHint: true`.
+/// What `tools/list` said: the tools, which of them declared
+/// `readOnlyHint: true`, and each annotated tool's hints.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Listing {
     pub tools: Vec<ToolInfo>,
     pub read_only: HashSet<String>,
+    pub hints: HashMap<String, Hints>,
 }
 
 /// One open connection (one `initialize`). Dropping it does not close it;
@@ -418,12 +419,15 @@ impl Session {
             };
             for t in result.tools {
                 let name = t.name.into_owned();
-                if t.annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    .unwrap_or(false)
-                {
-                    listing.read_only.insert(name.clone());
+                if let Some(a) = t.annotations.as_ref() {
+                    if a.read_only_hint == Some(true) {
+                        listing.read_only.insert(name.clone());
+                    }
+                    let hints = Hints {
+                        read_only: a.read_only_hint,
+                        destructive: a.destructive_hint,
+                    };
+                    listing.hints.insert(name.clone(), hints);
                 }
                 listing.tools.push(ToolInfo {
                     name,

@@ -40,6 +40,38 @@ pub struct ToolPolicy {
     pub retry_safe: bool,
 }
 
+/// What a tool's `annotations` in `tools/list` declare about its effects.
+/// `None` is a hint the tool did not give (MCP's defaults are
+/// `readOnlyHint: false`, `destructiveHint: true`). Hints, never decisions:
+/// they may hold a call for approval, never exempt one
+/// (`judge::approval::hold_reason`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+}
+
+/// What a turn knows about a tool before calling it: whether its server is
+/// trusted (configuration) and the annotations it declared, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolTrust {
+    /// `trusted = false` on the server's configuration makes a tool that
+    /// declares no annotations wait for approval of each call.
+    pub server_trusted: bool,
+    /// `None`: the tool declared no annotations at all (or its server has
+    /// not answered `tools/list`).
+    pub hints: Option<Hints>,
+}
+
+impl Default for ToolTrust {
+    fn default() -> Self {
+        ToolTrust {
+            server_trusted: true,
+            hints: None,
+        }
+    }
+}
+
 /// A named MCP server.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServerSpec {
@@ -52,6 +84,15 @@ pub struct ServerSpec {
     /// not as an unknown tool.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// `false`: the server's annotations are not believed to exempt
+    /// anything, and a tool of it that declares none waits for the user's
+    /// approval of each call (issue 17).
+    #[serde(default = "trusted_by_default")]
+    pub trusted: bool,
+}
+
+fn trusted_by_default() -> bool {
+    true
 }
 
 impl ServerSpec {
@@ -61,6 +102,7 @@ impl ServerSpec {
             name: name.into(),
             transport: Transport::Http { url: url.into() },
             tools: BTreeMap::new(),
+            trusted: true,
         }
     }
 
@@ -77,7 +119,14 @@ impl ServerSpec {
                 args: args.into_iter().map(Into::into).collect(),
             },
             tools: BTreeMap::new(),
+            trusted: true,
         }
+    }
+
+    /// Marks the server untrusted: its tools' annotations exempt nothing.
+    pub fn untrusted(mut self) -> Self {
+        self.trusted = false;
+        self
     }
 
     /// Marks `tool` as safe to re-send after a session expiry.

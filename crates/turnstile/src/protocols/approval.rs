@@ -46,6 +46,14 @@ crate::names! {
         ModelConfirm = "model_confirm",
         /// The model planned the confirm tool in the step that prepares.
         ModelConfirmSameStep = "model_confirm_same_step",
+        /// A planned call needs the user's approval of itself (a
+        /// `before-call` tool, a destructive one, or an unannotated tool of
+        /// an untrusted server); nothing was sent.
+        CallHeld = "call_held",
+        /// The approved held call was sent and answered.
+        HeldCallReturned = "held_call_returned",
+        /// The approved held call was sent and failed (or was refused).
+        HeldCallFailed = "held_call_failed",
     }
 }
 

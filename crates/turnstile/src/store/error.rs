@@ -14,6 +14,16 @@ pub enum StoreError {
         scheme: String,
     },
 
+    /// A connection-string option this store reads has a value it does
+    /// not know (`synchronous=sometimes`).
+    #[error("database URL option `{option}`: {reason}")]
+    BadOption {
+        /// The option's name.
+        option: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
+
     /// A step named a thread that does not exist. Nothing was written.
     #[error("unknown thread `{0}`")]
     UnknownThread(String),

@@ -14,6 +14,7 @@
 //! | `postgres://…`, `postgresql://…` | PostgreSQL |
 //! | `sqlite://path/to.db`, `sqlite:path/to.db` (any `?mode=`; without one, `mode=rwc`: created if missing) | SQLite file |
 //! | `sqlite::memory:` | SQLite in memory (one connection; gone when the `Store` is dropped) |
+//! | `sqlite://path/to.db?synchronous=full` | SQLite file, each commit fsync'd (default `normal`, see below) |
 //! | anything else without `://`, e.g. `turnstile.db` | SQLite file at that path, created if missing |
 //!
 //! The migrations in the crate's top-level `migrations/` directory are
@@ -143,7 +144,36 @@ const SQLITE_BUSY_TIMEOUT_PRAGMA: &str = "PRAGMA busy_timeout = 30000";
 /// committed step survives a crash or kill of the process (the contract of
 /// ADR 0010); only an OS crash or power loss may lose the last commits.
 /// Every frame is a commit, so this is what keeps a turn's frames fast.
-const SQLITE_SYNCHRONOUS_PRAGMA: &str = "PRAGMA synchronous = NORMAL";
+/// `?synchronous=full` on a SQLite URL asks for an fsync at every commit
+/// (survives power loss too), `extra` for more.
+const SQLITE_SYNCHRONOUS_DEFAULT: Synchronous = Synchronous::Normal;
+
+/// SQLite's `PRAGMA synchronous`, from the URL's `synchronous=` parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synchronous {
+    Normal,
+    Full,
+    Extra,
+}
+
+impl Synchronous {
+    fn parse(v: &str) -> Option<Synchronous> {
+        match v.to_ascii_lowercase().as_str() {
+            "normal" | "1" => Some(Synchronous::Normal),
+            "full" | "2" => Some(Synchronous::Full),
+            "extra" | "3" => Some(Synchronous::Extra),
+            _ => None,
+        }
+    }
+
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "PRAGMA synchronous = NORMAL",
+            Synchronous::Full => "PRAGMA synchronous = FULL",
+            Synchronous::Extra => "PRAGMA synchronous = EXTRA",
+        }
+    }
+}
 
 /// A handle to the database. Cheap to clone: clones share one pool.
 #[derive(Clone, Debug)]
@@ -158,6 +188,7 @@ struct Target {
     options: AnyConnectOptions,
     /// SQLite `:memory:` / `mode=memory`.
     in_memory: bool,
+    synchronous: Synchronous,
 }
 
 impl Target {
@@ -168,6 +199,7 @@ impl Target {
                 backend: Backend::Postgres,
                 options: AnyConnectOptions::from_str(url)?,
                 in_memory: false,
+                synchronous: SQLITE_SYNCHRONOUS_DEFAULT,
             });
         }
         if lower.starts_with("sqlite:") {
@@ -183,6 +215,7 @@ impl Target {
                 .query_pairs()
                 .find(|(k, _)| k == "mode")
                 .map(|(_, v)| v.into_owned());
+            let synchronous = take_synchronous(&mut options)?;
             let in_memory = database == ":memory:" || mode.as_deref() == Some("memory");
             if mode.is_none() && !in_memory {
                 options
@@ -194,6 +227,7 @@ impl Target {
                 backend: Backend::Sqlite,
                 options,
                 in_memory,
+                synchronous,
             });
         }
         if let Some((scheme, _)) = url.split_once("://") {
@@ -209,8 +243,34 @@ impl Target {
             backend: Backend::Sqlite,
             options: AnyConnectOptions::from_url(&sqlite.to_url_lossy())?,
             in_memory: false,
+            synchronous: SQLITE_SYNCHRONOUS_DEFAULT,
         })
     }
+}
+
+/// Takes `synchronous=` off a SQLite URL (the driver does not know it);
+/// the level it names, or the default.
+fn take_synchronous(options: &mut AnyConnectOptions) -> Result<Synchronous, StoreError> {
+    let url = &mut options.database_url;
+    let mut level = SQLITE_SYNCHRONOUS_DEFAULT;
+    let mut rest = Vec::new();
+    for (k, v) in url.query_pairs() {
+        match k.as_ref() {
+            "synchronous" => {
+                level = Synchronous::parse(&v).ok_or_else(|| StoreError::BadOption {
+                    option: "synchronous".into(),
+                    reason: format!("`{v}` is not normal, full or extra"),
+                })?;
+            }
+            _ => rest.push((k.into_owned(), v.into_owned())),
+        }
+    }
+    if rest.is_empty() {
+        url.set_query(None);
+    } else {
+        url.query_pairs_mut().clear().extend_pairs(rest);
+    }
+    Ok(level)
 }
 
 fn migrator() -> Migrator {
@@ -276,10 +336,11 @@ impl Store {
                         .await?;
                     conn.close().await?;
                 }
-                pool = pool.after_connect(|conn, _meta| {
+                let synchronous = target.synchronous.pragma();
+                pool = pool.after_connect(move |conn, _meta| {
                     Box::pin(async move {
                         conn.execute(SQLITE_BUSY_TIMEOUT_PRAGMA).await?;
-                        conn.execute(SQLITE_SYNCHRONOUS_PRAGMA).await?;
+                        conn.execute(synchronous).await?;
                         Ok(())
                     })
                 });
@@ -673,6 +734,34 @@ mod tests {
         assert_eq!(t.options.database_url.as_str(), "sqlite://a.db?mode=rwc");
         let t = Target::resolve("a b.db").expect("resolves");
         assert!(t.options.database_url.as_str().contains("mode=rwc"));
+    }
+
+    /// `?synchronous=` sets SQLite's fsync policy on every pooled
+    /// connection, is taken off the URL the driver sees, and an unknown
+    /// level is refused by name.
+    #[tokio::test]
+    async fn synchronous_is_read_off_the_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let level = |url: String| async move {
+            let store = Store::connect(&url).await.unwrap();
+            let row = sqlx::query("PRAGMA synchronous")
+                .fetch_one(&store.pool)
+                .await
+                .unwrap();
+            let v: i64 = row.try_get(0).unwrap();
+            store.close().await;
+            v
+        };
+        let db = dir.path().join("s.db");
+        assert_eq!(level(format!("sqlite://{}", db.display())).await, 1);
+        let full = format!("sqlite://{}?mode=rwc&synchronous=full", db.display());
+        assert_eq!(level(full.clone()).await, 2);
+        let t = Target::resolve(&full).unwrap();
+        assert!(!t.options.database_url.as_str().contains("synchronous"));
+        assert!(t.options.database_url.as_str().contains("mode=rwc"));
+        let bad = format!("sqlite://{}?synchronous=sometimes", db.display());
+        let err = Target::resolve(&bad).err().expect("refused").to_string();
+        assert!(err.contains("synchronous"), "{err}");
     }
 
     /// A step stores only the rows a machine took since the last commit;

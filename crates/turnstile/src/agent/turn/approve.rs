@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::admit::Refusal;
-use super::held::{Action, DecisionCall, Held};
+use super::held::{Action, ActionKind, DecisionCall, Held};
 use super::{Outcome, Stop, Turn};
 use crate::agent::records::Record;
 use crate::judge::anchors::ActionOutcome;
@@ -149,6 +149,7 @@ impl Turn<'_> {
             machine,
             stored: None,
             action: Action {
+                kind: ActionKind::Prepared,
                 user_text: self.user_text.clone(),
                 prepare: call.tool.clone(),
                 prepare_args: call.args.clone(),
@@ -227,8 +228,18 @@ impl Turn<'_> {
             Outcome::Returned { first, .. } => Some(first.as_ref()),
             _ => None,
         };
+        let Some(held_kind) = self.approvals.held.as_ref().map(|h| h.action.kind) else {
+            return Ok(());
+        };
         let event = match (kind, out) {
             (DecisionCall::Cancel, _) => None,
+            // A held call is its own confirm: it ran, or it did not.
+            (DecisionCall::Confirm, Some(_)) if held_kind == ActionKind::Call => {
+                Some(ApprovalEvent::HeldCallReturned)
+            }
+            (DecisionCall::Confirm, None) if held_kind == ActionKind::Call => {
+                Some(ApprovalEvent::HeldCallFailed)
+            }
             (DecisionCall::Confirm, Some(out)) => Some(approval::confirm_event(out)),
             (DecisionCall::Confirm, None) => Some(ApprovalEvent::ConfirmFailed),
             (DecisionCall::Status, Some(out)) => approval::status_event(out),
@@ -255,12 +266,15 @@ impl Turn<'_> {
         let status = held.action.status.clone();
         let status_args = held.action.status_args.clone();
         let tool = held.action.prepare.clone();
-        let outcome = match state {
-            ApprovalState::Accepted => ActionOutcome::Accepted,
-            ApprovalState::Completed => ActionOutcome::Completed,
-            ApprovalState::Failed => ActionOutcome::Failed,
-            ApprovalState::Denied => ActionOutcome::Cancelled,
-            ApprovalState::Expired => ActionOutcome::Expired,
+        let outcome = match (held.action.kind, state) {
+            (ActionKind::Call, ApprovalState::Completed) => ActionOutcome::Ran,
+            (ActionKind::Call, ApprovalState::Denied) => ActionOutcome::NotSent,
+            (ActionKind::Call, ApprovalState::Expired) => ActionOutcome::NotSentExpired,
+            (_, ApprovalState::Accepted) => ActionOutcome::Accepted,
+            (_, ApprovalState::Completed) => ActionOutcome::Completed,
+            (_, ApprovalState::Failed) => ActionOutcome::Failed,
+            (_, ApprovalState::Denied) => ActionOutcome::Cancelled,
+            (_, ApprovalState::Expired) => ActionOutcome::Expired,
             _ => ActionOutcome::Unknown,
         };
         // One outcome per action: the latest replaces what was said before.

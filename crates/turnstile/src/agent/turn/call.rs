@@ -28,7 +28,10 @@ impl Turn<'_> {
         };
         self.cursor.planned_calls += 1;
         self.cursor.calls_this_step += 1;
-        let outcome = self.run_call(&call).await?;
+        let Some(outcome) = self.run_call(&call).await? else {
+            // Held for the user's approval of the exact call: nothing sent.
+            return Ok(TurnEvent::ApprovalNeeded);
+        };
         let suspend = self.classify_approval(&call, &outcome).await?;
         let event = match &outcome {
             _ if suspend.is_some() => TurnEvent::ApprovalNeeded,
@@ -39,8 +42,13 @@ impl Turn<'_> {
         Ok(event)
     }
 
-    /// One planned call: its narrowing scope, its admission, then its pages.
-    async fn run_call(&mut self, call: &PlannedCall) -> Result<Outcome, Stop> {
+    /// One planned call: its narrowing scope, its admission, whether it
+    /// waits for approval of itself (`None`: held, nothing sent), then its
+    /// pages.
+    async fn run_call(&mut self, call: &PlannedCall) -> Result<Option<Outcome>, Stop> {
+        if let Some(outcome) = self.run_decided_call(call).await? {
+            return Ok(Some(outcome));
+        }
         // One narrowing machine per listing. The scope is applied only if
         // the table's `narrow` row says so (effect `apply-scope`).
         let mut gate = Gate::new(&self.agent.tables.narrowing);
@@ -53,10 +61,13 @@ impl Turn<'_> {
         let offered = server.is_some();
         let admitted = match self.admit(call, offered, stale.as_deref()) {
             Ok(row) => row,
-            Err(refusal) => return self.refuse(call, args, refusal).await,
+            Err(refusal) => return self.refuse(call, args, refusal).await.map(Some),
         };
         if let Some(conflict) = &conflict {
-            return self.refuse_conflict(call, &args, conflict, gate).await;
+            return self
+                .refuse_conflict(call, &args, conflict, gate)
+                .await
+                .map(Some);
         }
         let Some(server) = server else {
             // Admission refuses a tool nobody offers; a table edited to
@@ -69,15 +80,20 @@ impl Turn<'_> {
                     tool: call.tool.clone(),
                 },
             });
-            return self.refuse(call, args, refusal).await;
+            return self.refuse(call, args, refusal).await.map(Some);
         };
-        self.fetch(call, &server, args, scoped, gate).await
+        if self.hold_call(call, &args)? {
+            return Ok(None);
+        }
+        self.fetch(call, &server, args, scoped, gate)
+            .await
+            .map(Some)
     }
 
     /// Runs an admitted call: its first page, and for a stitched listing
     /// (or a continuation of an earlier turn's) the pages the paging table
     /// lets follow.
-    async fn fetch(
+    pub(super) async fn fetch(
         &mut self,
         call: &PlannedCall,
         server: &str,

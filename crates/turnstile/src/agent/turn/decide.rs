@@ -232,12 +232,9 @@ impl Agent {
             )
             .await?;
         telemetry::record(machine.snapshot());
-        if won {
-            match self
-                .tools
-                .call(&action.cancel, action.cancel_args.clone())
-                .await
-            {
+        let cancel = action.cancel_call().filter(|_| won);
+        if let Some((tool, args)) = cancel {
+            match self.tools.call(tool, args.clone()).await {
                 Ok(out) if !out.is_error => {
                     tracing::info!(state = machine.state().name(), "pending action cancelled")
                 }

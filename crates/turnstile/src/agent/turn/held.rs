@@ -11,10 +11,23 @@ use crate::protocols::Typed;
 use crate::store::{NewApproval, StoredApproval};
 use crate::wire;
 
+/// What is held: an action a prepare tool named (settled by its confirm,
+/// cancel and status tools), or a planned call held before it was sent
+/// (it is its own confirm, and nothing is sent on a denial).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    #[default]
+    Prepared,
+    Call,
+}
+
 /// What code needs to settle a held action, stored with its interrupt
 /// (`approvals.action`): the tools and their exact arguments.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Action {
+    #[serde(default)]
+    pub kind: ActionKind,
     /// The user message of the turn that prepared it.
     pub user_text: String,
     pub prepare: String,
@@ -31,6 +44,18 @@ pub struct Action {
     pub step: u32,
     /// The interrupt frame as it was shown.
     pub interrupt: wire::Interrupt,
+}
+
+impl Action {
+    /// The call that withdraws the action at the backend on a denial or an
+    /// expiry: the cancel tool, or nothing for a held call (nothing was
+    /// sent).
+    pub fn cancel_call(&self) -> Option<(&str, &Map<String, Value>)> {
+        match self.kind {
+            ActionKind::Prepared => Some((&self.cancel, &self.cancel_args)),
+            ActionKind::Call => None,
+        }
+    }
 }
 
 /// A decision that won: the turn resumes with its effect.

@@ -31,6 +31,7 @@ mod call;
 mod decide;
 mod emit;
 mod held;
+mod hold;
 mod judge;
 mod limits;
 mod plan;
