@@ -467,3 +467,66 @@ async fn an_interrupt_raised_on_one_server_is_approved_once_on_another_over_post
     b.pass_and_stop().await;
     tools.shutdown().await;
 }
+
+/// The compare-and-swap itself, without the thread's lease in front of it:
+/// eight decisions race on one interrupt through `Agent::decide` on a
+/// second agent sharing the database. Exactly one wins; every other is
+/// refused by a named row of the approval table, and nothing is sent by a
+/// decision alone.
+#[tokio::test]
+async fn racing_decisions_are_settled_by_the_swap_alone() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    let tools = demo(&s);
+    let state = turnstile::app::build(turnstile::app::AppConfig {
+        database_url: &s.db_url,
+        servers: vec![turnstile::mcp::ServerSpec::http("demo", tools.url.clone())],
+        model: std::sync::Arc::new(turnstile_demo::Scripted::demo()),
+        limits: Limits::default(),
+        turn_lease: Duration::from_secs(30),
+        tables_dir: None,
+        contracts: turnstile_demo::contracts(),
+        roles: turnstile_demo::roles(),
+    })
+    .await
+    .expect("a second agent on the same database");
+    let agent = state.agent.clone();
+    let racers = (0..8).map(|n| {
+        let agent = agent.clone();
+        let (thread, id) = (thread.clone(), i.interrupt_id.clone());
+        tokio::spawn(async move { agent.decide(&thread, &id, n % 2 == 0).await })
+    });
+    let results = futures::future::join_all(racers).await;
+    let mut won = 0;
+    for r in results {
+        match r.expect("the task runs") {
+            Ok(d) => {
+                won += 1;
+                assert!(["approve", "deny"].contains(&d.decision));
+            }
+            Err(turnstile::agent::DecideError::Refused { row_id, .. }) => assert!(
+                [
+                    "second-approve",
+                    "deny-after-approve",
+                    "approve-after-deny",
+                    "second-deny"
+                ]
+                .contains(&row_id.as_str()),
+                "refused by {row_id}"
+            ),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(won, 1, "exactly one decision wins the swap");
+    let stored = approval_state(&s, &thread, &i.interrupt_id).await;
+    assert!(
+        ["Confirming", "Denied"].contains(&stored.as_str()),
+        "{stored}"
+    );
+    // Deciding sends nothing by itself; only the resumed turn (or, for a
+    // deny decided directly, nobody here) sends the confirm or the cancel.
+    assert_eq!(tools.action_counts(1).confirms, 0);
+    state.store.close().await;
+    s.pass_and_stop().await;
+}

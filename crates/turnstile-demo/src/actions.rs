@@ -336,18 +336,19 @@ impl ActionStore {
     }
 
     /// Run the worker for an accepted action. Without a tokio runtime (a
-    /// handler called outside a server) there is nothing to wait in, so it
-    /// is carried out at once.
+    /// handler called outside a server) there is nothing to wait in, and
+    /// with a worker delay of zero nothing to wait for, so it is carried
+    /// out at once: the status tool then reads its outcome right away.
     fn schedule(self: &Arc<Self>, action_id: u64) {
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
+            Ok(runtime) if !self.worker_delay.is_zero() => {
                 let store = Arc::clone(self);
                 runtime.spawn(async move {
                     tokio::time::sleep(store.worker_delay).await;
                     store.complete(action_id);
                 });
             }
-            Err(_) => {
+            _ => {
                 self.complete(action_id);
             }
         }

@@ -77,6 +77,20 @@ impl Store {
     /// processes deciding at once exactly one wins. `false`: it was not in
     /// `from` (another decision won, or it never was), and nothing changed.
     #[tracing::instrument(level = "debug", skip_all, fields(from, to))]
+    /// The turn of the thread's latest user-side message (a user message or
+    /// a decision on an interrupt), read from the newest end: one row,
+    /// however long the thread.
+    pub async fn latest_user_turn(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT turn_id FROM messages WHERE thread_id = $1 AND role = 'user' \
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(thread_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| r.try_get("turn_id")).transpose()?)
+    }
+
     pub async fn swap_approval(
         &self,
         interrupt_id: &str,
@@ -95,6 +109,7 @@ impl Store {
         .bind(from)
         .execute(&self.pool)
         .await?;
+        self.committed();
         Ok(done.rows_affected() == 1)
     }
 }

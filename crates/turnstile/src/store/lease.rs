@@ -91,6 +91,7 @@ impl Store {
             }
             _ => StoreError::Database(e),
         })?;
+        self.committed();
         if done.rows_affected() == 1 {
             tracing::debug!(expires_at = lease.expires_at, "turn lease claimed");
             Ok(lease)
@@ -120,6 +121,7 @@ impl Store {
         .bind(turn_id)
         .fetch_optional(&self.pool)
         .await?;
+        self.committed();
         let Some(row) = row else {
             return Err(StoreError::LeaseLost {
                 thread_id: thread_id.to_owned(),
@@ -148,6 +150,7 @@ impl Store {
             .bind(turn_id)
             .execute(&self.pool)
             .await?;
+        self.committed();
         if done.rows_affected() == 0 {
             return Err(StoreError::LeaseLost {
                 thread_id: thread_id.to_owned(),

@@ -180,6 +180,9 @@ impl Synchronous {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// Write statements and transactions committed through this handle
+    /// and its clones (benchmarks report commits per turn and per cycle).
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A connection string, classified.
@@ -246,6 +249,21 @@ impl Target {
             synchronous: SQLITE_SYNCHRONOUS_DEFAULT,
         })
     }
+}
+
+/// `($1, …, $k), ($k+1, …), …`: `rows` groups of `width` numbered
+/// placeholders, for one multi-row `VALUES`.
+fn placeholders(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let group = (1..=width)
+                .map(|c| format!("${}", r * width + c))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("({group})")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Takes `synchronous=` off a SQLite URL (the driver does not know it);
@@ -348,10 +366,27 @@ impl Store {
             let pool = pool.connect_with(target.options).await?;
             migrator().run(&pool).await?;
             tracing::info!("store ready");
-            Ok(Store { pool, backend })
+            Ok(Store {
+                pool,
+                backend,
+                commits: Default::default(),
+            })
         }
         .instrument(span)
         .await
+    }
+
+    /// How many writes this store (and its clones) committed: each
+    /// [`step`](Self::step), approval swap, lease claim, renewal and
+    /// release, and thread creation is one commit.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts one committed write.
+    pub(crate) fn committed(&self) {
+        self.commits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Which database this store talks to.
@@ -379,6 +414,7 @@ impl Store {
             .bind(thread.created_at)
             .execute(&self.pool)
             .await?;
+        self.committed();
         tracing::debug!(thread_id = %thread.id, "thread created");
         Ok(thread)
     }
@@ -452,6 +488,18 @@ impl Store {
                 Ok((*name, serde_json::to_string(&head)?, from, rows))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
+        // A machine named twice in one step: the last snapshot stands (one
+        // multi-row upsert may not touch a row twice on PostgreSQL).
+        let snapshots: Vec<_> = {
+            let mut seen = std::collections::HashSet::new();
+            let mut kept: Vec<_> = snapshots
+                .into_iter()
+                .rev()
+                .filter(|(name, ..)| seen.insert(*name))
+                .collect();
+            kept.reverse();
+            kept
+        };
         let count = i64::try_from(messages.len()).map_err(|_| StoreError::Corrupt {
             table: "messages",
             detail: "too many messages in one step".into(),
@@ -476,59 +524,78 @@ impl Store {
         let last: i64 = row.try_get("last_seq")?;
         let first = last - count + 1;
 
-        for (seq, (message, body)) in (first..).zip(messages.iter().zip(&bodies)) {
-            sqlx::query(
-                "INSERT INTO messages (thread_id, seq, turn_id, role, body, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(thread_id)
-            .bind(seq)
-            .bind(turn_id)
-            .bind(message.role.as_str())
-            .bind(body.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+        // One statement per table, however many rows: a statement costs a
+        // round trip to the database, and a turn commits a step per frame.
+        if !messages.is_empty() {
+            let sql = format!(
+                "INSERT INTO messages (thread_id, seq, turn_id, role, body, created_at) VALUES {}",
+                placeholders(messages.len(), 6)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (seq, (message, body)) in (first..).zip(messages.iter().zip(&bodies)) {
+                q = q
+                    .bind(thread_id)
+                    .bind(seq)
+                    .bind(turn_id)
+                    .bind(message.role.as_str())
+                    .bind(body.as_str())
+                    .bind(now);
+            }
+            q.execute(&mut *tx).await?;
         }
 
-        for (name, snapshot, from, rows) in &snapshots {
-            sqlx::query(
-                "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5) \
+        if !snapshots.is_empty() {
+            let sql = format!(
+                "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) VALUES {} \
                  ON CONFLICT (thread_id, turn_id, name) \
                  DO UPDATE SET snapshot = excluded.snapshot, updated_at = excluded.updated_at",
-            )
-            .bind(thread_id)
-            .bind(turn_id)
-            .bind(*name)
-            .bind(snapshot.as_str())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            // The rows from `from` on are these: a rewritten tail (a full
-            // snapshot, or a step retried) replaces what was there.
-            sqlx::query(
-                "DELETE FROM machine_rows \
-                 WHERE thread_id = $1 AND turn_id = $2 AND name = $3 AND n >= $4",
-            )
-            .bind(thread_id)
-            .bind(turn_id)
-            .bind(*name)
-            .bind(*from)
-            .execute(&mut *tx)
-            .await?;
-            for (n, row_id) in (*from..).zip(rows) {
-                sqlx::query(
-                    "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                )
+                placeholders(snapshots.len(), 5)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (name, snapshot, _, _) in &snapshots {
+                q = q
+                    .bind(thread_id)
+                    .bind(turn_id)
+                    .bind(*name)
+                    .bind(snapshot.as_str())
+                    .bind(now);
+            }
+            q.execute(&mut *tx).await?;
+            // Each machine's rows from its `from` on are these: a rewritten
+            // tail (a full snapshot, a rewound machine, a step retried)
+            // replaces what was there.
+            let tails = (0..snapshots.len())
+                .map(|i| format!("(name = ${} AND n >= ${})", 3 + 2 * i, 4 + 2 * i))
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            let sql = format!(
+                "DELETE FROM machine_rows WHERE thread_id = $1 AND turn_id = $2 AND ({tails})"
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(thread_id)
-                .bind(turn_id)
-                .bind(*name)
-                .bind(n)
-                .bind(row_id.as_str())
-                .execute(&mut *tx)
-                .await?;
+                .bind(turn_id);
+            for (name, _, from, _) in &snapshots {
+                q = q.bind(*name).bind(*from);
+            }
+            q.execute(&mut *tx).await?;
+            let rows: usize = snapshots.iter().map(|(_, _, _, r)| r.len()).sum();
+            if rows > 0 {
+                let sql = format!(
+                    "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) VALUES {}",
+                    placeholders(rows, 5)
+                );
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for (name, _, from, ids) in &snapshots {
+                    for (n, row_id) in (*from..).zip(ids) {
+                        q = q
+                            .bind(thread_id)
+                            .bind(turn_id)
+                            .bind(*name)
+                            .bind(n)
+                            .bind(row_id.as_str());
+                    }
+                }
+                q.execute(&mut *tx).await?;
             }
         }
 
@@ -550,6 +617,7 @@ impl Store {
         }
 
         tx.commit().await?;
+        self.committed();
         tracing::debug!(first_seq = first, last_seq = last, "step committed");
         Ok((first..=last).collect())
     }

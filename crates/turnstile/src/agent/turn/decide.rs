@@ -12,7 +12,7 @@ use super::Agent;
 use crate::fsm::Snapshot;
 use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::{telemetry, Names, Typed};
-use crate::store::{Role, StoreError, StoredApproval};
+use crate::store::{StoreError, StoredApproval};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
@@ -162,13 +162,13 @@ impl Agent {
     /// Whether the interrupt belongs to an earlier user turn than the
     /// thread's latest: the search for an approvable action stops at the
     /// latest user message.
+    ///
+    /// A decision record counts as user-side too: it carries the turn of
+    /// the interrupt it decided, and a decision is only ever recorded on
+    /// the thread's current turn (a new message supersedes what is
+    /// pending first).
     async fn is_stale(&self, stored: &StoredApproval) -> Result<bool, StoreError> {
-        let messages = self.store.messages(&stored.thread_id).await?;
-        let latest = messages
-            .iter()
-            .rev()
-            .find(|m| m.role == Role::User && m.body.get("kind") == Some(&Value::from("user")))
-            .map(|m| m.turn_id.as_str());
+        let latest = self.store.latest_user_turn(&stored.thread_id).await?;
         Ok(latest.is_some_and(|t| t != stored.turn_id))
     }
 
