@@ -12,6 +12,7 @@
 mod common;
 
 mod approval;
+mod approval_kill;
 mod browser;
 mod cli_output;
 mod conformance;

@@ -1,0 +1,321 @@
+//! Approval across a real process kill (issue 17): `turnstile serve` is a
+//! child process, killed with SIGKILL, and started again on the same
+//! SQLite file. The tool server (the demo's, in this test's process) and the
+//! model (an OpenAI-compatible fake, here too) outlive it, so the tool
+//! server's own counters say how many confirms the backend received.
+//!
+//! - Killed with the interrupt pending: the restarted server approves it,
+//!   once; a second approve is refused.
+//! - Killed after the approved confirm was sent and before its answer was
+//!   stored: start-up recovery asks the status tool, never re-sends the
+//!   confirm, and the thread shows how it ended.
+
+use crate::common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::fake_openai::{Action, FakeOpenAi, Role, FAKE_MODEL, KEY};
+use common::frames::{is_done, FrameKind, FrameReader};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use turnstile::wire::Frame;
+use turnstile_demo::{DemoOptions, DemoServer};
+
+const LEASE_SECS: u64 = 1;
+
+/// A `turnstile serve` child; SIGKILLed when dropped.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn config(dir: &Path, port: u16, db: &Path, fake: &FakeOpenAi, tools: &DemoServer) -> String {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let src = format!(
+        r#"addr = {addr}
+database_url = {db}
+
+[model]
+base_url = {base}
+name = {name}
+api_key = {key}
+connect_timeout_secs = 2
+idle_timeout_secs = 10
+
+[limits]
+turn_lease_secs = {LEASE_SECS}
+
+[[mcp_servers]]
+name = "demo"
+url = {url}
+
+[mcp_servers.tools.prepare_seat_reservation]
+approval = "prepare"
+action_id = "actionId"
+confirm = "confirm_action"
+cancel = "cancel_action"
+status = "get_action"
+"#,
+        addr = q(&format!("127.0.0.1:{port}")),
+        db = q(&format!("sqlite://{}?mode=rwc", db.display())),
+        base = q(&fake.base_url),
+        name = q(FAKE_MODEL),
+        key = q(KEY),
+        url = q(&tools.url),
+    );
+    let path = dir.join(format!("serve-{port}.toml"));
+    std::fs::write(&path, src).unwrap();
+    path.display().to_string()
+}
+
+impl Served {
+    async fn start(
+        dir: &Path,
+        db: &Path,
+        fake: &FakeOpenAi,
+        tools: &DemoServer,
+        http: &reqwest::Client,
+    ) -> Served {
+        let port = free_port();
+        let cfg = config(dir, port, db, fake, tools);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("serve.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_turnstile"))
+            .args(["serve", "--config", &cfg])
+            .env("RUST_LOG", "warn,turnstile=info")
+            .env_remove("TURNSTILE_TABLES")
+            .env_remove("TURNSTILE_DATABASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("turnstile serve runs");
+        let mut served = Served {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let up = http
+                .get(format!("{}/readyz", served.base))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if up {
+                return served;
+            }
+            let exited = served.child.try_wait().unwrap();
+            assert!(
+                exited.is_none() && Instant::now() < deadline,
+                "turnstile serve did not come up ({exited:?}); see {}",
+                dir.join("serve.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    async fn post(&self, http: &reqwest::Client, path: &str, body: Value) -> reqwest::Response {
+        http.post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn thread(&self, http: &reqwest::Client, id: &str) -> Value {
+        let r = http
+            .get(format!("{}/v1/threads/{id}", self.base))
+            .send()
+            .await
+            .unwrap();
+        r.json().await.unwrap()
+    }
+}
+
+async fn read_all(r: reqwest::Response) -> Vec<Frame> {
+    let mut reader = FrameReader::new();
+    let mut body = r.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        reader.push(&chunk.unwrap());
+    }
+    reader.finish()
+}
+
+fn approval_state(thread: &Value, id: &str) -> String {
+    thread["approvals"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["interrupt_id"] == id)
+        .and_then(|a| a["state"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// One reservation turn to its interrupt; the thread and the interrupt id.
+async fn reserve(s: &Served, fake: &FakeOpenAi, http: &reqwest::Client) -> (String, String) {
+    let created: Value = s
+        .post(http, "/v1/threads", json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let thread = created["thread_id"].as_str().unwrap().to_string();
+    let args = json!({"seat": "12", "time": "15:00"}).to_string();
+    fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![("prepare_seat_reservation".into(), args)]),
+    );
+    let r = s
+        .post(
+            http,
+            &format!("/v1/threads/{thread}/messages"),
+            json!({"text": "reserve seat 12 at 15:00"}),
+        )
+        .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let frames = read_all(r).await;
+    assert!(is_done(&frames), "{frames:?}");
+    let id = frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::Interrupt(i) => Some(i.interrupt_id.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no interrupt: {frames:?}"));
+    (thread, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("kill.db");
+    let http = reqwest::Client::new();
+    let fake = FakeOpenAi::start().await;
+    let options = DemoOptions {
+        action_worker_delay: Duration::from_millis(20),
+        ..DemoOptions::default()
+    };
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let first = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
+    let (thread, id) = reserve(&first, &fake, &http).await;
+    first.kill();
+
+    let second = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
+    assert_eq!(
+        approval_state(&second.thread(&http, &thread).await, &id),
+        "Awaiting"
+    );
+    let path = format!("/v1/threads/{thread}/resume");
+    let approve = json!({"interrupt_id": id, "decision": "approve"});
+    let r = second.post(&http, &path, approve.clone()).await;
+    assert_eq!(r.status().as_u16(), 200);
+    let frames = read_all(r).await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(tools.action_counts(1).confirms, 1);
+    assert_eq!(
+        approval_state(&second.thread(&http, &thread).await, &id),
+        "Completed"
+    );
+    let again = second.post(&http, &path, approve).await;
+    assert_eq!(again.status().as_u16(), 409);
+    assert_eq!(
+        tools.action_counts(1).confirms,
+        1,
+        "a second confirm was sent"
+    );
+    second.kill();
+    tools.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkill_with_the_confirm_out_is_recovered_without_resending_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("kill.db");
+    let http = reqwest::Client::new();
+    let fake = FakeOpenAi::start().await;
+    // Every call is held a while at the server, so the kill lands while the
+    // confirm is out.
+    let options = DemoOptions {
+        action_worker_delay: Duration::from_millis(20),
+        call_delay: Duration::from_millis(400),
+        ..DemoOptions::default()
+    };
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let first = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
+    let (thread, id) = reserve(&first, &fake, &http).await;
+    let r = first
+        .post(
+            &http,
+            &format!("/v1/threads/{thread}/resume"),
+            json!({"interrupt_id": id, "decision": "approve"}),
+        )
+        .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let mut reader = FrameReader::new();
+    let mut body = r.bytes_stream();
+    // The confirm's call frame is out: the confirm intent is committed and
+    // the call is at the server.
+    while !reader.frames().iter().any(|f| {
+        FrameKind::of(f) == FrameKind::ToolCall
+            && matches!(f, Frame::ToolCall(c) if c.tool == "confirm_action")
+    }) {
+        let chunk = body.next().await.expect("stream open").unwrap();
+        reader.push(&chunk);
+    }
+    first.kill();
+    drop(body);
+    assert_eq!(tools.calls("confirm_action"), 1);
+
+    // The killed turn's lease lapses; start-up recovery finds the confirm in
+    // flight and asks the status tool.
+    tokio::time::sleep(Duration::from_millis(LEASE_SECS * 1000 + 200)).await;
+    let second = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let state = loop {
+        let state = approval_state(&second.thread(&http, &thread).await, &id);
+        let settled = ["Completed", "Failed", "Unknown"].contains(&state.as_str());
+        if (settled && state != "Unknown") || Instant::now() > deadline {
+            break state;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // The backend received the confirm once and completed it; the status
+    // tool said so. It was never sent again.
+    assert_eq!(state, "Completed", "the status tool was asked");
+    assert_eq!(tools.calls("confirm_action"), 1, "the confirm was re-sent");
+    assert!(tools.calls("get_action") >= 1);
+    second.kill();
+    tools.shutdown().await;
+}
