@@ -294,6 +294,41 @@ fn fuzz_mcp_result_seam() {
     assert!(execs > 0);
 }
 
+/// The capability validator (issue 18): no panic on any input, and an
+/// oracle: whatever it accepts is exactly the parser's canonical string,
+/// on the trusted origin, with no userinfo or fragment.
+#[test]
+fn fuzz_capability_validator() {
+    use turnstile::judge::capability::CapabilityRule;
+    let template = "/api/lms/exports/{jobId}/download";
+    let rules = [
+        (
+            "https://lms.example.com",
+            CapabilityRule::new("https://lms.example.com", template, "token").unwrap(),
+        ),
+        (
+            "http://127.0.0.1:8080",
+            CapabilityRule::new("http://127.0.0.1:8080", template, "token").unwrap(),
+        ),
+    ];
+    let execs = fuzz("capability", |input| {
+        let text = String::from_utf8_lossy(input);
+        for (origin, rule) in &rules {
+            if rule.validate_url(&text).is_ok() {
+                let url = url::Url::parse(&text).expect("accepted, so it parses");
+                assert_eq!(url.as_str(), text, "accepted a non-canonical URL");
+                assert_eq!(url.origin().ascii_serialization(), *origin);
+                assert!(url.username().is_empty() && url.password().is_none());
+                assert!(url.fragment().is_none());
+            }
+            if let Ok(answer) = serde_json::from_slice::<Value>(input) {
+                let _ = rule.validate_answer(&answer);
+            }
+        }
+    });
+    assert!(execs > 0);
+}
+
 #[test]
 fn fuzz_config_loader() {
     use turnstile::config::Config;

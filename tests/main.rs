@@ -14,6 +14,7 @@ mod common;
 mod approval;
 mod approval_kill;
 mod browser;
+mod capability;
 mod cli_output;
 mod conformance;
 mod crash;

@@ -6,7 +6,9 @@
 //! (count grades), [`emptiness`] (the right to say "none"), [`in_band`]
 //! (failures disguised as 200), [`narrowing`] (the subset gate),
 //! [`stitch`] (page stitching), [`anchors`] (what the narration may say),
-//! [`contracts`] and [`result`] (what a tool's real answer looks like).
+//! [`contracts`] and [`result`] (what a tool's real answer looks like),
+//! [`approval`] (tool roles, action ids) and [`capability`] (whether a
+//! confirm's answer is a capability URL code may deliver).
 //!
 //! **Architecture invariant:** nothing in this module reads model output.
 
@@ -14,6 +16,7 @@ pub mod accounting;
 pub mod admission;
 pub mod anchors;
 pub mod approval;
+pub mod capability;
 pub mod contracts;
 pub mod digest;
 pub mod emptiness;

@@ -1,0 +1,305 @@
+//! Whether a confirm's answer is a capability that code may deliver (issue
+//! 18, seeds 000/001): a download URL whose token is the permission. One
+//! function decides, for the terminal formatter and for the page's rules
+//! alike; anything it does not accept takes the normal error path.
+//!
+//! A capability is accepted only when all of these hold:
+//! - the answer is the `status: "OK"` envelope with an object `data`;
+//! - its URL field is a string with no whitespace or control character
+//!   anywhere (a WHATWG parser silently drops tabs and newlines; a link the
+//!   user clicks must be the string that was checked);
+//! - it parses, its scheme is `http` or `https`, it has no userinfo;
+//! - its origin equals the configured trusted origin, compared as parsed
+//!   origins (`url::Url::origin()`), never as string prefixes;
+//! - it is already in the parser's canonical form: no upper-case host, no
+//!   default port written out, no backslash, no dot segment, no
+//!   percent-encoded host. What is delivered is exactly what was checked,
+//!   never a normalisation of it;
+//! - it has no fragment;
+//! - its path matches the configured template segment by segment, each
+//!   `{name}` one segment of `[A-Za-z0-9_-]` (no `%2F`, no dots);
+//! - its query is exactly one non-empty token parameter and nothing else,
+//!   its value URL-safe text (`[A-Za-z0-9._~-]`), nothing percent-encoded;
+//! - a `jobId` the envelope names equals the one in the path.
+
+use serde_json::{Map, Value};
+use url::{Origin, Url};
+
+/// What a terminal flow's configuration says a capability looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityRule {
+    origin: Origin,
+    /// The origin as configured, for messages.
+    shown_origin: String,
+    template: Vec<Segment>,
+    token_param: String,
+    /// The field of `data` that carries the URL (`downloadUrl`).
+    url_field: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    /// `{name}`: one segment of `[A-Za-z0-9_-]`, captured as `name`.
+    Param(String),
+}
+
+/// Why a configured rule cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("trusted_origin `{0}` is not an http(s) origin")]
+    Origin(String),
+    #[error("path template `{0}` must start with `/` and hold literal segments or whole `{{name}}` segments")]
+    Template(String),
+    #[error("token parameter `{0}` must be a non-empty name of letters, digits, `_` or `-`")]
+    Token(String),
+}
+
+/// Why an answer is not a capability: it takes the normal error path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// The envelope is not `status: "OK"`.
+    NotOk,
+    /// `data` is missing or not an object.
+    DataNotObject,
+    /// `data` has no string URL field.
+    NoUrl,
+    /// Whitespace or a control character in the URL string.
+    ControlCharacter,
+    Unparsable,
+    Scheme,
+    Userinfo,
+    Origin,
+    /// Parsed, but the string is not the parser's canonical form.
+    NotCanonical,
+    Fragment,
+    Path,
+    /// Not exactly one non-empty token parameter, or another parameter.
+    Token,
+    /// The envelope's `jobId` differs from the path's.
+    JobMismatch,
+}
+
+impl Rejection {
+    /// Why, in words code may show (never the URL or its token).
+    pub fn why(self) -> &'static str {
+        match self {
+            Rejection::NotOk => "the answer is not a status OK envelope",
+            Rejection::DataNotObject => "the answer's data is not an object",
+            Rejection::NoUrl => "the answer carries no download URL",
+            Rejection::ControlCharacter => "the URL holds whitespace or a control character",
+            Rejection::Unparsable => "the URL does not parse",
+            Rejection::Scheme => "the URL is not http or https",
+            Rejection::Userinfo => "the URL carries a user name or password",
+            Rejection::Origin => "the URL's origin is not the tool server's trusted origin",
+            Rejection::NotCanonical => "the URL is not written in its canonical form",
+            Rejection::Fragment => "the URL has a fragment",
+            Rejection::Path => "the URL's path is not the configured download path",
+            Rejection::Token => "the URL does not carry exactly one token and nothing else",
+            Rejection::JobMismatch => "the URL names another job than the answer",
+        }
+    }
+}
+
+/// An accepted capability.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capability {
+    /// The URL exactly as the tool gave it (and as it was checked).
+    pub url: String,
+    /// The template's `{name}` segments, as captured.
+    pub params: Vec<(String, String)>,
+    /// The envelope's `expiresAt`, if it gave one.
+    pub expires_at: Option<String>,
+    /// The envelope's `data`, for the formatter's other fields.
+    pub data: Map<String, Value>,
+}
+
+impl CapabilityRule {
+    pub fn new(
+        trusted_origin: &str,
+        path_template: &str,
+        token_param: &str,
+    ) -> Result<Self, RuleError> {
+        let origin = Url::parse(trusted_origin)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .map(|u| u.origin())
+            .filter(Origin::is_tuple)
+            .ok_or_else(|| RuleError::Origin(trusted_origin.to_string()))?;
+        let template = parse_template(path_template)
+            .ok_or_else(|| RuleError::Template(path_template.to_string()))?;
+        if token_param.is_empty() || !token_param.chars().all(is_segment_char) {
+            return Err(RuleError::Token(token_param.to_string()));
+        }
+        Ok(CapabilityRule {
+            shown_origin: origin.ascii_serialization(),
+            origin,
+            template,
+            token_param: token_param.to_string(),
+            url_field: "downloadUrl".into(),
+        })
+    }
+
+    /// The `data` field that carries the URL (default `downloadUrl`).
+    pub fn with_url_field(mut self, field: &str) -> Self {
+        self.url_field = field.to_string();
+        self
+    }
+
+    /// The trusted origin, serialised.
+    pub fn origin(&self) -> &str {
+        &self.shown_origin
+    }
+
+    /// A confirm's answer (its JSON): the capability, or why it is none.
+    pub fn validate_answer(&self, answer: &Value) -> Result<Capability, Rejection> {
+        if answer.get("status").and_then(Value::as_str) != Some("OK") {
+            return Err(Rejection::NotOk);
+        }
+        let data = answer
+            .get("data")
+            .and_then(Value::as_object)
+            .ok_or(Rejection::DataNotObject)?;
+        let raw = data
+            .get(&self.url_field)
+            .and_then(Value::as_str)
+            .ok_or(Rejection::NoUrl)?;
+        let params = self.validate_url(raw)?;
+        if let Some(job) = data.get("jobId") {
+            let job = match job {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return Err(Rejection::JobMismatch),
+            };
+            let named = params.iter().find(|(k, _)| k == "jobId");
+            if named.is_some_and(|(_, v)| *v != job) {
+                return Err(Rejection::JobMismatch);
+            }
+        }
+        Ok(Capability {
+            url: raw.to_string(),
+            params,
+            expires_at: data
+                .get("expiresAt")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            data: data.clone(),
+        })
+    }
+
+    /// A URL string alone (the page's rule for a link in an assistant
+    /// message): the template's captured segments, or why it is no
+    /// capability.
+    pub fn validate_url(&self, raw: &str) -> Result<Vec<(String, String)>, Rejection> {
+        if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Rejection::ControlCharacter);
+        }
+        let url = Url::parse(raw).map_err(|_| Rejection::Unparsable)?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Rejection::Scheme);
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(Rejection::Userinfo);
+        }
+        if url.origin() != self.origin {
+            return Err(Rejection::Origin);
+        }
+        if url.as_str() != raw {
+            return Err(Rejection::NotCanonical);
+        }
+        if url.fragment().is_some() {
+            return Err(Rejection::Fragment);
+        }
+        let params = self.match_path(url.path()).ok_or(Rejection::Path)?;
+        // The query is `token=VALUE` and nothing else, written plainly: no
+        // second parameter, no `&`, no percent-encoded name or value (a
+        // token is URL-safe text), so it is read one way only.
+        let token = url
+            .query()
+            .and_then(|q| q.strip_prefix(self.token_param.as_str()))
+            .and_then(|q| q.strip_prefix('='))
+            .ok_or(Rejection::Token)?;
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-._~".contains(c);
+        if token.is_empty() || !token.chars().all(plain) {
+            return Err(Rejection::Token);
+        }
+        Ok(params)
+    }
+
+    fn match_path(&self, path: &str) -> Option<Vec<(String, String)>> {
+        let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+        if segments.len() != self.template.len() {
+            return None;
+        }
+        let mut params = Vec::new();
+        for (seg, want) in segments.iter().zip(&self.template) {
+            match want {
+                Segment::Literal(l) if seg == l => {}
+                Segment::Param(name) if !seg.is_empty() && seg.chars().all(is_segment_char) => {
+                    params.push((name.clone(), seg.to_string()));
+                }
+                _ => return None,
+            }
+        }
+        Some(params)
+    }
+}
+
+fn is_segment_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// `/api/lms/exports/{jobId}/download` → its segments; `None` for a
+/// template that is not a plain absolute path of literal and whole-segment
+/// parameters.
+fn parse_template(t: &str) -> Option<Vec<Segment>> {
+    let rest = t.strip_prefix('/')?;
+    rest.split('/')
+        .map(|seg| {
+            if let Some(name) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                (!name.is_empty() && name.chars().all(is_segment_char))
+                    .then(|| Segment::Param(name.to_string()))
+            } else {
+                let literal = !seg.is_empty()
+                    && seg != "."
+                    && seg != ".."
+                    && seg
+                        .chars()
+                        .all(|c| is_segment_char(c) || c == '.' || c == '~');
+                literal.then(|| Segment::Literal(seg.to_string()))
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_are_checked_when_configured() {
+        let ok = CapabilityRule::new(
+            "https://lms.example.com",
+            "/api/lms/exports/{jobId}/download",
+            "token",
+        );
+        assert!(ok.is_ok());
+        for (origin, template, token) in [
+            ("javascript:alert(1)", "/a/{id}", "token"),
+            ("ftp://lms.example.com", "/a/{id}", "token"),
+            ("not a url", "/a/{id}", "token"),
+            ("https://lms.example.com", "a/{id}", "token"),
+            ("https://lms.example.com", "/a/{id}x/b", "token"),
+            ("https://lms.example.com", "/a//b", "token"),
+            ("https://lms.example.com", "/a/../b", "token"),
+            ("https://lms.example.com", "/a/{}", "token"),
+            ("https://lms.example.com", "/a/{id}", ""),
+            ("https://lms.example.com", "/a/{id}", "to ken"),
+        ] {
+            assert!(
+                CapabilityRule::new(origin, template, token).is_err(),
+                "{origin} {template} {token}"
+            );
+        }
+    }
+}
