@@ -289,7 +289,7 @@ fn variants() -> Vec<(&'static str, String, Option<Rejection>)> {
         ),
         (
             LMS,
-            format!("java\nscript:alert(1)"),
+            "java\nscript:alert(1)".to_string(),
             Some(ControlCharacter),
         ),
         (LMS, format!("{}\u{0}", lms(&ok)), Some(ControlCharacter)),
