@@ -404,3 +404,83 @@ fn a_rejection_never_names_the_url_or_its_token() {
         }
     }
 }
+
+/// The demo's export tools through MCP, and its download URL over HTTP:
+/// the confirm's answer is a capability by the validator's rule (the
+/// demo's origin and path template), the URL answers a page that polls
+/// while BUILDING, then a ZIP; a wrong token is 403 with no body.
+#[tokio::test]
+async fn the_demo_export_answers_a_capability_that_downloads_a_zip() {
+    use std::time::Duration;
+    use turnstile::mcp::{ServerSpec, ToolClient};
+    use turnstile_demo::exports::EXPORT_PATH_TEMPLATE;
+    use turnstile_demo::{DemoOptions, DemoServer};
+    let options = DemoOptions {
+        export_build_delay: Duration::from_millis(300),
+        ..DemoOptions::default()
+    };
+    let demo = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let client = ToolClient::connect(&ServerSpec::http("demo", demo.url.clone()))
+        .await
+        .unwrap();
+    let preview = client
+        .call("export_all_lms_materials", Default::default())
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    assert_eq!(preview["status"], "OK");
+    assert_eq!(preview["fileCount"], 14);
+    let mut args = serde_json::Map::new();
+    args.insert("exportId".into(), preview["exportId"].clone());
+    let answer = client
+        .call("confirm_lms_material_export", args)
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    let origin = demo.url.trim_end_matches("/mcp");
+    let rule = CapabilityRule::new(origin, EXPORT_PATH_TEMPLATE, "token").unwrap();
+    let cap = rule
+        .validate_answer(&answer)
+        .unwrap_or_else(|r| panic!("{r:?}: {answer}"));
+    assert!(cap.expires_at.is_some());
+
+    let http = reqwest::Client::new();
+    let first = http.get(&cap.url).send().await.unwrap();
+    assert_eq!(first.status().as_u16(), 200);
+    assert!(first.text().await.unwrap().contains("BUILDING"));
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let zip = http.get(&cap.url).send().await.unwrap();
+    assert_eq!(
+        zip.headers()["content-type"].to_str().unwrap(),
+        "application/zip"
+    );
+    let bytes = zip.bytes().await.unwrap();
+    assert_eq!(&bytes[..4], b"PK\x03\x04");
+    let end = bytes.len() - 22;
+    assert_eq!(&bytes[end..end + 4], b"PK\x05\x06");
+    assert_eq!(u16::from_le_bytes([bytes[end + 10], bytes[end + 11]]), 14);
+    // Read by another implementation: Python's zipfile tests every CRC.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lecture-files.zip");
+    std::fs::write(&path, &bytes).unwrap();
+    let checked = std::process::Command::new("python3")
+        .args(["-m", "zipfile", "-t"])
+        .arg(&path)
+        .output()
+        .expect("python3 runs (scripts/test-deps installs it)");
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let forged = cap.url.replace("token=", "token=0");
+    let refused = http.get(&forged).send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    assert!(refused.bytes().await.unwrap().is_empty());
+    client.close().await;
+    demo.shutdown().await;
+}

@@ -582,6 +582,8 @@ async fn tools_list_has_query_data_with_a_cursor() {
             "archive_query",
             "cancel_action",
             "confirm_action",
+            "confirm_lms_material_export",
+            "export_all_lms_materials",
             "get_action",
             "get_panorama",
             "get_photo",

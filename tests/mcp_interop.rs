@@ -148,7 +148,7 @@ async fn demo_handshake_and_paginated_tool_list() {
     assert_eq!(client.name(), "demo");
     assert_eq!(client.protocol_version(), PROTOCOL_VERSION.as_str());
 
-    // The demo pages tools/list two at a time: ten tools means we followed four cursors.
+    // The demo pages tools/list two at a time: twelve tools means we followed five cursors.
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -157,6 +157,8 @@ async fn demo_handshake_and_paginated_tool_list() {
             "archive_query",
             "cancel_action",
             "confirm_action",
+            "confirm_lms_material_export",
+            "export_all_lms_materials",
             "get_action",
             "get_panorama",
             "get_photo",
@@ -166,7 +168,10 @@ async fn demo_handshake_and_paginated_tool_list() {
             "search_photos"
         ]
     );
-    let search = &tools[9];
+    let search = tools
+        .iter()
+        .find(|t| t.name == "search_photos")
+        .expect("search_photos");
     assert!(!search.description.is_empty());
     assert_eq!(search.input_schema["type"], "object");
     assert!(search.input_schema["properties"]["query"].is_object());

@@ -56,6 +56,7 @@
 
 pub mod actions;
 pub mod data;
+pub mod exports;
 pub mod lying;
 pub mod query;
 pub mod scripted;
@@ -132,8 +133,13 @@ pub fn contracts() -> turnstile::judge::Contracts {
 /// `prepare_seat_reservation` prepares an action named by `actionId`,
 /// `confirm_action` confirms it (never from a model's plan),
 /// `cancel_action` cancels it, `get_action` says how it ended.
+///
+/// `confirm_lms_material_export` waits for the user's approval of each
+/// exact call (`approval = "before-call"`) until the export protocol
+/// (`tables/export.ron`, issue 18) runs it as a terminal flow: until then
+/// nothing else stops a model from confirming an export by itself.
 pub fn roles() -> turnstile::judge::approval::Roles {
-    use turnstile::judge::approval::{Prepare, Roles};
+    use turnstile::judge::approval::{Prepare, Role, Roles};
     let mut r = Roles::default();
     r.prepare(
         "prepare_seat_reservation",
@@ -144,5 +150,6 @@ pub fn roles() -> turnstile::judge::approval::Roles {
             status: Some("get_action".into()),
         },
     );
+    r.insert("confirm_lms_material_export", Role::BeforeCall);
     r
 }

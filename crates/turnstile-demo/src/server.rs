@@ -28,6 +28,62 @@ pub const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
+/// A wildcard bind is reachable on loopback; advertise that.
+fn advertised(local: SocketAddr) -> SocketAddr {
+    match local.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), local.port())
+        }
+        IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), local.port())
+        }
+        _ => local,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+/// `GET /api/lms/exports/{job_id}/download?token=…`: a page that polls
+/// while the job is BUILDING, then the ZIP; 403 or 410 with no detail.
+async fn download(
+    axum::extract::State(state): axum::extract::State<Arc<DemoState>>,
+    axum::extract::Path(job_id): axum::extract::Path<String>,
+    axum::extract::Query(q): axum::extract::Query<TokenQuery>,
+) -> axum::response::Response {
+    use crate::exports::Download;
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    let no_store = (header::CACHE_CONTROL, "no-store");
+    match state.exports().download(&job_id, q.token.as_deref()) {
+        Download::Building => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8"), no_store],
+            "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=1>\
+             <title>Preparing your lecture files</title>\
+             <p>Your lecture files are being prepared (BUILDING). This page checks again every second.</p>",
+        )
+            .into_response(),
+        Download::Ready(zip) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/zip"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"lecture-files.zip\"",
+                ),
+                no_store,
+            ],
+            zip,
+        )
+            .into_response(),
+        Download::Forbidden => StatusCode::FORBIDDEN.into_response(),
+        Download::Gone => StatusCode::GONE.into_response(),
+    }
+}
+
 /// A running demo MCP server.
 pub struct DemoServer {
     /// Full MCP endpoint URL with the real port, e.g. `http://127.0.0.1:41234/mcp`.
@@ -81,7 +137,15 @@ impl DemoServer {
                 .with_sse_keep_alive(None)
                 .with_cancellation_token(cancel.child_token()),
         );
-        let router = axum::Router::new().nest_service("/mcp", service);
+        let url_addr = advertised(local);
+        state.exports().set_origin(&format!("http://{url_addr}"));
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .route(
+                "/api/lms/exports/{job_id}/download",
+                axum::routing::get(download),
+            )
+            .with_state(state.clone());
         let task = tokio::spawn({
             let cancel = cancel.clone();
             async move {
@@ -93,16 +157,6 @@ impl DemoServer {
                 }
             }
         });
-        // A wildcard bind is reachable on loopback; advertise that.
-        let url_addr = match local.ip() {
-            IpAddr::V4(ip) if ip.is_unspecified() => {
-                SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), local.port())
-            }
-            IpAddr::V6(ip) if ip.is_unspecified() => {
-                SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), local.port())
-            }
-            _ => local,
-        };
         let url = format!("http://{url_addr}/mcp");
         tracing::info!(%url, faults = ?state_faults(&state), session_ttl = ?session_ttl(&sessions), "demo MCP server listening");
         Ok(DemoServer {

@@ -148,6 +148,10 @@ pub struct DemoOptions {
     /// How long a prepared action stays PENDING before it reads EXPIRED
     /// (default [`ACTION_TTL`](super::actions::ACTION_TTL), 10 minutes).
     pub action_ttl: std::time::Duration,
+    /// How long a confirmed lecture-file export is BUILDING before its ZIP
+    /// is served (default
+    /// [`DEFAULT_BUILD_DELAY`](super::exports::DEFAULT_BUILD_DELAY)).
+    pub export_build_delay: std::time::Duration,
 }
 
 impl Default for DemoOptions {
@@ -158,6 +162,7 @@ impl Default for DemoOptions {
             call_delay: std::time::Duration::ZERO,
             action_worker_delay: super::actions::DEFAULT_ACTION_WORKER_DELAY,
             action_ttl: super::actions::ACTION_TTL,
+            export_build_delay: super::exports::DEFAULT_BUILD_DELAY,
         }
     }
 }
@@ -172,6 +177,8 @@ pub struct DemoState {
     calls: std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>,
     /// In an `Arc` of its own: a confirmed action's worker outlives the call.
     actions: Arc<ActionStore>,
+    /// Lecture-file exports and their downloads.
+    exports: Arc<super::exports::ExportStore>,
 }
 
 impl Default for DemoState {
@@ -186,13 +193,23 @@ impl DemoState {
             options.action_ttl,
             options.action_worker_delay,
         ));
+        let exports = Arc::new(super::exports::ExportStore::new(
+            options.export_build_delay,
+            super::exports::EXPORT_TTL,
+        ));
         DemoState {
             options,
             search_calls: AtomicU64::new(0),
             query_calls: AtomicU64::new(0),
             calls: Default::default(),
             actions,
+            exports,
         }
+    }
+
+    /// The lecture-file exports.
+    pub fn exports(&self) -> &Arc<super::exports::ExportStore> {
+        &self.exports
     }
 
     /// The seat-reservation actions.
@@ -330,6 +347,14 @@ pub struct ConfirmActionArgs {
     /// Any string unique to this confirmation; a retry with the same key returns the same answer instead of confirming twice.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+}
+
+/// Arguments of `confirm_lms_material_export`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportIdArgs {
+    /// The exportId export_all_lms_materials returned.
+    pub export_id: String,
 }
 
 /// Arguments of `cancel_action` and `get_action`.
@@ -520,6 +545,43 @@ impl DemoTools {
     async fn cancel_action(&self, Parameters(args): Parameters<ActionIdArgs>) -> CallToolResult {
         self.state.enter("cancel_action").await;
         cancel_action(&self.state, args)
+    }
+
+    #[tool(
+        description = "Preview an export of every lecture file of the user's current courses, without starting it: answers {\"status\": \"OK\", \"exportId\": \"EXP-N\", \"fileCount\": n, \"estimatedBytes\": b}. Nothing is exported until confirm_lms_material_export confirms this exportId, in a later step, after the user has seen the preview.",
+        annotations(read_only_hint = true)
+    )]
+    async fn export_all_lms_materials(&self) -> CallToolResult {
+        self.state.enter("export_all_lms_materials").await;
+        let p = self.state.exports.preview();
+        record(&serde_json::json!({
+            "status": "OK",
+            "exportId": p.export_id,
+            "fileCount": p.file_count,
+            "estimatedBytes": p.estimated_bytes,
+        }))
+    }
+
+    #[tool(
+        description = "Start the export a preview named (exportId from export_all_lms_materials). Answers at once {\"status\": \"OK\", \"data\": {\"jobId\", \"downloadUrl\", \"expiresAt\"}}: the ZIP is built in the background and the download link (valid 20 minutes) shows a page that waits while it is BUILDING. An unknown exportId answers status NOT_FOUND.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true
+        )
+    )]
+    async fn confirm_lms_material_export(
+        &self,
+        Parameters(args): Parameters<ExportIdArgs>,
+    ) -> CallToolResult {
+        self.state.enter("confirm_lms_material_export").await;
+        match self.state.exports.confirm(&args.export_id) {
+            Some(s) => record(&serde_json::json!({
+                "status": "OK",
+                "data": {"jobId": s.job_id, "downloadUrl": s.download_url, "expiresAt": s.expires_at},
+            })),
+            None => record(&serde_json::json!({"status": "NOT_FOUND", "data": null})),
+        }
     }
 
     #[tool(

@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod approval;
 pub mod connection;
+pub mod export;
 pub mod frame;
 pub mod narration;
 pub mod narrowing;

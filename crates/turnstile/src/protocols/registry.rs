@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
-    admission::Admission, approval::Approval, connection::Connection, frame::Frame,
+    admission::Admission, approval::Approval, connection::Connection, export::Export, frame::Frame,
     narration::Narration, narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
 };
 
@@ -23,6 +23,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "approval",
         "approval.ron",
         include_str!("../../../../tables/approval.ron"),
+    ),
+    (
+        "export",
+        "export.ron",
+        include_str!("../../../../tables/export.ron"),
     ),
     (
         "frame",
@@ -61,6 +66,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
     match name {
         Admission::NAME => Some(Admission::binding()),
         Approval::NAME => Some(Approval::binding()),
+        Export::NAME => Some(Export::binding()),
         Frame::NAME => Some(Frame::binding()),
         Narrowing::NAME => Some(Narrowing::binding()),
         Paging::NAME => Some(Paging::binding()),
