@@ -527,6 +527,122 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
     // Deciding sends nothing by itself; only the resumed turn (or, for a
     // deny decided directly, nobody here) sends the confirm or the cancel.
     assert_eq!(tools.action_counts(1).confirms, 0);
+    assert_eq!(tools.action_counts(1).cancels, 0);
     state.store.close().await;
+    s.pass_and_stop().await;
+}
+
+/// A call held for approval of itself, through HTTP/SSE and the demo tool
+/// server, counted there: `confirm_lms_material_export` is `before-call`
+/// in the demo's roles. A model (speaking the OpenAI format) plans it; it
+/// is sent once on approve, and never on deny, on a new message, or after
+/// its interrupt expired.
+#[tokio::test]
+async fn a_held_call_is_sent_once_on_approve_and_never_otherwise() {
+    use common::fake_openai::{Action, FakeOpenAi, Role};
+    let fake = FakeOpenAi::start().await;
+    let limits = Limits {
+        approval_ttl: Duration::from_millis(1500),
+        ..Limits::default()
+    };
+    let s = TestServer::builder()
+        .model(fake.model())
+        .limits(limits)
+        .start()
+        .await;
+    let exports = demo(&s).exports().clone();
+    let held = |export: &str| {
+        let args = serde_json::json!({ "exportId": export }).to_string();
+        fake.on(
+            Role::Planner,
+            Action::ToolCalls(vec![("confirm_lms_material_export".into(), args)]),
+        );
+    };
+    let hold = |thread: String| {
+        let s = &s;
+        async move {
+            let frames = s.say(&thread, "download all my lecture files").await;
+            assert!(is_done(&frames), "{frames:?}");
+            let i = interrupt(&frames)
+                .unwrap_or_else(|| panic!("no interrupt: {frames:?}"))
+                .clone();
+            assert_eq!(i.tool, "confirm_lms_material_export");
+            assert_eq!(i.action.action_id, None);
+            assert!(!tool_calls(&frames)
+                .iter()
+                .any(|c| c.tool == "confirm_lms_material_export"));
+            i
+        }
+    };
+
+    // Approve: sent once, its own result shown; a second approve refused.
+    let e1 = exports.preview().export_id;
+    held(&e1);
+    let t1 = s.new_thread().await;
+    let i1 = hold(t1.clone()).await;
+    assert_eq!(exports.confirms(&e1), 0, "sent before approval");
+    let frames = s.resume(&t1, &i1.interrupt_id, "approve").await.unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    assert!(tool_results(&frames)
+        .iter()
+        .any(|r| r.tool == "confirm_lms_material_export" && r.ok));
+    assert_eq!(exports.confirms(&e1), 1);
+    assert_eq!(approval_state(&s, &t1, &i1.interrupt_id).await, "Completed");
+    let (status, _) = s
+        .resume(&t1, &i1.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409);
+
+    // Deny: never sent; the model is shown a result naming the row.
+    let e2 = exports.preview().export_id;
+    held(&e2);
+    let t2 = s.new_thread().await;
+    let i2 = hold(t2.clone()).await;
+    let frames = s.resume(&t2, &i2.interrupt_id, "deny").await.unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    let refused: Vec<_> = tool_results(&frames)
+        .into_iter()
+        .filter(|r| r.tool == "confirm_lms_material_export")
+        .collect();
+    assert!(
+        refused.len() == 1 && !refused[0].ok && refused[0].summary.contains("deny-sends-cancel"),
+        "{refused:?}"
+    );
+    assert_eq!(approval_state(&s, &t2, &i2.interrupt_id).await, "Denied");
+
+    // A new message supersedes it: never sent, never approvable.
+    let e3 = exports.preview().export_id;
+    held(&e3);
+    let t3 = s.new_thread().await;
+    let i3 = hold(t3.clone()).await;
+    let frames = s.say(&t3, "never mind").await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(approval_state(&s, &t3, &i3.interrupt_id).await, "Denied");
+    let (status, _) = s
+        .resume(&t3, &i3.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409);
+
+    // Expired: never sent, approve refused.
+    let e4 = exports.preview().export_id;
+    held(&e4);
+    let t4 = s.new_thread().await;
+    let i4 = hold(t4.clone()).await;
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let (status, body) = s
+        .resume(&t4, &i4.interrupt_id, "approve")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (status, &body["row_id"]),
+        (409, &serde_json::json!("approve-after-expiry"))
+    );
+
+    for e in [&e2, &e3, &e4] {
+        assert_eq!(exports.confirms(e), 0, "{e} was sent");
+    }
+    assert_eq!(exports.confirms(&e1), 1);
     s.pass_and_stop().await;
 }

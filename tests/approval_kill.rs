@@ -294,9 +294,15 @@ async fn a_sigkill_with_the_confirm_out_is_recovered_without_resending_it() {
         let chunk = body.next().await.expect("stream open").unwrap();
         reader.push(&chunk);
     }
+    // The frame is committed and sent just before the call goes out: wait
+    // until the tool server has it (its handler counts it, then waits).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tools.calls("confirm_action") == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(tools.calls("confirm_action"), 1);
     first.kill();
     drop(body);
-    assert_eq!(tools.calls("confirm_action"), 1);
 
     // The killed turn's lease lapses; start-up recovery finds the confirm in
     // flight and asks the status tool.

@@ -320,6 +320,23 @@ fn fuzz_capability_validator() {
                 assert_eq!(url.origin().ascii_serialization(), *origin);
                 assert!(url.username().is_empty() && url.password().is_none());
                 assert!(url.fragment().is_none());
+                // An oracle built from strings, not from the parser: the
+                // accepted URL is the origin, the template with one plain
+                // segment, and one plain token.
+                let rest = text
+                    .strip_prefix(origin)
+                    .and_then(|r| r.strip_prefix("/api/lms/exports/"))
+                    .expect("accepted, so it starts with the origin and path");
+                let (job, token) = rest
+                    .split_once("/download?token=")
+                    .expect("accepted, so it has the download path and the token");
+                let seg = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+                let tok = |c: char| c.is_ascii_alphanumeric() || "-._~".contains(c);
+                assert!(!job.is_empty() && job.chars().all(seg), "job {job:?}");
+                assert!(
+                    !token.is_empty() && token.chars().all(tok),
+                    "token {token:?}"
+                );
             }
             if let Ok(answer) = serde_json::from_slice::<Value>(input) {
                 let _ = rule.validate_answer(&answer);

@@ -1,7 +1,7 @@
 //! Approval of the call itself (issue 17 §3) against the Python SDK server:
 //! its annotations, in that SDK's own words, decide nothing on their own.
 //! `post_notice` declares `destructiveHint: true`, so each call waits for a
-//! human; an untrusted server's unannotated `add_photo` waits too; a
+//! human; every call of an untrusted server waits, `add_photo` too; a
 //! configured `before-call` holds a read tool and `approval = "none"`
 //! exempts a destructive one. Counted on the server: a held call is sent
 //! once on approve and never on deny.
@@ -127,8 +127,8 @@ async fn a_denied_call_is_never_sent() {
     rig.done();
 }
 
-/// An unannotated tool runs at once on a trusted server and waits on an
-/// untrusted one.
+/// An unannotated tool runs at once on a trusted server; on an untrusted
+/// one every call waits.
 #[tokio::test]
 #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
 async fn an_untrusted_servers_unannotated_tool_waits() {
@@ -162,13 +162,16 @@ async fn an_untrusted_servers_unannotated_tool_waits() {
         interrupt.summary
     );
     assert!(tool_results(&frames).iter().all(|r| r.tool != "add_photo"));
-    // A tool that declares its effects is believed for what it declares:
-    // `post_notice` still waits because it says it is destructive.
+    // On an untrusted server every call waits, whatever the tool declares.
     let frames = untrusted
         .turn("tell floor 3 the lift is out", &notice())
         .await;
-    let interrupt = interrupt_of(&frames).expect("a destructive tool waits");
-    assert!(interrupt.summary.contains("destructive"));
+    let interrupt = interrupt_of(&frames).expect("an untrusted server's tool waits");
+    assert!(
+        interrupt.summary.contains("untrusted"),
+        "{}",
+        interrupt.summary
+    );
     untrusted.done();
 }
 

@@ -169,6 +169,11 @@ impl DemoServer {
         })
     }
 
+    /// The lecture-file exports (for tests: confirms and downloads).
+    pub fn exports(&self) -> &Arc<crate::exports::ExportStore> {
+        self.state.exports()
+    }
+
     /// The bound socket address.
     pub fn addr(&self) -> SocketAddr {
         self.addr

@@ -1167,7 +1167,37 @@ impl Validator {
                 });
             }
         }
+        self.settling_roles_stand(&out);
         out
+    }
+
+    /// A tool that confirms, cancels or reports on a prepared action is
+    /// governed by that prepare tool: it may not also be `before-call`,
+    /// `none` or a prepare tool itself (a confirm made runnable from a
+    /// model's plan would send without a human's decision).
+    fn settling_roles_stand(&mut self, servers: &[McpServer]) {
+        use crate::judge::approval::Role;
+        let mut settles = BTreeMap::new();
+        for s in servers {
+            for (tool, t) in &s.tools {
+                if let Some(Role::Prepare(p)) = &t.approval {
+                    let named = [Some(&p.confirm), Some(&p.cancel), p.status.as_ref()];
+                    for n in named.into_iter().flatten() {
+                        settles.insert(n.clone(), tool.clone());
+                    }
+                }
+            }
+        }
+        for s in servers {
+            for (tool, t) in &s.tools {
+                if let (Some(prepare), Some(_)) = (settles.get(tool), &t.approval) {
+                    self.problem(
+                        &format!("mcp_servers.tools.{tool}.approval"),
+                        format!("`{tool}` settles what `{prepare}` prepares (its confirm, cancel or status tool), so it takes no approval role of its own"),
+                    );
+                }
+            }
+        }
     }
 
     /// `scheme://host[:port]` with nothing after it, normalised.
@@ -1494,6 +1524,36 @@ url = "not a url"
                 "{bad}: {problems:?}"
             );
         }
+        // A confirm tool given a role of its own would be runnable from a
+        // model's plan: refused, whatever the order of the tables.
+        for own in ["none", "before-call"] {
+            let src = format!(
+                "{MINIMAL}\n{server}[mcp_servers.tools.book]\napproval = \"prepare\"\naction_id = \"id\"\nconfirm = \"a_confirm\"\ncancel = \"z_cancel\"\n[mcp_servers.tools.a_confirm]\napproval = \"{own}\"\n"
+            );
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("a confirm with approval = {own} must be refused");
+            };
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.key == "mcp_servers.tools.a_confirm.approval"),
+                "{problems:?}"
+            );
+        }
+        // And the roles themselves never let a later role replace a confirm.
+        let mut r = crate::judge::approval::Roles::default();
+        r.prepare(
+            "book",
+            crate::judge::approval::Prepare {
+                action_id: "id".into(),
+                confirm: "c".into(),
+                cancel: "x".into(),
+                status: None,
+            },
+        );
+        r.insert("c", Role::Exempt);
+        assert!(r.is_confirm("c"));
     }
 
     #[test]

@@ -39,10 +39,10 @@ pub enum HoldReason {
     Configured,
     /// The tool declares `destructiveHint: true`.
     Destructive,
-    /// The tool's server is untrusted and the tool declares no annotations:
-    /// MCP's defaults (`readOnlyHint: false`, `destructiveHint: true`)
-    /// stand.
-    Unannotated,
+    /// The tool's server is untrusted: whatever its annotations declare,
+    /// they decide nothing, and MCP's defaults (`readOnlyHint: false`,
+    /// `destructiveHint: true`) stand.
+    Untrusted,
 }
 
 impl HoldReason {
@@ -50,9 +50,11 @@ impl HoldReason {
     pub fn why(self) -> &'static str {
         match self {
             HoldReason::Configured => "the configuration holds every call of this tool",
-            HoldReason::Destructive => "the tool declares that it is destructive",
-            HoldReason::Unannotated => {
-                "the tool's server is untrusted and the tool declares nothing about its effects"
+            HoldReason::Destructive => {
+                "the tool declares that it is destructive, or declares annotations without saying it is read-only"
+            }
+            HoldReason::Untrusted => {
+                "the tool's server is untrusted, so what it declares about its effects decides nothing"
             }
         }
     }
@@ -61,23 +63,26 @@ impl HoldReason {
 /// Whether a planned call of a tool must wait for the user's approval of
 /// the exact call. The configuration decides first: a tool with a role in
 /// the approval protocol (prepare, confirm, cancel, status) is governed by
-/// it, `approval = "none"` exempts, `before-call` holds. Otherwise the
-/// tool's annotations may hold a call, never exempt one: a declared
-/// `destructiveHint: true` holds, and so does a tool of an untrusted
-/// server that declares no annotations at all (MCP's defaults are
-/// destructive, and annotations from an untrusted server are hints).
+/// it, `approval = "none"` exempts, `before-call` holds. Then the server:
+/// every call of an untrusted server's tool waits (its annotations are
+/// hints, never decisions). Then a trusted server's annotations, read with
+/// MCP's defaults: a tool that declares annotations is destructive unless
+/// it says `destructiveHint: false`, or says `readOnlyHint: true` and
+/// nothing about `destructiveHint`. A trusted tool that declares no
+/// annotations at all runs as before.
 pub fn hold_reason(role: Option<&Role>, trust: &crate::mcp::ToolTrust) -> Option<HoldReason> {
     match role {
         Some(Role::BeforeCall) => return Some(HoldReason::Configured),
         Some(_) => return None,
         None => {}
     }
-    match trust.hints {
-        Some(h) if h.destructive == Some(true) => Some(HoldReason::Destructive),
-        Some(_) => None,
-        None if !trust.server_trusted => Some(HoldReason::Unannotated),
-        None => None,
+    if !trust.server_trusted {
+        return Some(HoldReason::Untrusted);
     }
+    let h = trust.hints?;
+    h.destructive
+        .unwrap_or(h.read_only != Some(true))
+        .then_some(HoldReason::Destructive)
 }
 
 /// A prepare tool and the tools that settle what it prepared.
@@ -97,8 +102,17 @@ pub struct Roles {
 }
 
 impl Roles {
+    /// Gives `tool` its role. A tool that settles a prepared action
+    /// (confirm, cancel, status) keeps that role: nothing configured later
+    /// may make a confirm tool runnable from a model's plan.
     pub fn insert(&mut self, tool: &str, role: Role) {
-        self.by_tool.insert(tool.to_string(), role);
+        let settling = matches!(
+            self.by_tool.get(tool),
+            Some(Role::Confirm | Role::Cancel | Role::Status)
+        );
+        if !settling {
+            self.by_tool.insert(tool.to_string(), role);
+        }
     }
 
     pub fn get(&self, tool: &str) -> Option<&Role> {
@@ -112,10 +126,11 @@ impl Roles {
     /// Declares `prepare` with its confirm, cancel and status tools, each
     /// in its role.
     pub fn prepare(&mut self, prepare: &str, role: Prepare) {
-        self.insert(&role.confirm.clone(), Role::Confirm);
-        self.insert(&role.cancel.clone(), Role::Cancel);
-        if let Some(s) = role.status.clone() {
-            self.insert(&s, Role::Status);
+        // The settling roles win over any other role the tools were given.
+        self.by_tool.insert(role.confirm.clone(), Role::Confirm);
+        self.by_tool.insert(role.cancel.clone(), Role::Cancel);
+        if let Some(s) = &role.status {
+            self.by_tool.insert(s.clone(), Role::Status);
         }
         self.insert(prepare, Role::Prepare(role));
     }
@@ -354,25 +369,38 @@ mod tests {
         let destructive = hints(Some(false), Some(true));
         let cases = [
             (None, trust(true, None), None),
-            (None, trust(false, None), Some(HoldReason::Unannotated)),
+            (None, trust(false, None), Some(HoldReason::Untrusted)),
             (
                 None,
                 trust(true, destructive),
                 Some(HoldReason::Destructive),
             ),
-            (
-                None,
-                trust(false, destructive),
-                Some(HoldReason::Destructive),
-            ),
+            (None, trust(false, destructive), Some(HoldReason::Untrusted)),
             // Contradictory hints hold (destructive wins).
             (
                 None,
                 trust(true, hints(Some(true), Some(true))),
                 Some(HoldReason::Destructive),
             ),
-            (None, trust(true, hints(Some(false), None)), None),
-            (None, trust(false, hints(Some(true), None)), None),
+            // Annotations read with MCP's defaults: destructive unless said.
+            (
+                None,
+                trust(true, hints(Some(false), None)),
+                Some(HoldReason::Destructive),
+            ),
+            (
+                None,
+                trust(true, hints(None, None)),
+                Some(HoldReason::Destructive),
+            ),
+            (None, trust(true, hints(Some(true), None)), None),
+            (None, trust(true, hints(Some(false), Some(false))), None),
+            // An untrusted server's read-only claim exempts nothing.
+            (
+                None,
+                trust(false, hints(Some(true), Some(false))),
+                Some(HoldReason::Untrusted),
+            ),
             (
                 Some(Role::BeforeCall),
                 trust(true, hints(Some(true), Some(false))),

@@ -254,7 +254,8 @@ fn is_segment_char(c: char) -> bool {
 /// parameters.
 fn parse_template(t: &str) -> Option<Vec<Segment>> {
     let rest = t.strip_prefix('/')?;
-    rest.split('/')
+    let segments: Option<Vec<Segment>> = rest
+        .split('/')
         .map(|seg| {
             if let Some(name) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
                 (!name.is_empty() && name.chars().all(is_segment_char))
@@ -269,7 +270,15 @@ fn parse_template(t: &str) -> Option<Vec<Segment>> {
                 literal.then(|| Segment::Literal(seg.to_string()))
             }
         })
-        .collect()
+        .collect();
+    // A name given twice would be checked at one place only.
+    let segments = segments?;
+    let mut names = std::collections::HashSet::new();
+    let unique = segments.iter().all(|s| match s {
+        Segment::Param(n) => names.insert(n.clone()),
+        Segment::Literal(_) => true,
+    });
+    unique.then_some(segments)
 }
 
 #[cfg(test)]
@@ -293,6 +302,7 @@ mod tests {
             ("https://lms.example.com", "/a//b", "token"),
             ("https://lms.example.com", "/a/../b", "token"),
             ("https://lms.example.com", "/a/{}", "token"),
+            ("https://lms.example.com", "/a/{id}/{id}", "token"),
             ("https://lms.example.com", "/a/{id}", ""),
             ("https://lms.example.com", "/a/{id}", "to ken"),
         ] {

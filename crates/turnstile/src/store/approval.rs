@@ -72,11 +72,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Moves the approval from `from` to `to` with its machine's new
-    /// snapshot, if it is still in `from`: one statement, so of two
-    /// processes deciding at once exactly one wins. `false`: it was not in
-    /// `from` (another decision won, or it never was), and nothing changed.
-    #[tracing::instrument(level = "debug", skip_all, fields(from, to))]
     /// The turn of the thread's latest user-side message (a user message or
     /// a decision on an interrupt), read from the newest end: one row,
     /// however long the thread.
@@ -91,6 +86,11 @@ impl Store {
         Ok(row.map(|r| r.try_get("turn_id")).transpose()?)
     }
 
+    /// Moves the approval from `from` to `to` with its machine's new
+    /// snapshot, if it is still in `from`: one statement, so of two
+    /// processes deciding at once exactly one wins. `false`: it was not in
+    /// `from` (another decision won, or it never was), and nothing changed.
+    #[tracing::instrument(level = "debug", skip_all, fields(from, to))]
     pub async fn swap_approval(
         &self,
         interrupt_id: &str,

@@ -251,6 +251,9 @@ impl Target {
     }
 }
 
+/// Machine rows per `INSERT` (5 parameters each).
+const ROWS_PER_INSERT: usize = 1000;
+
 /// `($1, …, $k), ($k+1, …), …`: `rows` groups of `width` numbered
 /// placeholders, for one multi-row `VALUES`.
 fn placeholders(rows: usize, width: usize) -> String {
@@ -578,22 +581,30 @@ impl Store {
                 q = q.bind(*name).bind(*from);
             }
             q.execute(&mut *tx).await?;
-            let rows: usize = snapshots.iter().map(|(_, _, _, r)| r.len()).sum();
-            if rows > 0 {
+            // A full snapshot (recovery, a long stream) may carry thousands
+            // of rows: in chunks, under both databases' parameter limits
+            // (SQLite 32,766; PostgreSQL 65,535).
+            let rows: Vec<(&str, i64, &str)> = snapshots
+                .iter()
+                .flat_map(|(name, _, from, ids)| {
+                    (*from..)
+                        .zip(ids)
+                        .map(move |(n, id)| (*name, n, id.as_str()))
+                })
+                .collect();
+            for chunk in rows.chunks(ROWS_PER_INSERT) {
                 let sql = format!(
                     "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) VALUES {}",
-                    placeholders(rows, 5)
+                    placeholders(chunk.len(), 5)
                 );
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for (name, _, from, ids) in &snapshots {
-                    for (n, row_id) in (*from..).zip(ids) {
-                        q = q
-                            .bind(thread_id)
-                            .bind(turn_id)
-                            .bind(*name)
-                            .bind(n)
-                            .bind(row_id.as_str());
-                    }
+                for (name, n, row_id) in chunk {
+                    q = q
+                        .bind(thread_id)
+                        .bind(turn_id)
+                        .bind(*name)
+                        .bind(*n)
+                        .bind(*row_id);
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -802,6 +813,25 @@ mod tests {
         assert_eq!(t.options.database_url.as_str(), "sqlite://a.db?mode=rwc");
         let t = Target::resolve("a b.db").expect("resolves");
         assert!(t.options.database_url.as_str().contains("mode=rwc"));
+    }
+
+    /// A full snapshot of thousands of rows is written in chunks (one
+    /// statement would pass the databases' parameter limits) and read back
+    /// whole.
+    #[tokio::test]
+    async fn a_long_trace_is_written_in_chunks() {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        let thread = store.create_thread(None).await.unwrap().id;
+        let rows: Vec<String> = (0..7_500).map(|i| format!("r{i}")).collect();
+        let snap = serde_json::json!({"table": "frame", "table_hash": "h", "state": "S",
+            "trace": rows, "trace_from": 0});
+        store
+            .step(&thread, "t", &[], &[("frame", snap)])
+            .await
+            .unwrap();
+        let back = store.machine(&thread, "t", "frame").await.unwrap().unwrap();
+        assert_eq!(back["trace"].as_array().unwrap().len(), 7_500);
+        assert_eq!(back["trace"][7_499], "r7499");
     }
 
     /// `?synchronous=` sets SQLite's fsync policy on every pooled

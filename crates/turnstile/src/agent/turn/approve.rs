@@ -270,6 +270,7 @@ impl Turn<'_> {
             (ActionKind::Call, ApprovalState::Completed) => ActionOutcome::Ran,
             (ActionKind::Call, ApprovalState::Denied) => ActionOutcome::NotSent,
             (ActionKind::Call, ApprovalState::Expired) => ActionOutcome::NotSentExpired,
+            (ActionKind::Call, ApprovalState::Failed) => ActionOutcome::CallFailed,
             (_, ApprovalState::Accepted) => ActionOutcome::Accepted,
             (_, ApprovalState::Completed) => ActionOutcome::Completed,
             (_, ApprovalState::Failed) => ActionOutcome::Failed,

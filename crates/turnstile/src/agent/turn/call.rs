@@ -46,7 +46,7 @@ impl Turn<'_> {
     /// waits for approval of itself (`None`: held, nothing sent), then its
     /// pages.
     async fn run_call(&mut self, call: &PlannedCall) -> Result<Option<Outcome>, Stop> {
-        if let Some(outcome) = self.run_decided_call(call).await? {
+        if let Some(outcome) = self.run_decided_call().await? {
             return Ok(Some(outcome));
         }
         // One narrowing machine per listing. The scope is applied only if
@@ -82,8 +82,10 @@ impl Turn<'_> {
             });
             return self.refuse(call, args, refusal).await.map(Some);
         };
-        if self.hold_call(call, &args)? {
-            return Ok(None);
+        match self.hold_call(call, &args)? {
+            super::hold::Hold::Send => {}
+            super::hold::Hold::Held => return Ok(None),
+            super::hold::Hold::Refused(r) => return self.refuse(call, args, r).await.map(Some),
         }
         self.fetch(call, &server, args, scoped, gate)
             .await
@@ -102,7 +104,10 @@ impl Turn<'_> {
         gate: Gate,
     ) -> Result<Outcome, Stop> {
         let contract = self.agent.contracts.get(&call.tool).cloned();
-        let follow = contract.as_ref().is_some_and(|c| c.stitch);
+        // A call a decision queued is sent once, exactly: never followed
+        // by further pages.
+        let follow =
+            contract.as_ref().is_some_and(|c| c.stitch) && self.approvals.running.is_none();
         let (mut stitcher, continued) = self.stitcher(call, contract.as_ref(), &args)?;
         let stitching = follow || continued;
         let mut page_args = args.clone();

@@ -28,22 +28,56 @@ impl Turn<'_> {
         &mut self,
         call: &PlannedCall,
         args: &Map<String, Value>,
-    ) -> Result<bool, Stop> {
+    ) -> Result<Hold, Stop> {
         if self.approvals.running.is_some() {
-            return Ok(false);
+            return Ok(Hold::Send);
         }
         let trust = self.agent.tools.trust(&call.tool);
         let Some(reason) = approval::hold_reason(self.agent.roles.get(&call.tool), &trust) else {
-            return Ok(false);
+            return Ok(Hold::Send);
         };
-        let mut machine = self.agent.tables.approval.machine();
-        let step = machine
-            .fire(ApprovalEvent::CallHeld)
-            .map_err(Stop::Violation)?;
-        telemetry::record(machine.snapshot());
-        if step.effect != Some(ApprovalEffect::Suspend) {
-            return Ok(false);
-        }
+        // An action this turn still settles is the machine asked: one
+        // action is held at a time (`second-hold-while-…`). A settled one is
+        // stored already; a new hold starts a machine of its own.
+        let mut machine = match self.approvals.held.as_ref() {
+            Some(h) if !h.machine.is_terminal() => h.machine.clone(),
+            _ => self.agent.tables.approval.machine(),
+        };
+        let (row_id, why) = match machine.fire(ApprovalEvent::CallHeld) {
+            Err(v) => {
+                telemetry::violation(&v);
+                (v.row_id.clone(), v.why.clone())
+            }
+            Ok(step) if step.effect == Some(ApprovalEffect::Suspend) => {
+                telemetry::record(machine.snapshot());
+                self.hold(call, args, reason, machine);
+                return Ok(Hold::Held);
+            }
+            // A table edited not to suspend still sends nothing unapproved.
+            Ok(step) => (
+                machine.row_id(step.row).to_string(),
+                "a call that needs approval is sent only after it".into(),
+            ),
+        };
+        Ok(Hold::Refused(Box::new(Refusal {
+            table: "approval",
+            row_id,
+            detail: why,
+            anchor: Anchor::Action {
+                tool: call.tool.clone(),
+                outcome: ActionOutcome::NotSent,
+            },
+        })))
+    }
+
+    /// Holds `call` for the decision: its interrupt, and what settles it.
+    fn hold(
+        &mut self,
+        call: &PlannedCall,
+        args: &Map<String, Value>,
+        reason: approval::HoldReason,
+        machine: crate::protocols::Typed<crate::protocols::approval::Approval>,
+    ) {
         tracing::info!(tool = %call.tool, reason = ?reason, "call held for approval");
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let expires_at = crate::store::now_unix_ms() + self.agent.limits.approval_ttl_ms();
@@ -74,12 +108,12 @@ impl Turn<'_> {
                 prepare: call.tool.clone(),
                 prepare_args: args.clone(),
                 action_id: 0,
-                // The call is its own confirm; a denial queues it as the
-                // "cancel", which sends nothing (`run_decided_call`).
+                // The call is its own confirm. It has no cancel: a denial
+                // sends nothing (`run_decided_call` shows it not sent).
                 confirm: call.tool.clone(),
                 confirm_args: args.clone(),
-                cancel: call.tool.clone(),
-                cancel_args: args.clone(),
+                cancel: String::new(),
+                cancel_args: Map::new(),
                 status: None,
                 status_args: Map::new(),
                 calls_before: 0,
@@ -87,17 +121,13 @@ impl Turn<'_> {
                 interrupt,
             },
         });
-        Ok(true)
     }
 
     /// A decision's call on a held call: approve sends exactly the held
     /// call, once, and its result is judged like any other; deny sends
     /// nothing and says so in a structured result naming the row.
     /// `None` for every other call.
-    pub(super) async fn run_decided_call(
-        &mut self,
-        call: &PlannedCall,
-    ) -> Result<Option<Outcome>, Stop> {
+    pub(super) async fn run_decided_call(&mut self) -> Result<Option<Outcome>, Stop> {
         let Some(kind) = self.approvals.running else {
             return Ok(None);
         };
@@ -109,23 +139,59 @@ impl Turn<'_> {
         else {
             return Ok(None);
         };
-        let args = held.action.confirm_args.clone();
-        if kind == DecisionCall::Confirm {
-            let server = self.agent.tools.server_of(&call.tool).unwrap_or_default();
-            let gate = Gate::new(&self.agent.tables.narrowing);
-            return self.fetch(call, &server, args, None, gate).await.map(Some);
-        }
-        let machine = held.machine.untyped();
-        let row_id = machine.trace_ids().last().unwrap_or_default().to_string();
+        // Exactly the held call, whatever the queued slot carries.
+        let held_call = PlannedCall {
+            id: None,
+            tool: held.action.confirm.clone(),
+            args: held.action.confirm_args.clone(),
+            invalid_args: None,
+        };
+        let args = held_call.args.clone();
+        let row_id = held
+            .machine
+            .untyped()
+            .trace_ids()
+            .last()
+            .unwrap_or_default()
+            .to_string();
+        let server = self.agent.tools.server_of(&held_call.tool);
+        let (detail, outcome) = match (kind, server) {
+            (DecisionCall::Confirm, Some(server)) => {
+                let gate = Gate::new(&self.agent.tables.narrowing);
+                return self
+                    .fetch(&held_call, &server, args, None, gate)
+                    .await
+                    .map(Some);
+            }
+            (DecisionCall::Confirm, None) => (
+                "approved, but no connected server offers the tool now, so it was not sent",
+                ActionOutcome::CallFailed,
+            ),
+            _ => (
+                "the call was not approved, so it was never sent",
+                ActionOutcome::NotSent,
+            ),
+        };
         let refusal = Box::new(Refusal {
             table: "approval",
             row_id,
-            detail: "the call was not approved, so it was never sent".into(),
+            detail: detail.into(),
             anchor: Anchor::Action {
-                tool: call.tool.clone(),
-                outcome: ActionOutcome::NotSent,
+                tool: held_call.tool.clone(),
+                outcome,
             },
         });
-        self.refuse(call, args, refusal).await.map(Some)
+        self.refuse(&held_call, args, refusal).await.map(Some)
     }
+}
+
+/// What becomes of a planned call that may need approval of itself.
+pub(super) enum Hold {
+    /// It needs none (or a decision queued it): send it.
+    Send,
+    /// Held at a new interrupt: nothing sent, the turn suspends.
+    Held,
+    /// The approval table refused to hold it (another action is held):
+    /// nothing sent.
+    Refused(Box<Refusal>),
 }
