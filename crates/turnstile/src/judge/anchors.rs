@@ -265,8 +265,9 @@ pub enum ActionOutcome {
     /// A call held for approval of itself was not decided in time: it was
     /// never sent.
     NotSentExpired,
-    /// A call held for approval of itself was approved, and it did not
-    /// succeed (its server refused it, failed, or was gone).
+    /// A call held for approval of itself was approved, and no success
+    /// came back (its server refused it, it timed out, or the server was
+    /// gone): whether it had an effect is not claimed either way.
     CallFailed,
 }
 
@@ -282,7 +283,7 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::Ran => "The user approved this exact call; it was sent once, and its result is the tool's own. Say what the result shows, no more.",
         ActionOutcome::NotSent => "The user denied this call, so it was never sent and nothing was done. Say it was not done as the user decided.",
         ActionOutcome::NotSentExpired => "Nobody approved this call in time, so it was never sent and nothing was done. Say it expired and was not done.",
-        ActionOutcome::CallFailed => "The user approved this call, and it did not succeed. Say it did not succeed; do not say it was done, and do not say nothing happened.",
+        ActionOutcome::CallFailed => "The user approved this call, and no success came back: it failed, timed out, or its server was gone. Say it did not report success; do not say it was done, and do not say it had no effect.",
     };
     format!("[{tool}] {what}")
 }

@@ -32,7 +32,7 @@ fn english(anchor: &Anchor) -> String {
             ActionOutcome::Ran => "You approved it, and it was sent once.".into(),
             ActionOutcome::NotSent => "It was not sent, as you decided, so nothing was done.".into(),
             ActionOutcome::NotSentExpired => "Nobody approved it in time, so it was not sent and nothing was done.".into(),
-            ActionOutcome::CallFailed => "You approved it, but it did not succeed.".into(),
+            ActionOutcome::CallFailed => "You approved it, but it did not report success.".into(),
         },
         Anchor::NarrowingStale => {
             "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
@@ -114,7 +114,7 @@ fn korean_sentence(anchor: &Anchor) -> String {
             ActionOutcome::Ran => "승인하신 요청을 한 번 보냈습니다.".into(),
             ActionOutcome::NotSent => "결정하신 대로 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
             ActionOutcome::NotSentExpired => "제때 승인되지 않아 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
-            ActionOutcome::CallFailed => "승인하신 요청이 성공하지 못했습니다.".into(),
+            ActionOutcome::CallFailed => "승인하신 요청이 성공했다는 응답은 없었습니다.".into(),
         },
         Anchor::NarrowingStale => {
             "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()
