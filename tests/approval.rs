@@ -646,3 +646,57 @@ async fn a_held_call_is_sent_once_on_approve_and_never_otherwise() {
     assert_eq!(exports.confirms(&e1), 1);
     s.pass_and_stop().await;
 }
+
+/// One action is held at a time: while an approved reservation is still
+/// settling (its worker has not finished), a call that needs approval of
+/// itself is refused by the table's `second-hold-while-accepted` row and
+/// never sent; nothing replaces the action being settled.
+#[tokio::test]
+async fn a_second_hold_while_an_action_settles_is_refused_not_sent() {
+    use common::fake_openai::{Action, FakeOpenAi, Role};
+    let fake = FakeOpenAi::start().await;
+    let options = turnstile_demo::DemoOptions {
+        action_worker_delay: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let export = tools.exports().preview().export_id;
+    let s = TestServer::builder()
+        .model(fake.model())
+        .demo(tools)
+        .start()
+        .await;
+    let seat = serde_json::json!({"seat": "12", "time": "15:00"}).to_string();
+    let confirm = serde_json::json!({ "exportId": export }).to_string();
+    fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![("prepare_seat_reservation".into(), seat)]),
+    );
+    fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![("confirm_lms_material_export".into(), confirm)]),
+    );
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    let frames = s.resume(&thread, &i.interrupt_id, "approve").await.unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    assert!(interrupt(&frames).is_none(), "a second card: {frames:?}");
+    let refused = tool_results(&frames)
+        .into_iter()
+        .find(|r| r.tool == "confirm_lms_material_export")
+        .unwrap_or_else(|| panic!("the held call was not refused: {frames:?}"));
+    assert!(!refused.ok);
+    assert!(
+        refused.summary.contains("second-hold-while-accepted"),
+        "{}",
+        refused.summary
+    );
+    assert_eq!(demo(&s).exports().confirms(&export), 0, "it was sent");
+    assert_eq!(
+        approval_state(&s, &thread, &i.interrupt_id).await,
+        "Accepted"
+    );
+    s.pass_and_stop().await;
+}

@@ -269,6 +269,9 @@ pub enum ActionOutcome {
     /// came back (its server refused it, it timed out, or the server was
     /// gone): whether it had an effect is not claimed either way.
     CallFailed,
+    /// A call that needs approval of itself could not be held now (another
+    /// action of the turn has not settled): it was not sent.
+    Withheld,
 }
 
 fn action_text(tool: &str, outcome: ActionOutcome) -> String {
@@ -283,6 +286,7 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::Ran => "The user approved this exact call; it was sent once, and its result is the tool's own. Say what the result shows, no more.",
         ActionOutcome::NotSent => "The user denied this call, so it was never sent and nothing was done. Say it was not done as the user decided.",
         ActionOutcome::NotSentExpired => "Nobody approved this call in time, so it was never sent and nothing was done. Say it expired and was not done.",
+        ActionOutcome::Withheld => "This call needs the user's approval and could not be put to them now, so it was not sent. Say it was not sent and needs approval; do not say the user decided.",
         ActionOutcome::CallFailed => "The user approved this call, and no success came back: it failed, timed out, or its server was gone. Say it did not report success; do not say it was done, and do not say it had no effect.",
     };
     format!("[{tool}] {what}")

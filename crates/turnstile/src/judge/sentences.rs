@@ -33,6 +33,7 @@ fn english(anchor: &Anchor) -> String {
             ActionOutcome::NotSent => "It was not sent, as you decided, so nothing was done.".into(),
             ActionOutcome::NotSentExpired => "Nobody approved it in time, so it was not sent and nothing was done.".into(),
             ActionOutcome::CallFailed => "You approved it, but it did not report success.".into(),
+            ActionOutcome::Withheld => "It needs your approval, which could not be asked for now, so it was not sent.".into(),
         },
         Anchor::NarrowingStale => {
             "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
@@ -115,6 +116,7 @@ fn korean_sentence(anchor: &Anchor) -> String {
             ActionOutcome::NotSent => "결정하신 대로 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
             ActionOutcome::NotSentExpired => "제때 승인되지 않아 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
             ActionOutcome::CallFailed => "승인하신 요청이 성공했다는 응답은 없었습니다.".into(),
+            ActionOutcome::Withheld => "승인이 필요한 요청인데 지금은 승인을 여쭐 수 없어 보내지 않았습니다.".into(),
         },
         Anchor::NarrowingStale => {
             "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()

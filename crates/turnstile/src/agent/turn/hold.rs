@@ -65,7 +65,7 @@ impl Turn<'_> {
             detail: why,
             anchor: Anchor::Action {
                 tool: call.tool.clone(),
-                outcome: ActionOutcome::NotSent,
+                outcome: ActionOutcome::Withheld,
             },
         })))
     }
