@@ -200,6 +200,18 @@ struct FileTool {
     cancel: Option<String>,
     /// The tool that says what became of a confirmed action.
     status: Option<String>,
+    /// `capability`: this tool confirms an export whose answer is a
+    /// capability URL code delivers (docs/export.md); `preview`,
+    /// `path_template` and `token_param` describe it.
+    terminal: Option<String>,
+    /// The tool whose answer this confirm must follow, in an earlier step.
+    preview: Option<String>,
+    /// The capability's path, e.g. `/api/lms/exports/{jobId}/download`.
+    path_template: Option<String>,
+    /// The capability's token parameter (default `token`).
+    token_param: Option<String>,
+    /// The `data` field carrying the URL (default `downloadUrl`).
+    url_field: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -351,6 +363,17 @@ pub struct ToolSettings {
     pub retry_safe: bool,
     /// Its role in the approval protocol, if any.
     pub approval: Option<crate::judge::approval::Role>,
+    /// The terminal flow it confirms, if it is an export's confirm.
+    pub terminal: Option<TerminalFlow>,
+}
+
+/// An export's confirm tool whose answer is delivered by code (issue 18):
+/// the preview it must follow, and the rule its capability is held to,
+/// checked against its server's `trusted_origin` when the config loads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalFlow {
+    pub preview: String,
+    pub rule: crate::judge::capability::CapabilityRule,
 }
 
 impl Config {
@@ -496,6 +519,15 @@ impl Config {
             }
         }
         out
+    }
+
+    /// Every terminal flow, by its confirm tool.
+    pub fn terminal_flows(&self) -> BTreeMap<String, TerminalFlow> {
+        self.mcp_servers
+            .iter()
+            .flat_map(|s| s.tools.iter())
+            .filter_map(|(tool, t)| Some((tool.clone(), t.terminal.clone()?)))
+            .collect()
     }
 
     /// The MCP servers as the tool belt connects to them.
@@ -1147,6 +1179,7 @@ impl Validator {
                 }
                 let contract = t.result_contract.then(|| self.contract(&key, t));
                 let approval = self.approval(&key, t);
+                let terminal = self.terminal(&key, &at, trusted_origin.as_deref(), t);
                 tools.insert(
                     tool.clone(),
                     ToolSettings {
@@ -1154,6 +1187,7 @@ impl Validator {
                         contract,
                         retry_safe: t.retry_safe,
                         approval,
+                        terminal,
                     },
                 );
             }
@@ -1169,6 +1203,91 @@ impl Validator {
         }
         self.settling_roles_stand(&out);
         out
+    }
+
+    /// A terminal flow's keys: `terminal = "capability"` needs `preview`,
+    /// `path_template` and the server's `trusted_origin`, and they must
+    /// make a rule `judge::capability` can hold answers to.
+    fn terminal(
+        &mut self,
+        key: &str,
+        server: &str,
+        origin: Option<&str>,
+        t: &FileTool,
+    ) -> Option<TerminalFlow> {
+        use crate::judge::capability::CapabilityRule;
+        let describes = [
+            ("preview", &t.preview),
+            ("path_template", &t.path_template),
+            ("token_param", &t.token_param),
+            ("url_field", &t.url_field),
+        ];
+        match t.terminal.as_deref().map(str::trim) {
+            None => {
+                for (k, v) in describes {
+                    if v.is_some() {
+                        self.problem(
+                            &format!("{key}.{k}"),
+                            "describes a terminal flow: set terminal = \"capability\"".into(),
+                        );
+                    }
+                }
+                return None;
+            }
+            Some("capability") => {}
+            Some(other) => {
+                self.problem(
+                    &format!("{key}.terminal"),
+                    format!("unknown terminal flow \"{other}\": use \"capability\""),
+                );
+                return None;
+            }
+        }
+        fn named(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+        }
+        let preview = named(&t.preview).map(str::to_string);
+        if preview.is_none() {
+            self.problem(
+                &format!("{key}.preview"),
+                "a terminal flow names the tool whose preview its confirm follows (e.g. preview = \"export_all_lms_materials\")".into(),
+            );
+        }
+        let Some(template) = named(&t.path_template) else {
+            self.problem(
+                &format!("{key}.path_template"),
+                "a terminal flow names its capability's path (e.g. path_template = \"/api/lms/exports/{jobId}/download\")".into(),
+            );
+            return None;
+        };
+        let Some(origin) = origin else {
+            self.problem(
+                &format!("{server}.trusted_origin"),
+                "a terminal flow's capability is checked against its server's trusted_origin: set it".into(),
+            );
+            return None;
+        };
+        let token = named(&t.token_param).unwrap_or("token");
+        let rule = match CapabilityRule::new(origin, template, token) {
+            Ok(rule) => rule,
+            Err(e) => {
+                let k = match e {
+                    crate::judge::capability::RuleError::Token(_) => "token_param",
+                    crate::judge::capability::RuleError::Template(_) => "path_template",
+                    crate::judge::capability::RuleError::Origin(_) => "terminal",
+                };
+                self.problem(&format!("{key}.{k}"), e.to_string());
+                return None;
+            }
+        };
+        let rule = match named(&t.url_field) {
+            Some(f) => rule.with_url_field(f),
+            None => rule,
+        };
+        Some(TerminalFlow {
+            preview: preview?,
+            rule,
+        })
     }
 
     /// A tool that confirms, cancels or reports on a prepared action is
@@ -1554,6 +1673,69 @@ url = "not a url"
         );
         r.insert("c", Role::Exempt);
         assert!(r.is_confirm("c"));
+    }
+
+    /// A terminal flow is checked when the config loads: against its
+    /// server's trusted origin, with a path template and token the
+    /// validator can hold answers to; each missing or bad key is named.
+    #[test]
+    fn terminal_flows_are_checked_at_load() {
+        let server = "[[mcp_servers]]\nname = \"lms\"\nurl = \"http://127.0.0.1:9/mcp\"\n";
+        let flow = "[mcp_servers.tools.confirm_lms_material_export]\nterminal = \"capability\"\npreview = \"export_all_lms_materials\"\npath_template = \"/api/lms/exports/{jobId}/download\"\n";
+        let origin = "trusted_origin = \"http://127.0.0.1:9\"\n";
+        let src = format!("{MINIMAL}\n{server}{origin}{flow}");
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
+        let flows = c.terminal_flows();
+        let f = &flows["confirm_lms_material_export"];
+        assert_eq!(f.preview, "export_all_lms_materials");
+        assert_eq!(f.rule.origin(), "http://127.0.0.1:9");
+        let url = "http://127.0.0.1:9/api/lms/exports/J1/download?token=abc";
+        assert!(f.rule.validate_url(url).is_ok());
+        assert!(f.rule.validate_url(&url.replace(":9/", ":10/")).is_err());
+        let at = "mcp_servers[0].tools.confirm_lms_material_export";
+        for (src, key) in [
+            (
+                format!("{MINIMAL}\n{server}{flow}"),
+                "mcp_servers[0].trusted_origin".to_string(),
+            ),
+            (
+                format!(
+                    "{MINIMAL}\n{server}{origin}{}",
+                    flow.replace("preview = \"export_all_lms_materials\"\n", "")
+                ),
+                format!("{at}.preview"),
+            ),
+            (
+                format!(
+                    "{MINIMAL}\n{server}{origin}{}",
+                    flow.replace("{jobId}/download", "{jobId}/../download")
+                ),
+                format!("{at}.path_template"),
+            ),
+            (
+                format!("{MINIMAL}\n{server}{origin}{flow}token_param = \"to ken\"\n"),
+                format!("{at}.token_param"),
+            ),
+            (
+                format!(
+                    "{MINIMAL}\n{server}{origin}{}",
+                    flow.replace("\"capability\"", "\"link\"")
+                ),
+                format!("{at}.terminal"),
+            ),
+            (
+                format!(
+                    "{MINIMAL}\n{server}{origin}[mcp_servers.tools.t]\npath_template = \"/a\"\n"
+                ),
+                "mcp_servers[0].tools.t.path_template".to_string(),
+            ),
+        ] {
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("must be refused:\n{src}");
+            };
+            assert!(problems.iter().any(|p| p.key == key), "{key}: {problems:?}");
+        }
     }
 
     #[test]
