@@ -54,7 +54,6 @@ pub fn lecture_files() -> Vec<LectureFile> {
 
 #[derive(Debug)]
 struct Job {
-    export_id: String,
     token: String,
     started: Instant,
     expires_at: SystemTime,
@@ -168,7 +167,6 @@ impl ExportStore {
                 let job_id = format!("J{}", inner.jobs.len() + 1);
                 let token = token();
                 let job = Job {
-                    export_id: export_id.to_string(),
                     token,
                     started: Instant::now(),
                     expires_at: SystemTime::now() + self.ttl,
@@ -204,7 +202,6 @@ impl ExportStore {
         if job.started.elapsed() < self.build_delay {
             return Download::Building;
         }
-        debug_assert!(inner.previews.contains_key(&job.export_id));
         inner.downloads += 1;
         Download::Ready(zip(&lecture_files()))
     }
@@ -233,16 +230,7 @@ fn token() -> String {
 fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let crate::data::Date { year, month, day } = crate::data::Date::from_days(days as i64);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,
