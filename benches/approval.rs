@@ -111,6 +111,7 @@ async fn rig() -> Rig {
         tables_dir: None,
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
+        terminals: turnstile_demo::terminals(&demo.url),
     })
     .await
     .expect("the app builds");

@@ -140,6 +140,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             tables_dir,
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),
+            terminals: turnstile_demo::terminals(&demo.url),
         },
         client,
     )

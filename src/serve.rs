@@ -77,6 +77,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tables_dir: config.tables_dir.as_deref(),
         contracts: config.contracts(),
         roles: config.roles(),
+        terminals: config.terminal_flows(),
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(config.addr)

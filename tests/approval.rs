@@ -488,6 +488,7 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
         tables_dir: None,
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
+        terminals: turnstile_demo::terminals(&tools.url),
     })
     .await
     .expect("a second agent on the same database");

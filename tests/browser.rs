@@ -209,6 +209,7 @@ async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response
         Frame::Delta(Delta {
             text: t.into(),
             replaced: None,
+            capabilities: vec![],
         })
     };
     let call = Frame::ToolCall(ToolCall {

@@ -184,6 +184,7 @@ async fn run(case: Case) -> String {
         tables: turn_tables,
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
+        terminals: Default::default(),
         limits: case.limits,
         claims: Arc::new(ThreadClaims::new(
             store.clone(),

@@ -151,6 +151,8 @@ pub struct Builder {
     tables_dir: Option<PathBuf>,
     contracts: Contracts,
     roles: turnstile::judge::approval::Roles,
+    /// `None`: the demo's flow when the demo tool server runs, else none.
+    terminals: Option<turnstile::judge::capability::Terminals>,
     http: HttpConfig,
     client: ClientOptions,
     test_tables: Option<TableSet>,
@@ -204,6 +206,13 @@ impl Builder {
         self
     }
 
+    /// The terminal flows (default: the demo's, at the demo server's
+    /// origin, when it runs).
+    pub fn terminals(mut self, terminals: turnstile::judge::capability::Terminals) -> Self {
+        self.terminals = Some(terminals);
+        self
+    }
+
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -251,6 +260,7 @@ impl Builder {
             .servers(config.server_specs())
             .contracts(config.contracts())
             .roles(config.roles())
+            .terminals(config.terminal_flows())
             .limits(config.agent_limits())
             .turn_lease(config.turn_lease())
             .http(config.http.clone());
@@ -286,8 +296,14 @@ impl Builder {
             Tools::Given(demo) => (vec![ServerSpec::http("demo", demo.url.clone())], Some(demo)),
             Tools::Servers(servers) => (servers, None),
         };
+        let terminals = match (self.terminals, &demo) {
+            (Some(t), _) => t,
+            (None, Some(demo)) => turnstile_demo::terminals(&demo.url),
+            (None, None) => Default::default(),
+        };
         let state = app::build_with(
             AppConfig {
+                terminals,
                 database_url: &db_url,
                 servers,
                 model: self.model,
@@ -387,6 +403,7 @@ impl TestServer {
             tables_dir: None,
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),
+            terminals: None,
             http: HttpConfig::default(),
             client: ClientOptions::default(),
             test_tables: None,

@@ -134,12 +134,10 @@ pub fn contracts() -> turnstile::judge::Contracts {
 /// `confirm_action` confirms it (never from a model's plan),
 /// `cancel_action` cancels it, `get_action` says how it ended.
 ///
-/// `confirm_lms_material_export` waits for the user's approval of each
-/// exact call (`approval = "before-call"`) until the export protocol
-/// (`tables/export.ron`, issue 18) runs it as a terminal flow: until then
-/// nothing else stops a model from confirming an export by itself.
+/// `confirm_lms_material_export` has no approval role: it is the confirm
+/// of a terminal flow ([`terminals`], `tables/export.ron`).
 pub fn roles() -> turnstile::judge::approval::Roles {
-    use turnstile::judge::approval::{Prepare, Role, Roles};
+    use turnstile::judge::approval::{Prepare, Roles};
     let mut r = Roles::default();
     r.prepare(
         "prepare_seat_reservation",
@@ -150,6 +148,31 @@ pub fn roles() -> turnstile::judge::approval::Roles {
             status: Some("get_action".into()),
         },
     );
-    r.insert("confirm_lms_material_export", Role::BeforeCall);
     r
+}
+
+/// The demo's terminal flow, as `turnstile serve` would declare it in its
+/// config: `confirm_lms_material_export` confirms what
+/// `export_all_lms_materials` previewed, and its `downloadUrl` is a
+/// capability of the demo tool server's origin (`mcp_url`'s) at
+/// `/api/lms/exports/{jobId}/download?token=…`.
+pub fn terminals(mcp_url: &str) -> turnstile::judge::capability::Terminals {
+    use turnstile::judge::capability::{CapabilityRule, TerminalFlow, Terminals};
+    let mut t = Terminals::default();
+    // `http://127.0.0.1:41234/mcp` → `http://127.0.0.1:41234`; the rule
+    // parses it as an origin and refuses anything else.
+    let after = mcp_url.find("://").map_or(0, |i| i + 3);
+    let end = mcp_url[after..].find('/').map_or(mcp_url.len(), |i| after + i);
+    let origin = &mcp_url[..end];
+    if let Ok(rule) = CapabilityRule::new(origin, "/api/lms/exports/{jobId}/download", "token") {
+        t.insert(
+            "confirm_lms_material_export",
+            TerminalFlow {
+                preview: "export_all_lms_materials".into(),
+                rule,
+                label: "Download lecture files".into(),
+            },
+        );
+    }
+    t
 }

@@ -306,6 +306,38 @@ const ACTION_TOOLS: [&str; 4] = [
 ];
 
 /// "reserve seat 12 …", "book …", "… 예약해줘".
+/// "download all my lecture files" / "수강 중인 모든 강의 파일 받아줘".
+fn is_export(text: &str) -> bool {
+    has_any(
+        text,
+        &["lecture file", "lecture material", "강의 파일", "강의 자료"],
+    )
+}
+
+/// "show me the link again" / "링크 다시 보여줘".
+fn is_link_again(text: &str) -> bool {
+    has_any(text, &["link", "링크"]) && !is_export(text)
+}
+
+/// The export the earlier steps previewed and have not confirmed (a
+/// refused confirm does not count): its `exportId`, as the digest shows it.
+fn previewed_export(steps: &[Vec<CallRecord>]) -> Option<String> {
+    let calls = || steps.iter().flatten();
+    if calls().any(|c| c.tool == "confirm_lms_material_export" && c.digest.ok) {
+        return None;
+    }
+    let preview = calls()
+        .rev()
+        .find(|c| c.tool == "export_all_lms_materials" && c.digest.ok)?;
+    preview
+        .digest
+        .items
+        .first()?
+        .get("exportId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
 fn is_reservation(text: &str) -> bool {
     has_any(text, &["reserve", "reservation", "book ", "예약"])
 }
@@ -437,6 +469,7 @@ fn plan(calls: Vec<PlannedCall>, note: &str, narrows_previous: bool) -> Plan {
         note: note.into(),
         narrows_previous,
         from_context: vec![],
+        shows_link: false,
     }
 }
 
@@ -458,6 +491,18 @@ impl Scripted {
         // Later steps: open the top hit of a detail request, else answer
         // from what the earlier steps found.
         if !req.steps.is_empty() {
+            // The preview was seen: confirm that export, in its own step.
+            if let Some(id) = previewed_export(&req.steps) {
+                if has_tool("confirm_lms_material_export") {
+                    let mut args = Map::new();
+                    args.insert("exportId".into(), json!(id));
+                    return plan(
+                        vec![call("confirm_lms_material_export", args)],
+                        "confirm the export the preview showed",
+                        false,
+                    );
+                }
+            }
             let acted = req
                 .steps
                 .iter()
@@ -478,6 +523,23 @@ impl Scripted {
                 }
                 _ => plan(vec![], "answer from the results", false),
             };
+        }
+
+        // "show me the link again": the stored delivery is the agent's to
+        // show; this model only says the user wants it.
+        if is_link_again(text) {
+            let mut p = plan(vec![], "show the delivered link again", false);
+            p.shows_link = true;
+            return p;
+        }
+        // "download all my lecture files": preview the export first; its
+        // confirm comes in a later step, after the preview was seen.
+        if is_export(text) && has_tool("export_all_lms_materials") {
+            return plan(
+                vec![call("export_all_lms_materials", Map::new())],
+                "preview the export; the confirm follows once the preview is seen",
+                false,
+            );
         }
 
         // "reserve seat 12 at 15:00": prepare it, one call. Seat and time

@@ -32,6 +32,8 @@ pub struct AppConfig<'a> {
     pub contracts: Contracts,
     /// The tools' roles in the approval protocol (tables/approval.ron).
     pub roles: Roles,
+    /// The export flows whose capability code delivers (tables/export.ron).
+    pub terminals: crate::judge::capability::Terminals,
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
@@ -74,6 +76,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         tables: turn_tables,
         contracts: cfg.contracts,
         roles: cfg.roles,
+        terminals: cfg.terminals,
         claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
     };

@@ -212,6 +212,8 @@ struct FileTool {
     token_param: Option<String>,
     /// The `data` field carrying the URL (default `downloadUrl`).
     url_field: Option<String>,
+    /// The download button's name (default "Download files").
+    label: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -367,14 +369,9 @@ pub struct ToolSettings {
     pub terminal: Option<TerminalFlow>,
 }
 
-/// An export's confirm tool whose answer is delivered by code (issue 18):
-/// the preview it must follow, and the rule its capability is held to,
+/// An export's confirm tool whose answer is delivered by code (issue 18),
 /// checked against its server's `trusted_origin` when the config loads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TerminalFlow {
-    pub preview: String,
-    pub rule: crate::judge::capability::CapabilityRule,
-}
+pub use crate::judge::capability::TerminalFlow;
 
 impl Config {
     /// Reads `path` and the process environment.
@@ -522,12 +519,16 @@ impl Config {
     }
 
     /// Every terminal flow, by its confirm tool.
-    pub fn terminal_flows(&self) -> BTreeMap<String, TerminalFlow> {
-        self.mcp_servers
-            .iter()
-            .flat_map(|s| s.tools.iter())
-            .filter_map(|(tool, t)| Some((tool.clone(), t.terminal.clone()?)))
-            .collect()
+    pub fn terminal_flows(&self) -> crate::judge::capability::Terminals {
+        let mut out = crate::judge::capability::Terminals::default();
+        for s in &self.mcp_servers {
+            for (tool, t) in &s.tools {
+                if let Some(flow) = &t.terminal {
+                    out.insert(tool, flow.clone());
+                }
+            }
+        }
+        out
     }
 
     /// The MCP servers as the tool belt connects to them.
@@ -1221,6 +1222,7 @@ impl Validator {
             ("path_template", &t.path_template),
             ("token_param", &t.token_param),
             ("url_field", &t.url_field),
+            ("label", &t.label),
         ];
         match t.terminal.as_deref().map(str::trim) {
             None => {
@@ -1287,6 +1289,7 @@ impl Validator {
         Some(TerminalFlow {
             preview: preview?,
             rule,
+            label: named(&t.label).unwrap_or("Download files").to_string(),
         })
     }
 
@@ -1686,7 +1689,8 @@ url = "not a url"
         let src = format!("{MINIMAL}\n{server}{origin}{flow}");
         let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap();
         let flows = c.terminal_flows();
-        let f = &flows["confirm_lms_material_export"];
+        let f = flows.confirmed_by("confirm_lms_material_export").unwrap();
+        assert_eq!(f.label, "Download files");
         assert_eq!(f.preview, "export_all_lms_materials");
         assert_eq!(f.rule.origin(), "http://127.0.0.1:9");
         let url = "http://127.0.0.1:9/api/lms/exports/J1/download?token=abc";

@@ -57,6 +57,18 @@ pub enum Record<'a> {
         text: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         replaced: Option<&'a wire::Replaced>,
+        /// The URLs in `text` the capability validator accepted, as the
+        /// delta frame carried them.
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        capabilities: &'a [wire::CapabilityLink],
+    },
+    /// A capability delivered by code (tables/export.ron), committed with
+    /// the delta that shows it: a follow-up shows it again from here while
+    /// it lives. Never read into a prompt.
+    Delivery {
+        delivery: &'a super::turn::Delivery,
+        /// The export machine that delivered it.
+        machine: Option<&'a crate::fsm::Snapshot>,
     },
     /// The whole answer at `done`.
     Answer {
@@ -132,6 +144,11 @@ pub enum Stored {
     },
     Error {
         message: String,
+    },
+    Delivery {
+        delivery: super::turn::Delivery,
+        #[serde(default)]
+        machine: Option<crate::fsm::Snapshot>,
     },
     Cut,
     #[serde(other)]
@@ -210,6 +227,19 @@ pub fn last_population(bodies: &[Value]) -> Option<(Scope, Option<crate::fsm::Sn
         }
     }
     None
+}
+
+/// The thread's last delivery, with the export machine that delivered it.
+pub fn last_delivery(
+    bodies: &[Value],
+) -> Option<(super::turn::Delivery, crate::fsm::Snapshot)> {
+    bodies.iter().rev().find_map(|b| match Stored::read(b) {
+        Stored::Delivery {
+            delivery,
+            machine: Some(m),
+        } => Some((delivery, m)),
+        _ => None,
+    })
 }
 
 /// A card in one line, for the planner's history.

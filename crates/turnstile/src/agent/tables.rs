@@ -3,6 +3,7 @@
 
 use crate::protocols::admission::Admission;
 use crate::protocols::approval::Approval;
+use crate::protocols::export::Export;
 use crate::protocols::frame::Frame;
 use crate::protocols::narration::Narration;
 use crate::protocols::narrowing::Narrowing;
@@ -15,6 +16,7 @@ use crate::protocols::{Bound, LoadError, TableSet};
 pub struct TurnTables {
     pub admission: Bound<Admission>,
     pub approval: Bound<Approval>,
+    pub export: Bound<Export>,
     pub frame: Bound<Frame>,
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,
@@ -28,6 +30,7 @@ impl TurnTables {
         Ok(TurnTables {
             admission: set.bound()?,
             approval: set.bound()?,
+            export: set.bound()?,
             frame: set.bound()?,
             narrowing: set.bound()?,
             paging: set.bound()?,

@@ -130,8 +130,11 @@ impl Licences {
                     l.accounted_zero = true;
                     l.exact.insert(0);
                 }
-                // The judge itself says there was nothing earlier to narrow.
-                Anchor::NothingToNarrow => l.accounted_zero = true,
+                // The judge itself says there was nothing earlier to narrow;
+                // the export table, that there is no live link to show.
+                Anchor::NothingToNarrow | Anchor::LinkUnavailable { .. } => {
+                    l.accounted_zero = true
+                }
                 Anchor::Record { id, .. } => {
                     // One record: "one record" is its count.
                     l.exact.insert(1);
@@ -147,6 +150,17 @@ impl Licences {
                 }
                 Anchor::StepLimit { steps } => {
                     l.stated.insert(u64::from(*steps));
+                }
+                // The delivery's facts, as the code's sentence states them
+                // (file count, size, expiry).
+                // (file count, size, expiry): the count is stated, the
+                // size and the instant are attributes of the export.
+                a @ Anchor::Delivered { .. } => {
+                    for korean in [false, true] {
+                        let said = crate::judge::sentences::sentence(a, korean);
+                        l.stated.extend(numbers_in(&said));
+                        l.attribute_text(&said);
+                    }
                 }
                 _ => {}
             }

@@ -87,6 +87,20 @@ pub enum Anchor {
         tool: String,
         outcome: ActionOutcome,
     },
+    /// An export's capability passed the validator and was delivered by
+    /// code (tables/export.ron): the final message is the code's, and no
+    /// model is called after it. The URL is not here: anchors reach
+    /// prompts, a capability never does.
+    Delivered {
+        tool: String,
+        files: Option<u64>,
+        bytes: Option<u64>,
+        /// As the tool said it (RFC 3339).
+        expires_at: Option<String>,
+    },
+    /// The user asked for a delivered link again and none can be shown:
+    /// none was delivered on this thread, or it has expired.
+    LinkUnavailable { expired: bool },
 }
 
 impl Anchor {
@@ -215,6 +229,15 @@ impl Anchor {
             Anchor::StitchCapped { pages } => format!(
                 "Only the first {pages} pages were combined; more may exist. Never present the combined length as a total."
             ),
+            Anchor::Delivered { tool, .. } => format!(
+                "[{tool}] The download link was delivered by code; nothing more is said about it."
+            ),
+            Anchor::LinkUnavailable { expired: true } => {
+                "The download link delivered earlier has expired and cannot be shown again: say so, and that a new export gives a new link. Write no URL.".into()
+            }
+            Anchor::LinkUnavailable { expired: false } => {
+                "No download link was delivered in this conversation, so none can be shown again: say so. Write no URL.".into()
+            }
         }
     }
 }

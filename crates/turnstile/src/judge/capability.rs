@@ -245,6 +245,151 @@ impl CapabilityRule {
     }
 }
 
+/// An export's confirm tool whose answer is delivered by code (issue 18):
+/// the preview it must follow, the rule its capability is held to, and the
+/// name of the button the page shows for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalFlow {
+    pub preview: String,
+    pub rule: CapabilityRule,
+    /// The download button's name, e.g. "Download lecture files".
+    pub label: String,
+}
+
+/// Every terminal flow of a server, by its confirm tool.
+#[derive(Debug, Clone, Default)]
+pub struct Terminals {
+    flows: std::collections::BTreeMap<String, TerminalFlow>,
+}
+
+impl Terminals {
+    pub fn insert(&mut self, confirm: &str, flow: TerminalFlow) {
+        self.flows.insert(confirm.to_string(), flow);
+    }
+
+    /// The flow `tool` confirms, if it is a terminal flow's confirm.
+    pub fn confirmed_by(&self, tool: &str) -> Option<&TerminalFlow> {
+        self.flows.get(tool)
+    }
+
+    /// The confirm tools whose preview `tool` is.
+    pub fn previewed_by<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.flows
+            .iter()
+            .filter(move |(_, f)| f.preview == tool)
+            .map(|(c, _)| c.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flows.is_empty()
+    }
+
+    /// Whether `tool` is a flow's preview or confirm: its answer is the
+    /// export table's, not a listing.
+    pub fn involves(&self, tool: &str) -> bool {
+        self.flows.contains_key(tool) || self.flows.values().any(|f| f.preview == tool)
+    }
+
+    /// The page's rule for a text an assistant message shows: each URL in
+    /// it that one flow's rule accepts, as the button it may become. The
+    /// same validator as the terminal formatter's; a URL no rule accepts
+    /// stays a plain link (or inert text) in the page.
+    pub fn links_in(&self, text: &str) -> Vec<crate::wire::CapabilityLink> {
+        if self.flows.is_empty() || !text.contains("http") {
+            return Vec::new();
+        }
+        let mut out: Vec<crate::wire::CapabilityLink> = Vec::new();
+        for candidate in url_candidates(text) {
+            let Some(flow) = self
+                .flows
+                .values()
+                .find(|f| f.rule.validate_url(candidate).is_ok())
+            else {
+                continue;
+            };
+            if out.iter().all(|l| l.url != candidate) {
+                out.push(crate::wire::CapabilityLink {
+                    url: candidate.to_string(),
+                    label: flow.label.clone(),
+                    expires_at: None,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// The http(s) URLs a text holds, as the page finds them: bare, or the
+/// target of a Markdown link `[name](url)`; each ends at whitespace or at
+/// a character that cannot close a URL in prose (`)`, `]`, `>`, quotes).
+fn url_candidates(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || loop {
+        let at = ["https://", "http://"]
+            .iter()
+            .filter_map(|p| rest.find(p))
+            .min()?;
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | ']' | '>' | '<' | '"' | '\'' | '`'))
+            .unwrap_or(tail.len());
+        let found = tail[..end].trim_end_matches(['.', ',', ';', ':', '!', '?']);
+        rest = &tail[end.max(1)..];
+        if !found.is_empty() {
+            return Some(found);
+        }
+    })
+}
+
+/// An RFC 3339 instant (`2026-12-02T07:12:34Z`, fractions and offsets
+/// allowed) as Unix milliseconds; `None` for anything else.
+pub fn instant_ms(at: &str) -> Option<i64> {
+    let b = at.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let s = at.get(r)?;
+        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut rest = &at[19..];
+    let mut ms = 0;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let shown = &frac[..digits.min(3)];
+        ms = shown.parse::<i64>().ok()? * 10_i64.pow(3 - shown.len() as u32);
+        rest = &frac[digits..];
+    }
+    let offset_min = match rest {
+        "Z" | "z" => 0,
+        o if o.len() == 6 && matches!(&o[..1], "+" | "-") && &o[3..4] == ":" => {
+            let hh: i64 = o[1..3].parse().ok()?;
+            let mm: i64 = o[4..6].parse().ok()?;
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            sign * (hh * 60 + mm)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + s - offset_min * 60;
+    Some(secs * 1000 + ms)
+}
+
 fn is_segment_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
@@ -284,6 +429,32 @@ fn parse_template(t: &str) -> Option<Vec<Segment>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instants_are_read_as_rfc_3339() {
+        assert_eq!(instant_ms("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(instant_ms("2026-12-02T07:12:34Z"), Some(1_796_195_554_000));
+        assert_eq!(instant_ms("2026-12-02T07:12:34.5Z"), Some(1_796_195_554_500));
+        assert_eq!(instant_ms("2026-12-02T09:12:34+02:00"), Some(1_796_195_554_000));
+        for bad in ["", "2026-12-02", "2026-13-02T07:12:34Z", "2026-12-02T07:12:34", "soon"] {
+            assert_eq!(instant_ms(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn links_in_a_text_are_found_and_checked() {
+        let rule = CapabilityRule::new("http://127.0.0.1:9", "/e/{jobId}/d", "token").unwrap();
+        let mut t = Terminals::default();
+        let flow = TerminalFlow { preview: "p".into(), rule, label: "Get".into() };
+        t.insert("c", flow);
+        let good = "http://127.0.0.1:9/e/J1/d?token=abc";
+        let text = format!("Here: [Get]({good}). Or {good}, and http://127.0.0.1:9/other?token=x and javascript:alert(1)");
+        let links = t.links_in(&text);
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].url, good);
+        assert_eq!(links[0].label, "Get");
+        assert!(t.links_in("http://127.0.0.1:9/e/J1/d?token=abc&token=b").is_empty());
+    }
 
     #[test]
     fn rules_are_checked_when_configured() {

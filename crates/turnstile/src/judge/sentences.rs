@@ -41,6 +41,30 @@ fn english(anchor: &Anchor) -> String {
         Anchor::StepLimit { steps } => {
             format!("I stopped after {steps} tool steps; more may have been needed.")
         }
+        Anchor::Delivered { files, bytes, expires_at, .. } => {
+            let mut s = "Your export is ready".to_string();
+            let what: Vec<String> = [
+                files.map(|n| format!("{n} files")),
+                bytes.map(|b| format!("about {}", size(b))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !what.is_empty() {
+                s += &format!(": {}", what.join(", "));
+            }
+            s += ".";
+            match expires_at.as_deref().map(expiry) {
+                Some(at) => s + &format!(" The download link below works until {at}."),
+                None => s + " The download link is below.",
+            }
+        }
+        Anchor::LinkUnavailable { expired: true } => {
+            "The download link I gave earlier has expired; ask for a new export to get a new link.".into()
+        }
+        Anchor::LinkUnavailable { expired: false } => {
+            "No download link was given in this conversation, so there is none to show again.".into()
+        }
         Anchor::CountExact { total, complete: true, .. } => {
             format!("There are exactly {total}, and all of them are in the card above.")
         }
@@ -124,6 +148,30 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::StepLimit { steps } => {
             format!("도구 단계 {steps}번에서 멈췄습니다. 더 필요했을 수 있습니다.")
         }
+        Anchor::Delivered { files, bytes, expires_at, .. } => {
+            let what: Vec<String> = [
+                files.map(|n| format!("파일 {n}개")),
+                bytes.map(|b| format!("약 {}", size(b))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let mut s = match what.is_empty() {
+                true => "내보내기가 준비되었습니다.".to_string(),
+                false => format!("내보내기가 준비되었습니다: {}.", what.join(", ")),
+            };
+            match expires_at.as_deref().map(expiry) {
+                Some(at) => s += &format!(" 아래 다운로드 링크는 {at}까지 유효합니다."),
+                None => s += " 다운로드 링크는 아래에 있습니다.",
+            }
+            s
+        }
+        Anchor::LinkUnavailable { expired: true } => {
+            "앞서 드린 다운로드 링크는 만료되었습니다. 새 링크는 내보내기를 다시 요청하시면 드립니다.".into()
+        }
+        Anchor::LinkUnavailable { expired: false } => {
+            "이 대화에서 드린 다운로드 링크가 없어 다시 보여드릴 수 없습니다.".into()
+        }
         Anchor::CountExact { total, complete: true, .. } => {
             format!("정확히 {total}건이며, 위 카드에 전부 있습니다.")
         }
@@ -175,5 +223,34 @@ fn korean_sentence(anchor: &Anchor) -> String {
             "이전 결과를 다른 검색어로 좁힐 수는 없습니다. 새로 검색해 드릴 수 있습니다.".into()
         }
         Anchor::StitchCapped { pages } => format!("처음 {pages}페이지만 이어 붙였습니다."),
+    }
+}
+
+/// A byte count as people read a file size (decimal units, one decimal).
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} bytes");
+    }
+    let mut v = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while v >= 1000.0 && unit + 1 < UNITS.len() {
+        v /= 1000.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+/// An RFC 3339 instant as `2026-12-02 07:12 UTC`; anything else as given.
+fn expiry(at: &str) -> String {
+    let b = at.as_bytes();
+    let shaped = b.len() >= 17
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && matches!(b[10], b'T' | b't' | b' ')
+        && b[13] == b':';
+    match shaped && at.ends_with('Z') {
+        true => format!("{} {} UTC", &at[..10], &at[11..16]),
+        false => at.to_string(),
     }
 }

@@ -90,6 +90,11 @@ pub struct Plan {
     /// host context, or asks the user when the context lacks one.
     #[serde(default)]
     pub from_context: Vec<String>,
+    /// The user asks for a download link an earlier turn delivered ("show
+    /// me the link again"). Code shows it from the stored delivery while it
+    /// lives (tables/export.ron); the model never writes the link.
+    #[serde(default)]
+    pub shows_link: bool,
 }
 
 /// What the responder sees: the user's words and the anchors code derived.

@@ -62,6 +62,16 @@ const HOST_CONTEXT_DESCRIPTION: &str = "Call this together with the search when 
 what is on their screen (\"this floor\", \"this project\"), once per such field. Leave that argument out \
 of the search: the server fills it in from the user's screen, or asks the user which one is meant.";
 
+/// The function that lets the model say the user asks for a download link
+/// an earlier answer delivered ([`Plan::shows_link`]). It runs nothing and
+/// carries nothing: code shows the stored link while it lives, and the
+/// model never sees or writes it.
+pub const SHOW_LINK_TOOL: &str = "show_delivered_link";
+
+const SHOW_LINK_DESCRIPTION: &str = "Call this, alone, when the user asks to see again a download \
+link that an earlier answer in this conversation gave (\"show me the link again\"). It takes no \
+arguments: the server shows the stored link itself, or says it has expired.";
+
 const NARROW_PREVIOUS_DESCRIPTION: &str = "Call this together with the search when the user \
 restricts the results of the previous answer (\"only those from April\", \"just the ones on floor 5\"). \
 It takes no arguments and runs nothing: which results are meant is already known.";
@@ -288,6 +298,11 @@ impl OpenAi {
                 "parameters": {"type": "object", "properties": {}},
             }}));
             defs.push(json!({"type": "function", "function": {
+                "name": SHOW_LINK_TOOL,
+                "description": SHOW_LINK_DESCRIPTION,
+                "parameters": {"type": "object", "properties": {}},
+            }}));
+            defs.push(json!({"type": "function", "function": {
                 "name": HOST_CONTEXT_TOOL,
                 "description": HOST_CONTEXT_DESCRIPTION,
                 "parameters": {"type": "object", "properties": {
@@ -408,8 +423,11 @@ impl OpenAi {
         let (marks, calls): (Vec<PlannedCall>, Vec<PlannedCall>) = calls
             .into_calls()
             .into_iter()
-            .partition(|c| c.tool == NARROW_PREVIOUS_TOOL || c.tool == HOST_CONTEXT_TOOL);
+            .partition(|c| {
+                c.tool == NARROW_PREVIOUS_TOOL || c.tool == HOST_CONTEXT_TOOL || c.tool == SHOW_LINK_TOOL
+            });
         let narrows_previous = marks.iter().any(|c| c.tool == NARROW_PREVIOUS_TOOL);
+        let shows_link = marks.iter().any(|c| c.tool == SHOW_LINK_TOOL);
         let mut from_context: Vec<String> = marks
             .iter()
             .filter(|c| c.tool == HOST_CONTEXT_TOOL)
@@ -427,7 +445,9 @@ impl OpenAi {
                 c
             })
             .collect();
-        let note = if calls.is_empty() {
+        let note = if calls.is_empty() && shows_link {
+            "show the delivered link".to_string()
+        } else if calls.is_empty() {
             "no tool needed".to_string()
         } else {
             let text: String = content.trim().chars().take(200).collect();
@@ -442,6 +462,7 @@ impl OpenAi {
             note,
             narrows_previous,
             from_context,
+            shows_link,
         })
     }
 }
@@ -759,7 +780,10 @@ fn plan_messages(req: &PlanRequest, tools: &[WireTool]) -> Vec<Value> {
 fn wire_tools(tools: &[ToolInfo]) -> Vec<WireTool> {
     let mut out: Vec<WireTool> = Vec::with_capacity(tools.len());
     let taken = |out: &[WireTool], w: &str| {
-        w == NARROW_PREVIOUS_TOOL || w == HOST_CONTEXT_TOOL || out.iter().any(|t| t.wire == w)
+        w == NARROW_PREVIOUS_TOOL
+            || w == HOST_CONTEXT_TOOL
+            || w == SHOW_LINK_TOOL
+            || out.iter().any(|t| t.wire == w)
     };
     for t in tools {
         let mut base: String = t

@@ -46,6 +46,9 @@ crate::names! {
         Approved = "approved",
         Denied = "denied",
         TerminalResult = "terminal_result",
+        /// The plan asks for a link an earlier turn delivered, and the
+        /// export table lets it be shown again.
+        StoredDelivery = "stored_delivery",
         ResponderFinished = "responder_finished",
         ResponderFailed = "responder_failed",
         ClientGone = "client_gone",

@@ -107,6 +107,24 @@ pub struct Delta {
     /// the code's own (`text`); why, by the `narration` table's row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced: Option<Replaced>,
+    /// The URLs in `text` that `judge::capability` accepted as a terminal
+    /// flow's capability: only these become a download button in the page;
+    /// any other http(s) URL is a plain link, anything else inert text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<CapabilityLink>,
+}
+
+/// A URL the capability validator accepted, as the page may offer it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapabilityLink {
+    /// Exactly the string that was checked.
+    pub url: String,
+    /// The button's name (the flow's `label`); never the URL or its token.
+    pub label: String,
+    /// When the capability stops working, as its tool said (RFC 3339), if
+    /// it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// Why the narration guard replaced a sentence. The sentence itself is
@@ -272,6 +290,7 @@ mod tests {
             Frame::Delta(Delta {
                 text: "hi".into(),
                 replaced: None,
+                capabilities: vec![],
             }),
             Frame::Error(Error {
                 message: "m".into(),

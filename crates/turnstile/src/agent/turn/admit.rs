@@ -102,6 +102,9 @@ impl Turn<'_> {
         if let Some(refusal) = self.refuse_confirm(call) {
             return Err(refusal);
         }
+        if let Some(refusal) = self.refuse_export(call) {
+            return Err(refusal);
+        }
         if !other_tool {
             return Ok(row);
         }

@@ -33,8 +33,11 @@ impl Turn<'_> {
             return Ok(TurnEvent::ApprovalNeeded);
         };
         let suspend = self.classify_approval(&call, &outcome).await?;
+        let mut outcome = outcome;
+        let terminal = self.classify_export(&call, &mut outcome)?;
         let event = match &outcome {
             _ if suspend.is_some() => TurnEvent::ApprovalNeeded,
+            _ if terminal.is_some() => TurnEvent::TerminalResult,
             Outcome::Returned { .. } => TurnEvent::CallOk,
             Outcome::Refused { .. } | Outcome::Failed { .. } => TurnEvent::CallFailed,
         };

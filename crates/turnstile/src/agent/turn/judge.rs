@@ -32,11 +32,14 @@ impl Turn<'_> {
                 self.ledger.current.push(call);
             }
             // A result of a tool in the approval protocol (prepare,
-            // confirm, cancel, status) is no listing: what it says is the
-            // approval table's, and the models see its fields.
+            // confirm, cancel, status) or an export flow (its preview) is
+            // no listing: what it says is that table's, and the models see
+            // its fields.
             Some(Outcome::Returned {
                 mut call, first, ..
-            }) if self.agent.roles.get(&call.tool).is_some() => {
+            }) if self.agent.roles.get(&call.tool).is_some()
+                || self.agent.terminals.involves(&call.tool) =>
+            {
                 let fields = crate::judge::approval::fields(&first).unwrap_or_default();
                 call.digest = crate::judge::digest::Digest::record(
                     &call.tool,

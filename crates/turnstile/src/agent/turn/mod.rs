@@ -30,6 +30,7 @@ mod approve;
 mod call;
 mod decide;
 mod emit;
+mod export;
 mod held;
 mod hold;
 mod judge;
@@ -42,6 +43,8 @@ mod start;
 mod state;
 
 pub use decide::DecideError;
+pub use export::Delivery;
+use export::Exports;
 use held::Approvals;
 pub use held::{Action as HeldAction, Decided};
 pub use limits::Limits;
@@ -66,6 +69,8 @@ pub struct Agent {
     pub contracts: Contracts,
     /// Which tools prepare, confirm, cancel or report on actions.
     pub roles: Roles,
+    /// The export flows whose confirm's capability code delivers.
+    pub terminals: crate::judge::capability::Terminals,
     pub limits: Limits,
     pub claims: Arc<super::claims::ThreadClaims>,
 }
@@ -112,6 +117,7 @@ struct Turn<'a> {
     ledger: Ledger,
     thread: ThreadScope,
     approvals: Approvals,
+    exports: Exports,
     /// The name the frame machine is stored under: `frame`, or
     /// `frame@resume-N` for the stream a decision resumes.
     frame_name: String,
@@ -226,18 +232,8 @@ impl Turn<'_> {
                 self.suspend().await?;
                 return Ok(None);
             }
-            // No tool of this build returns a terminal result; a table
-            // that routes here is reported.
             TurnEffect::Deliver => {
-                self.evidence.failure = Some(wire::Error {
-                    message: format!(
-                        "internal error: the turn table asked for `{}`, which no tool of this build can provide",
-                        crate::protocols::Names::name(effect)
-                    ),
-                    table: Some("turn".into()),
-                    ..wire::Error::default()
-                });
-                self.fail().await?;
+                self.deliver().await?;
                 return Ok(None);
             }
         }))
@@ -289,6 +285,7 @@ impl Turn<'_> {
         self.thread.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
         let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
         self.thread.previous = records::last_population(&bodies);
+        self.exports.stored = records::last_delivery(&bodies);
         Ok(())
     }
 

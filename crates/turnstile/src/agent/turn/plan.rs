@@ -33,6 +33,7 @@ impl Turn<'_> {
             history: self.thread.history.clone(),
             steps: self.ledger.steps.clone(),
         };
+        self.export_model_call()?;
         let plan = match self.agent.model.plan(&req).await {
             Ok(p) => p,
             Err(e) => {
@@ -52,6 +53,11 @@ impl Turn<'_> {
         if let Err(missing) = self.resolve_references(&mut plan) {
             self.anchor(missing);
             return Ok(TurnEvent::ReferenceMissing);
+        }
+        // "Show me the link again": code shows the stored delivery, if the
+        // export table lets it; the model writes no link.
+        if plan.shows_link && plan.calls.is_empty() {
+            return self.link_requested();
         }
         if plan.calls.is_empty() {
             return Ok(match self.cursor.step {
@@ -90,6 +96,7 @@ impl Turn<'_> {
         self.step(wire::Frame::Plan(frame), vec![record]).await?;
         self.cursor.pending = plan.calls.into();
         self.order_plan();
+        self.order_exports();
         Ok(TurnEvent::Planned)
     }
 

@@ -18,6 +18,7 @@ use futures::{FutureExt, StreamExt};
 impl Turn<'_> {
     /// Streams the answer, and classifies how the responder ended.
     pub(super) async fn respond(&mut self) -> Result<TurnEvent, Stop> {
+        self.export_model_call()?;
         let req = self.responder_request();
         // Fused: a batch may have seen the stream end, and an ended stream
         // (an `unfold`, say) must not be polled again.
@@ -188,16 +189,21 @@ impl Turn<'_> {
         if text.is_empty() && replaced.is_none() {
             return Ok(());
         }
+        // The page's rule for links: only a URL the capability validator
+        // accepts may become a download button.
+        let capabilities = self.agent.terminals.links_in(&text);
         let record = Record::Text {
             text: &text,
             replaced: replaced.as_ref(),
+            capabilities: &capabilities,
         }
         .message();
         self.evidence.answer += &text;
-        self.step(
-            wire::Frame::Delta(wire::Delta { text, replaced }),
-            vec![record],
-        )
-        .await
+        let frame = wire::Delta {
+            text,
+            replaced,
+            capabilities,
+        };
+        self.step(wire::Frame::Delta(frame), vec![record]).await
     }
 }

@@ -164,6 +164,7 @@ impl<'a> Turn<'a> {
             ledger: Ledger::default(),
             thread: ThreadScope::default(),
             approvals: Default::default(),
+            exports: Default::default(),
             frame_name: "frame".into(),
         }
     }

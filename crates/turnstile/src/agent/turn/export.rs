@@ -1,0 +1,416 @@
+//! The export protocol inside a turn (`tables/export.ron`, issue 18, seeds
+//! 000/001): a preview tool's answer starts an export machine; its confirm
+//! may run only in a later loop step, after the model has seen the preview;
+//! a confirm's answer that `judge::capability` accepts is delivered by code
+//! (the `deliver` effect of both the export and the turn table) and the turn
+//! ends with no model call after it. Anything the validator refuses takes
+//! the normal error path. A follow-up that asks for the link again is
+//! answered from the stored delivery while it lives.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::admit::Refusal;
+use super::{Outcome, Stop, Turn};
+use crate::agent::records::Record;
+use crate::fsm::Snapshot;
+use crate::judge::approval;
+use crate::judge::capability::{self, Capability};
+use crate::judge::Anchor;
+use crate::llm::PlannedCall;
+use crate::protocols::export::{Export, ExportEffect, ExportEvent};
+use crate::protocols::turn::TurnEvent;
+use crate::protocols::{telemetry, Typed};
+use crate::wire;
+
+/// What code delivered: stored with the frame that shows the link, so a
+/// follow-up can show it again while it lives. The URL stays in the
+/// user's own thread; prompts, logs and metrics never carry it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Delivery {
+    /// The confirm tool that gave the capability.
+    pub tool: String,
+    pub url: String,
+    pub label: String,
+    pub expires_at: Option<String>,
+    pub files: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+impl Delivery {
+    /// Whether it has expired at `now` (Unix ms). One whose expiry is not
+    /// known is shown again: the capability's server still decides.
+    fn expired(&self, now: i64) -> bool {
+        self.expires_at
+            .as_deref()
+            .and_then(capability::instant_ms)
+            .is_some_and(|at| at <= now)
+    }
+
+    fn anchor(&self) -> Anchor {
+        Anchor::Delivered {
+            tool: self.tool.clone(),
+            files: self.files,
+            bytes: self.bytes,
+            expires_at: self.expires_at.clone(),
+        }
+    }
+}
+
+/// The export this turn previewed and may confirm.
+struct Live {
+    /// The confirm tool of its flow.
+    confirm: String,
+    machine: Typed<Export>,
+    /// The preview's answer, for the formatter's file count and size.
+    preview: Map<String, Value>,
+}
+
+/// The turn's part in the export protocol.
+#[derive(Default)]
+pub(crate) struct Exports {
+    live: Option<Live>,
+    /// Confirm tools whose preview the current step plans.
+    step_previews: Vec<String>,
+    /// Export machines this turn ran (`export#N`).
+    machines: usize,
+    /// The capability the table's `deliver` row let through.
+    delivery: Option<Delivery>,
+    /// The thread's last delivery and the machine that delivered it.
+    pub(crate) stored: Option<(Delivery, Snapshot)>,
+}
+
+impl Turn<'_> {
+    /// A model call is about to be made: every live export machine is told
+    /// (`model-sees-preview`); one that forbids it (`model-after-terminal-
+    /// delivery`, `model-while-confirming`) stops the turn.
+    pub(super) fn export_model_call(&mut self) -> Result<(), Stop> {
+        let Some(live) = self.exports.live.as_mut() else {
+            return Ok(());
+        };
+        if live.machine.is_terminal() {
+            return Ok(());
+        }
+        live.machine
+            .fire(ExportEvent::ModelCall)
+            .map_err(Stop::Violation)?;
+        Ok(())
+    }
+
+    /// After a plan is read: which confirms share their step with their
+    /// preview (`confirm_same_step`), and those confirms first, so that
+    /// each is refused before its preview runs, whatever order the model
+    /// wrote them in (they are never sent either way).
+    pub(super) fn order_exports(&mut self) {
+        let terminals = &self.agent.terminals;
+        self.exports.step_previews = self
+            .cursor
+            .pending
+            .iter()
+            .flat_map(|c| terminals.previewed_by(&c.tool))
+            .map(str::to_string)
+            .collect();
+        let previews = &self.exports.step_previews;
+        let (first, rest): (Vec<_>, Vec<_>) = self
+            .cursor
+            .pending
+            .drain(..)
+            .partition(|c| previews.contains(&c.tool));
+        self.cursor.pending = first.into_iter().chain(rest).collect();
+    }
+
+    /// A planned call to a terminal flow's confirm: the export table
+    /// decides whether it is sent. A refusal is a structured
+    /// `INVALID_TOOL_SEQUENCE` result naming the row; nothing is sent.
+    pub(super) fn refuse_export(&mut self, call: &PlannedCall) -> Option<Box<Refusal>> {
+        self.agent.terminals.confirmed_by(&call.tool)?;
+        let event = match self.exports.step_previews.contains(&call.tool) {
+            true => ExportEvent::ConfirmSameStep,
+            false => ExportEvent::ConfirmPlanned,
+        };
+        let live = self
+            .exports
+            .live
+            .as_mut()
+            .filter(|l| l.confirm == call.tool && !l.machine.is_terminal());
+        let mut fresh = self.agent.tables.export.machine();
+        let machine = match live {
+            Some(l) => &mut l.machine,
+            None => &mut fresh,
+        };
+        let (row_id, why) = match machine.fire(event) {
+            Ok(step) if step.effect == Some(ExportEffect::SendConfirm) => {
+                telemetry::record(machine.snapshot());
+                return None;
+            }
+            // A table edited to let it through without `send-confirm`
+            // still sends nothing.
+            Ok(step) => (
+                machine.row_id(step.row).to_string(),
+                "the export table did not send this confirm".to_string(),
+            ),
+            Err(v) => {
+                telemetry::violation(&v);
+                (v.row_id.clone(), v.why.clone())
+            }
+        };
+        Some(Box::new(Refusal {
+            table: "export",
+            row_id,
+            detail: format!("INVALID_TOOL_SEQUENCE: {why}"),
+            anchor: Anchor::ToolFailed {
+                tool: call.tool.clone(),
+            },
+        }))
+    }
+
+    /// After a call: a preview's answer starts an export; a confirm's
+    /// answer is validated. A capability the validator accepts makes the
+    /// turn's `terminal_result`; one it refuses is a failed call (the
+    /// normal error path), and so is a confirm that failed.
+    pub(super) fn classify_export(
+        &mut self,
+        call: &PlannedCall,
+        outcome: &mut Outcome,
+    ) -> Result<Option<TurnEvent>, Stop> {
+        let previews: Vec<String> = self
+            .agent
+            .terminals
+            .previewed_by(&call.tool)
+            .map(str::to_string)
+            .collect();
+        if let Some(confirm) = previews.first() {
+            self.previewed(confirm.clone(), outcome)?;
+            return Ok(None);
+        }
+        let Some(flow) = self.agent.terminals.confirmed_by(&call.tool).cloned() else {
+            return Ok(None);
+        };
+        let Some(live) = self
+            .exports
+            .live
+            .as_mut()
+            .filter(|l| l.confirm == call.tool && !l.machine.is_terminal())
+        else {
+            // Refused before it was sent: its refusal is its result.
+            return Ok(None);
+        };
+        let verdict = match &*outcome {
+            Outcome::Returned { first, .. } if !first.is_error => {
+                let answer = Value::Object(approval::fields(first).unwrap_or_default());
+                Some(flow.rule.validate_answer(&answer))
+            }
+            _ => None,
+        };
+        let event = match &verdict {
+            Some(Ok(_)) => ExportEvent::CapabilityValid,
+            Some(Err(_)) => ExportEvent::CapabilityInvalid,
+            None => ExportEvent::ConfirmFailed,
+        };
+        let step = live.machine.fire(event).map_err(Stop::Violation)?;
+        telemetry::record(live.machine.snapshot());
+        match verdict {
+            Some(Ok(cap)) if step.effect == Some(ExportEffect::Deliver) => {
+                let preview = live.preview.clone();
+                self.exports.delivery = Some(delivery(&call.tool, &flow.label, cap, &preview));
+                self.store_export_machine();
+                Ok(Some(TurnEvent::TerminalResult))
+            }
+            Some(Err(rejection)) => {
+                // Why, never the URL or its token.
+                tracing::warn!(tool = %call.tool, why = rejection.why(), "capability refused: the normal error path");
+                self.store_export_machine();
+                fail_outcome(outcome, &call.tool);
+                Ok(None)
+            }
+            _ => {
+                self.store_export_machine();
+                Ok(None)
+            }
+        }
+    }
+
+    /// A preview tool answered: a new export machine (the previous one, if
+    /// any, is stored as it stands).
+    fn previewed(&mut self, confirm: String, outcome: &Outcome) -> Result<(), Stop> {
+        self.store_export_machine();
+        let mut machine = self.agent.tables.export.machine();
+        let (event, preview) = match outcome {
+            Outcome::Returned { first, .. } if !first.is_error => (
+                ExportEvent::PreviewOk,
+                approval::fields(first).unwrap_or_default(),
+            ),
+            _ => (ExportEvent::PreviewFailed, Map::new()),
+        };
+        machine.fire(event).map_err(Stop::Violation)?;
+        telemetry::record(machine.snapshot());
+        self.exports.live = Some(Live {
+            confirm,
+            machine,
+            preview,
+        });
+        Ok(())
+    }
+
+    /// The live export machine goes to the store with the next step.
+    fn store_export_machine(&mut self) {
+        if let Some(live) = self.exports.live.as_ref() {
+            self.exports.machines += 1;
+            let name = format!("export#{}", self.exports.machines);
+            self.ledger.dirty.push((name, live.machine.snapshot()));
+        }
+    }
+
+    /// A plan that asks for the delivered link again: the stored delivery's
+    /// machine decides (`show-link-again`, `link-expired`, `no-link-yet`).
+    /// The turn's event: `stored_delivery`, or `reference_missing` with the
+    /// anchor that says why there is nothing to show.
+    pub(super) fn link_requested(&mut self) -> Result<TurnEvent, Stop> {
+        let now = crate::store::now_unix_ms();
+        let table = &self.agent.tables.export;
+        let stored = self.exports.stored.clone();
+        let (mut machine, delivery) = match stored {
+            Some((d, snap)) => match table.restore(&snap) {
+                Ok(m) => (m, Some(d)),
+                // Stored under a table that changed since: not shown again
+                // on its word.
+                Err(e) => {
+                    tracing::warn!(error = %e, "a stored delivery's export machine does not restore");
+                    (table.machine(), None)
+                }
+            },
+            None => (table.machine(), None),
+        };
+        let expired = delivery.as_ref().is_some_and(|d| d.expired(now));
+        let event = match expired {
+            true => ExportEvent::LinkExpired,
+            false => ExportEvent::LinkRequested,
+        };
+        let fired = machine.fire(event);
+        telemetry::record(machine.snapshot());
+        self.exports.machines += 1;
+        let name = format!("export#{}", self.exports.machines);
+        self.ledger.dirty.push((name, machine.snapshot()));
+        match (fired, delivery) {
+            (Ok(step), Some(d)) if step.effect == Some(ExportEffect::Redeliver) => {
+                self.exports.delivery = Some(d);
+                self.exports.live = Some(Live {
+                    confirm: String::new(),
+                    machine,
+                    preview: Map::new(),
+                });
+                Ok(TurnEvent::StoredDelivery)
+            }
+            (Err(v), _) => {
+                telemetry::violation(&v);
+                tracing::info!(row_id = %v.row_id, "no stored link to show again");
+                self.anchor(Anchor::LinkUnavailable { expired: false });
+                Ok(TurnEvent::ReferenceMissing)
+            }
+            _ => {
+                self.anchor(Anchor::LinkUnavailable { expired: true });
+                Ok(TurnEvent::ReferenceMissing)
+            }
+        }
+    }
+
+    /// The turn table's `deliver`: the code's sentence (through the same
+    /// guard as the model's), then the link in a delta committed with the
+    /// delivery record and the export machine, then `done`. No model is
+    /// asked for any of it.
+    pub(super) async fn deliver(&mut self) -> Result<(), Stop> {
+        let Some(d) = self.exports.delivery.take() else {
+            return self
+                .internal("the turn table asked to deliver, but no capability was accepted".into())
+                .await;
+        };
+        self.anchor(d.anchor());
+        let korean = crate::guard::vocab::detect(&self.user_text) == crate::guard::vocab::Lang::Ko;
+        let sentence = crate::judge::sentences::sentence(&d.anchor(), korean);
+        let mut guard = self.guard();
+        let mut pieces = guard.push(&sentence);
+        pieces.extend(guard.finish());
+        self.say(pieces).await?;
+        let label = match korean {
+            true if d.label == "Download lecture files" => "강의 파일 받기".to_string(),
+            _ => d.label.clone(),
+        };
+        let link = wire::CapabilityLink {
+            url: d.url.clone(),
+            label: label.clone(),
+            expires_at: d.expires_at.clone(),
+        };
+        let text = format!("\n\n[{label}]({})", d.url);
+        let machine = self.exports.live.as_ref().map(|l| l.machine.snapshot());
+        let records = vec![
+            Record::Text {
+                text: &text,
+                replaced: None,
+                capabilities: std::slice::from_ref(&link),
+            }
+            .message(),
+            Record::Delivery {
+                delivery: &d,
+                machine: machine.as_ref(),
+            }
+            .message(),
+        ];
+        self.evidence.answer += &text;
+        let frame = wire::Frame::Delta(wire::Delta {
+            text,
+            replaced: None,
+            capabilities: vec![link],
+        });
+        self.step(frame, records).await?;
+        self.finish().await
+    }
+}
+
+/// What the formatter says of a delivery: the capability, and the file
+/// count and size the preview (or the confirm) gave.
+fn delivery(tool: &str, label: &str, cap: Capability, preview: &Map<String, Value>) -> Delivery {
+    let count = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| preview.get(*k).or_else(|| cap.data.get(*k)))
+            .and_then(Value::as_u64)
+    };
+    Delivery {
+        tool: tool.to_string(),
+        files: count(&["fileCount", "file_count", "files"]),
+        bytes: count(&["estimatedBytes", "estimated_bytes", "sizeBytes", "bytes"]),
+        url: cap.url,
+        label: label.to_string(),
+        expires_at: cap.expires_at,
+    }
+}
+
+/// A confirm whose capability the validator refused is a failed call: its
+/// result frame is out already; the judge reads it as the tool's failure.
+fn fail_outcome(outcome: &mut Outcome, tool: &str) {
+    let taken = std::mem::replace(
+        outcome,
+        Outcome::Failed {
+            call: crate::llm::CallRecord {
+                id: String::new(),
+                tool: tool.to_string(),
+                args: Map::new(),
+                digest: crate::judge::digest::Digest::failed(tool, "not judged yet"),
+            },
+            anchor: Anchor::ToolFailed {
+                tool: tool.to_string(),
+            },
+        },
+    );
+    if let Outcome::Returned { mut call, .. } = taken {
+        call.digest = crate::judge::digest::Digest::failed(
+            tool,
+            "its answer is not a download link this server may deliver",
+        );
+        *outcome = Outcome::Failed {
+            call,
+            anchor: Anchor::ToolFailed {
+                tool: tool.to_string(),
+            },
+        };
+    }
+}
