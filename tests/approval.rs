@@ -549,6 +549,8 @@ async fn a_held_call_is_sent_once_on_approve_and_never_otherwise() {
     let s = TestServer::builder()
         .model(fake.model())
         .limits(limits)
+        .roles(held_export_confirm())
+        .terminals(Default::default())
         .start()
         .await;
     let exports = demo(&s).exports().clone();
@@ -648,6 +650,18 @@ async fn a_held_call_is_sent_once_on_approve_and_never_otherwise() {
     s.pass_and_stop().await;
 }
 
+/// The demo's roles, with its export confirm configured `approval =
+/// "before-call"` instead of as a terminal flow: a tool that mutates,
+/// held for approval of each exact call.
+fn held_export_confirm() -> turnstile::judge::approval::Roles {
+    let mut r = turnstile_demo::roles();
+    r.insert(
+        "confirm_lms_material_export",
+        turnstile::judge::approval::Role::BeforeCall,
+    );
+    r
+}
+
 /// One action is held at a time: while an approved reservation is still
 /// settling (its worker has not finished), a call that needs approval of
 /// itself is refused by the table's `second-hold-while-accepted` row and
@@ -667,6 +681,8 @@ async fn a_second_hold_while_an_action_settles_is_refused_not_sent() {
     let s = TestServer::builder()
         .model(fake.model())
         .demo(tools)
+        .roles(held_export_confirm())
+        .terminals(Default::default())
         .start()
         .await;
     let seat = serde_json::json!({"seat": "12", "time": "15:00"}).to_string();

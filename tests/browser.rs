@@ -10,6 +10,14 @@
 //!   real server answers the message route with hand-made SSE and passes
 //!   every other request (the page, the frame table, threads) through.
 //!   Driven by tests/browser/violations.mjs.
+//! - The export → confirm → capability flow (docs/export.md, "The page"):
+//!   the delivered answer ends at a download button whose link serves a
+//!   ZIP, also after a reload; the lying model's links are never buttons;
+//!   hand-made streams show that only a URL its frame lists in
+//!   `capabilities` is a button, other http(s) URLs plain anchors and other
+//!   schemes text. Driven by tests/browser/export.mjs.
+//! - An approval card approved once in the browser. Driven by
+//!   tests/browser/approval.mjs.
 //!
 //! Needs `chromium` (`TURNSTILE_CHROMIUM`) and `node` 20+ (`NODE`), so every
 //! test is `#[ignore = "needs Chromium and node: …"]`; run with
@@ -21,7 +29,7 @@ use crate::common;
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -31,7 +39,9 @@ use axum::routing::post;
 use axum::{Json, Router};
 use common::server::{databases, TestServer};
 use serde_json::{json, Map, Value};
-use turnstile::wire::{Citation, Delta, Done, Frame, Start, ToolCall, ToolResult};
+use turnstile::wire::{
+    CapabilityLink, Citation, Delta, Done, Frame, Replaced, Start, ToolCall, ToolResult,
+};
 
 /// What drives the page: Chromium and node; fails the test without them.
 struct Browser {
@@ -175,6 +185,117 @@ async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
     s.pass();
 }
 
+/// The export flow in the page: "download all my lecture files" (English
+/// and Korean) ends at one download button, named by the capability's label,
+/// whose link serves a ZIP once the export is built; a reload renders the
+/// same button; a user's `javascript:` link stays text. The delivered turn
+/// is captured; `TURNSTILE_SCREENSHOT_DOCS=1` copies it to
+/// docs/export-delivered.png.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_export_flow_ends_at_a_download_button_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let shot = tmp.path().join("export-delivered.png");
+    let base = format!("{}/", s.base);
+    let shot_arg = shot.to_string_lossy().into_owned();
+    drive(
+        &browser,
+        "tests/browser/export.mjs",
+        &["export", &base, &shot_arg],
+    )
+    .await;
+    assert!(shot.exists(), "the delivered turn was captured");
+    if std::env::var("TURNSTILE_SCREENSHOT_DOCS").as_deref() == Ok("1") {
+        std::fs::copy(&shot, "docs/export-delivered.png")
+            .expect("the screenshot is copied to docs/");
+    }
+    s.pass();
+}
+
+/// The lying model (`--fault lying-model`): on a thread with no delivery it
+/// writes a made-up download link; whatever of it the narration guard lets
+/// through, the page never shows it as a download button. Its batched
+/// confirm is refused and the export still delivers a button, which "show me
+/// the link again" shows again.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_link_the_model_wrote_is_never_a_download_button() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let model = Arc::new(turnstile_demo::lying::Lying::new(
+        turnstile_demo::Scripted::demo(),
+    ));
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .model(model)
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    drive(&browser, "tests/browser/export.mjs", &["lying", &base]).await;
+    s.pass();
+}
+
+/// The page's link allowlist against hand-made streams: only a URL that its
+/// own frame lists in `capabilities` becomes a download button (named by the
+/// label, "link expired" once past its expiry); other http(s) links are
+/// plain anchors without their query on screen, a URL split across deltas
+/// is linked at `done`, other schemes stay text, a replaced sentence keeps
+/// its marker. The page, the table and threads are the real server's.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_page_makes_buttons_only_of_listed_capabilities() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let stub = Stub {
+        real: s.base.clone(),
+        http: reqwest::Client::new(),
+        answered: Arc::new(AtomicUsize::new(0)),
+    };
+    let app = Router::new()
+        .route("/v1/threads/{id}/messages", post(link_stream))
+        .fallback(pass_through)
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    drive(&browser, "tests/browser/export.mjs", &["links", &base]).await;
+    assert_eq!(
+        stub.answered.load(Ordering::SeqCst),
+        1,
+        "the stream came from the stub"
+    );
+    task.abort();
+    s.pass();
+}
+
+/// Human approval in the page: "reserve seat 12 at 15:00" stops at a card;
+/// one click on Approve runs `confirm_action` once and the answer says it is
+/// done; the card is locked, a second approve is refused by the approval
+/// table's row, and a reload shows the card decided.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn an_approval_card_approves_once_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    drive(&browser, "tests/browser/approval.mjs", &[&base]).await;
+    s.pass();
+}
+
 #[derive(Clone)]
 struct Stub {
     real: String,
@@ -309,4 +430,124 @@ async fn pass_through(State(st): State<Stub>, req: Request) -> Response {
         r.headers_mut().insert(header::CONTENT_TYPE, ct);
     }
     r
+}
+
+/// `t` as RFC 3339 UTC, whole seconds (as the demo's tools write expiries).
+fn rfc3339(t: SystemTime) -> String {
+    let secs = i64::try_from(t.duration_since(UNIX_EPOCH).unwrap().as_secs()).unwrap();
+    let d = turnstile_demo::data::Date::from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        d.year,
+        d.month,
+        d.day,
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// The one stream of the link check (tests/browser/export.mjs, mode
+/// `links`): links of every kind, each delta with the capabilities it lists.
+/// The stub is no validator: the page must trust exactly what the frame
+/// lists, and nothing else.
+async fn link_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response {
+    const TURN: &str = "stub-turn";
+    if body["text"].as_str() != Some("links") {
+        return (StatusCode::BAD_REQUEST, "the stub only streams \"links\"").into_response();
+    }
+    let now = SystemTime::now();
+    let cap = |url: &str, label: &str, expires: SystemTime| CapabilityLink {
+        url: url.into(),
+        label: label.into(),
+        expires_at: Some(rfc3339(expires)),
+    };
+    let delta = |text: &str, capabilities: Vec<CapabilityLink>| {
+        Frame::Delta(Delta {
+            text: text.into(),
+            replaced: None,
+            capabilities,
+        })
+    };
+    let hour = now + Duration::from_secs(3600);
+    let j9 = "https://files.example/api/lms/exports/J9/download?token=abc";
+    let j8 = "https://files.example/api/lms/exports/J8/download?token=x";
+    let j7 = "https://soon.example/api/lms/exports/J7/download?token=y";
+    let j4 = "https://old.example/api/lms/exports/J4/download?token=z";
+    let frames = vec![
+        Frame::Start(Start {
+            thread_id: "stub".into(),
+            turn_id: TURN.into(),
+        }),
+        delta(
+            "Docs: [the guide](https://docs.example.com/guide?token=SECRET1) and \
+             https://example.org/a/b?token=SECRET2. ",
+            vec![],
+        ),
+        delta(
+            "Not links: javascript:alert(1) [x](javascript:alert(1)) [d](data:text/html,hi) \
+             [v](vbscript:msgbox) [f](file:///etc/passwd) [r](/relative) [u](HTTPS:no-slashes. ",
+            vec![],
+        ),
+        // Shaped like a delivery, listed by no frame.
+        delta(
+            "\n[Download lecture files](https://lms.example.com/api/lms/exports/EXP-1/download?token=guessed)",
+            vec![],
+        ),
+        delta(
+            &format!("\n[Download lecture files]({j9})"),
+            vec![cap(j9, "Download lecture files", hour)],
+        ),
+        // The frame lists another URL than the one in its text.
+        delta(
+            "\n[Download lecture files](https://files.example/api/lms/exports/J3/download?token=other)",
+            vec![cap(
+                "https://files.example/api/lms/exports/J5/download?token=listed",
+                "Download lecture files",
+                hour,
+            )],
+        ),
+        delta(
+            &format!("\n[Old export]({j4})"),
+            vec![cap(j4, "Old export", now - Duration::from_secs(60))],
+        ),
+        Frame::Delta(Delta {
+            text: "The code's own sentence. ".into(),
+            replaced: Some(Replaced {
+                row_id: "stub-row".into(),
+                why: "A sentence the stub says was replaced.".into(),
+                claim: "count".into(),
+            }),
+            capabilities: vec![],
+        }),
+        delta("\nSplit: https://split.exa", vec![]),
+        delta("mple.com/path?token=T now.", vec![]),
+        // A listed URL that does not arrive whole in one frame.
+        delta(
+            "\n[Download lecture files](https://files.example/api/lms/exports/J8/do",
+            vec![cap(j8, "Download lecture files", hour)],
+        ),
+        delta(
+            "wnload?token=x)",
+            vec![cap(j8, "Download lecture files", hour)],
+        ),
+        // Expires while the page shows it.
+        delta(
+            &format!("\n[강의 파일 받기]({j7})"),
+            vec![cap(j7, "강의 파일 받기", now + Duration::from_secs(5))],
+        ),
+        Frame::Done(Done {
+            turn_id: TURN.into(),
+        }),
+    ];
+    st.answered.fetch_add(1, Ordering::SeqCst);
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        sse(&frames),
+    )
+        .into_response()
 }

@@ -23,7 +23,11 @@
 //! Flows (one test per server and flow, `<server>::<flow>`): counted
 //! listing, lower bound, accounted zero (the SQLite server: an empty result,
 //! which is not an accounted zero), in-band failure, narrowing, paging
-//! across turns (and drift between them) and the single-value aggregate.
+//! across turns (and drift between them) and the single-value aggregate;
+//! on the Python SDK text server also human approval and an export whose
+//! capability link code delivers (issue 18: a second terminal flow, its own
+//! path template and token parameter, declared in the config alone; see
+//! `interop_honesty/terminal.rs`).
 //!
 //! Every test here needs one of these servers, so every test is
 //! `#[ignore = "needs the npm/PyPI MCP servers: …"]`; run with
@@ -300,6 +304,18 @@ impl Running {
         }
     }
 
+    /// The origin an HTTP server answers on (`http://127.0.0.1:PORT`); a
+    /// stdio server has none.
+    fn origin(&self) -> Option<String> {
+        match &self.spec.transport {
+            turnstile::mcp::Transport::Http { url } => {
+                let u = url::Url::parse(url).expect("the server's URL");
+                Some(u.origin().ascii_serialization())
+            }
+            turnstile::mcp::Transport::Stdio { .. } => None,
+        }
+    }
+
     /// A client of our own, for what the model is not asked to do (the
     /// mutation that makes a total drift) and for the raw-shape checks.
     async fn client(&self) -> ToolClient {
@@ -424,17 +440,28 @@ name = {server_name}
         server_name = q(&server.kind.to_string()),
         transport = server.transport_toml(),
         tools = server.kind.tools_toml(),
-        server_keys = extra.server_keys,
-        extra_tools = extra.tools,
+        server_keys = extra.with_origin(extra.server_keys, server),
+        extra_tools = extra.with_origin(extra.tools, server),
     )
 }
 
 /// Configuration a flow adds to its server's entry: keys of the
 /// `[[mcp_servers]]` table itself, and more `[mcp_servers.tools.*]` tables.
+/// `$ORIGIN` in either is the running server's origin (its port is chosen
+/// when it starts).
 #[derive(Default)]
 struct Extra {
     server_keys: &'static str,
     tools: &'static str,
+}
+
+impl Extra {
+    fn with_origin(&self, toml: &str, server: &Running) -> String {
+        match server.origin() {
+            Some(origin) => toml.replace("$ORIGIN", &origin),
+            None => toml.to_string(),
+        }
+    }
 }
 
 impl Rig {
@@ -1323,6 +1350,8 @@ async fn approval(kind: Kind) {
 }
 
 mod before_call;
+mod terminal;
+use terminal::export;
 
 // ------------------------------------------------------ server × flow table --
 
@@ -1347,7 +1376,7 @@ flows!(ts_sdk: Kind::Ts => [
 ]);
 flows!(py_text: Kind::PyText => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    paging, paging_drift, aggregate, narration_guard, approval,
+    paging, paging_drift, aggregate, narration_guard, approval, export,
 ]);
 flows!(sqlite_reference: Kind::Sqlite => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,

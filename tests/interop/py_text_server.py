@@ -31,6 +31,20 @@ Tools:
   add_photo(floor, captured_at)                -> text "added <photo_id>" (no annotations)
   hold_seat / book / release / reservation_status / reservation_counts  (approval)
   post_notice(floor, text)                     -> declares destructiveHint: true
+  prepare_report / issue_report_link / report_counts  (export, issue 18)
+
+An export in this server's own words (a second terminal flow, beside the
+demo's `/api/lms/exports/{jobId}/download?token=`):
+  prepare_report(floor?)  -> {"status": "OK", "reportId": "R-1", "files": 3, "bytes": 12345}
+  issue_report_link(reportId, mirror?)
+      -> {"status": "OK", "data": {"reportId": "R-1",
+          "link": "<origin>/reports/R-1/file?key=<token>", "expiresAt": "...Z"}}
+      the link on this server's own origin (http://<host>:<port>), unless
+      `mirror` names another origin to build it on (a server that answers a
+      foreign link, for the test that it is never delivered);
+  report_counts()         -> calls received by the two tools above;
+  GET /reports/{reportId}/file?key=<token>  -> a small ZIP (application/zip);
+      a wrong or missing key is 403, an unknown report 404, an expired link 410.
 
 Usage: python3 py_text_server.py --port 8765
 """
@@ -39,11 +53,17 @@ import argparse
 import base64
 import datetime
 import hashlib
+import io
 import json
+import secrets
+import time
+import zipfile
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 
 FLOOR_COUNTS = {1: 240, 2: 613, 3: 651, 4: 198, 5: 87, 6: 45, 7: 24, 8: 3}
 COUNT_CAP = 500
@@ -225,11 +245,85 @@ def post_notice(floor: int, text: str) -> str:
     return json.dumps({"posted": len(NOTICES), "floor": floor})
 
 
+# An export with a capability link (issue 18): a preview, then a confirm that
+# answers a link on this server's own origin, served below.
+ORIGIN = ["http://127.0.0.1"]
+REPORTS = {}
+REPORT_COUNTS = {"prepare_report": 0, "issue_report_link": 0}
+LINK_TTL_SECS = 15 * 60
+REPORT_FILES = ["summary.txt", "floors.csv", "notes.txt"]
+
+
+def report_zip(report_id, floor):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("summary.txt", f"report {report_id}, floor {floor if floor is not None else 'all'}\n")
+        z.writestr("floors.csv", "floor,photos\n" + "".join(f"{f},{n}\n" for f, n in FLOOR_COUNTS.items()))
+        z.writestr("notes.txt", "synthetic test data\n")
+    return buf.getvalue()
+
+
+@server.tool(
+    description=(
+        "Prepare a photo report (optionally of one floor) and say what it holds. "
+        "Nothing is issued yet: issue_report_link gives the download link."
+    ),
+    structured_output=False,
+)
+def prepare_report(floor: int | None = None) -> str:
+    REPORT_COUNTS["prepare_report"] += 1
+    report_id = f"R-{len(REPORTS) + 1}"
+    body = report_zip(report_id, floor)
+    REPORTS[report_id] = {"zip": body, "keys": {}}
+    return json.dumps({"status": "OK", "reportId": report_id, "files": len(REPORT_FILES), "bytes": len(body)})
+
+
+@server.tool(
+    description="Issue a download link for a prepared report. The link works for 15 minutes.",
+    structured_output=False,
+)
+def issue_report_link(reportId: str, mirror: str | None = None) -> str:  # noqa: N803 - the wire name
+    REPORT_COUNTS["issue_report_link"] += 1
+    if reportId not in REPORTS:
+        raise ToolError(f"no report {reportId}")
+    key = secrets.token_urlsafe(24)
+    expires = time.time() + LINK_TTL_SECS
+    REPORTS[reportId]["keys"][key] = expires
+    origin = mirror or ORIGIN[0]
+    at = datetime.datetime.fromtimestamp(expires, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    data = {"reportId": reportId, "link": f"{origin}/reports/{reportId}/file?key={key}", "expiresAt": at}
+    return json.dumps({"status": "OK", "data": data})
+
+
+@server.tool(description="Calls received by prepare_report and issue_report_link (for tests).", structured_output=False)
+def report_counts() -> str:
+    return json.dumps(REPORT_COUNTS)
+
+
+@server.custom_route("/reports/{report_id}/file", methods=["GET"])
+async def report_file(request: Request) -> Response:
+    report = REPORTS.get(request.path_params["report_id"])
+    if report is None:
+        return PlainTextResponse("not found", status_code=404)
+    expires = report["keys"].get(request.query_params.get("key", ""))
+    if expires is None:
+        return PlainTextResponse("forbidden", status_code=403)
+    if expires <= time.time():
+        return PlainTextResponse("gone", status_code=410)
+    name = f"{request.path_params['report_id']}.zip"
+    return Response(
+        report["zip"],
+        media_type="application/zip",
+        headers={"content-disposition": f'attachment; filename="{name}"'},
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
+    ORIGIN[0] = f"http://{args.host}:{args.port}"
     server.run(transport="streamable-http", host=args.host, port=args.port)
 
 
