@@ -1595,6 +1595,38 @@ mod shapes {
         assert_eq!(added.text(), "added P04-0000-1");
         let drifted = text_json(&call(&client, "find_photos", json!({"floor": 4})).await);
         assert_eq!(drifted["total_count"], json!(199));
+
+        // The export (interop_honesty/terminal.rs): a preview, a confirm
+        // whose link is on the server's own origin, and that link served.
+        let preview = text_json(&call(&client, "prepare_report", json!({})).await);
+        assert_eq!(
+            (&preview["status"], &preview["reportId"], &preview["files"]),
+            (&json!("OK"), &json!("R-1"), &json!(3))
+        );
+        assert!(preview["bytes"].as_u64().is_some_and(|b| b > 0));
+        let confirm = call(&client, "issue_report_link", json!({"reportId": "R-1"})).await;
+        assert!(!confirm.is_error && confirm.structured.is_none());
+        let confirm = text_json(&confirm);
+        assert_eq!(confirm["status"], json!("OK"));
+        let link = confirm["data"]["link"].as_str().expect("data.link");
+        let origin = server.origin().unwrap();
+        assert!(
+            link.starts_with(&format!("{origin}/reports/R-1/file?key=")),
+            "{link}"
+        );
+        assert!(confirm["data"]["expiresAt"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z')));
+        let get = |url: String| async move { reqwest::get(url).await.unwrap().status().as_u16() };
+        assert_eq!(get(link.to_string()).await, 200);
+        assert_eq!(
+            get(format!("{origin}/reports/R-1/file?key=wrong")).await,
+            403
+        );
+        assert_eq!(get(format!("{origin}/reports/R-1/file")).await, 403);
+        assert_eq!(get(format!("{origin}/reports/R-9/file?key=x")).await, 404);
+        let counts = text_json(&call(&client, "report_counts", json!({})).await);
+        assert_eq!(counts, json!({"prepare_report": 1, "issue_report_link": 1}));
         client.close().await;
     }
 

@@ -121,6 +121,16 @@ pub enum Record {
         text: String,
         #[serde(default)]
         replaced: Option<wire::Replaced>,
+        /// The URLs of `text` the capability validator accepted.
+        #[serde(default)]
+        capabilities: Vec<wire::CapabilityLink>,
+    },
+    /// A capability delivered by code, with the export machine that
+    /// delivered it.
+    Delivery {
+        delivery: Value,
+        #[serde(default)]
+        machine: Option<Snapshot>,
     },
     Answer {
         text: String,
@@ -214,6 +224,7 @@ pub enum RecordKind {
     Interrupt,
     Awaiting,
     Decision,
+    Delivery,
 }
 
 impl Record {
@@ -240,6 +251,7 @@ impl Record {
             Record::Interrupt(_) => RecordKind::Interrupt,
             Record::Awaiting { .. } => RecordKind::Awaiting,
             Record::Decision { .. } => RecordKind::Decision,
+            Record::Delivery { .. } => RecordKind::Delivery,
         }
     }
 

@@ -219,7 +219,10 @@ async fn delivered_then_shown_again(rig: &Rig, origin: &str) {
     let shown = stable(&frames);
     // Sent once each, in two steps.
     assert_eq!(counts(rig).await, (previews + 1, confirms + 1), "{shown}");
-    let called: Vec<&str> = tool_calls(&frames).iter().map(|c| c.tool.as_str()).collect();
+    let called: Vec<&str> = tool_calls(&frames)
+        .iter()
+        .map(|c| c.tool.as_str())
+        .collect();
     assert_eq!(called, [PREVIEW, CONFIRM], "{shown}");
     assert!(result_of(&frames, PREVIEW).ok, "{shown}");
     assert!(result_of(&frames, CONFIRM).ok, "{shown}");
@@ -261,16 +264,20 @@ async fn delivered_then_shown_again(rig: &Rig, origin: &str) {
     assert_eq!(link.text, format!("\n\n[{LABEL}]({})", cap.url));
     assert!(link.replaced.is_none());
     assert!(
-        sentence.text.starts_with("Your export is ready: 3 files, about ")
-            && sentence
-                .text
-                .contains(&format!("works until {} {} UTC", &expires[..10], &expires[11..16])),
+        sentence
+            .text
+            .starts_with("Your export is ready: 3 files, about ")
+            && sentence.text.contains(&format!(
+                "works until {} {} UTC",
+                &expires[..10],
+                &expires[11..16]
+            )),
         "{:?}",
         sentence.text
     );
     assert!(sentence.capabilities.is_empty());
     // The only link of the turn, and the only place the URL is.
-    assert_eq!(capabilities(&frames), [cap.clone()], "{shown}");
+    assert_eq!(capabilities(&frames), std::slice::from_ref(cap), "{shown}");
     assert_eq!(
         common::frames::answer(&frames).matches(&cap.url).count(),
         1,
@@ -282,7 +289,13 @@ async fn delivered_then_shown_again(rig: &Rig, origin: &str) {
     assert_eq!(deliveries.len(), 1, "{deliveries:?}");
     let d = &deliveries[0]["delivery"];
     assert_eq!(
-        (&d["tool"], &d["url"], &d["label"], &d["expires_at"], &d["files"]),
+        (
+            &d["tool"],
+            &d["url"],
+            &d["label"],
+            &d["expires_at"],
+            &d["files"]
+        ),
         (
             &json!(CONFIRM),
             &json!(cap.url),
@@ -325,14 +338,18 @@ async fn delivered_then_shown_again(rig: &Rig, origin: &str) {
         [Role::Planner],
         "{shown}"
     );
-    assert_eq!(capabilities(&again), [cap.clone()], "{shown}");
+    assert_eq!(capabilities(&again), std::slice::from_ref(cap), "{shown}");
     assert!(
         matches!(&again[again.len() - 2], Frame::Delta(d) if d.capabilities.len() == 1),
         "{shown}"
     );
     // The link was never in what a model was sent.
     for r in rig.fake.requests() {
-        assert!(!r.raw.contains(key), "the link reached the model: {}", r.raw);
+        assert!(
+            !r.raw.contains(key),
+            "the link reached the model: {}",
+            r.raw
+        );
     }
 }
 
@@ -347,10 +364,7 @@ async fn batched_confirm_is_refused(rig: &Rig) {
         &thread,
         "export the photo report and give me the download link",
         vec![
-            calls(&[
-                (PREVIEW, json!({})),
-                (CONFIRM, json!({"reportId": report})),
-            ]),
+            calls(&[(PREVIEW, json!({})), (CONFIRM, json!({"reportId": report}))]),
             no_tool(),
         ],
     )
@@ -427,16 +441,30 @@ async fn foreign_link_takes_the_error_path(rig: &Rig, foreign: &str) {
         stored(rig, &thread, "delivery").await.is_empty(),
         "{foreign}"
     );
-    // The error path: the model is asked again, and is told the call
-    // failed, never given the link.
-    assert!(
-        requests.len() >= 3 && mentions_call(requests.last().unwrap(), CONFIRM)
-            || requests.iter().any(|r| r.role == Role::Responder),
-        "{foreign}: no model call after a refused capability:\n{shown}"
+    // The error path: the model is asked again and told the confirm
+    // failed, with no link; then the responder answers from that.
+    assert_eq!(
+        requests.iter().map(|r| r.role).collect::<Vec<_>>(),
+        [Role::Planner, Role::Planner, Role::Planner, Role::Responder],
+        "{foreign}:\n{shown}"
     );
-    eprintln!("DEBUG roles {:?}", requests.iter().map(|r| r.role).collect::<Vec<_>>());
-    for m in requests[2].body["messages"].as_array().unwrap() { if m["role"] == "tool" { eprintln!("DEBUG tool msg {}", m["content"]); } }
-    for b in stored(rig, &thread, "result").await { eprintln!("DEBUG stored result {}", b); }
+    let told: Vec<Value> = requests[2].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .filter_map(|c| serde_json::from_str::<Value>(c).ok())
+        .filter(|d| d["tool"] == CONFIRM)
+        .collect();
+    assert_eq!(told.len(), 1, "{foreign}: {told:?}");
+    assert_eq!(told[0]["ok"], json!(false), "{foreign}: {told:?}");
+    assert!(
+        told[0]["failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("not a download link")),
+        "{foreign}: {told:?}"
+    );
     let link = format!("{foreign}/reports/{report}/file");
     for r in &requests {
         assert!(

@@ -162,7 +162,9 @@ pub fn terminals(mcp_url: &str) -> turnstile::judge::capability::Terminals {
     // `http://127.0.0.1:41234/mcp` → `http://127.0.0.1:41234`; the rule
     // parses it as an origin and refuses anything else.
     let after = mcp_url.find("://").map_or(0, |i| i + 3);
-    let end = mcp_url[after..].find('/').map_or(mcp_url.len(), |i| after + i);
+    let end = mcp_url[after..]
+        .find('/')
+        .map_or(mcp_url.len(), |i| after + i);
     let origin = &mcp_url[..end];
     if let Ok(rule) = CapabilityRule::new(origin, "/api/lms/exports/{jobId}/download", "token") {
         t.insert(

@@ -279,7 +279,8 @@ pub const GUESSED_EXPORT_ID: &str = "EXP-1";
 
 /// A download link the lying model makes up: another origin, a guessed
 /// token.
-pub const MADE_UP_LINK: &str = "https://lms.example.com/api/lms/exports/EXP-1/download?token=guessed";
+pub const MADE_UP_LINK: &str =
+    "https://lms.example.com/api/lms/exports/EXP-1/download?token=guessed";
 
 /// A first-step plan that prepares a seat reservation, with a
 /// `confirm_action` of [`GUESSED_ACTION_ID`] added right after the prepare:

@@ -152,6 +152,9 @@ pub struct DemoOptions {
     /// is served (default
     /// [`DEFAULT_BUILD_DELAY`](super::exports::DEFAULT_BUILD_DELAY)).
     pub export_build_delay: std::time::Duration,
+    /// How long a confirmed export's download link works (default
+    /// [`EXPORT_TTL`](super::exports::EXPORT_TTL), 20 minutes).
+    pub export_ttl: std::time::Duration,
 }
 
 impl Default for DemoOptions {
@@ -163,6 +166,7 @@ impl Default for DemoOptions {
             action_worker_delay: super::actions::DEFAULT_ACTION_WORKER_DELAY,
             action_ttl: super::actions::ACTION_TTL,
             export_build_delay: super::exports::DEFAULT_BUILD_DELAY,
+            export_ttl: super::exports::EXPORT_TTL,
         }
     }
 }
@@ -195,7 +199,7 @@ impl DemoState {
         ));
         let exports = Arc::new(super::exports::ExportStore::new(
             options.export_build_delay,
-            super::exports::EXPORT_TTL,
+            options.export_ttl,
         ));
         DemoState {
             options,

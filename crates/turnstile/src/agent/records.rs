@@ -230,9 +230,7 @@ pub fn last_population(bodies: &[Value]) -> Option<(Scope, Option<crate::fsm::Sn
 }
 
 /// The thread's last delivery, with the export machine that delivered it.
-pub fn last_delivery(
-    bodies: &[Value],
-) -> Option<(super::turn::Delivery, crate::fsm::Snapshot)> {
+pub fn last_delivery(bodies: &[Value]) -> Option<(super::turn::Delivery, crate::fsm::Snapshot)> {
     bodies.iter().rev().find_map(|b| match Stored::read(b) {
         Stored::Delivery {
             delivery,

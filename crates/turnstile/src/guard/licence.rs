@@ -132,9 +132,7 @@ impl Licences {
                 }
                 // The judge itself says there was nothing earlier to narrow;
                 // the export table, that there is no live link to show.
-                Anchor::NothingToNarrow | Anchor::LinkUnavailable { .. } => {
-                    l.accounted_zero = true
-                }
+                Anchor::NothingToNarrow | Anchor::LinkUnavailable { .. } => l.accounted_zero = true,
                 Anchor::Record { id, .. } => {
                     // One record: "one record" is its count.
                     l.exact.insert(1);

@@ -331,7 +331,9 @@ fn url_candidates(text: &str) -> impl Iterator<Item = &str> {
             .min()?;
         let tail = &rest[at..];
         let end = tail
-            .find(|c: char| c.is_whitespace() || matches!(c, ')' | ']' | '>' | '<' | '"' | '\'' | '`'))
+            .find(|c: char| {
+                c.is_whitespace() || matches!(c, ')' | ']' | '>' | '<' | '"' | '\'' | '`')
+            })
             .unwrap_or(tail.len());
         let found = tail[..end].trim_end_matches(['.', ',', ';', ':', '!', '?']);
         rest = &tail[end.max(1)..];
@@ -347,7 +349,9 @@ pub fn instant_ms(at: &str) -> Option<i64> {
     let b = at.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let s = at.get(r)?;
-        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
+        s.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| s.parse().ok())?
     };
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;
@@ -434,9 +438,21 @@ mod tests {
     fn instants_are_read_as_rfc_3339() {
         assert_eq!(instant_ms("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(instant_ms("2026-12-02T07:12:34Z"), Some(1_796_195_554_000));
-        assert_eq!(instant_ms("2026-12-02T07:12:34.5Z"), Some(1_796_195_554_500));
-        assert_eq!(instant_ms("2026-12-02T09:12:34+02:00"), Some(1_796_195_554_000));
-        for bad in ["", "2026-12-02", "2026-13-02T07:12:34Z", "2026-12-02T07:12:34", "soon"] {
+        assert_eq!(
+            instant_ms("2026-12-02T07:12:34.5Z"),
+            Some(1_796_195_554_500)
+        );
+        assert_eq!(
+            instant_ms("2026-12-02T09:12:34+02:00"),
+            Some(1_796_195_554_000)
+        );
+        for bad in [
+            "",
+            "2026-12-02",
+            "2026-13-02T07:12:34Z",
+            "2026-12-02T07:12:34",
+            "soon",
+        ] {
             assert_eq!(instant_ms(bad), None, "{bad}");
         }
     }
@@ -445,7 +461,11 @@ mod tests {
     fn links_in_a_text_are_found_and_checked() {
         let rule = CapabilityRule::new("http://127.0.0.1:9", "/e/{jobId}/d", "token").unwrap();
         let mut t = Terminals::default();
-        let flow = TerminalFlow { preview: "p".into(), rule, label: "Get".into() };
+        let flow = TerminalFlow {
+            preview: "p".into(),
+            rule,
+            label: "Get".into(),
+        };
         t.insert("c", flow);
         let good = "http://127.0.0.1:9/e/J1/d?token=abc";
         let text = format!("Here: [Get]({good}). Or {good}, and http://127.0.0.1:9/other?token=x and javascript:alert(1)");
@@ -453,7 +473,9 @@ mod tests {
         assert_eq!(links.len(), 1);
         assert_eq!(links[0].url, good);
         assert_eq!(links[0].label, "Get");
-        assert!(t.links_in("http://127.0.0.1:9/e/J1/d?token=abc&token=b").is_empty());
+        assert!(t
+            .links_in("http://127.0.0.1:9/e/J1/d?token=abc&token=b")
+            .is_empty());
     }
 
     #[test]

@@ -420,11 +420,11 @@ impl OpenAi {
             None if !done => return Err(OpenAiError::Unfinished),
             _ => {}
         }
-        let (marks, calls): (Vec<PlannedCall>, Vec<PlannedCall>) = calls
-            .into_calls()
-            .into_iter()
-            .partition(|c| {
-                c.tool == NARROW_PREVIOUS_TOOL || c.tool == HOST_CONTEXT_TOOL || c.tool == SHOW_LINK_TOOL
+        let (marks, calls): (Vec<PlannedCall>, Vec<PlannedCall>) =
+            calls.into_calls().into_iter().partition(|c| {
+                c.tool == NARROW_PREVIOUS_TOOL
+                    || c.tool == HOST_CONTEXT_TOOL
+                    || c.tool == SHOW_LINK_TOOL
             });
         let narrows_previous = marks.iter().any(|c| c.tool == NARROW_PREVIOUS_TOOL);
         let shows_link = marks.iter().any(|c| c.tool == SHOW_LINK_TOOL);
