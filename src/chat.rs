@@ -422,6 +422,16 @@ impl<W: Write> Printer<W> {
                 Some(r) => write!(self.out, "[removed: {}] ", r.row_id)?,
                 None => write!(self.out, "{}", d.text)?,
             }
+            // A capability the server validated: the link on its own
+            // line, whole, so a terminal can open it.
+            for c in &d.capabilities {
+                let until = c
+                    .expires_at
+                    .as_deref()
+                    .map(|at| format!(" (until {at})"))
+                    .unwrap_or_default();
+                write!(self.out, "\n⇩ {}: {}{until}", c.label, c.url)?;
+            }
             self.in_text = true;
             return self.out.flush();
         }
@@ -796,6 +806,30 @@ mod tests {
              Two photos\n\
              thread t1\n\
              cut off\n"
+        );
+    }
+
+    /// A delivered capability is printed whole on a line of its own, with
+    /// its name and expiry, after the message that carries it.
+    #[test]
+    fn a_capability_gets_a_line_of_its_own() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        let url = "http://127.0.0.1:8090/api/lms/exports/J1/download?token=abc";
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({
+                "text": format!("\n\n[Download lecture files]({url})"),
+                "capabilities": [{"url": url, "label": "Download lecture files", "expires_at": "2026-12-02T07:00:00Z"}],
+            }))
+            .unwrap(),
+        ))
+        .unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert!(
+            out.ends_with(&format!(
+                "\n⇩ Download lecture files: {url} (until 2026-12-02T07:00:00Z)\n"
+            )),
+            "{out}"
         );
     }
 
