@@ -110,8 +110,7 @@ fn capabilities(frames: &[Frame]) -> Vec<turnstile::wire::CapabilityLink> {
         .collect()
 }
 
-/// The thread's stored bodies of `kind`, read as JSON (the typed view of
-/// `tests/common/thread.rs` predates the `delivery` record).
+/// The thread's stored bodies of `kind`, as the JSON they are stored as.
 async fn stored(rig: &Rig, thread: &str, kind: &str) -> Vec<Value> {
     let v = rig.app.thread_json(thread).await;
     v["messages"]
@@ -305,6 +304,8 @@ async fn delivered_then_shown_again(rig: &Rig, origin: &str) {
         )
     );
     assert!(deliveries[0]["machine"].is_object(), "{deliveries:?}");
+    let view = rig.app.thread(&thread).await;
+    assert_eq!(view.count(common::thread::RecordKind::Delivery), 1);
     let texts = stored(rig, &thread, "text").await;
     assert!(
         texts
