@@ -542,3 +542,65 @@ async fn the_capability_never_reaches_a_prompt_a_log_or_the_metrics() {
     s.pass();
     s2.pass();
 }
+
+/// The delivery outlives the process: a server restarted on the same
+/// database shows the stored link again. Restarted with the flow's trusted
+/// origin changed, the stored link no longer passes the validator and is
+/// refused by the export table's `unvalidated-delivery-while-delivered`
+/// row, never shown.
+#[tokio::test]
+async fn a_stored_link_is_shown_after_a_restart_only_while_it_validates() {
+    use turnstile::judge::capability::{CapabilityRule, TerminalFlow, Terminals};
+    use turnstile::mcp::ServerSpec;
+    let tools = demo_tools(Duration::from_secs(1200)).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let db = common::server::sqlite_in(tmp.path(), "restart.db");
+    let server = |terminals: Terminals| {
+        TestServer::builder()
+            .database(db.clone())
+            .servers(vec![ServerSpec::http("demo", tools.url.clone())])
+            .terminals(terminals)
+            .start()
+    };
+    let s = server(turnstile_demo::terminals(&tools.url)).await;
+    let thread = s.new_thread().await;
+    let link = delivered(&s.say(&thread, "download all my lecture files").await);
+    s.pass_and_stop().await;
+
+    let s = server(turnstile_demo::terminals(&tools.url)).await;
+    let frames = s.say(&thread, "show me the link again").await;
+    assert_eq!(delivered(&frames).url, link.url);
+    s.pass_and_stop().await;
+
+    let mut moved = Terminals::default();
+    moved.insert(
+        "confirm_lms_material_export",
+        TerminalFlow {
+            preview: "export_all_lms_materials".into(),
+            rule: CapabilityRule::new(
+                "https://lms.example.com",
+                "/api/lms/exports/{jobId}/download",
+                "token",
+            )
+            .unwrap(),
+            label: "Download lecture files".into(),
+        },
+    );
+    let s = server(moved).await;
+    let frames = s.say(&thread, "show me the link again").await;
+    assert!(capabilities(&frames).is_empty(), "{frames:#?}");
+    let error = frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::Error(e) => Some(e.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("an error frame: {frames:#?}"));
+    assert_eq!(error.table.as_deref(), Some("export"));
+    assert_eq!(
+        error.row_id.as_deref(),
+        Some("unvalidated-delivery-while-delivered")
+    );
+    assert!(!answer(&frames).contains(&link.url));
+    s.pass_and_stop().await;
+}

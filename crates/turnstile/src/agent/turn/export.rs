@@ -324,6 +324,31 @@ impl Turn<'_> {
                 .internal("the turn table asked to deliver, but no capability was accepted".into())
                 .await;
         };
+        // What is delivered is checked again by the one validator, under
+        // the flow as configured now: a stored link whose flow changed
+        // since (another trusted origin, another path) is the table's
+        // `unvalidated-delivery-*` refusal, never a button.
+        let valid = self
+            .agent
+            .terminals
+            .confirmed_by(&d.tool)
+            .is_some_and(|f| f.rule.validate_url(&d.url).is_ok());
+        if !valid {
+            let mut fresh = self.agent.tables.export.machine();
+            let machine = match self.exports.live.as_mut() {
+                Some(l) => &mut l.machine,
+                None => &mut fresh,
+            };
+            return match machine.fire(ExportEvent::DeliverUnvalidated) {
+                Err(v) => Err(Stop::Violation(v)),
+                Ok(_) => {
+                    self.internal(
+                        "the export table let an unvalidated capability through; it was not delivered".into(),
+                    )
+                    .await
+                }
+            };
+        }
         self.anchor(d.anchor());
         let korean = crate::guard::vocab::detect(&self.user_text) == crate::guard::vocab::Lang::Ko;
         let sentence = crate::judge::sentences::sentence(&d.anchor(), korean);
