@@ -390,6 +390,16 @@ async fn a_capability_the_validator_refuses_takes_the_error_path() {
     let frames = s.say(&thread, "download all my lecture files").await;
     assert!(is_done(&frames), "{frames:#?}");
     assert!(capabilities(&frames).is_empty(), "{frames:#?}");
+    // The confirm's own result frame says it failed, and why (never the URL).
+    let confirm = tool_results(&frames)
+        .into_iter()
+        .find(|r| r.tool == "confirm_lms_material_export")
+        .expect("the confirm's result");
+    assert!(!confirm.ok);
+    assert_eq!(
+        confirm.summary,
+        "not a download link this server may deliver: the URL's origin is not the tool server's trusted origin"
+    );
     let said = answer(&frames);
     assert!(
         said.contains("The confirm_lms_material_export tool failed"),

@@ -20,7 +20,8 @@
 //!   `{name}` one segment of `[A-Za-z0-9_-]` (no `%2F`, no dots);
 //! - its query is exactly one non-empty token parameter and nothing else,
 //!   its value URL-safe text (`[A-Za-z0-9._~-]`), nothing percent-encoded;
-//! - a `jobId` the envelope names equals the one in the path.
+//! - each `{name}` of the path that the envelope also names (`jobId`)
+//!   equals the one in the path.
 
 use serde_json::{Map, Value};
 use url::{Origin, Url};
@@ -76,7 +77,8 @@ pub enum Rejection {
     Path,
     /// Not exactly one non-empty token parameter, or another parameter.
     Token,
-    /// The envelope's `jobId` differs from the path's.
+    /// The envelope names another job (a `{name}` of the path) than the
+    /// path.
     JobMismatch,
 }
 
@@ -165,14 +167,17 @@ impl CapabilityRule {
             .and_then(Value::as_str)
             .ok_or(Rejection::NoUrl)?;
         let params = self.validate_url(raw)?;
-        if let Some(job) = data.get("jobId") {
-            let job = match job {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                _ => return Err(Rejection::JobMismatch),
+        // Every `{name}` of the path that the envelope names too (`jobId`,
+        // `reportId`, …) must be the same there: the link is for the job
+        // the answer is about.
+        for (name, in_path) in &params {
+            let named = match data.get(name) {
+                None => continue,
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                Some(_) => return Err(Rejection::JobMismatch),
             };
-            let named = params.iter().find(|(k, _)| k == "jobId");
-            if named.is_some_and(|(_, v)| *v != job) {
+            if named != *in_path {
                 return Err(Rejection::JobMismatch);
             }
         }
@@ -455,6 +460,24 @@ mod tests {
         ] {
             assert_eq!(instant_ms(bad), None, "{bad}");
         }
+    }
+
+    /// Any `{name}` of the template the envelope also names must agree
+    /// with the path, not only `jobId`.
+    #[test]
+    fn the_envelope_names_the_same_job_as_the_path() {
+        let rule = CapabilityRule::new("http://127.0.0.1:9", "/reports/{reportId}/file", "key")
+            .unwrap()
+            .with_url_field("link");
+        let answer = |id: &str| {
+            serde_json::json!({"status": "OK", "data": {
+                "reportId": id, "link": "http://127.0.0.1:9/reports/R-1/file?key=abc"}})
+        };
+        assert!(rule.validate_answer(&answer("R-1")).is_ok());
+        assert_eq!(
+            rule.validate_answer(&answer("R-2")),
+            Err(Rejection::JobMismatch)
+        );
     }
 
     #[test]

@@ -33,8 +33,7 @@ impl Turn<'_> {
             return Ok(TurnEvent::ApprovalNeeded);
         };
         let suspend = self.classify_approval(&call, &outcome).await?;
-        let mut outcome = outcome;
-        let terminal = self.classify_export(&call, &mut outcome)?;
+        let terminal = self.classify_export(&call, &outcome)?;
         let event = match &outcome {
             _ if suspend.is_some() => TurnEvent::ApprovalNeeded,
             _ if terminal.is_some() => TurnEvent::TerminalResult,
@@ -238,7 +237,10 @@ impl Turn<'_> {
         // names — never its text.
         tracing::info!(tool = %tool, shape = %shape, "tool result");
         let reading = Reading::of(&out, contract);
-        let failure = page::failure(tool, contract, &reading, &out);
+        // A terminal flow's confirm: the capability validator's verdict is
+        // part of whether this answer failed.
+        let failure = page::failure(tool, contract, &reading, &out)
+            .or_else(|| self.capability_failure(tool, &out));
         let ok = failure.is_none();
         let summary = match &failure {
             Some(f) => f.summary.clone(),

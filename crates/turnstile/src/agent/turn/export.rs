@@ -18,7 +18,7 @@ use crate::judge::approval;
 use crate::judge::capability::{self, Capability};
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::protocols::export::{Export, ExportEffect, ExportEvent};
+use crate::protocols::export::{Export, ExportEffect, ExportEvent, ExportState};
 use crate::protocols::turn::TurnEvent;
 use crate::protocols::{telemetry, Typed};
 use crate::wire;
@@ -76,6 +76,9 @@ pub(crate) struct Exports {
     machines: usize,
     /// The capability the table's `deliver` row let through.
     delivery: Option<Delivery>,
+    /// The validator's verdict on the confirm's answer, read when its
+    /// result frame was written (so the frame says whether it failed).
+    verdict: Option<Result<Capability, capability::Rejection>>,
     /// The thread's last delivery and the machine that delivered it.
     pub(crate) stored: Option<(Delivery, Snapshot)>,
 }
@@ -164,14 +167,48 @@ impl Turn<'_> {
         }))
     }
 
+    /// A confirm's answer, before its result frame is written: the
+    /// validator's verdict, kept for [`Turn::classify_export`]. A refused
+    /// capability is the page's failure (its frame says `ok: false`); the
+    /// rule that refused it is logged, never the URL.
+    pub(super) fn capability_failure(
+        &mut self,
+        tool: &str,
+        out: &crate::mcp::ToolOutput,
+    ) -> Option<crate::judge::page::Failure> {
+        let flow = self.agent.terminals.confirmed_by(tool)?;
+        self.exports
+            .live
+            .as_ref()
+            .filter(|l| l.confirm == tool && l.machine.state() == ExportState::Confirming)?;
+        if out.is_error {
+            return None;
+        }
+        let answer = Value::Object(approval::fields(out).unwrap_or_default());
+        let verdict = flow.rule.validate_answer(&answer);
+        let failure = verdict.as_ref().err().map(|r| {
+            tracing::warn!(tool = %tool, why = r.why(), "capability refused: the normal error path");
+            crate::judge::page::Failure {
+                summary: format!("not a download link this server may deliver: {}", r.why()),
+                note: "its answer is not a download link this server may deliver",
+                anchor: Anchor::ToolFailed {
+                    tool: tool.to_string(),
+                },
+            }
+        });
+        self.exports.verdict = Some(verdict);
+        failure
+    }
+
     /// After a call: a preview's answer starts an export; a confirm's
-    /// answer is validated. A capability the validator accepts makes the
-    /// turn's `terminal_result`; one it refuses is a failed call (the
-    /// normal error path), and so is a confirm that failed.
+    /// answer is classified by the validator's verdict. A capability it
+    /// accepted makes the turn's `terminal_result`; one it refused is a
+    /// failed call already (the normal error path), and so is a confirm
+    /// that failed.
     pub(super) fn classify_export(
         &mut self,
         call: &PlannedCall,
-        outcome: &mut Outcome,
+        outcome: &Outcome,
     ) -> Result<Option<TurnEvent>, Stop> {
         let previews: Vec<String> = self
             .agent
@@ -195,38 +232,24 @@ impl Turn<'_> {
             // Refused before it was sent: its refusal is its result.
             return Ok(None);
         };
-        let verdict = match &*outcome {
-            Outcome::Returned { first, .. } if !first.is_error => {
-                let answer = Value::Object(approval::fields(first).unwrap_or_default());
-                Some(flow.rule.validate_answer(&answer))
-            }
-            _ => None,
-        };
+        let verdict = self.exports.verdict.take();
         let event = match &verdict {
-            Some(Ok(_)) => ExportEvent::CapabilityValid,
+            Some(Ok(_)) if matches!(outcome, Outcome::Returned { .. }) => {
+                ExportEvent::CapabilityValid
+            }
             Some(Err(_)) => ExportEvent::CapabilityInvalid,
-            None => ExportEvent::ConfirmFailed,
+            _ => ExportEvent::ConfirmFailed,
         };
         let step = live.machine.fire(event).map_err(Stop::Violation)?;
         telemetry::record(live.machine.snapshot());
+        let preview = live.preview.clone();
+        self.store_export_machine();
         match verdict {
             Some(Ok(cap)) if step.effect == Some(ExportEffect::Deliver) => {
-                let preview = live.preview.clone();
                 self.exports.delivery = Some(delivery(&call.tool, &flow.label, cap, &preview));
-                self.store_export_machine();
                 Ok(Some(TurnEvent::TerminalResult))
             }
-            Some(Err(rejection)) => {
-                // Why, never the URL or its token.
-                tracing::warn!(tool = %call.tool, why = rejection.why(), "capability refused: the normal error path");
-                self.store_export_machine();
-                fail_outcome(outcome, &call.tool);
-                Ok(None)
-            }
-            _ => {
-                self.store_export_machine();
-                Ok(None)
-            }
+            _ => Ok(None),
         }
     }
 
@@ -406,36 +429,5 @@ fn delivery(tool: &str, label: &str, cap: Capability, preview: &Map<String, Valu
         url: cap.url,
         label: label.to_string(),
         expires_at: cap.expires_at,
-    }
-}
-
-/// A confirm whose capability the validator refused is a failed call: its
-/// result frame is out already; the judge reads it as the tool's failure.
-fn fail_outcome(outcome: &mut Outcome, tool: &str) {
-    let taken = std::mem::replace(
-        outcome,
-        Outcome::Failed {
-            call: crate::llm::CallRecord {
-                id: String::new(),
-                tool: tool.to_string(),
-                args: Map::new(),
-                digest: crate::judge::digest::Digest::failed(tool, "not judged yet"),
-            },
-            anchor: Anchor::ToolFailed {
-                tool: tool.to_string(),
-            },
-        },
-    );
-    if let Outcome::Returned { mut call, .. } = taken {
-        call.digest = crate::judge::digest::Digest::failed(
-            tool,
-            "its answer is not a download link this server may deliver",
-        );
-        *outcome = Outcome::Failed {
-            call,
-            anchor: Anchor::ToolFailed {
-                tool: tool.to_string(),
-            },
-        };
     }
 }
