@@ -311,6 +311,15 @@ fn fuzz_capability_validator() {
             CapabilityRule::new("http://127.0.0.1:8080", template, "token").unwrap(),
         ),
     ];
+    let mut terminals = turnstile::judge::capability::Terminals::default();
+    for (i, (_, rule)) in rules.iter().enumerate() {
+        let flow = turnstile::judge::capability::TerminalFlow {
+            preview: "p".into(),
+            rule: rule.clone(),
+            label: "Download".into(),
+        };
+        terminals.insert(&format!("confirm{i}"), flow);
+    }
     let execs = fuzz("capability", |input| {
         let text = String::from_utf8_lossy(input);
         for (origin, rule) in &rules {
@@ -341,6 +350,12 @@ fn fuzz_capability_validator() {
             if let Ok(answer) = serde_json::from_slice::<Value>(input) {
                 let _ = rule.validate_answer(&answer);
             }
+        }
+        // The page's rule: each URL found in a text is one the validator
+        // accepts, and stands in the text as written.
+        for link in terminals.links_in(&text) {
+            assert!(text.contains(&link.url));
+            assert!(rules.iter().any(|(_, r)| r.validate_url(&link.url).is_ok()));
         }
     });
     assert!(execs > 0);
