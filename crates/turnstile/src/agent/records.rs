@@ -12,6 +12,20 @@ use crate::mcp::ToolOutput;
 use crate::store::{NewMessage, Role};
 use crate::wire;
 
+/// What code delivered: stored with the frame that shows the link, so a
+/// follow-up can show it again while it lives. The URL stays in the
+/// user's own thread; prompts, logs and metrics never carry it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Delivery {
+    /// The confirm tool that gave the capability.
+    pub tool: String,
+    pub url: String,
+    pub label: String,
+    pub expires_at: Option<String>,
+    pub files: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
 /// A message body as written. `kind` tells the records apart.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -66,7 +80,7 @@ pub enum Record<'a> {
     /// the delta that shows it: a follow-up shows it again from here while
     /// it lives. Never read into a prompt.
     Delivery {
-        delivery: &'a super::turn::Delivery,
+        delivery: &'a Delivery,
         /// The export machine that delivered it.
         machine: Option<&'a crate::fsm::Snapshot>,
     },
@@ -146,7 +160,7 @@ pub enum Stored {
         message: String,
     },
     Delivery {
-        delivery: super::turn::Delivery,
+        delivery: Delivery,
         #[serde(default)]
         machine: Option<crate::fsm::Snapshot>,
     },
@@ -230,7 +244,7 @@ pub fn last_population(bodies: &[Value]) -> Option<(Scope, Option<crate::fsm::Sn
 }
 
 /// The thread's last delivery, with the export machine that delivered it.
-pub fn last_delivery(bodies: &[Value]) -> Option<(super::turn::Delivery, crate::fsm::Snapshot)> {
+pub fn last_delivery(bodies: &[Value]) -> Option<(Delivery, crate::fsm::Snapshot)> {
     bodies.iter().rev().find_map(|b| match Stored::read(b) {
         Stored::Delivery {
             delivery,

@@ -7,35 +7,20 @@
 //! the normal error path. A follow-up that asks for the link again is
 //! answered from the stored delivery while it lives.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::admit::Refusal;
+use super::state::Live;
 use super::{Outcome, Stop, Turn};
-use crate::agent::records::Record;
-use crate::fsm::Snapshot;
+use crate::agent::records::{Delivery, Record};
 use crate::judge::approval;
 use crate::judge::capability::{self, Capability};
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::protocols::export::{Export, ExportEffect, ExportEvent, ExportState};
+use crate::protocols::export::{ExportEffect, ExportEvent, ExportState};
+use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
-use crate::protocols::{telemetry, Typed};
 use crate::wire;
-
-/// What code delivered: stored with the frame that shows the link, so a
-/// follow-up can show it again while it lives. The URL stays in the
-/// user's own thread; prompts, logs and metrics never carry it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Delivery {
-    /// The confirm tool that gave the capability.
-    pub tool: String,
-    pub url: String,
-    pub label: String,
-    pub expires_at: Option<String>,
-    pub files: Option<u64>,
-    pub bytes: Option<u64>,
-}
 
 impl Delivery {
     /// Whether it has expired at `now` (Unix ms). One whose expiry is not
@@ -55,32 +40,6 @@ impl Delivery {
             expires_at: self.expires_at.clone(),
         }
     }
-}
-
-/// The export this turn previewed and may confirm.
-struct Live {
-    /// The confirm tool of its flow.
-    confirm: String,
-    machine: Typed<Export>,
-    /// The preview's answer, for the formatter's file count and size.
-    preview: Map<String, Value>,
-}
-
-/// The turn's part in the export protocol.
-#[derive(Default)]
-pub(crate) struct Exports {
-    live: Option<Live>,
-    /// Confirm tools whose preview the current step plans.
-    step_previews: Vec<String>,
-    /// Export machines this turn ran (`export#N`).
-    machines: usize,
-    /// The capability the table's `deliver` row let through.
-    delivery: Option<Delivery>,
-    /// The validator's verdict on the confirm's answer, read when its
-    /// result frame was written (so the frame says whether it failed).
-    verdict: Option<Result<Capability, capability::Rejection>>,
-    /// The thread's last delivery and the machine that delivered it.
-    pub(crate) stored: Option<(Delivery, Snapshot)>,
 }
 
 impl Turn<'_> {

@@ -43,12 +43,10 @@ mod start;
 mod state;
 
 pub use decide::DecideError;
-pub use export::Delivery;
-use export::Exports;
 use held::Approvals;
 pub use held::{Action as HeldAction, Decided};
 pub use limits::Limits;
-use state::{Cursor, Evidence, Ledger, Outcome, ThreadScope};
+use state::{Cursor, Evidence, Exports, Ledger, Outcome, ThreadScope};
 
 pub use super::tables::TurnTables;
 

@@ -1,10 +1,14 @@
-//! A turn's state in four named parts, and a call's outcome waiting to be
-//! judged.
+//! A turn's state in four named parts, its part in the export protocol,
+//! and a call's outcome waiting to be judged.
 
 use std::collections::VecDeque;
 
+use serde_json::{Map, Value};
+
 use crate::agent::context::BoundedContext;
+use crate::agent::records::Delivery;
 use crate::fsm::Snapshot;
+use crate::judge::capability::{self, Capability};
 use crate::judge::digest::Digest;
 use crate::judge::narrowing::{Gate, Scope};
 use crate::judge::result::Reading;
@@ -12,6 +16,8 @@ use crate::judge::stitch::Stitched;
 use crate::judge::Anchor;
 use crate::llm::{CallRecord, HistoryTurn, PlannedCall};
 use crate::mcp::ToolOutput;
+use crate::protocols::export::Export;
+use crate::protocols::Typed;
 use crate::wire;
 
 /// One call's outcome, waiting to be judged.
@@ -98,4 +104,30 @@ pub(super) struct ThreadScope {
     pub(super) scope_step: Option<u32>,
     pub(super) population: Option<(Scope, Snapshot)>,
     pub(super) released: bool,
+}
+
+/// The export this turn previewed and may confirm.
+pub(super) struct Live {
+    /// The confirm tool of its flow.
+    pub(super) confirm: String,
+    pub(super) machine: Typed<Export>,
+    /// The preview's answer, for the formatter's file count and size.
+    pub(super) preview: Map<String, Value>,
+}
+
+/// The turn's part in the export protocol.
+#[derive(Default)]
+pub(crate) struct Exports {
+    pub(super) live: Option<Live>,
+    /// Confirm tools whose preview the current step plans.
+    pub(super) step_previews: Vec<String>,
+    /// Export machines this turn ran (`export#N`).
+    pub(super) machines: usize,
+    /// The capability the table's `deliver` row let through.
+    pub(super) delivery: Option<Delivery>,
+    /// The validator's verdict on the confirm's answer, read when its
+    /// result frame was written (so the frame says whether it failed).
+    pub(super) verdict: Option<Result<Capability, capability::Rejection>>,
+    /// The thread's last delivery and the machine that delivered it.
+    pub(crate) stored: Option<(Delivery, Snapshot)>,
 }
