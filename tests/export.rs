@@ -37,6 +37,8 @@ struct Watched {
     calls: AtomicUsize,
     hang_from: Option<usize>,
     prompts: std::sync::Mutex<Vec<String>>,
+    /// The bytes of history each plan was given, and its turns.
+    histories: std::sync::Mutex<Vec<(usize, usize)>>,
 }
 
 impl Watched {
@@ -46,6 +48,7 @@ impl Watched {
             calls: AtomicUsize::new(0),
             hang_from,
             prompts: Default::default(),
+            histories: Default::default(),
         })
     }
 
@@ -68,6 +71,13 @@ impl Model for Watched {
         "watched"
     }
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        let bytes = (req.history.iter())
+            .map(|t| t.user.len() + t.answer.len() + t.cards.iter().map(String::len).sum::<usize>())
+            .sum();
+        self.histories
+            .lock()
+            .unwrap()
+            .push((bytes, req.history.len()));
         self.enter(format!("{}\n{req:?}", req.prompt.render()))
             .await;
         self.inner.plan(req).await
@@ -613,4 +623,44 @@ async fn a_stored_link_is_shown_after_a_restart_only_while_it_validates() {
     );
     assert!(!answer(&frames).contains(&link.url));
     s.pass_and_stop().await;
+}
+
+/// A long thread is read through its pointers and a bounded history, not
+/// whole: 40 search turns after a delivery (hundreds of messages), the link
+/// is still shown again and a narrowing still narrows the last search, and
+/// every plan's history stays within `history_bytes`.
+#[tokio::test]
+async fn a_long_thread_is_read_through_its_pointers_and_a_bounded_history() {
+    let model = Watched::new(None);
+    let s = TestServer::builder()
+        .model(model.clone())
+        .demo(demo_tools(Duration::from_secs(1200)).await)
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    let link = delivered(&s.say(&thread, "download all my lecture files").await);
+    for _ in 0..40 {
+        let frames = s.say(&thread, "show safety issues on floor 3").await;
+        assert!(is_done(&frames));
+    }
+    let stored = s.bodies(&thread).await.len();
+    assert!(stored > 250, "{stored} messages");
+    let frames = s.say(&thread, "only those from April").await;
+    let card = frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::Citation(c) => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a narrowed card: {frames:#?}"));
+    assert!(card.narrowed, "{card:#?}");
+    assert_eq!((card.total, card.grade.as_str()), (Some(25), "EXACT"));
+    let frames = s.say(&thread, "show me the link again").await;
+    assert_eq!(delivered(&frames).url, link.url);
+    let budget = turnstile::agent::Limits::default().history_bytes;
+    let histories = model.histories.lock().unwrap().clone();
+    let (largest, turns) = histories.iter().max().copied().unwrap();
+    assert!(largest <= budget, "{largest} > {budget}");
+    assert!(turns >= 2, "the history holds earlier turns: {histories:?}");
+    s.pass();
 }

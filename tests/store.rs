@@ -90,6 +90,8 @@ suite!(
     lease_claim_renew_release,
     expired_lease_is_taken_over,
     concurrent_lease_claims_from_two_pools,
+    pointers_move_with_the_step_that_marks,
+    recent_messages_page_newest_first,
 );
 
 /// A PostgreSQL check never passes without PostgreSQL: a plain run lists it
@@ -135,7 +137,7 @@ fn a_postgres_check_without_postgres_is_ignored_or_fails() {
 }
 
 fn msg(role: Role, body: Value) -> NewMessage {
-    NewMessage { role, body }
+    NewMessage::new(role, body)
 }
 
 fn random_id() -> String {
@@ -143,6 +145,75 @@ fn random_id() -> String {
 }
 
 // ---------------------------------------------------------------- checks
+
+/// A message that carries a mark moves the thread's pointer to its own seq
+/// in the same step; a later step without one leaves it; the last of a
+/// step's marked messages wins. `marked` reads the pointed-at messages.
+async fn pointers_move_with_the_step_that_marks(db: &Db) {
+    use turnstile::store::Mark;
+    let store = db.open().await;
+    let t = store.create_thread(None).await.unwrap();
+    let none = store.marked(&t.id).await.unwrap();
+    assert!(none.population_known);
+    assert_eq!((none.population, none.delivery), (None, None));
+    let marked = |n: u32, mark: Option<Mark>| NewMessage {
+        mark,
+        ..msg(Role::Assistant, json!({ "n": n }))
+    };
+    store
+        .step(
+            &t.id,
+            "t1",
+            &[
+                marked(1, Some(Mark::Population)),
+                marked(2, None),
+                marked(3, Some(Mark::Population)),
+                marked(4, Some(Mark::Delivery)),
+            ],
+            &[],
+        )
+        .await
+        .unwrap();
+    store
+        .step(&t.id, "t2", &[marked(5, None), marked(6, None)], &[])
+        .await
+        .unwrap();
+    let m = store.marked(&t.id).await.unwrap();
+    assert_eq!(
+        m.population.map(|m| (m.seq, m.body)),
+        Some((3, json!({"n": 3})))
+    );
+    assert_eq!(
+        m.delivery.map(|m| (m.seq, m.turn_id)),
+        Some((4, "t1".into()))
+    );
+    store
+        .step(&t.id, "t3", &[marked(7, Some(Mark::Population))], &[])
+        .await
+        .unwrap();
+    let m = store.marked(&t.id).await.unwrap();
+    assert_eq!(m.population.map(|m| m.seq), Some(7));
+    assert_eq!(m.delivery.map(|m| m.seq), Some(4));
+    let unknown = store.marked(&random_id()).await.unwrap();
+    assert_eq!(unknown.population, None);
+}
+
+/// The history reads newest first a page at a time.
+async fn recent_messages_page_newest_first(db: &Db) {
+    let store = db.open().await;
+    let t = store.create_thread(None).await.unwrap();
+    let bodies: Vec<NewMessage> = (1..=10)
+        .map(|n| msg(Role::User, json!({ "n": n })))
+        .collect();
+    store.step(&t.id, "t1", &bodies, &[]).await.unwrap();
+    let seqs = |m: Vec<turnstile::store::Message>| m.iter().map(|m| m.seq).collect::<Vec<_>>();
+    let first = store.recent_messages(&t.id, None, 4).await.unwrap();
+    assert_eq!(seqs(first), [10, 9, 8, 7]);
+    let next = store.recent_messages(&t.id, Some(7), 4).await.unwrap();
+    assert_eq!(seqs(next), [6, 5, 4, 3]);
+    let last = store.recent_messages(&t.id, Some(3), 4).await.unwrap();
+    assert_eq!(seqs(last), [2, 1]);
+}
 
 async fn threads_round_trip(db: &Db) {
     let store = db.open().await;

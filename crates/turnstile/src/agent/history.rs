@@ -1,15 +1,56 @@
 //! The thread's earlier turns as the planner sees them: each user message,
 //! the answer shown and one line per card, newest kept first within a byte
-//! budget (the oldest turns are dropped), capability URLs redacted.
+//! budget (the oldest turns are dropped), capability URLs redacted. Read
+//! newest first a page at a time ([`read`]), so a turn's cost is bounded by
+//! the budget, not by the thread's length.
 
 use crate::llm::HistoryTurn;
 use crate::store::Message;
 
 use super::records::{card_line, Stored};
 
+/// How many messages one read of the history takes.
+const PAGE: i64 = 64;
+
+/// The history of the thread before `current`, read newest first a page at
+/// a time until the budget is full or the thread's start is reached.
+pub async fn read(
+    store: &crate::store::Store,
+    thread: &str,
+    current: &str,
+    budget: usize,
+) -> Result<Vec<HistoryTurn>, crate::store::StoreError> {
+    // Newest first, as read; `build` wants them in order.
+    let mut newest_first: Vec<Message> = Vec::new();
+    loop {
+        let before = newest_first.last().map(|m| m.seq);
+        let page = store.recent_messages(thread, before, PAGE).await?;
+        let start = (page.len() as i64) < PAGE;
+        newest_first.extend(page);
+        let in_order: Vec<Message> = newest_first.iter().rev().cloned().collect();
+        // Until the thread's start is read, the oldest turn read may be
+        // partial: it is not used.
+        let (kept, full) = build_from(&in_order, current, budget, !start);
+        if start || full {
+            return Ok(kept);
+        }
+    }
+}
+
 /// Builds the history from the thread's stored messages, leaving out
 /// `current` (the turn being planned).
 pub fn build(messages: &[Message], current: &str, budget: usize) -> Vec<HistoryTurn> {
+    build_from(messages, current, budget, false).0
+}
+
+/// [`build`], without the oldest turn if `partial_oldest`; whether a turn
+/// was left out for the budget.
+fn build_from(
+    messages: &[Message],
+    current: &str,
+    budget: usize,
+    partial_oldest: bool,
+) -> (Vec<HistoryTurn>, bool) {
     let mut turns: Vec<(String, HistoryTurn, bool)> = Vec::new();
     for m in messages.iter().filter(|m| m.turn_id != current) {
         if turns.last().is_none_or(|(id, _, _)| *id != m.turn_id) {
@@ -48,19 +89,25 @@ pub fn build(messages: &[Message], current: &str, budget: usize) -> Vec<HistoryT
         }
         (id, t, answered)
     });
+    let skip = usize::from(partial_oldest);
     // A turn with no user message (an unreadable record) says nothing.
-    let turns: Vec<_> = turns.filter(|(_, t, _)| !t.user.is_empty()).collect();
+    let turns: Vec<_> = turns
+        .skip(skip)
+        .filter(|(_, t, _)| !t.user.is_empty())
+        .collect();
+    let mut full = false;
     for (_, turn, _) in turns.into_iter().rev() {
         let size =
             turn.user.len() + turn.answer.len() + turn.cards.iter().map(String::len).sum::<usize>();
         if used + size > budget {
+            full = true;
             break;
         }
         used += size;
         kept.push(turn);
     }
     kept.reverse();
-    kept
+    (kept, full)
 }
 
 /// URLs are redacted the way digests redact them.

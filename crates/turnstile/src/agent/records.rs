@@ -9,7 +9,7 @@ use crate::judge::digest::Digest;
 use crate::judge::narrowing::Scope;
 use crate::judge::Anchor;
 use crate::mcp::ToolOutput;
-use crate::store::{NewMessage, Role};
+use crate::store::{Mark, NewMessage, Role};
 use crate::wire;
 
 /// What code delivered: stored with the frame that shows the link, so a
@@ -117,9 +117,29 @@ impl Record<'_> {
             Record::Call(_) | Record::Result { .. } => Role::Tool,
             _ => Role::Assistant,
         };
+        // The records `last_population` and `last_delivery` stop at: the
+        // thread points at the last of each, so a turn reads one message.
+        let mark = match self {
+            Record::Answer { .. }
+            | Record::Card {
+                population: Some(_),
+                ..
+            }
+            | Record::Card {
+                scope_released: true,
+                ..
+            }
+            | Record::Result {
+                scope_released: true,
+                ..
+            } => Some(Mark::Population),
+            Record::Delivery { .. } => Some(Mark::Delivery),
+            _ => None,
+        };
         NewMessage {
             role,
             body: serde_json::to_value(self).unwrap_or(Value::Null),
+            mark,
         }
     }
 }

@@ -60,7 +60,8 @@ use tracing::Instrument;
 pub use error::StoreError;
 pub use lease::Lease;
 pub use model::{
-    Backend, Message, NewApproval, NewMessage, Role, StoredApproval, Thread, UnknownRole,
+    Backend, Mark, Marked, Message, NewApproval, NewMessage, Role, StoredApproval, Thread,
+    UnknownRole,
 };
 pub use recovery::TurnMachines;
 
@@ -87,6 +88,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "approvals",
         include_str!("../../../../migrations/0004_approvals.sql"),
+    ),
+    (
+        5,
+        "thread_marks",
+        include_str!("../../../../migrations/0005_thread_marks.sql"),
     ),
 ];
 
@@ -411,12 +417,15 @@ impl Store {
             owner: owner.map(str::to_owned),
             created_at: now_ms(),
         };
-        sqlx::query("INSERT INTO threads (id, owner, created_at, last_seq) VALUES ($1, $2, $3, 0)")
-            .bind(thread.id.as_str())
-            .bind(thread.owner.as_deref())
-            .bind(thread.created_at)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "INSERT INTO threads (id, owner, created_at, last_seq, population_seq, delivery_seq) \
+             VALUES ($1, $2, $3, 0, 0, 0)",
+        )
+        .bind(thread.id.as_str())
+        .bind(thread.owner.as_deref())
+        .bind(thread.created_at)
+        .execute(&self.pool)
+        .await?;
         self.committed();
         tracing::debug!(thread_id = %thread.id, "thread created");
         Ok(thread)
@@ -511,13 +520,28 @@ impl Store {
 
         let mut tx = self.begin_write().await?;
 
+        // The position (1-based) in this step of the last message of each
+        // mark, 0 for none: the thread's pointer moves to its seq.
+        let marked = |mark: Mark| -> i64 {
+            messages
+                .iter()
+                .rposition(|m| m.mark == Some(mark))
+                .map_or(0, |i| i as i64 + 1)
+        };
         // Allocates the seqs and (PostgreSQL) row-locks the thread until
         // commit; a rollback undoes the increment, so seqs stay gapless.
+        // The pointers move in the same statement (`last_seq` on the right
+        // is the value before it).
         let row = sqlx::query(
-            "UPDATE threads SET last_seq = last_seq + $1 WHERE id = $2 RETURNING last_seq",
+            "UPDATE threads SET last_seq = last_seq + $1, \
+             population_seq = CASE WHEN $3 > 0 THEN last_seq + $3 ELSE population_seq END, \
+             delivery_seq = CASE WHEN $4 > 0 THEN last_seq + $4 ELSE delivery_seq END \
+             WHERE id = $2 RETURNING last_seq",
         )
         .bind(count)
         .bind(thread_id)
+        .bind(marked(Mark::Population))
+        .bind(marked(Mark::Delivery))
         .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {
@@ -644,6 +668,58 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(message_from_row).collect()
+    }
+
+    /// Up to `limit` of the thread's messages before seq `before` (all, if
+    /// `None`), newest first: a turn reads its history a page at a time
+    /// and stops when its budget is full.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn recent_messages(
+        &self,
+        thread_id: &str,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, turn_id, role, body, created_at FROM messages \
+             WHERE thread_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        )
+        .bind(thread_id)
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    /// The messages the thread's pointers name (migration 5), in one
+    /// statement.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn marked(&self, thread_id: &str) -> Result<Marked, StoreError> {
+        let rows = sqlx::query(
+            "SELECT t.population_seq, t.delivery_seq, m.seq, m.turn_id, m.role, m.body, \
+             m.created_at FROM threads t LEFT JOIN messages m ON m.thread_id = t.id \
+             AND (m.seq = t.population_seq OR m.seq = t.delivery_seq) WHERE t.id = $1",
+        )
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out = Marked::default();
+        for row in &rows {
+            let population: Option<i64> = row.try_get("population_seq")?;
+            let delivery: Option<i64> = row.try_get("delivery_seq")?;
+            out.population_known = population.is_some();
+            let seq: Option<i64> = row.try_get("seq")?;
+            let Some(seq) = seq else { continue };
+            let message = message_from_row(row)?;
+            if Some(seq) == delivery {
+                out.delivery = Some(message.clone());
+            }
+            if Some(seq) == population {
+                out.population = Some(message);
+            }
+        }
+        Ok(out)
     }
 
     /// The snapshot of machine `name` in this thread's turn, or `None`.

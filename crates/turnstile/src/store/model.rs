@@ -70,13 +70,39 @@ pub struct NewMessage {
     pub role: Role,
     /// The message itself; stored as JSON text and returned unchanged.
     pub body: serde_json::Value,
+    /// The thread's pointer this message moves to itself, if any.
+    pub mark: Option<Mark>,
 }
 
 impl NewMessage {
-    /// Shorthand for `NewMessage { role, body }`.
+    /// Shorthand for a message that moves no pointer.
     pub fn new(role: Role, body: serde_json::Value) -> Self {
-        NewMessage { role, body }
+        NewMessage {
+            role,
+            body,
+            mark: None,
+        }
     }
+}
+
+/// A pointer a thread keeps to one of its messages, so a turn reads that
+/// message instead of scanning the thread (migration 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The last record that decides what a narrowing follow-up narrows.
+    Population,
+    /// The last delivered capability.
+    Delivery,
+}
+
+/// The messages a thread's pointers name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Marked {
+    /// `false` for a thread from before the pointers: its population is
+    /// found by a scan.
+    pub population_known: bool,
+    pub population: Option<Message>,
+    pub delivery: Option<Message>,
 }
 
 /// A stored message.

@@ -277,13 +277,27 @@ impl Turn<'_> {
         }
         .message();
         self.step(start, vec![user]).await?;
-        // The thread so far, read after the first frame is out so a long
-        // thread does not delay it.
-        let stored = self.agent.store.messages(&self.thread_id).await?;
-        self.thread.history = super::history::build(&stored, &self.turn_id, limits.history_bytes);
-        let bodies: Vec<Value> = stored.into_iter().map(|m| m.body).collect();
-        self.thread.previous = records::last_population(&bodies);
-        self.exports.stored = records::last_delivery(&bodies);
+        // The thread so far, read after the first frame is out: the history
+        // newest first up to its budget, the population and the delivery
+        // through the thread's pointers. Nothing here grows with the
+        // thread's length (issue 19).
+        let store = &self.agent.store;
+        self.thread.history =
+            super::history::read(store, &self.thread_id, &self.turn_id, limits.history_bytes)
+                .await?;
+        let marked = store.marked(&self.thread_id).await?;
+        let body = |m: Option<crate::store::Message>| m.map(|m| m.body).into_iter().collect();
+        let population: Vec<Value> = match marked.population_known {
+            true => body(marked.population),
+            // A thread from before the pointers: scanned, until its next
+            // answer sets the pointer.
+            false => (store.messages(&self.thread_id).await?)
+                .into_iter()
+                .map(|m| m.body)
+                .collect(),
+        };
+        self.thread.previous = records::last_population(&population);
+        self.exports.stored = records::last_delivery(&body(marked.delivery));
         Ok(())
     }
 

@@ -49,9 +49,9 @@ impl Turn<'_> {
         .message();
         self.step(start, vec![record]).await?;
         let limits = self.agent.limits;
-        let stored = self.agent.store.messages(&self.thread_id).await?;
+        let (store, thread) = (&self.agent.store, &self.thread_id);
         self.thread.history =
-            crate::agent::history::build(&stored, &self.turn_id, limits.history_bytes);
+            crate::agent::history::read(store, thread, &self.turn_id, limits.history_bytes).await?;
         let action = d.action;
         self.cursor.calls = action.calls_before;
         self.cursor.step = action.step;
