@@ -20,6 +20,14 @@
 //! `TURNSTILE_BENCH_PG=postgres://user@host:port/db` names a server (a
 //! fresh database is created on it and dropped afterwards).
 //!
+//! Long-thread mode (`cargo bench --bench chat -- --long`, or
+//! `TURNSTILE_BENCH_LONG=1`): one client sends the demo prompt
+//! `TURNSTILE_BENCH_LONG_TURNS` (1,000) times on ONE thread; the turn time
+//! (sent → `done`) p50 of the first 20 turns against the last 20, their
+//! ratio (goal ≤ 1.2), and the server's CPU per turn (utime + stime from
+//! `/proc`). With a baseline binary both run on threads of their own,
+//! alternating every 50 turns.
+//!
 //! Quick mode (`cargo bench --bench chat -- --quick`, or
 //! `TURNSTILE_BENCH_QUICK=1`): every measurement of the default mode once
 //! and small (1 round: 3 turns on 1 client, 32x1 turns on 32 clients, 10
@@ -672,6 +680,118 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
 }
 
 // ---------------------------------------------------------------------------
+// Long-thread mode
+
+/// The server's CPU time so far (user + system), from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis; utime and stime are
+    // the 14th and 15th of the whole line.
+    let rest = stat.rsplit(')').next().unwrap_or_default();
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_micros(f.iter().sum::<u64>() * 1_000_000 / ticks)
+}
+
+async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
+    let turns: usize = std::env::var("TURNSTILE_BENCH_LONG_TURNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if quick { 45 } else { 1000 })
+        .max(40);
+    let mut bins = vec![("current", PathBuf::from(CURRENT))];
+    if let Some(b) = baseline {
+        bins.push(("baseline", b));
+    }
+    let http = reqwest::Client::new();
+    struct Long {
+        server: Server,
+        thread: String,
+        times: Vec<Duration>,
+        cpu_before: Duration,
+    }
+    let mut runs = Vec::new();
+    for (label, bin) in &bins {
+        let server = Server::start(label, bin, &Db::Sqlite, &[]);
+        let thread = new_thread(&http, &server.base).await;
+        let cpu_before = cpu_time(server.pid);
+        runs.push(Long {
+            server,
+            thread,
+            times: Vec::new(),
+            cpu_before,
+        });
+    }
+    let mut done = 0;
+    while done < turns {
+        let chunk = 50.min(turns - done);
+        for r in runs.iter_mut() {
+            for _ in 0..chunk {
+                let t = turn(&http, &r.server.base, &r.thread, None)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: a turn failed: {e}", r.server.label));
+                assert!(
+                    t.finished(),
+                    "{}: a turn did not end with done",
+                    r.server.label
+                );
+                let last = t.frames.last().map(|f| f.at).unwrap_or(t.sent);
+                r.times.push(last - t.sent);
+            }
+        }
+        done += chunk;
+    }
+    println!(
+        "long thread: {turns} turns of {PROMPT:?} on one thread per binary, 1 client, SQLite, {} build; {} CPUs, load average {}",
+        build(),
+        cpus(),
+        loadavg()
+    );
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in &runs {
+        let mut first: Vec<Duration> = r.times[..20].to_vec();
+        let mut last: Vec<Duration> = r.times[r.times.len() - 20..].to_vec();
+        let (f, l) = (percentile(&mut first, 0.5), percentile(&mut last, 0.5));
+        let cpu = cpu_time(r.server.pid).saturating_sub(r.cpu_before);
+        push("turn p50, first 20 turns, ms", ms(f), &mut rows);
+        push(
+            &format!("turn p50, last 20 turns (of {turns}), ms"),
+            ms(l),
+            &mut rows,
+        );
+        push("last 20 / first 20 (goal <= 1.2)", ms(l) / ms(f), &mut rows);
+        push(
+            "server CPU per turn, ms",
+            ms(cpu) / r.times.len() as f64,
+            &mut rows,
+        );
+        let (_, messages, _) = stored_messages(&http, &r.server.base, std::slice::from_ref(&r.thread)).await;
+        push("messages on the thread", messages as f64, &mut rows);
+    }
+    print!("  {:<48} {:>12}", "", "current");
+    if runs.len() == 2 {
+        print!(" {:>12} {:>12}", "baseline", "cur/base");
+    }
+    println!();
+    for (name, v) in &rows {
+        print!("  {name:<48} {:>12.2}", v[0]);
+        if v.len() == 2 {
+            print!(" {:>12.2} {:>11.2}x", v[1], v[0] / v[1]);
+        }
+        println!();
+    }
+    for r in runs {
+        r.server.stop();
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Slow-model mode
 
 /// The number of model deltas in a delta frame's text: the scripted model
@@ -960,14 +1080,21 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    if slow {
+    let long = std::env::args().any(|a| a == "--long")
+        || std::env::var("TURNSTILE_BENCH_LONG").is_ok_and(|v| v == "1");
+    if long {
+        let baseline = std::env::var_os("TURNSTILE_BENCH_BASELINE_BIN").map(PathBuf::from);
+        rt.block_on(long_mode(baseline, quick));
+    } else if slow {
         rt.block_on(slow_mode(quick));
     } else {
         let baseline = std::env::var_os("TURNSTILE_BENCH_BASELINE_BIN").map(PathBuf::from);
-        rt.block_on(default_mode(baseline, quick));
+        rt.block_on(default_mode(baseline.clone(), quick));
         if quick {
             println!();
             rt.block_on(slow_mode(quick));
+            println!();
+            rt.block_on(long_mode(baseline, quick));
         }
     }
 }

@@ -92,6 +92,7 @@ suite!(
     concurrent_lease_claims_from_two_pools,
     pointers_move_with_the_step_that_marks,
     recent_messages_page_newest_first,
+    a_failing_step_among_concurrent_ones_fails_alone,
 );
 
 /// A PostgreSQL check never passes without PostgreSQL: a plain run lists it
@@ -196,6 +197,58 @@ async fn pointers_move_with_the_step_that_marks(db: &Db) {
     assert_eq!(m.delivery.map(|m| m.seq), Some(4));
     let unknown = store.marked(&random_id()).await.unwrap();
     assert_eq!(unknown.population, None);
+}
+
+/// Steps sent at once share group commits (ADR 0021), each in its own
+/// savepoint: a step on an unknown thread fails alone, the others are
+/// written whole with gapless seqs, and a step's seqs are durable when it
+/// returns (read back from a second pool).
+async fn a_failing_step_among_concurrent_ones_fails_alone(db: &Db) {
+    let store = db.open().await;
+    let threads: Vec<String> = futures::future::join_all((0..8).map(|_| store.create_thread(None)))
+        .await
+        .into_iter()
+        .map(|t| t.unwrap().id)
+        .collect();
+    let before = store.commits();
+    let unknown = random_id();
+    let steps = (0..64).map(|i| {
+        let store = store.clone();
+        let thread = match i {
+            17 => unknown.clone(),
+            _ => threads[i % threads.len()].clone(),
+        };
+        async move {
+            let m = [msg(Role::User, json!({ "i": i })), msg(Role::Assistant, json!({ "i": i }))];
+            let snap = json!({"table": "t", "table_hash": "h", "state": "S", "trace": ["a"], "trace_from": 0});
+            (i, store.step(&thread, &format!("turn-{i}"), &m, &[("frame", snap)]).await)
+        }
+    });
+    let results = futures::future::join_all(steps).await;
+    for (i, r) in &results {
+        match i {
+            17 => assert!(matches!(r, Err(StoreError::UnknownThread(_))), "{r:?}"),
+            _ => assert_eq!(r.as_ref().map(Vec::len).ok(), Some(2), "step {i}: {r:?}"),
+        }
+    }
+    let commits = store.commits() - before;
+    assert!(
+        (1..=63).contains(&commits),
+        "{commits} commits for 63 steps"
+    );
+    let other = db.open().await;
+    for (n, t) in threads.iter().enumerate() {
+        let seqs: Vec<i64> = other
+            .messages(t)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.seq)
+            .collect();
+        assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
+        // Eight steps of two messages each; thread 1 lost step 17's.
+        assert_eq!(seqs.len(), if n == 1 { 14 } else { 16 }, "thread {n}");
+    }
 }
 
 /// The history reads newest first a page at a time.

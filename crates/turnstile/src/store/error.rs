@@ -56,6 +56,11 @@ pub enum StoreError {
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),
 
+    /// The store's writer could not commit the group a step was in (or has
+    /// stopped): nothing of the step was written.
+    #[error("the step was not committed: {0}")]
+    Writer(String),
+
     /// A stored row does not have the shape this code writes.
     #[error("corrupt row in `{table}`: {detail}")]
     Corrupt {

@@ -46,6 +46,7 @@ mod error;
 mod lease;
 mod model;
 mod recovery;
+mod writer;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -54,7 +55,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
-use sqlx::{Any, AnyPool, ConnectOptions, Connection, Executor, Row, SqlSafeStr, Transaction};
+use sqlx::{AnyPool, ConnectOptions, Connection, Executor, Row, SqlSafeStr};
 use tracing::Instrument;
 
 pub use error::StoreError;
@@ -186,6 +187,8 @@ impl Synchronous {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// The one task per database that commits steps, grouped (ADR 0021).
+    writer: writer::Writer,
     /// Write statements and transactions committed through this handle
     /// and its clones (benchmarks report commits per turn and per cycle).
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -375,10 +378,13 @@ impl Store {
             let pool = pool.connect_with(target.options).await?;
             migrator().run(&pool).await?;
             tracing::info!("store ready");
+            let commits: std::sync::Arc<std::sync::atomic::AtomicU64> = Default::default();
+            let writer = writer::Writer::spawn(pool.clone(), backend, commits.clone());
             Ok(Store {
                 pool,
                 backend,
-                commits: Default::default(),
+                writer,
+                commits,
             })
         }
         .instrument(span)
@@ -488,173 +494,15 @@ impl Store {
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
     ) -> Result<Vec<i64>, StoreError> {
-        // Encode before taking the write lock.
-        let bodies = messages
-            .iter()
-            .map(|m| serde_json::to_string(&m.body))
-            .collect::<Result<Vec<_>, _>>()?;
-        let snapshots = machines
-            .iter()
-            .map(|(name, snapshot)| {
-                let (head, from, rows) = split_trace(snapshot)?;
-                Ok((*name, serde_json::to_string(&head)?, from, rows))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        // A machine named twice in one step: the last snapshot stands (one
-        // multi-row upsert may not touch a row twice on PostgreSQL).
-        let snapshots: Vec<_> = {
-            let mut seen = std::collections::HashSet::new();
-            let mut kept: Vec<_> = snapshots
-                .into_iter()
-                .rev()
-                .filter(|(name, ..)| seen.insert(*name))
-                .collect();
-            kept.reverse();
-            kept
-        };
-        let count = i64::try_from(messages.len()).map_err(|_| StoreError::Corrupt {
-            table: "messages",
-            detail: "too many messages in one step".into(),
-        })?;
-        let now = now_ms();
-
-        let mut tx = self.begin_write().await?;
-
-        // The position (1-based) in this step of the last message of each
-        // mark, 0 for none: the thread's pointer moves to its seq.
-        let marked = |mark: Mark| -> i64 {
-            messages
-                .iter()
-                .rposition(|m| m.mark == Some(mark))
-                .map_or(0, |i| i as i64 + 1)
-        };
-        // Allocates the seqs and (PostgreSQL) row-locks the thread until
-        // commit; a rollback undoes the increment, so seqs stay gapless.
-        // The pointers move in the same statement (`last_seq` on the right
-        // is the value before it).
-        let row = sqlx::query(
-            "UPDATE threads SET last_seq = last_seq + $1, \
-             population_seq = CASE WHEN $3 > 0 THEN last_seq + $3 ELSE population_seq END, \
-             delivery_seq = CASE WHEN $4 > 0 THEN last_seq + $4 ELSE delivery_seq END \
-             WHERE id = $2 RETURNING last_seq",
-        )
-        .bind(count)
-        .bind(thread_id)
-        .bind(marked(Mark::Population))
-        .bind(marked(Mark::Delivery))
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            tx.rollback().await?;
-            return Err(StoreError::UnknownThread(thread_id.to_owned()));
-        };
-        let last: i64 = row.try_get("last_seq")?;
-        let first = last - count + 1;
-
-        // One statement per table, however many rows: a statement costs a
-        // round trip to the database, and a turn commits a step per frame.
-        if !messages.is_empty() {
-            let sql = format!(
-                "INSERT INTO messages (thread_id, seq, turn_id, role, body, created_at) VALUES {}",
-                placeholders(messages.len(), 6)
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (seq, (message, body)) in (first..).zip(messages.iter().zip(&bodies)) {
-                q = q
-                    .bind(thread_id)
-                    .bind(seq)
-                    .bind(turn_id)
-                    .bind(message.role.as_str())
-                    .bind(body.as_str())
-                    .bind(now);
-            }
-            q.execute(&mut *tx).await?;
-        }
-
-        if !snapshots.is_empty() {
-            let sql = format!(
-                "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) VALUES {} \
-                 ON CONFLICT (thread_id, turn_id, name) \
-                 DO UPDATE SET snapshot = excluded.snapshot, updated_at = excluded.updated_at",
-                placeholders(snapshots.len(), 5)
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (name, snapshot, _, _) in &snapshots {
-                q = q
-                    .bind(thread_id)
-                    .bind(turn_id)
-                    .bind(*name)
-                    .bind(snapshot.as_str())
-                    .bind(now);
-            }
-            q.execute(&mut *tx).await?;
-            // Each machine's rows from its `from` on are these: a rewritten
-            // tail (a full snapshot, a rewound machine, a step retried)
-            // replaces what was there.
-            let tails = (0..snapshots.len())
-                .map(|i| format!("(name = ${} AND n >= ${})", 3 + 2 * i, 4 + 2 * i))
-                .collect::<Vec<_>>()
-                .join(" OR ");
-            let sql = format!(
-                "DELETE FROM machine_rows WHERE thread_id = $1 AND turn_id = $2 AND ({tails})"
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(thread_id)
-                .bind(turn_id);
-            for (name, _, from, _) in &snapshots {
-                q = q.bind(*name).bind(*from);
-            }
-            q.execute(&mut *tx).await?;
-            // A full snapshot (recovery, a long stream) may carry thousands
-            // of rows: in chunks, under both databases' parameter limits
-            // (SQLite 32,766; PostgreSQL 65,535).
-            let rows: Vec<(&str, i64, &str)> = snapshots
-                .iter()
-                .flat_map(|(name, _, from, ids)| {
-                    (*from..)
-                        .zip(ids)
-                        .map(move |(n, id)| (*name, n, id.as_str()))
-                })
-                .collect();
-            for chunk in rows.chunks(ROWS_PER_INSERT) {
-                let sql = format!(
-                    "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) VALUES {}",
-                    placeholders(chunk.len(), 5)
-                );
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for (name, n, row_id) in chunk {
-                    q = q
-                        .bind(thread_id)
-                        .bind(turn_id)
-                        .bind(*name)
-                        .bind(*n)
-                        .bind(*row_id);
-                }
-                q.execute(&mut *tx).await?;
-            }
-        }
-
-        if let Some(a) = approval {
-            sqlx::query(
-                "INSERT INTO approvals (interrupt_id, thread_id, turn_id, state, machine, action, \
-                 expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-            )
-            .bind(a.interrupt_id.as_str())
-            .bind(thread_id)
-            .bind(turn_id)
-            .bind(a.state.as_str())
-            .bind(serde_json::to_string(&a.machine)?)
-            .bind(serde_json::to_string(&a.action)?)
-            .bind(a.expires_at)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-
-        tx.commit().await?;
-        self.committed();
-        tracing::debug!(first_seq = first, last_seq = last, "step committed");
-        Ok((first..=last).collect())
+        // Encoded here, on the turn's task, so the writer only writes.
+        let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval)?;
+        let seqs = self.writer.write(step).await?;
+        tracing::debug!(
+            first_seq = seqs.first(),
+            last_seq = seqs.last(),
+            "step committed"
+        );
+        Ok(seqs)
     }
 
     /// The thread's messages in seq order (empty for an unknown thread).
@@ -793,17 +641,6 @@ impl Store {
                 Ok((turn, name, snap))
             })
             .collect()
-    }
-
-    /// A transaction that may write. SQLite: `BEGIN IMMEDIATE`, so the write
-    /// lock is taken (and waited for) up front instead of failing with
-    /// `SQLITE_BUSY` when a reader upgrades. PostgreSQL: a plain `BEGIN`;
-    /// the first `UPDATE` takes the row lock.
-    async fn begin_write(&self) -> Result<Transaction<'static, Any>, StoreError> {
-        Ok(match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            Backend::Postgres => self.pool.begin().await?,
-        })
     }
 }
 
