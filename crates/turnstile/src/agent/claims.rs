@@ -3,12 +3,15 @@
 //! narrowing follow-up could read the other turn's population.
 //!
 //! The claim is a lease row in the store (`Store::claim_turn_lease`,
-//! `docs/adr/0009-turn-lease.md`): it holds for a TTL, a background task
-//! renews it every TTL/3 while the turn runs, and it is released when the
-//! turn ends. A crashed process stops renewing, so its leases expire after
+//! `docs/adr/0009-turn-lease.md`): it holds for a TTL, every step the turn
+//! commits renews it in the same transaction ([`Claim::renewed`]), a
+//! background task renews it when no step did for TTL/3 (a slow model),
+//! and it is released when the turn ends. A renewal that waits behind
+//! commits never expires a lease that those commits renewed. A crashed process stops renewing, so its leases expire after
 //! the TTL and the threads are usable again; nothing has to clean up.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -48,7 +51,28 @@ pub struct Claim {
     renewer: JoinHandle<()>,
     /// Becomes `true` when the renewal task has given the lease up.
     lost: watch::Receiver<bool>,
+    /// The local view of the lease's expiry, moved by every renewal (the
+    /// task's and the turn's own commits').
+    deadline: Deadline,
+    ttl: Duration,
     released: bool,
+}
+
+/// The local deadline a lease holds until, shared by the renewal task and
+/// the turn's commits.
+#[derive(Debug, Clone)]
+struct Deadline(Arc<Mutex<Instant>>);
+
+impl Deadline {
+    fn get(&self) -> Instant {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves it to `to` if that is later.
+    fn extend(&self, to: Instant) {
+        let mut d = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *d = (*d).max(to);
+    }
 }
 
 impl ThreadClaims {
@@ -71,64 +95,106 @@ impl ThreadClaims {
     /// [`StoreError::UnknownThread`] for a thread that does not exist, and
     /// with the store's error when the database cannot be reached.
     pub async fn claim(&self, thread: &str, turn_id: &str) -> Result<Option<Claim>, StoreError> {
-        // The local deadline starts before the row's expiry is computed, so
-        // the holder gives up no later than the row expires.
-        let started = Instant::now();
-        match self.store.claim_turn_lease(thread, turn_id, self.ttl).await {
-            Ok(_) => {}
-            Err(StoreError::LeaseHeld(_)) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        let (lost_tx, lost) = watch::channel(false);
-        let renewer = tokio::spawn(renew(
-            self.store.clone(),
-            thread.to_owned(),
-            turn_id.to_owned(),
-            self.ttl,
-            started + self.ttl,
-            lost_tx,
-        ));
-        Ok(Some(Claim {
-            store: self.store.clone(),
-            thread: thread.to_owned(),
-            turn: turn_id.to_owned(),
-            renewer,
-            lost,
-            released: false,
-        }))
+        // On a task of its own: a caller dropped half-way (a client that
+        // reset its connection right after sending) cannot leave a claimed
+        // row behind without its guard; the task finishes, and a claim no
+        // one takes is dropped, which releases the lease.
+        let (store, ttl) = (self.store.clone(), self.ttl);
+        let (thread, turn) = (thread.to_owned(), turn_id.to_owned());
+        let claimed = tokio::spawn(async move { claim_now(store, thread, turn, ttl).await });
+        claimed
+            .await
+            .map_err(|e| StoreError::Writer(format!("the claim's task failed: {e}")))?
     }
 }
 
-/// Renews the lease every `ttl / 3` until aborted. Gives up (and says so on
-/// `lost`) when the store answers that this turn no longer holds the lease,
-/// or when `deadline` (the local view of the lease's expiry) passes without
-/// a successful renewal: after that another process may claim the thread.
+async fn claim_now(
+    store: Store,
+    thread: String,
+    turn: String,
+    ttl: Duration,
+) -> Result<Option<Claim>, StoreError> {
+    // The local deadline starts before the row's expiry is computed, so the
+    // holder gives up no later than the row expires.
+    let started = Instant::now();
+    match store.claim_turn_lease(&thread, &turn, ttl).await {
+        Ok(_) => {}
+        Err(StoreError::LeaseHeld(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let (lost_tx, lost) = watch::channel(false);
+    let deadline = Deadline(Arc::new(Mutex::new(started + ttl)));
+    let renewer = tokio::spawn(renew(
+        store.clone(),
+        thread.clone(),
+        turn.clone(),
+        ttl,
+        deadline.clone(),
+        lost_tx,
+    ));
+    Ok(Some(Claim {
+        store,
+        thread,
+        turn,
+        renewer,
+        lost,
+        deadline,
+        ttl,
+        released: false,
+    }))
+}
+
+/// Renews the lease when no commit of the turn did for `ttl / 3`, until
+/// aborted. Gives up (and says so on `lost`) when the store answers that
+/// this turn no longer holds the lease, or when the deadline (the local view
+/// of the lease's expiry, which the turn's commits move too) passes without
+/// a renewal: after that another process may claim the thread.
 async fn renew(
     store: Store,
     thread: String,
     turn: String,
     ttl: Duration,
-    mut deadline: Instant,
+    deadline: Deadline,
     lost: watch::Sender<bool>,
 ) {
     let every = (ttl / 3).max(MIN_RENEW_EVERY);
     loop {
-        tokio::time::sleep_until((Instant::now() + every).min(deadline)).await;
+        // A third of the way after the last renewal, whoever made it.
+        let held_until = deadline.get();
+        let due = (held_until - ttl + every).min(held_until);
+        tokio::time::sleep_until(due).await;
+        if deadline.get() != held_until {
+            continue;
+        }
         let started = Instant::now();
-        if started >= deadline {
+        if started >= deadline.get() {
             tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease expired before it could be renewed");
             break;
         }
-        match tokio::time::timeout_at(deadline, store.renew_turn_lease(&thread, &turn, ttl)).await {
-            Ok(Ok(_)) => deadline = started + ttl,
-            Ok(Err(StoreError::LeaseLost { .. })) => {
+        let renewal = store.renew_turn_lease(&thread, &turn, ttl);
+        tokio::pin!(renewal);
+        // Waits for the renewal while the lease holds; the turn's commits
+        // may move the deadline meanwhile.
+        let result = loop {
+            tokio::select! {
+                r = &mut renewal => break Some(r),
+                () = tokio::time::sleep_until(deadline.get()) => {
+                    if Instant::now() >= deadline.get() {
+                        break None;
+                    }
+                }
+            }
+        };
+        match result {
+            Some(Ok(_)) => deadline.extend(started + ttl),
+            Some(Err(StoreError::LeaseLost { .. })) => {
                 tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease lost to another turn");
                 break;
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 tracing::warn!(thread_id = %thread, turn_id = %turn, error = %e, "cannot renew the turn lease; retrying");
             }
-            Err(_) => {
+            None => {
                 tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease expired while renewing it");
                 break;
             }
@@ -171,6 +237,17 @@ impl Claim {
 
     pub fn turn_id(&self) -> &str {
         &self.turn
+    }
+
+    /// The lease TTL a step renews it by.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// A step that started at `started` committed and renewed the lease in
+    /// its transaction: the lease holds until `started + ttl`.
+    pub fn renewed(&self, started: Instant) {
+        self.deadline.extend(started + self.ttl);
     }
 
     /// Resolves once the lease is lost: another turn took the thread over,

@@ -494,15 +494,38 @@ impl Store {
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
     ) -> Result<Vec<i64>, StoreError> {
-        // Encoded here, on the turn's task, so the writer only writes.
-        let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval)?;
-        let seqs = self.writer.write(step).await?;
+        let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval, None)?;
+        let (seqs, _) = self.writer.write(step).await?;
         tracing::debug!(
             first_seq = seqs.first(),
             last_seq = seqs.last(),
             "step committed"
         );
         Ok(seqs)
+    }
+
+    /// [`step_with`](Self::step_with), renewing the turn's lease by
+    /// `lease_ttl` in the same transaction: the seqs, and whether the lease
+    /// was renewed (the turn still held it live).
+    pub async fn step_leased(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        messages: &[NewMessage],
+        machines: &[(&str, serde_json::Value)],
+        approval: Option<&NewApproval>,
+        lease_ttl: Duration,
+    ) -> Result<(Vec<i64>, bool), StoreError> {
+        // Encoded here, on the turn's task, so the writer only writes.
+        let step = writer::Step::encode(
+            thread_id,
+            turn_id,
+            messages,
+            machines,
+            approval,
+            Some(lease_ttl),
+        )?;
+        self.writer.write(step).await
     }
 
     /// The thread's messages in seq order (empty for an unknown thread).

@@ -39,7 +39,13 @@ pub(super) struct Step {
     /// (name, snapshot head as JSON text, trace from, trace rows).
     machines: Vec<(String, String, i64, Vec<String>)>,
     approval: Option<NewApproval>,
+    /// Renew the turn's lease by this, in the same transaction.
+    lease_ttl: Option<std::time::Duration>,
 }
+
+/// What a committed step reports: its seqs, and whether it renewed the
+/// turn's lease (it still held it).
+pub(super) type Written = (Vec<i64>, bool);
 
 impl Step {
     /// Encodes a step's records and machines (on the caller's task).
@@ -49,6 +55,7 @@ impl Step {
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
+        lease_ttl: Option<std::time::Duration>,
     ) -> Result<Step, StoreError> {
         let messages = messages
             .iter()
@@ -76,11 +83,12 @@ impl Step {
             messages,
             machines: kept,
             approval: approval.cloned(),
+            lease_ttl,
         })
     }
 }
 
-type Reply = oneshot::Sender<Result<Vec<i64>, StoreError>>;
+type Reply = oneshot::Sender<Result<Written, StoreError>>;
 
 /// The handle every clone of a store shares.
 #[derive(Clone, Debug)]
@@ -97,7 +105,7 @@ impl Writer {
     }
 
     /// Writes `step` in the next group commit; its seqs once committed.
-    pub(super) async fn write(&self, step: Step) -> Result<Vec<i64>, StoreError> {
+    pub(super) async fn write(&self, step: Step) -> Result<Written, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send((step, reply))
@@ -152,7 +160,7 @@ async fn commit(
     pool: &AnyPool,
     backend: Backend,
     steps: &[Step],
-) -> Result<Vec<Result<Vec<i64>, StoreError>>, StoreError> {
+) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
     let mut tx = match backend {
         Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await?,
         Backend::Postgres => pool.begin().await?,
@@ -192,7 +200,7 @@ async fn commit(
 
 /// One step's statements: its seqs (and the thread's pointers), its
 /// messages, its machines and their new trace rows, its interrupt.
-async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Vec<i64>, StoreError> {
+async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Written, StoreError> {
     let (thread_id, turn_id) = (step.thread_id.as_str(), step.turn_id.as_str());
     let count = i64::try_from(step.messages.len()).map_err(|_| StoreError::Corrupt {
         table: "messages",
@@ -328,5 +336,24 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Vec<i6
         .execute(&mut **tx)
         .await?;
     }
-    Ok((first..=last).collect())
+    // The turn's lease rides on its own commits: a turn that commits is
+    // making progress, and its lease never waits behind other commits to
+    // be renewed. Only the holder's live lease moves.
+    let mut renewed = false;
+    if let Some(ttl) = step.lease_ttl {
+        let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+        renewed = sqlx::query(
+            "UPDATE turn_leases SET expires_at = $1 \
+             WHERE thread_id = $2 AND turn_id = $3 AND expires_at > $4",
+        )
+        .bind(until)
+        .bind(thread_id)
+        .bind(turn_id)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected()
+            == 1;
+    }
+    Ok(((first..=last).collect(), renewed))
 }

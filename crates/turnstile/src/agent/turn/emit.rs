@@ -75,9 +75,23 @@ impl Turn<'_> {
             .collect();
         let a = self.approvals.write.take();
         let (store, thread, turn) = (&self.agent.store, &self.thread_id, &self.turn_id);
-        store
-            .step_with(thread, turn, &messages, &refs, a.as_ref())
-            .await?;
+        match &self.claim {
+            // The step renews the turn's lease in its own transaction.
+            Some(claim) => {
+                let started = tokio::time::Instant::now();
+                let (_, renewed) = store
+                    .step_leased(thread, turn, &messages, &refs, a.as_ref(), claim.ttl())
+                    .await?;
+                if renewed {
+                    claim.renewed(started);
+                }
+            }
+            None => {
+                store
+                    .step_with(thread, turn, &messages, &refs, a.as_ref())
+                    .await?;
+            }
+        }
         self.ledger.committed = (
             self.frames.machine().trace().len(),
             self.machine.untyped().trace().len(),
