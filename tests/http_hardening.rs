@@ -458,7 +458,7 @@ async fn a_client_that_resets_after_sending_never_leaves_the_thread_locked() {
         // From at once to a few milliseconds in: the claim, the spawn of
         // the turn and its first frame are each met by some try.
         tokio::time::sleep(Duration::from_micros(i * 97 % 4000)).await;
-        sock.set_linger(Some(Duration::ZERO)).unwrap();
+        sock.set_zero_linger().unwrap();
         drop(sock);
         let until = Instant::now() + Duration::from_secs(3);
         loop {
