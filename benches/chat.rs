@@ -36,7 +36,8 @@
 //! and be stored, or the bench panics (non-zero exit). For CI: its numbers
 //! mean nothing.
 //!
-//! Knobs: `TURNSTILE_BENCH_SLOW_DELAY_MS` (200; 20 in quick mode),
+//! Knobs: `TURNSTILE_BENCH_SYNCHRONOUS` (`full` fsyncs every SQLite
+//! commit; default the store's `normal`), `TURNSTILE_BENCH_SLOW_DELAY_MS` (200; 20 in quick mode),
 //! `TURNSTILE_BENCH_SLOW_TURNS` (`1000,10000`; `20` in quick mode),
 //! `TURNSTILE_BENCH_ROUNDS` (3; 1 in quick mode).
 
@@ -142,10 +143,20 @@ impl Server {
             .unwrap()
             .port();
         let (db_arg, db_label) = match db {
-            Db::Sqlite => (
-                dir.path().join("bench.db").to_string_lossy().into_owned(),
-                "SQLite",
-            ),
+            // `TURNSTILE_BENCH_SYNCHRONOUS=full` fsyncs every commit.
+            Db::Sqlite => match std::env::var("TURNSTILE_BENCH_SYNCHRONOUS") {
+                Ok(sync) => (
+                    format!(
+                        "sqlite://{}?synchronous={sync}",
+                        dir.path().join("bench.db").display()
+                    ),
+                    "SQLite",
+                ),
+                Err(_) => (
+                    dir.path().join("bench.db").to_string_lossy().into_owned(),
+                    "SQLite",
+                ),
+            },
             Db::Postgres(url) => (url.to_string(), "PostgreSQL"),
         };
         // Through sh to raise the server's open-file limit before exec (the
@@ -771,7 +782,8 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
             ms(cpu) / r.times.len() as f64,
             &mut rows,
         );
-        let (_, messages, _) = stored_messages(&http, &r.server.base, std::slice::from_ref(&r.thread)).await;
+        let (_, messages, _) =
+            stored_messages(&http, &r.server.base, std::slice::from_ref(&r.thread)).await;
         push("messages on the thread", messages as f64, &mut rows);
     }
     print!("  {:<48} {:>12}", "", "current");
