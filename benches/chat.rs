@@ -641,7 +641,7 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
             &mut rows,
         );
         push(
-            "commits per turn (= messages stored per turn)",
+            "steps per turn (= messages stored per turn)",
             messages as f64 / turns as f64,
             &mut rows,
         );

@@ -165,19 +165,20 @@ pub async fn close_leftovers(
     thread_id: &str,
     current: &str,
 ) -> Result<usize, StoreError> {
-    let mut closed = 0;
-    for m in store.turn_machines(thread_id).await? {
-        if m.turn_id == current || is_finished(tables, &m.turn) {
-            continue;
-        }
-        // Inside the running turn's span, which names the thread and the
-        // turn already: the closed turn's id gets its own field name.
-        let span = tracing::info_span!("recover_turn", cut_turn_id = %m.turn_id);
-        if close(store, tables, &m, span).await? {
-            closed += 1;
-        }
+    // One turn runs on a thread at a time, and each closes what the one
+    // before it left (before it stores anything): only the latest earlier
+    // turn can be unfinished here (start-up recovery reads every turn). Two
+    // reads, not the thread.
+    let Some(m) = store.latest_turn_machines(thread_id, current).await? else {
+        return Ok(0);
+    };
+    if m.turn_id == current || is_finished(tables, &m.turn) {
+        return Ok(0);
     }
-    Ok(closed)
+    // Inside the running turn's span, which names the thread and the turn
+    // already: the closed turn's id gets its own field name.
+    let span = tracing::info_span!("recover_turn", cut_turn_id = %m.turn_id);
+    Ok(usize::from(close(store, tables, &m, span).await?))
 }
 
 /// The stored machines of one turn, if it is still unfinished.

@@ -57,6 +57,40 @@ impl Store {
             .collect())
     }
 
+    /// The `turn` and `frame` machines of the thread's latest turn other
+    /// than `except` (the one whose message has the highest seq), if it has
+    /// a `turn` machine: two reads, whatever the thread's length.
+    #[tracing::instrument(name = "store.latest_turn_machines", level = "debug", skip_all)]
+    pub async fn latest_turn_machines(
+        &self,
+        thread_id: &str,
+        except: &str,
+    ) -> Result<Option<TurnMachines>, StoreError> {
+        let row = sqlx::query(
+            "SELECT turn_id FROM messages WHERE thread_id = $1 AND turn_id <> $2 \
+             ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(thread_id)
+        .bind(except)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let turn_id: String = row.try_get("turn_id")?;
+        let (mut turn, mut frame) = (None, None);
+        for (_, name, snap) in self.read_machines(thread_id, Some(&turn_id), true).await? {
+            match name.as_str() {
+                "turn" => turn = Some(snap),
+                _ => frame = Some(snap),
+            }
+        }
+        Ok(turn.map(|turn| TurnMachines {
+            thread_id: thread_id.to_string(),
+            turn_id,
+            turn,
+            frame,
+        }))
+    }
+
     /// Whether the turn has a record of `kind` (a message body whose `kind`
     /// field is it).
     #[tracing::instrument(name = "store.turn_has_record", level = "debug", skip_all)]
