@@ -567,10 +567,15 @@ impl Store {
     /// statement.
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn marked(&self, thread_id: &str) -> Result<Marked, StoreError> {
+        // Two keyed lookups (an `OR` in the join could read the thread).
         let rows = sqlx::query(
             "SELECT t.population_seq, t.delivery_seq, m.seq, m.turn_id, m.role, m.body, \
              m.created_at FROM threads t LEFT JOIN messages m ON m.thread_id = t.id \
-             AND (m.seq = t.population_seq OR m.seq = t.delivery_seq) WHERE t.id = $1",
+             AND m.seq = t.population_seq WHERE t.id = $1 \
+             UNION ALL \
+             SELECT t.population_seq, t.delivery_seq, m.seq, m.turn_id, m.role, m.body, \
+             m.created_at FROM threads t JOIN messages m ON m.thread_id = t.id \
+             AND m.seq = t.delivery_seq WHERE t.id = $1",
         )
         .bind(thread_id)
         .fetch_all(&self.pool)
@@ -630,19 +635,27 @@ impl Store {
         turn_id: Option<&str>,
         turn_and_frame_only: bool,
     ) -> Result<Vec<(String, String, serde_json::Value)>, StoreError> {
-        let rows = sqlx::query(
+        // Each filter is written only when it applies: a `($2 = '' OR …)`
+        // would keep the database from using the key for one turn, and a
+        // turn's read would grow with its thread.
+        let mut filter = String::new();
+        if turn_id.is_some() {
+            filter += " AND m.turn_id = $2";
+        }
+        if turn_and_frame_only {
+            filter += " AND m.name IN ('turn', 'frame')";
+        }
+        let sql = format!(
             "SELECT m.turn_id, m.name, m.snapshot, r.row_id FROM machines m \
              LEFT JOIN machine_rows r \
                ON r.thread_id = m.thread_id AND r.turn_id = m.turn_id AND r.name = m.name \
-             WHERE m.thread_id = $1 AND ($2 = '' OR m.turn_id = $2) \
-               AND ($3 = '' OR m.name IN ('turn', 'frame')) \
-             ORDER BY m.turn_id, m.name, r.n",
-        )
-        .bind(thread_id)
-        .bind(turn_id.unwrap_or(""))
-        .bind(if turn_and_frame_only { "only" } else { "" })
-        .fetch_all(&self.pool)
-        .await?;
+             WHERE m.thread_id = $1{filter} ORDER BY m.turn_id, m.name, r.n"
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(thread_id);
+        if let Some(turn) = turn_id {
+            q = q.bind(turn);
+        }
+        let rows = q.fetch_all(&self.pool).await?;
         let mut out: Vec<(String, String, String, Option<Vec<String>>)> = Vec::new();
         for row in &rows {
             let turn: String = row.try_get("turn_id")?;
