@@ -46,11 +46,12 @@ mod error;
 mod lease;
 mod model;
 mod recovery;
+mod sql;
 mod writer;
 
 use std::borrow::Cow;
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
@@ -65,6 +66,7 @@ pub use model::{
     UnknownRole,
 };
 pub use recovery::TurnMachines;
+use sql::now_ms;
 
 /// The migrations under `migrations/`, embedded at compile time:
 /// `(version, description, sql)`. A new file there must be added here too
@@ -96,37 +98,6 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../../../migrations/0005_thread_marks.sql"),
     ),
 ];
-
-/// A machine snapshot as a step hands it over, split into what is stored
-/// in `machines` (its trace left empty) and its trace rows: all of them,
-/// or, with `"trace_from": n`, the rows from the n-th on (the rest are
-/// stored already). A value without a trace of row ids is stored as it is.
-fn split_trace(
-    snapshot: &serde_json::Value,
-) -> Result<(serde_json::Value, i64, Vec<String>), StoreError> {
-    let rows = snapshot
-        .get("trace")
-        .and_then(serde_json::Value::as_array)
-        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
-    let Some(rows) = rows else {
-        return Ok((snapshot.clone(), 0, vec![]));
-    };
-    let mut head = snapshot.clone();
-    let mut from = 0;
-    if let Some(obj) = head.as_object_mut() {
-        if let Some(v) = obj.remove("trace_from") {
-            from = v
-                .as_i64()
-                .filter(|n| *n >= 0)
-                .ok_or_else(|| StoreError::Corrupt {
-                    table: "machines",
-                    detail: "trace_from is not a row count".into(),
-                })?;
-        }
-        obj.insert("trace".into(), serde_json::json!([]));
-    }
-    Ok((head, from, rows))
-}
 
 /// A stored snapshot with its trace: the rows of `machine_rows` when it has
 /// any, else the trace stored inline (snapshots from before migration 3).
@@ -260,24 +231,6 @@ impl Target {
     }
 }
 
-/// Machine rows per `INSERT` (5 parameters each).
-const ROWS_PER_INSERT: usize = 1000;
-
-/// `($1, …, $k), ($k+1, …), …`: `rows` groups of `width` numbered
-/// placeholders, for one multi-row `VALUES`.
-fn placeholders(rows: usize, width: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let group = (1..=width)
-                .map(|c| format!("${}", r * width + c))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!("({group})")
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Takes `synchronous=` off a SQLite URL (the driver does not know it);
 /// the level it names, or the default.
 fn take_synchronous(options: &mut AnyConnectOptions) -> Result<Synchronous, StoreError> {
@@ -323,13 +276,6 @@ fn migrator() -> Migrator {
 /// Now, in unix milliseconds, as the store writes it (lease expiries).
 pub fn now_unix_ms() -> i64 {
     now_ms()
-}
-
-/// Now, in unix milliseconds.
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl Store {

@@ -18,10 +18,9 @@ use std::sync::Arc;
 use sqlx::{Any, AnyPool, Row, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
-use super::ROWS_PER_INSERT;
-use super::{
-    now_ms, placeholders, split_trace, Backend, Mark, NewApproval, NewMessage, StoreError,
-};
+use super::error::StoreError;
+use super::model::{Backend, Mark, NewApproval, NewMessage};
+use super::sql::{now_ms, placeholders, split_trace, ROWS_PER_INSERT};
 
 /// The most steps one transaction takes: a bound on how long a batch holds
 /// the write lock and on the statement sizes.

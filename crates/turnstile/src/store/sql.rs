@@ -1,0 +1,62 @@
+//! What the store's statements share: multi-row placeholders, the split of
+//! a machine snapshot into its head and trace rows.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::error::StoreError;
+
+/// A machine snapshot as a step hands it over, split into what is stored
+/// in `machines` (its trace left empty) and its trace rows: all of them,
+/// or, with `"trace_from": n`, the rows from the n-th on (the rest are
+/// stored already). A value without a trace of row ids is stored as it is.
+pub(super) fn split_trace(
+    snapshot: &serde_json::Value,
+) -> Result<(serde_json::Value, i64, Vec<String>), StoreError> {
+    let rows = snapshot
+        .get("trace")
+        .and_then(serde_json::Value::as_array)
+        .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
+    let Some(rows) = rows else {
+        return Ok((snapshot.clone(), 0, vec![]));
+    };
+    let mut head = snapshot.clone();
+    let mut from = 0;
+    if let Some(obj) = head.as_object_mut() {
+        if let Some(v) = obj.remove("trace_from") {
+            from = v
+                .as_i64()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| StoreError::Corrupt {
+                    table: "machines",
+                    detail: "trace_from is not a row count".into(),
+                })?;
+        }
+        obj.insert("trace".into(), serde_json::json!([]));
+    }
+    Ok((head, from, rows))
+}
+
+/// Machine rows per `INSERT` (5 parameters each).
+pub(super) const ROWS_PER_INSERT: usize = 1000;
+
+/// `($1, …, $k), ($k+1, …), …`: `rows` groups of `width` numbered
+/// placeholders, for one multi-row `VALUES`.
+pub(super) fn placeholders(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let group = (1..=width)
+                .map(|c| format!("${}", r * width + c))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("({group})")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Now, in unix milliseconds.
+pub(super) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
