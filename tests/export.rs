@@ -664,3 +664,59 @@ async fn a_long_thread_is_read_through_its_pointers_and_a_bounded_history() {
     assert!(turns >= 2, "the history holds earlier turns: {histories:?}");
     s.pass();
 }
+
+/// A step that previews again and confirms the earlier preview in the same
+/// plan: the confirm is refused (`confirm-in-the-preview-step`), the turn
+/// goes on, and the confirm of the newest preview in the next step is
+/// delivered.
+#[tokio::test]
+async fn a_confirm_refused_after_an_earlier_preview_does_not_stop_the_turn() {
+    let fake = FakeOpenAi::start().await;
+    let s = TestServer::builder()
+        .model(fake.model())
+        .demo(demo_tools(Duration::from_secs(1200)).await)
+        .start()
+        .await;
+    let plan = |calls: Vec<(&str, Value)>| {
+        let calls = calls
+            .into_iter()
+            .map(|(t, a)| (t.to_string(), a.to_string()))
+            .collect();
+        fake.on(Role::Planner, Action::ToolCalls(calls));
+    };
+    plan(vec![("export_all_lms_materials", json!({}))]);
+    plan(vec![
+        ("export_all_lms_materials", json!({})),
+        ("confirm_lms_material_export", json!({"exportId": "EXP-1"})),
+    ]);
+    plan(vec![(
+        "confirm_lms_material_export",
+        json!({"exportId": "EXP-2"}),
+    )]);
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, "download all my lecture files").await;
+    assert!(is_done(&frames), "{frames:#?}");
+    let refused = tool_results(&frames)
+        .into_iter()
+        .find(|r| r.tool == "confirm_lms_material_export" && !r.ok)
+        .unwrap_or_else(|| panic!("a refused confirm: {frames:#?}"));
+    assert!(
+        refused.summary.contains("confirm-in-the-preview-step"),
+        "{}",
+        refused.summary
+    );
+    assert_eq!(demo(&s).exports().confirms("EXP-1"), 0);
+    assert_eq!(demo(&s).exports().confirms("EXP-2"), 1);
+    assert!(delivered(&frames).url.contains("/download?token="));
+    // Each export's machine is stored under a name of its own.
+    let turns = machines(&s, &thread).await;
+    let names: Vec<String> = turns[0]["machines"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("export#"))
+        .cloned()
+        .collect();
+    assert_eq!(names, ["export#1", "export#2"], "{turns:#}");
+    s.pass();
+}

@@ -93,6 +93,7 @@ suite!(
     pointers_move_with_the_step_that_marks,
     recent_messages_page_newest_first,
     a_failing_step_among_concurrent_ones_fails_alone,
+    a_step_of_a_turn_that_lost_its_lease_writes_nothing,
 );
 
 /// A PostgreSQL check never passes without PostgreSQL: a plain run lists it
@@ -249,6 +250,33 @@ async fn a_failing_step_among_concurrent_ones_fails_alone(db: &Db) {
         // Eight steps of two messages each; thread 1 lost step 17's.
         assert_eq!(seqs.len(), if n == 1 { 14 } else { 16 }, "thread {n}");
     }
+}
+
+/// A step that renews its turn's lease is refused, writing nothing, once
+/// another turn holds the thread; the holder's step renews it.
+async fn a_step_of_a_turn_that_lost_its_lease_writes_nothing(db: &Db) {
+    let store = db.open().await;
+    let t = store.create_thread(None).await.unwrap();
+    let ttl = Duration::from_secs(30);
+    store.claim_turn_lease(&t.id, "holder", ttl).await.unwrap();
+    let m = [msg(Role::User, json!({"x": 1}))];
+    let lost = store
+        .step_leased(&t.id, "late", &m, &[], None, ("late", ttl))
+        .await;
+    assert!(
+        matches!(lost, Err(StoreError::LeaseLost { .. })),
+        "{lost:?}"
+    );
+    assert!(store.messages(&t.id).await.unwrap().is_empty());
+    let before = store.turn_lease(&t.id).await.unwrap().unwrap().expires_at;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let (seqs, renewed) = store
+        .step_leased(&t.id, "holder", &m, &[], None, ("holder", ttl))
+        .await
+        .unwrap();
+    assert_eq!((seqs, renewed), (vec![1], true));
+    let after = store.turn_lease(&t.id).await.unwrap().unwrap().expires_at;
+    assert!(after > before, "{after} > {before}");
 }
 
 /// The history reads newest first a page at a time.

@@ -193,6 +193,10 @@ async fn renew(
             }
             Some(Err(e)) => {
                 tracing::warn!(thread_id = %thread, turn_id = %turn, error = %e, "cannot renew the turn lease; retrying");
+                // Not at once: the next try after a renewal's interval, or
+                // at the deadline.
+                let pause = (Instant::now() + every).min(deadline.get());
+                tokio::time::sleep_until(pause).await;
             }
             None => {
                 tracing::error!(thread_id = %thread, turn_id = %turn, "turn lease expired while renewing it");

@@ -450,9 +450,16 @@ impl Store {
         Ok(seqs)
     }
 
-    /// [`step_with`](Self::step_with), renewing the turn's lease by
-    /// `lease_ttl` in the same transaction: the seqs, and whether the lease
-    /// was renewed (the turn still held it live).
+    /// [`step_with`](Self::step_with), renewing the lease that `lease`'s
+    /// turn id holds (the claim's) by its TTL in the same transaction: the seqs, and that the lease was
+    /// renewed. Fails with [`StoreError::LeaseLost`], writing nothing, when
+    /// the turn no longer holds the thread's lease.
+    #[tracing::instrument(
+        name = "store.step",
+        level = "debug",
+        skip_all,
+        fields(messages = messages.len(), machines = machines.len())
+    )]
     pub async fn step_leased(
         &self,
         thread_id: &str,
@@ -460,7 +467,7 @@ impl Store {
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
-        lease_ttl: Duration,
+        lease: (&str, Duration),
     ) -> Result<(Vec<i64>, bool), StoreError> {
         // Encoded here, on the turn's task, so the writer only writes.
         let step = writer::Step::encode(
@@ -469,9 +476,15 @@ impl Store {
             messages,
             machines,
             approval,
-            Some(lease_ttl),
+            Some(lease),
         )?;
-        self.writer.write(step).await
+        let (seqs, renewed) = self.writer.write(step).await?;
+        tracing::debug!(
+            first_seq = seqs.first(),
+            last_seq = seqs.last(),
+            "step committed"
+        );
+        Ok((seqs, renewed))
     }
 
     /// The thread's messages in seq order (empty for an unknown thread).

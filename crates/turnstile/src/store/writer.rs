@@ -38,8 +38,10 @@ pub(super) struct Step {
     /// (name, snapshot head as JSON text, trace from, trace rows).
     machines: Vec<(String, String, i64, Vec<String>)>,
     approval: Option<NewApproval>,
-    /// Renew the turn's lease by this, in the same transaction.
-    lease_ttl: Option<std::time::Duration>,
+    /// Renew the lease held under this turn id (the claim's: a resumed
+    /// stream claims under an id of its own) by this, in the same
+    /// transaction.
+    lease: Option<(String, std::time::Duration)>,
 }
 
 /// What a committed step reports: its seqs, and whether it renewed the
@@ -54,7 +56,7 @@ impl Step {
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
-        lease_ttl: Option<std::time::Duration>,
+        lease: Option<(&str, std::time::Duration)>,
     ) -> Result<Step, StoreError> {
         let messages = messages
             .iter()
@@ -82,7 +84,7 @@ impl Step {
             messages,
             machines: kept,
             approval: approval.cloned(),
-            lease_ttl,
+            lease: lease.map(|(holder, ttl)| (holder.to_string(), ttl)),
         })
     }
 }
@@ -201,11 +203,34 @@ async fn commit(
 /// messages, its machines and their new trace rows, its interrupt.
 async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Written, StoreError> {
     let (thread_id, turn_id) = (step.thread_id.as_str(), step.turn_id.as_str());
+    let now = now_ms();
+    // The turn's lease rides on its own commits: a turn that commits is
+    // making progress, and its lease never waits behind other commits to be
+    // renewed. First, so that a turn that no longer holds the lease (another
+    // took the thread) writes nothing: its step is undone.
+    if let Some((holder, ttl)) = &step.lease {
+        let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+        let held = sqlx::query(
+            "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
+        )
+        .bind(until)
+        .bind(thread_id)
+        .bind(holder.as_str())
+        .execute(&mut **tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if !held {
+            return Err(StoreError::LeaseLost {
+                thread_id: thread_id.to_owned(),
+                turn_id: holder.clone(),
+            });
+        }
+    }
     let count = i64::try_from(step.messages.len()).map_err(|_| StoreError::Corrupt {
         table: "messages",
         detail: "too many messages in one step".into(),
     })?;
-    let now = now_ms();
     // The position (1-based) in this step of the last message of each mark,
     // 0 for none: the thread's pointer moves to its seq.
     let marked = |mark: Mark| -> i64 {
@@ -335,24 +360,5 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
         .execute(&mut **tx)
         .await?;
     }
-    // The turn's lease rides on its own commits: a turn that commits is
-    // making progress, and its lease never waits behind other commits to
-    // be renewed. Only the holder's live lease moves.
-    let mut renewed = false;
-    if let Some(ttl) = step.lease_ttl {
-        let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-        renewed = sqlx::query(
-            "UPDATE turn_leases SET expires_at = $1 \
-             WHERE thread_id = $2 AND turn_id = $3 AND expires_at > $4",
-        )
-        .bind(until)
-        .bind(thread_id)
-        .bind(turn_id)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected()
-            == 1;
-    }
-    Ok(((first..=last).collect(), renewed))
+    Ok(((first..=last).collect(), step.lease.is_some()))
 }

@@ -80,7 +80,14 @@ impl Turn<'_> {
             Some(claim) => {
                 let started = tokio::time::Instant::now();
                 let (_, renewed) = store
-                    .step_leased(thread, turn, &messages, &refs, a.as_ref(), claim.ttl())
+                    .step_leased(
+                        thread,
+                        turn,
+                        &messages,
+                        &refs,
+                        a.as_ref(),
+                        (claim.turn_id(), claim.ttl()),
+                    )
                     .await?;
                 if renewed {
                     claim.renewed(started);
@@ -102,6 +109,11 @@ impl Turn<'_> {
     /// Tells the client why the turn stopped, from the frame state the client
     /// actually saw. Nothing is persisted here: the store may be what failed.
     pub(super) async fn report(&mut self, stop: &Stop) {
+        // Its step was refused: another turn holds the thread now.
+        if let Stop::Store(crate::store::StoreError::LeaseLost { .. }) = stop {
+            self.lease_lost().await;
+            return;
+        }
         let Stop::Store(_) = stop else { return };
         if self.frames.allows(FrameEvent::Start) {
             let start = wire::Frame::Start(wire::Start {

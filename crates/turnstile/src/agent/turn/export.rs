@@ -182,15 +182,19 @@ impl Turn<'_> {
         let Some(flow) = self.agent.terminals.confirmed_by(&call.tool).cloned() else {
             return Ok(None);
         };
+        // Only a confirm the table sent has an answer to read: one refused
+        // before it was sent (by this table or another) is its refusal.
         let Some(live) = self
             .exports
             .live
             .as_mut()
-            .filter(|l| l.confirm == call.tool && !l.machine.is_terminal())
+            .filter(|l| l.confirm == call.tool && l.machine.state() == ExportState::Confirming)
         else {
-            // Refused before it was sent: its refusal is its result.
             return Ok(None);
         };
+        if matches!(outcome, Outcome::Refused { .. }) {
+            return Ok(None);
+        }
         let verdict = self.exports.verdict.take();
         let event = match &verdict {
             Some(Ok(_)) if matches!(outcome, Outcome::Returned { .. }) => {
@@ -227,20 +231,28 @@ impl Turn<'_> {
         machine.fire(event).map_err(Stop::Violation)?;
         telemetry::record(machine.snapshot());
         self.exports.live = Some(Live {
+            name: self.next_export_name(),
             confirm,
             machine,
             preview,
         });
+        self.store_export_machine();
         Ok(())
     }
 
     /// The live export machine goes to the store with the next step.
+    /// Under its own name: a later snapshot of the same export replaces
+    /// the earlier one.
     fn store_export_machine(&mut self) {
         if let Some(live) = self.exports.live.as_ref() {
-            self.exports.machines += 1;
-            let name = format!("export#{}", self.exports.machines);
-            self.ledger.dirty.push((name, live.machine.snapshot()));
+            let snap = live.machine.snapshot();
+            self.ledger.dirty.push((live.name.clone(), snap));
         }
+    }
+
+    fn next_export_name(&mut self) -> String {
+        self.exports.machines += 1;
+        format!("export#{}", self.exports.machines)
     }
 
     /// A plan that asks for the delivered link again: the stored delivery's
@@ -270,13 +282,13 @@ impl Turn<'_> {
         };
         let fired = machine.fire(event);
         telemetry::record(machine.snapshot());
-        self.exports.machines += 1;
-        let name = format!("export#{}", self.exports.machines);
-        self.ledger.dirty.push((name, machine.snapshot()));
+        let name = self.next_export_name();
+        self.ledger.dirty.push((name.clone(), machine.snapshot()));
         match (fired, delivery) {
             (Ok(step), Some(d)) if step.effect == Some(ExportEffect::Redeliver) => {
                 self.exports.delivery = Some(d);
                 self.exports.live = Some(Live {
+                    name,
                     confirm: String::new(),
                     machine,
                     preview: Map::new(),

@@ -29,7 +29,13 @@ impl Turn<'_> {
         call: &PlannedCall,
         args: &Map<String, Value>,
     ) -> Result<Hold, Stop> {
-        if self.approvals.running.is_some() {
+        // A terminal flow's confirm is the export table's: it is sent only
+        // after its preview, in a later step, and its answer is delivered by
+        // code (tables/export.ron). Held here, it would go out on resume
+        // outside that table.
+        if self.approvals.running.is_some()
+            || self.agent.terminals.confirmed_by(&call.tool).is_some()
+        {
             return Ok(Hold::Send);
         }
         let trust = self.agent.tools.trust(&call.tool);

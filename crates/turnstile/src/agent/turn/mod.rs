@@ -250,9 +250,9 @@ impl Turn<'_> {
             let store = &self.agent.store;
             let closed =
                 super::recovery::close_leftovers(store, tables, &self.thread_id, &self.turn_id);
-            if let Err(e) = closed.await {
-                tracing::warn!(error = %e, "closing the thread's unfinished turns");
-            }
+            // Only the latest earlier turn is looked at (recovery.rs): if
+            // closing it fails, this turn does not go on past it.
+            closed.await?;
             // A new user turn supersedes an interrupt still pending: it is
             // denied and its action cancelled, never approvable later.
             if let Err(e) = self.agent.supersede_pending(&self.thread_id).await {

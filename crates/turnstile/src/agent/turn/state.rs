@@ -108,6 +108,8 @@ pub(super) struct ThreadScope {
 
 /// The export this turn previewed and may confirm.
 pub(super) struct Live {
+    /// The name it is stored under (`export#N`), one per export.
+    pub(super) name: String,
     /// The confirm tool of its flow.
     pub(super) confirm: String,
     pub(super) machine: Typed<Export>,
