@@ -444,6 +444,33 @@ async fn stored_messages(
 // ---------------------------------------------------------------------------
 // Default mode
 
+/// The server's phase totals in seconds (`turnstile_turn_phase_seconds`)
+/// and its turn count (`turns`), from `GET /v1/metrics`.
+async fn phase_totals(http: &reqwest::Client, base: &str) -> BTreeMap<String, f64> {
+    let text = match http.get(format!("{base}/v1/metrics")).send().await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((key, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
+        if let Some(phase) = key
+            .strip_prefix("turnstile_turn_phase_seconds_total{phase=\"")
+            .and_then(|k| k.strip_suffix("\"}"))
+        {
+            out.insert(phase.to_string(), value);
+        } else if key == "turnstile_turns_total" {
+            out.insert("turns".to_string(), value);
+        }
+    }
+    out
+}
+
 /// Adds `v` to the row `name` (one value per binary, in order).
 fn push(name: &str, v: f64, rows: &mut Vec<(String, Vec<f64>)>) {
     if let Some(r) = rows.iter_mut().find(|r| r.0 == name) {
@@ -650,6 +677,18 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
             mib(proc_kib(m.server.pid, "VmHWM:")),
             &mut rows,
         );
+        // Where the server's time went, per turn (a build without the
+        // phase counters shows none).
+        let phases = phase_totals(&http, &m.server.base).await;
+        if let Some(ran) = phases.get("turns").copied().filter(|n| *n > 0.0) {
+            let mut sum = 0.0;
+            for phase in ["lease", "commit", "mcp", "model", "judge", "guard"] {
+                let v = phases.get(phase).copied().unwrap_or(0.0) * 1000.0 / ran;
+                sum += v;
+                push(&format!("server ms per turn: {phase}"), v, &mut rows);
+            }
+            push("server ms per turn: these phases together", sum, &mut rows);
+        }
         let per: Vec<String> = kinds
             .iter()
             .map(|(k, n)| format!("{k} {:.2}", *n as f64 / turns as f64))

@@ -101,10 +101,14 @@ impl ThreadClaims {
         // one takes is dropped, which releases the lease.
         let (store, ttl) = (self.store.clone(), self.ttl);
         let (thread, turn) = (thread.to_owned(), turn_id.to_owned());
+        let started = Instant::now();
         let claimed = tokio::spawn(async move { claim_now(store, thread, turn, ttl).await });
-        claimed
+        let claim = claimed
             .await
-            .map_err(|e| StoreError::Writer(format!("the claim's task failed: {e}")))?
+            .map_err(|e| StoreError::Writer(format!("the claim's task failed: {e}")))?;
+        let spent = started.elapsed();
+        crate::protocols::telemetry::phase(crate::protocols::telemetry::Phase::Lease, spent);
+        claim
     }
 }
 

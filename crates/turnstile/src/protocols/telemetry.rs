@@ -21,9 +21,16 @@ struct RowLabels {
     kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
+}
+
 struct Metrics {
     registry: Registry,
     rows: Family<RowLabels, Counter>,
+    phases: Family<PhaseLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    turns: Counter,
 }
 
 fn metrics() -> &'static Metrics {
@@ -36,7 +43,20 @@ fn metrics() -> &'static Metrics {
             "Rows fired per table, row id and kind (legal or forbidden)",
             rows.clone(),
         );
-        Metrics { registry, rows }
+        let phases = Family::<PhaseLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "turnstile_turn_phase_seconds",
+            "Server time turns spent per phase: lease, commit (a step's wait for its group commit), mcp, model, judge, guard",
+            phases.clone(),
+        );
+        let turns = Counter::default();
+        registry.register("turnstile_turns", "Turns run (a resumed stream counts once more)", turns.clone());
+        Metrics {
+            registry,
+            rows,
+            phases,
+            turns,
+        }
     })
 }
 
@@ -65,6 +85,51 @@ pub fn violation(v: &Violation) {
 /// discarded as the row says).
 pub fn forbidden(table: &str, row: &str) {
     count(table, row, "forbidden");
+}
+
+/// Where a turn's server time goes (`cargo bench --bench chat` reports it
+/// per turn).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Claiming the thread's lease.
+    Lease,
+    /// A step's wait for its group commit.
+    Commit,
+    /// A tool call, until its answer.
+    Mcp,
+    /// Waiting for the model: a plan, or the answer's next delta.
+    Model,
+    /// The judge reading a result.
+    Judge,
+    /// The narration guard checking sentences.
+    Guard,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Lease => "lease",
+            Phase::Commit => "commit",
+            Phase::Mcp => "mcp",
+            Phase::Model => "model",
+            Phase::Judge => "judge",
+            Phase::Guard => "guard",
+        }
+    }
+}
+
+/// Adds `spent` to a phase's total.
+pub fn phase(p: Phase, spent: std::time::Duration) {
+    let labels = PhaseLabels { phase: p.name() };
+    metrics()
+        .phases
+        .get_or_create(&labels)
+        .inc_by(spent.as_secs_f64());
+}
+
+/// Counts a turn (or a resumed stream) that ran.
+pub fn turn_ran() {
+    metrics().turns.inc();
 }
 
 /// The counters in Prometheus text format.

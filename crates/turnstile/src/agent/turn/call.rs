@@ -209,7 +209,10 @@ impl Turn<'_> {
         let tool = &call.tool;
         let call_id = self.next_call_id();
         self.emit_call(&call_id, tool, Some(server), args).await?;
-        let out = match self.agent.tools.call(tool, args.clone()).await {
+        let called = std::time::Instant::now();
+        let answer = self.agent.tools.call(tool, args.clone()).await;
+        telemetry::phase(telemetry::Phase::Mcp, called.elapsed());
+        let out = match answer {
             Ok(out) => out,
             Err(e) => {
                 tracing::warn!(tool = %tool, kind = e.kind(), "tool call failed");

@@ -75,6 +75,7 @@ impl Turn<'_> {
             .collect();
         let a = self.approvals.write.take();
         let (store, thread, turn) = (&self.agent.store, &self.thread_id, &self.turn_id);
+        let waited = std::time::Instant::now();
         match &self.claim {
             // The step renews the turn's lease in its own transaction.
             Some(claim) => {
@@ -99,6 +100,7 @@ impl Turn<'_> {
                     .await?;
             }
         }
+        telemetry::phase(telemetry::Phase::Commit, waited.elapsed());
         self.ledger.committed = (
             self.frames.machine().trace().len(),
             self.machine.untyped().trace().len(),

@@ -71,7 +71,9 @@ impl Turn<'_> {
                     limit_sentinel: self.agent.limits.limit_sentinel,
                     digest: self.agent.limits.digest,
                 };
+                let judging = std::time::Instant::now();
                 let mut j = listing::judge(input, &mut gate);
+                telemetry::phase(telemetry::Phase::Judge, judging.elapsed());
                 let snap = self.listing_gate(gate);
                 if let Some(v) = j.violation.take() {
                     return Err(Stop::Violation(v));

@@ -9,6 +9,7 @@ use crate::judge::narrowing::Scope;
 use crate::judge::Anchor;
 use crate::llm::prompt::PLANNER_FIXED;
 use crate::llm::{PlanRequest, PlannedCall, Prompt};
+use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
 
@@ -34,7 +35,10 @@ impl Turn<'_> {
             steps: self.ledger.steps.clone(),
         };
         self.export_model_call()?;
-        let plan = match self.agent.model.plan(&req).await {
+        let asked = std::time::Instant::now();
+        let planned = self.agent.model.plan(&req).await;
+        telemetry::phase(telemetry::Phase::Model, asked.elapsed());
+        let plan = match planned {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "planner failed");

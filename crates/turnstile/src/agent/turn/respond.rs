@@ -22,7 +22,10 @@ impl Turn<'_> {
         let req = self.responder_request();
         // Fused: a batch may have seen the stream end, and an ended stream
         // (an `unfold`, say) must not be polled again.
-        let stream = match self.agent.model.respond(&req).await {
+        let asked = std::time::Instant::now();
+        let opened = self.agent.model.respond(&req).await;
+        telemetry::phase(telemetry::Phase::Model, asked.elapsed());
+        let stream = match opened {
             Ok(s) => s.fuse(),
             Err(e) => {
                 return Ok(self.responder_failed(format!("the model could not answer: {e}")));
@@ -85,7 +88,11 @@ impl Turn<'_> {
         let mut broken = None;
         let mut guard = self.guard();
         let mut ended = false;
-        while let Some(first) = stream.next().await {
+        loop {
+            let waited = std::time::Instant::now();
+            let next = stream.next().await;
+            telemetry::phase(telemetry::Phase::Model, waited.elapsed());
+            let Some(first) = next else { break };
             let mut batch = String::new();
             let mut item = Some(first);
             // Everything that is ready now joins this batch.
@@ -105,12 +112,14 @@ impl Turn<'_> {
                     ready => ready.flatten(),
                 };
             }
+            let checked = std::time::Instant::now();
             let mut pieces = guard.push(&batch);
             // The stream's end is in this batch: its last sentence goes
             // with it.
             if ended && broken.is_none() {
                 pieces.extend(guard.finish());
             }
+            telemetry::phase(telemetry::Phase::Guard, checked.elapsed());
             self.say(pieces).await?;
             if ended || broken.is_some() {
                 return Ok(broken);

@@ -136,6 +136,7 @@ impl Agent {
             }
             telemetry::record(turn.machine.snapshot());
             telemetry::record(turn.frames.snapshot());
+            telemetry::turn_ran();
         };
         work.instrument(span).await
     }
