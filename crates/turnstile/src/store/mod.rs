@@ -153,6 +153,16 @@ impl Synchronous {
     }
 }
 
+/// A step as the callers give it: thread, turn, messages, machines and an
+/// interrupt to insert.
+type StepParts<'a> = (
+    &'a str,
+    &'a str,
+    &'a [NewMessage],
+    &'a [(&'a str, serde_json::Value)],
+    Option<&'a NewApproval>,
+);
+
 /// A handle to the database. Cheap to clone: clones share one pool.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -426,12 +436,6 @@ impl Store {
     /// [`step`](Self::step), with a pending interrupt inserted in the same
     /// transaction: the interrupt is stored with every machine and record
     /// of the step that shows it, or not at all.
-    #[tracing::instrument(
-        name = "store.step",
-        level = "debug",
-        skip_all,
-        fields(messages = messages.len(), machines = machines.len())
-    )]
     pub async fn step_with(
         &self,
         thread_id: &str,
@@ -440,26 +444,15 @@ impl Store {
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
     ) -> Result<Vec<i64>, StoreError> {
-        let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval, None)?;
-        let (seqs, _) = self.writer.write(step).await?;
-        tracing::debug!(
-            first_seq = seqs.first(),
-            last_seq = seqs.last(),
-            "step committed"
-        );
-        Ok(seqs)
+        let step = (thread_id, turn_id, messages, machines, approval);
+        Ok(self.write_step(step, None).await?.0)
     }
 
     /// [`step_with`](Self::step_with), renewing the lease that `lease`'s
-    /// turn id holds (the claim's) by its TTL in the same transaction: the seqs, and that the lease was
-    /// renewed. Fails with [`StoreError::LeaseLost`], writing nothing, when
-    /// the turn no longer holds the thread's lease.
-    #[tracing::instrument(
-        name = "store.step",
-        level = "debug",
-        skip_all,
-        fields(messages = messages.len(), machines = machines.len())
-    )]
+    /// turn id holds (the claim's) by its TTL in the same transaction: the
+    /// seqs, and that the lease was renewed. Fails with
+    /// [`StoreError::LeaseLost`], writing nothing, when the turn no longer
+    /// holds the thread's lease.
     pub async fn step_leased(
         &self,
         thread_id: &str,
@@ -469,15 +462,26 @@ impl Store {
         approval: Option<&NewApproval>,
         lease: (&str, Duration),
     ) -> Result<(Vec<i64>, bool), StoreError> {
-        // Encoded here, on the turn's task, so the writer only writes.
-        let step = writer::Step::encode(
-            thread_id,
-            turn_id,
-            messages,
-            machines,
-            approval,
-            Some(lease),
-        )?;
+        let step = (thread_id, turn_id, messages, machines, approval);
+        self.write_step(step, Some(lease)).await
+    }
+
+    /// Encodes a step here, on the caller's task, and hands it to the
+    /// writer's next group commit. Its span carries counts only: the thread
+    /// and turn ids come from the caller's span.
+    #[tracing::instrument(
+        name = "store.step",
+        level = "debug",
+        skip_all,
+        fields(messages = step.2.len(), machines = step.3.len())
+    )]
+    async fn write_step(
+        &self,
+        step: StepParts<'_>,
+        lease: Option<(&str, Duration)>,
+    ) -> Result<(Vec<i64>, bool), StoreError> {
+        let (thread_id, turn_id, messages, machines, approval) = step;
+        let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval, lease)?;
         let (seqs, renewed) = self.writer.write(step).await?;
         tracing::debug!(
             first_seq = seqs.first(),
