@@ -387,6 +387,7 @@ async fn a_capability_the_validator_refuses_takes_the_error_path() {
             preview: "export_all_lms_materials".into(),
             rule,
             label: "Download lecture files".into(),
+            label_ko: None,
         },
     );
     let model = Watched::new(None);
@@ -604,6 +605,7 @@ async fn a_stored_link_is_shown_after_a_restart_only_while_it_validates() {
             )
             .unwrap(),
             label: "Download lecture files".into(),
+            label_ko: None,
         },
     );
     let s = server(moved).await;

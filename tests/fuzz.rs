@@ -317,6 +317,7 @@ fn fuzz_capability_validator() {
             preview: "p".into(),
             rule: rule.clone(),
             label: "Download".into(),
+            label_ko: None,
         };
         terminals.insert(&format!("confirm{i}"), flow);
     }

@@ -173,6 +173,7 @@ pub fn terminals(mcp_url: &str) -> turnstile::judge::capability::Terminals {
                 preview: "export_all_lms_materials".into(),
                 rule,
                 label: "Download lecture files".into(),
+                label_ko: Some("강의 파일 받기".into()),
             },
         );
     }

@@ -214,6 +214,8 @@ struct FileTool {
     url_field: Option<String>,
     /// The download button's name (default "Download files").
     label: Option<String>,
+    /// Its name for a Korean-speaking user (default: `label`).
+    label_ko: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1223,6 +1225,7 @@ impl Validator {
             ("token_param", &t.token_param),
             ("url_field", &t.url_field),
             ("label", &t.label),
+            ("label_ko", &t.label_ko),
         ];
         match t.terminal.as_deref().map(str::trim) {
             None => {
@@ -1290,6 +1293,7 @@ impl Validator {
             preview: preview?,
             rule,
             label: named(&t.label).unwrap_or("Download files").to_string(),
+            label_ko: named(&t.label_ko).map(str::to_string),
         })
     }
 

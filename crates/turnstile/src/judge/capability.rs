@@ -259,6 +259,18 @@ pub struct TerminalFlow {
     pub rule: CapabilityRule,
     /// The download button's name, e.g. "Download lecture files".
     pub label: String,
+    /// Its name for a Korean-speaking user ("강의 파일 받기"), if given.
+    pub label_ko: Option<String>,
+}
+
+impl TerminalFlow {
+    /// The button's name in the user's language.
+    pub fn label_for(&self, korean: bool) -> &str {
+        match (korean, &self.label_ko) {
+            (true, Some(ko)) => ko,
+            _ => &self.label,
+        }
+    }
 }
 
 /// Every terminal flow of a server, by its confirm tool.
@@ -488,6 +500,7 @@ mod tests {
             preview: "p".into(),
             rule,
             label: "Get".into(),
+            label_ko: None,
         };
         t.insert("c", flow);
         let good = "http://127.0.0.1:9/e/J1/d?token=abc";

@@ -322,12 +322,12 @@ impl Turn<'_> {
         // the flow as configured now: a stored link whose flow changed
         // since (another trusted origin, another path) is the table's
         // `unvalidated-delivery-*` refusal, never a button.
-        let valid = self
+        let flow = self
             .agent
             .terminals
             .confirmed_by(&d.tool)
-            .is_some_and(|f| f.rule.validate_url(&d.url).is_ok());
-        if !valid {
+            .filter(|f| f.rule.validate_url(&d.url).is_ok());
+        let Some(flow) = flow else {
             let mut fresh = self.agent.tables.export.machine();
             let machine = match self.exports.live.as_mut() {
                 Some(l) => &mut l.machine,
@@ -342,18 +342,15 @@ impl Turn<'_> {
                     .await
                 }
             };
-        }
+        };
         self.anchor(d.anchor());
         let korean = crate::guard::vocab::detect(&self.user_text) == crate::guard::vocab::Lang::Ko;
         let sentence = crate::judge::sentences::sentence(&d.anchor(), korean);
         let mut guard = self.guard();
         let mut pieces = guard.push(&sentence);
         pieces.extend(guard.finish());
+        let label = flow.label_for(korean).to_string();
         self.say(pieces).await?;
-        let label = match korean {
-            true if d.label == "Download lecture files" => "강의 파일 받기".to_string(),
-            _ => d.label.clone(),
-        };
         let link = wire::CapabilityLink {
             url: d.url.clone(),
             label: label.clone(),
