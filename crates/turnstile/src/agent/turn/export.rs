@@ -17,7 +17,7 @@ use crate::judge::approval;
 use crate::judge::capability::{self, Capability};
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::protocols::export::{ExportEffect, ExportEvent, ExportState};
+use crate::protocols::export::{ExportEffect, ExportEvent};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
@@ -103,6 +103,9 @@ impl Turn<'_> {
         let (row_id, why) = match machine.fire(event) {
             Ok(step) if step.effect == Some(ExportEffect::SendConfirm) => {
                 telemetry::record(machine.snapshot());
+                // The table's effect, not a state read back: this confirm's
+                // answer is the one to validate.
+                self.exports.confirm_out = Some(call.tool.clone());
                 return None;
             }
             // A table edited to let it through without `send-confirm`
@@ -136,11 +139,7 @@ impl Turn<'_> {
         out: &crate::mcp::ToolOutput,
     ) -> Option<crate::judge::page::Failure> {
         let flow = self.agent.terminals.confirmed_by(tool)?;
-        self.exports
-            .live
-            .as_ref()
-            .filter(|l| l.confirm == tool && l.machine.state() == ExportState::Confirming)?;
-        if out.is_error {
+        if self.exports.confirm_out.as_deref() != Some(tool) || out.is_error {
             return None;
         }
         let answer = Value::Object(approval::fields(out).unwrap_or_default());
@@ -182,19 +181,19 @@ impl Turn<'_> {
         let Some(flow) = self.agent.terminals.confirmed_by(&call.tool).cloned() else {
             return Ok(None);
         };
-        // Only a confirm the table sent has an answer to read: one refused
-        // before it was sent (by this table or another) is its refusal.
-        let Some(live) = self
+        // Only a confirm the table let out (`send-confirm`) has an answer
+        // to read: one refused before it was sent (by this table or
+        // another) is its refusal.
+        let sent = self.exports.confirm_out.take().as_deref() == Some(call.tool.as_str());
+        let live = self
             .exports
             .live
             .as_mut()
-            .filter(|l| l.confirm == call.tool && l.machine.state() == ExportState::Confirming)
+            .filter(|l| l.confirm == call.tool);
+        let Some(live) = live.filter(|_| sent && !matches!(outcome, Outcome::Refused { .. }))
         else {
             return Ok(None);
         };
-        if matches!(outcome, Outcome::Refused { .. }) {
-            return Ok(None);
-        }
         let verdict = self.exports.verdict.take();
         let event = match &verdict {
             Some(Ok(_)) if matches!(outcome, Outcome::Returned { .. }) => {

@@ -130,6 +130,9 @@ pub(crate) struct Exports {
     /// The validator's verdict on the confirm's answer, read when its
     /// result frame was written (so the frame says whether it failed).
     pub(super) verdict: Option<Result<Capability, capability::Rejection>>,
+    /// The confirm tool the export table let out (`send-confirm`), until
+    /// its answer is classified.
+    pub(super) confirm_out: Option<String>,
     /// The thread's last delivery and the machine that delivered it.
     pub(crate) stored: Option<(Delivery, Snapshot)>,
 }
