@@ -471,6 +471,23 @@ async fn phase_totals(http: &reqwest::Client, base: &str) -> BTreeMap<String, f6
     out
 }
 
+/// The table of rows: the current build's value, and with a baseline its
+/// value and the ratio.
+fn print_rows(rows: &[(String, Vec<f64>)], baseline: bool) {
+    print!("  {:<48} {:>12}", "", "current");
+    if baseline {
+        print!(" {:>12} {:>12}", "baseline", "cur/base");
+    }
+    println!();
+    for (name, v) in rows {
+        print!("  {name:<48} {:>12.2}", v[0]);
+        if v.len() == 2 {
+            print!(" {:>12.2} {:>11.2}x", v[1], v[0] / v[1]);
+        }
+        println!();
+    }
+}
+
 /// Adds `v` to the row `name` (one value per binary, in order).
 fn push(name: &str, v: f64, rows: &mut Vec<(String, Vec<f64>)>) {
     if let Some(r) = rows.iter_mut().find(|r| r.0 == name) {
@@ -703,18 +720,7 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
     let base_label = baseline
         .as_ref()
         .map(|b| format!("baseline ({})", b.display()));
-    print!("  {:<48} {:>12}", "", "current");
-    if baseline.is_some() {
-        print!(" {:>12} {:>12}", "baseline", "cur/base");
-    }
-    println!();
-    for (name, v) in &rows {
-        print!("  {name:<48} {:>12.2}", v[0]);
-        if v.len() == 2 {
-            print!(" {:>12.2} {:>11.2}x", v[1], v[0] / v[1]);
-        }
-        println!();
-    }
+    print_rows(&rows, baseline.is_some());
     for l in kinds_lines {
         println!("{l}");
     }
@@ -825,18 +831,7 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
             stored_messages(&http, &r.server.base, std::slice::from_ref(&r.thread)).await;
         push("messages on the thread", messages as f64, &mut rows);
     }
-    print!("  {:<48} {:>12}", "", "current");
-    if runs.len() == 2 {
-        print!(" {:>12} {:>12}", "baseline", "cur/base");
-    }
-    println!();
-    for (name, v) in &rows {
-        print!("  {name:<48} {:>12.2}", v[0]);
-        if v.len() == 2 {
-            print!(" {:>12.2} {:>11.2}x", v[1], v[0] / v[1]);
-        }
-        println!();
-    }
+    print_rows(&rows, runs.len() == 2);
     for r in runs {
         r.server.stop();
     }
