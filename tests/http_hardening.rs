@@ -478,9 +478,9 @@ async fn a_client_that_resets_after_sending_never_leaves_the_thread_locked() {
 
 /// Under load, no turn that is making progress loses its lease: 48
 /// concurrent turns whose answers take about a second, each delta a commit,
-/// with a lease of 300 ms. Every step renews the turn's lease in its own
-/// transaction (ADR 0021), so a renewal never has to win the write lock
-/// against the other turns' commits in time.
+/// with a lease of 300 ms. A load check: the background renewal alone may
+/// keep these leases too; that a step renews its own lease (ADR 0021) is
+/// checked in `store::*::a_step_of_a_turn_that_lost_its_lease_writes_nothing`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_load_a_turn_making_progress_keeps_its_lease() {
     let s = TestServer::builder()
