@@ -464,8 +464,17 @@ async fn phase_totals(http: &reqwest::Client, base: &str) -> BTreeMap<String, f6
             .and_then(|k| k.strip_suffix("\"}"))
         {
             out.insert(phase.to_string(), value);
-        } else if key == "turnstile_turns_total" {
-            out.insert("turns".to_string(), value);
+        } else if let Some(name) = key
+            .strip_prefix("turnstile_")
+            .and_then(|k| k.strip_suffix("_total"))
+            .filter(|k| {
+                matches!(
+                    *k,
+                    "turns" | "model_requests" | "store_commits" | "store_committed_bytes"
+                )
+            })
+        {
+            out.insert(name.to_string(), value);
         }
     }
     out
@@ -705,6 +714,19 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
                 push(&format!("server ms per turn: {phase}"), v, &mut rows);
             }
             push("server ms per turn: these phases together", sum, &mut rows);
+            // Counted by the server (a build without the counters shows none).
+            for (key, label) in [
+                ("model_requests", "model requests per turn"),
+                (
+                    "store_commits",
+                    "store commits per turn (group commits, shared)",
+                ),
+                ("store_committed_bytes", "bytes committed per turn"),
+            ] {
+                if let Some(v) = phases.get(key) {
+                    push(label, v / ran, &mut rows);
+                }
+            }
         }
         let per: Vec<String> = kinds
             .iter()

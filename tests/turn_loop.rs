@@ -172,7 +172,7 @@ async fn the_thread_reproduces_what_was_shown_and_the_trace_it_took() {
             "plan-calls",
             "call-returned",
             "plan-again",
-            "answer-after-looking",
+            "answer-in-the-planning-round",
             "answered"
         ]
     );
@@ -303,5 +303,65 @@ async fn a_released_scope_stays_released_when_the_turn_is_cut() {
         "{}",
         answer(&frames)
     );
+    s.pass();
+}
+
+/// The scripted model, counting the requests a turn makes: a planning
+/// round that may answer is one, and so is a responder call.
+#[derive(Default)]
+struct Counting {
+    inner: Scripted,
+    requests: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Model for Counting {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.plan(req).await
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.respond(req).await
+    }
+    async fn step(
+        &self,
+        req: &PlanRequest,
+        answer: &RespondRequest,
+    ) -> Result<turnstile::llm::Reply, LlmError> {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.step(req, answer).await
+    }
+}
+
+/// Issue 19 §5: a turn of N tool steps asks the model N+1 times; a request
+/// that refers to what the turn lacks is asked back in code's words.
+#[tokio::test]
+async fn a_turn_of_n_tool_steps_asks_the_model_n_plus_one_times() {
+    let model = Arc::new(Counting {
+        inner: Scripted::demo(),
+        ..Counting::default()
+    });
+    let s = TestServer::builder().model(model.clone()).start().await;
+    let thread = s.new_thread().await;
+    for (prompt, steps) in [
+        ("hello", 0),
+        ("show safety issues on floor 3", 1),
+        ("show the newest safety issue on floor 3 in detail", 2),
+        ("show quality issues on this floor", 0),
+    ] {
+        let before = model.requests.load(std::sync::atomic::Ordering::SeqCst);
+        let frames = s.say(&thread, prompt).await;
+        assert_done(&frames, prompt);
+        assert_eq!(plans(&frames).len(), steps, "{prompt}");
+        let asked = model.requests.load(std::sync::atomic::Ordering::SeqCst) - before;
+        assert_eq!(asked, steps + 1, "{prompt}: {}", answer(&frames));
+    }
     s.pass();
 }

@@ -6,16 +6,21 @@
 //! an arbitrary byte (inside JSON, sometimes inside a UTF-8 sequence).
 //!
 //! By default it answers the way the scripted model would:
-//! - a planner request (system prompt not the responder's) is planned by
+//! - a planning round (system prompt not the responder's) is planned by
 //!   the real `turnstile_demo::Scripted` planner (as the demo configures
 //!   it), fed with the user message, the request's `tools` and the floor of
-//!   the prompt's host-context block; a plan that narrows the previous
-//!   results calls the adapter's `narrow_previous_results` function;
-//! - a responder request streams text built from the directive lines it
-//!   finds in the system prompt.
+//!   the host-context block; a plan that narrows the previous results calls
+//!   the adapter's `narrow_previous_results` function;
+//! - a round the scripted planner would not call anything in is answered,
+//!   as a tools-loop model answers: text built from the directive lines of
+//!   the request's last system message. Such a request counts as the
+//!   turn's [`Role::Responder`] request, as does a responder request (the
+//!   responder's prompt, no tools).
 //!
-//! Tests queue [`Action`]s per role to make one request misbehave. Every
-//! request is captured for inspection.
+//! Tests queue [`Action`]s per role to make one request misbehave: a
+//! planner action is taken by the next planning round; a responder action
+//! by the next request that answers. Every request is captured for
+//! inspection.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -29,7 +34,7 @@ use axum::routing::post;
 use axum::Router;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use turnstile::llm::openai::{HOST_CONTEXT_TOOL, NARROW_PREVIOUS_TOOL};
+use turnstile::llm::openai::{HOST_CONTEXT_TOOL, NARROW_PREVIOUS_TOOL, SHOW_LINK_TOOL};
 use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
 use turnstile::llm::{ApiKey, Model, OpenAi, OpenAiConfig, PlanRequest, Prompt};
 use turnstile::mcp::ToolInfo;
@@ -66,8 +71,15 @@ impl Captured {
             .unwrap_or("")
     }
 
+    /// The last system message: a planning round's turn blocks (host
+    /// context, directives), or the responder's whole prompt.
     pub fn system(&self) -> &str {
         self.message("system")
+    }
+
+    /// The first message: the fixed system prompt.
+    pub fn fixed(&self) -> &str {
+        self.body["messages"][0]["content"].as_str().unwrap_or("")
     }
 
     pub fn user(&self) -> &str {
@@ -92,6 +104,9 @@ pub enum Action {
     StallAfter(usize),
     /// Answer with exactly this text (a model's own words, honest or not).
     Text(String),
+    /// Write this text, then ask for these calls in the same response (a
+    /// model that narrates "let me look" and then calls a tool).
+    TextThenCalls(String, Vec<(String, String)>),
 }
 
 #[derive(Default)]
@@ -179,17 +194,30 @@ async fn completions(
         raw: raw.clone(),
         body,
     };
-    let role = if captured.system().starts_with(RESPONDER_FIXED) {
-        Role::Responder
+    // A responder request; else a planning round: a queued planner action,
+    // or what the scripted planner makes of it, which answers when it has
+    // nothing to call.
+    let responder = captured.fixed().starts_with(RESPONDER_FIXED);
+    let planned = match responder {
+        true => None,
+        false => shared.planner.lock().unwrap().pop_front(),
+    };
+    let (role, queued, plan) = if responder {
+        let queued = shared.responder.lock().unwrap().pop_front();
+        (Role::Responder, queued, None)
+    } else if let Some(action) = planned {
+        (Role::Planner, Some(action), None)
     } else {
-        Role::Planner
+        let plan = plan_like_scripted(&captured).await;
+        if plan.is_answer() {
+            let queued = shared.responder.lock().unwrap().pop_front();
+            (Role::Responder, queued, None)
+        } else {
+            (Role::Planner, None, Some(plan))
+        }
     };
     let captured = Captured { role, ..captured };
     shared.requests.lock().unwrap().push(captured.clone());
-    let queued = match role {
-        Role::Planner => shared.planner.lock().unwrap().pop_front(),
-        Role::Responder => shared.responder.lock().unwrap().pop_front(),
-    };
     match (role, queued) {
         (_, Some(Action::Status(status, body))) => (
             StatusCode::from_u16(status).unwrap(),
@@ -208,6 +236,13 @@ async fn completions(
         )
             .into_response(),
         (_, Some(Action::Text(text))) => sse(text_events(&text), End::Clean),
+        (_, Some(Action::TextThenCalls(text, calls))) => {
+            let mut events = text_events(&text);
+            // Without the text's finish and usage chunks.
+            events.truncate(events.len() - 2);
+            events.extend(tool_call_events(&calls, "tool_calls"));
+            sse(events, End::Clean)
+        }
         (_, Some(Action::ToolCalls(calls))) => {
             sse(tool_call_events(&calls, "tool_calls"), End::Clean)
         }
@@ -232,13 +267,15 @@ async fn completions(
                 .collect(),
             End::Stall,
         ),
-        (Role::Planner, None) => plan_like_scripted(&captured).await,
-        (Role::Responder, None) => sse(text_events(&responder_text(&captured)), End::Clean),
+        (_, None) => match plan {
+            Some(plan) => plan_events(&captured, &plan),
+            None => sse(text_events(&responder_text(&captured)), End::Clean),
+        },
     }
 }
 
 /// The real scripted planner, run on what the request says.
-async fn plan_like_scripted(req: &Captured) -> Response {
+async fn plan_like_scripted(req: &Captured) -> turnstile::llm::Plan {
     let tools: Vec<ToolInfo> = req.body["tools"]
         .as_array()
         .map(|t| {
@@ -259,19 +296,21 @@ async fn plan_like_scripted(req: &Captured) -> Response {
         history: vec![],
         steps: earlier_steps(&req.body),
     };
-    let offered = |name: &str| plan_req.tools.iter().any(|t| t.name == name);
-    let narrow_offered = offered(NARROW_PREVIOUS_TOOL);
-    let plan = Scripted::demo()
+    Scripted::demo()
         .plan(&plan_req)
         .await
-        .expect("scripted plans");
-    if plan.calls.is_empty() {
-        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
-        events.push(chunk(json!({"content": "No tool is needed."}), None));
-        events.push(chunk(json!({}), Some("stop")));
-        events.push(usage_chunk());
-        return sse(events, End::Clean);
-    }
+        .expect("scripted plans")
+}
+
+/// A plan as a tools-loop model writes it: tool calls, the markers as the
+/// adapter's functions.
+fn plan_events(req: &Captured, plan: &turnstile::llm::Plan) -> Response {
+    let offered = |name: &str| {
+        req.body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == name))
+    };
+    let narrow_offered = offered(NARROW_PREVIOUS_TOOL);
     let mut calls: Vec<(String, String)> = plan
         .calls
         .iter()
@@ -294,6 +333,9 @@ async fn plan_like_scripted(req: &Captured) -> Response {
                 ),
             );
         }
+    }
+    if plan.shows_link && offered(SHOW_LINK_TOOL) {
+        calls.push((SHOW_LINK_TOOL.to_string(), "{}".to_string()));
     }
     sse(tool_call_events(&calls, "tool_calls"), End::Clean)
 }
@@ -338,8 +380,9 @@ fn earlier_steps(body: &Value) -> Vec<Vec<turnstile::llm::CallRecord>> {
     steps
 }
 
-/// `floor: X` from the prompt's host-context block.
+/// `floor: X` from the request's host-context block.
 fn host_floor(system: &str) -> Option<String> {
+    let system = format!("\n\n{system}");
     let block = system.split("\n\n## Host context\n").nth(1)?;
     let block = block.split("\n\n## ").next()?;
     block
@@ -350,6 +393,7 @@ fn host_floor(system: &str) -> Option<String> {
 
 /// The directive lines of the responder prompt.
 pub fn directives(system: &str) -> Vec<String> {
+    let system = format!("\n\n{system}");
     let Some(block) = system.split("\n\n## Directives\n").nth(1) else {
         return vec![];
     };

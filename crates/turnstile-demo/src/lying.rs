@@ -23,7 +23,9 @@ use serde_json::{json, Map, Value};
 
 use turnstile::judge::emptiness::AbsenceCause;
 use turnstile::judge::Anchor;
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
+use turnstile::llm::{
+    LlmError, Model, Plan, PlanRequest, PlannedCall, Reply, RespondRequest, TextStream,
+};
 
 /// A number no demo result licenses: a made-up count.
 const MADE_UP: &str = "4,211";
@@ -399,19 +401,34 @@ impl<M: Model> Model for Lying<M> {
         Ok(self_confirm(req, self.inner.plan(req).await?))
     }
 
-    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
-        let mut inner = self.inner.respond(req).await?;
-        let mut honest = String::new();
-        while let Some(delta) = inner.next().await {
-            honest += &delta?;
-        }
-        let told = lies(req);
-        let text = match told.is_empty() {
-            true => honest,
-            false => mix(&honest, &told),
-        };
-        Ok(stream::iter(words(&text).into_iter().map(Ok)).boxed())
+    fn requests_to_answer(&self) -> u64 {
+        self.inner.requests_to_answer()
     }
+
+    async fn step(&self, req: &PlanRequest, answer: &RespondRequest) -> Result<Reply, LlmError> {
+        match self.inner.step(req, answer).await? {
+            Reply::Plan(p) => Ok(Reply::Plan(self_confirm(req, p))),
+            Reply::Answer(honest) => Ok(Reply::Answer(lie_over(honest, answer).await?)),
+        }
+    }
+
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        lie_over(self.inner.respond(req).await?, req).await
+    }
+}
+
+/// The honest answer with this model's lies mixed in.
+async fn lie_over(mut inner: TextStream, req: &RespondRequest) -> Result<TextStream, LlmError> {
+    let mut honest = String::new();
+    while let Some(delta) = inner.next().await {
+        honest += &delta?;
+    }
+    let told = lies(req);
+    let text = match told.is_empty() {
+        true => honest,
+        false => mix(&honest, &told),
+    };
+    Ok(stream::iter(words(&text).into_iter().map(Ok)).boxed())
 }
 
 #[cfg(test)]

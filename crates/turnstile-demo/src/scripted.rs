@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use turnstile::judge::sentences::sentence;
 use turnstile::judge::Anchor;
 use turnstile::llm::{
-    CallRecord, LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream,
+    CallRecord, LlmError, Model, Plan, PlanRequest, PlannedCall, Reply, RespondRequest, TextStream,
 };
 
 #[derive(Debug, Default, Clone)]
@@ -718,6 +718,20 @@ impl Model for Scripted {
 
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
         Ok(self.plan_for(req))
+    }
+
+    /// One request per round, as a tools-loop model makes: a round with
+    /// nothing to call is the answer.
+    fn requests_to_answer(&self) -> u64 {
+        1
+    }
+
+    async fn step(&self, req: &PlanRequest, answer: &RespondRequest) -> Result<Reply, LlmError> {
+        let plan = self.plan_for(req);
+        match plan.is_answer() {
+            true => Ok(Reply::Answer(self.respond(answer).await?)),
+            false => Ok(Reply::Plan(plan)),
+        }
     }
 
     async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::{stream, StreamExt};
 use tokio::time::Instant;
 
-use turnstile::llm::{LlmError, Model, Plan, PlanRequest, RespondRequest, TextStream};
+use turnstile::llm::{LlmError, Model, Plan, PlanRequest, Reply, RespondRequest, TextStream};
 
 /// `inner`, with every answer delta released `delay` after the previous
 /// one was due. Plans are not delayed.
@@ -61,6 +61,19 @@ impl<M: Model> Model for Slowed<M> {
 
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
         self.inner.plan(req).await
+    }
+
+    fn requests_to_answer(&self) -> u64 {
+        self.inner.requests_to_answer()
+    }
+
+    async fn step(&self, req: &PlanRequest, answer: &RespondRequest) -> Result<Reply, LlmError> {
+        match self.inner.step(req, answer).await? {
+            Reply::Answer(inner) if !self.delay.is_zero() => {
+                Ok(Reply::Answer(paced(inner, self.delay)))
+            }
+            reply => Ok(reply),
+        }
     }
 
     async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {

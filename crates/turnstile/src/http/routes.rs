@@ -119,14 +119,27 @@ fn turn_traces(
         .collect()
 }
 
-/// Row counters in Prometheus text format.
-pub async fn metrics() -> impl IntoResponse {
+/// Row counters in Prometheus text format, with the store's commits and
+/// committed bytes.
+pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
+    let store = [
+        (
+            "turnstile_store_commits",
+            "Transactions committed: each group commit of steps once, and each lease claim, renewal, release, approval swap and thread creation",
+            st.store.commits(),
+        ),
+        (
+            "turnstile_store_committed_bytes",
+            "Payload bytes the step writer committed: message bodies, machine heads and trace rows",
+            st.store.committed_bytes(),
+        ),
+    ];
     (
         [(
             axum::http::header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        crate::protocols::telemetry::render(),
+        crate::protocols::telemetry::render_with(&store),
     )
 }
 

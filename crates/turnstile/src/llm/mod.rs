@@ -26,6 +26,11 @@ pub enum LlmError {
     Request(String),
     #[error("model stream broke: {0}")]
     Stream(String),
+    /// The model asked for tools after it had begun its answer: the text
+    /// already shown stands, the calls are not run (turn row
+    /// `calls-after-text-not-run`).
+    #[error("the model asked for {} after it began answering", tools.join(", "))]
+    CallsAfterText { tools: Vec<String> },
 }
 
 /// What the planner sees.
@@ -110,10 +115,61 @@ pub struct RespondRequest {
 
 pub type TextStream = BoxStream<'static, Result<String, LlmError>>;
 
+/// What one planning round came to: calls (or markers) for code to act
+/// on, or the answer itself, streaming.
+pub enum Reply {
+    Plan(Plan),
+    /// The model answered in this round: the stream is the turn's answer,
+    /// and goes through the narration guard like any other. It may end
+    /// with [`LlmError::CallsAfterText`].
+    Answer(TextStream),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Plan(p) => f.debug_tuple("Plan").field(p).finish(),
+            Reply::Answer(_) => f.write_str("Answer(..)"),
+        }
+    }
+}
+
+impl Plan {
+    /// Nothing for code to do: no call and no marker. Such a round's
+    /// answer is the turn's answer.
+    pub fn is_answer(&self) -> bool {
+        self.calls.is_empty()
+            && !self.shows_link
+            && !self.narrows_previous
+            && self.from_context.is_empty()
+    }
+}
+
 #[async_trait::async_trait]
 pub trait Model: Send + Sync {
     fn name(&self) -> &str;
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError>;
     /// Streams the answer as text deltas.
     async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError>;
+    /// One planning round that may answer (issue 19 §5): a turn of N tool
+    /// steps asks N+1 times. `req` carries the directives as its last
+    /// blocks; `answer` is the same turn as the responder would see it.
+    ///
+    /// The default asks twice (`plan`, then `respond` when the plan is an
+    /// answer): right for a model whose planner cannot write the answer.
+    /// The OpenAI adapter and the scripted model answer in one request.
+    async fn step(&self, req: &PlanRequest, answer: &RespondRequest) -> Result<Reply, LlmError> {
+        let plan = self.plan(req).await?;
+        if !plan.is_answer() {
+            return Ok(Reply::Plan(plan));
+        }
+        Ok(Reply::Answer(self.respond(answer).await?))
+    }
+
+    /// Requests a round that answers costs: 1 for a model that answers in
+    /// its planning round, 2 for the default [`step`](Self::step). Turns
+    /// count model requests by it.
+    fn requests_to_answer(&self) -> u64 {
+        2
+    }
 }

@@ -42,7 +42,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, RespondRequest, TextStream};
+use super::{LlmError, Model, Plan, PlanRequest, PlannedCall, Reply, RespondRequest, TextStream};
 use crate::mcp::ToolInfo;
 use crate::wire::sse::SseDecoder;
 
@@ -202,6 +202,8 @@ pub enum OpenAiError {
     TruncatedAnswer,
     #[error("the model's content filter stopped the output")]
     ContentFilter,
+    #[error("the model asked for {} after it began answering", .0.join(", "))]
+    CallsAfterText(Vec<String>),
 }
 
 impl OpenAiError {
@@ -224,6 +226,9 @@ impl OpenAiError {
 
 impl From<OpenAiError> for LlmError {
     fn from(e: OpenAiError) -> Self {
+        if let OpenAiError::CallsAfterText(tools) = e {
+            return LlmError::CallsAfterText { tools };
+        }
         if e.is_stream() {
             LlmError::Stream(e.to_string())
         } else {
@@ -373,7 +378,10 @@ impl OpenAi {
         }
     }
 
-    async fn plan_inner(&self, req: &PlanRequest) -> Result<Plan, OpenAiError> {
+    /// One planning round. With `may_answer`, a response whose first
+    /// words come before any tool call is the turn's answer: it is returned
+    /// streaming, as the responder's would be (issue 19 §5).
+    async fn step_inner(&self, req: &PlanRequest, may_answer: bool) -> Result<Reply, OpenAiError> {
         let tools = wire_tools(&req.tools);
         let body = self.body(plan_messages(req, &tools), &tools);
         let mut reader = self.open(&body, "planner").await?;
@@ -397,12 +405,31 @@ impl OpenAi {
                 if let Some(text) = choice.delta.content {
                     content += &text;
                 }
+                // A refusal is a sentence for the user like any other.
+                if let Some(text) = choice.delta.refusal {
+                    content += &text;
+                }
                 for d in choice.delta.tool_calls.unwrap_or_default() {
                     calls.push(&d);
                 }
                 if choice.finish_reason.is_some() {
                     finish = choice.finish_reason;
                 }
+            }
+            // Words before any call: the model is answering. Leading
+            // whitespace alone decides nothing (some models send "\n\n"
+            // before their calls).
+            if may_answer && calls.calls.is_empty() && !content.trim().is_empty() {
+                let state = Responding {
+                    reader,
+                    pending: Some(content),
+                    late: Vec::new(),
+                    finish,
+                    usage,
+                    redactor: self.redactor(),
+                    model: self.cfg.model.clone(),
+                };
+                return Ok(Reply::Answer(answer_stream(state)));
             }
         }
         log_usage(
@@ -420,6 +447,11 @@ impl OpenAi {
             None if !done => return Err(OpenAiError::Unfinished),
             _ => {}
         }
+        Ok(Reply::Plan(self.read_plan(calls, &content, &tools)))
+    }
+
+    /// The calls and markers of a finished planning round.
+    fn read_plan(&self, calls: ToolCallAssembler, content: &str, tools: &[WireTool]) -> Plan {
         let (marks, calls): (Vec<PlannedCall>, Vec<PlannedCall>) =
             calls.into_calls().into_iter().partition(|c| {
                 c.tool == NARROW_PREVIOUS_TOOL
@@ -457,13 +489,13 @@ impl OpenAi {
                 text
             }
         };
-        Ok(Plan {
+        Plan {
             calls,
             note,
             narrows_previous,
             from_context,
             shows_link,
-        })
+        }
     }
 }
 
@@ -474,7 +506,21 @@ impl Model for OpenAi {
     }
 
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
-        self.plan_inner(req)
+        match self.step_inner(req, false).await {
+            Ok(Reply::Plan(p)) => Ok(p),
+            Ok(Reply::Answer(_)) => Err(LlmError::Request(
+                "a planning round that may not answer answered".into(),
+            )),
+            Err(e) => Err(LlmError::from(self.scrub_err(e))),
+        }
+    }
+
+    fn requests_to_answer(&self) -> u64 {
+        1
+    }
+
+    async fn step(&self, req: &PlanRequest, _answer: &RespondRequest) -> Result<Reply, LlmError> {
+        self.step_inner(req, true)
             .await
             .map_err(|e| LlmError::from(self.scrub_err(e)))
     }
@@ -491,23 +537,26 @@ impl Model for OpenAi {
             .map_err(|e| LlmError::from(self.scrub_err(e)))?;
         let state = Responding {
             reader,
+            pending: None,
+            late: Vec::new(),
             finish: None,
             usage: None,
             redactor: self.redactor(),
             model: self.cfg.model.clone(),
         };
-        Ok(Box::pin(futures::stream::unfold(
-            Some(state),
-            |st| async move {
-                let mut st = st?;
-                match st.next_text().await {
-                    Ok(Some(text)) => Some((Ok(text), Some(st))),
-                    Ok(None) => None,
-                    Err(e) => Some((Err(LlmError::from(st.redactor.error(e))), None)),
-                }
-            },
-        )))
+        Ok(answer_stream(state))
     }
+}
+
+fn answer_stream(state: Responding) -> TextStream {
+    Box::pin(futures::stream::unfold(Some(state), |st| async move {
+        let mut st = st?;
+        match st.next_text().await {
+            Ok(Some(text)) => Some((Ok(text), Some(st))),
+            Ok(None) => None,
+            Err(e) => Some((Err(LlmError::from(st.redactor.error(e))), None)),
+        }
+    }))
 }
 
 /// Removes the key from messages that may quote something the server or a
@@ -663,6 +712,10 @@ pub fn shown_url(url: &str) -> String {
 
 struct Responding {
     reader: ChunkReader,
+    /// Text read before the answer was known to be one.
+    pending: Option<String>,
+    /// Tools the model asked for after its text began.
+    late: Vec<String>,
     finish: Option<String>,
     usage: Option<Usage>,
     redactor: Redactor,
@@ -672,6 +725,9 @@ struct Responding {
 impl Responding {
     /// The next non-empty text delta; `None` at a clean end.
     async fn next_text(&mut self) -> Result<Option<String>, OpenAiError> {
+        if let Some(text) = self.pending.take() {
+            return Ok(Some(text));
+        }
         loop {
             let chunk = match self.reader.next().await? {
                 Some(Event::Chunk(c)) => c,
@@ -690,6 +746,14 @@ impl Responding {
                 if let Some(t) = choice.delta.refusal {
                     text += &t;
                 }
+                // A call after the text began is not run; only its name is
+                // kept, to say what was dropped.
+                for d in choice.delta.tool_calls.unwrap_or_default() {
+                    let name = d.function.and_then(|f| f.name).unwrap_or_default();
+                    if !name.is_empty() || self.late.is_empty() {
+                        self.late.push(name);
+                    }
+                }
                 if choice.finish_reason.is_some() {
                     self.finish = choice.finish_reason;
                 }
@@ -703,6 +767,14 @@ impl Responding {
     fn end(&mut self, done: bool) -> Result<Option<String>, OpenAiError> {
         let finish = self.finish.as_deref();
         log_usage(&self.model, "responder", self.usage.as_ref(), finish);
+        if !self.late.is_empty() {
+            let mut tools: Vec<String> = self.late.drain(..).filter(|t| !t.is_empty()).collect();
+            tools.dedup();
+            if tools.is_empty() {
+                tools.push("a tool".into());
+            }
+            return Err(OpenAiError::CallsAfterText(tools));
+        }
         match finish {
             Some("length") => Err(OpenAiError::TruncatedAnswer),
             Some("content_filter") => Err(OpenAiError::ContentFilter),
@@ -742,7 +814,7 @@ impl WireTool {
 /// call, carrying the judge's bounded digest (never the raw result) under
 /// the matching `tool_call_id`.
 fn plan_messages(req: &PlanRequest, tools: &[WireTool]) -> Vec<Value> {
-    let mut out = vec![json!({"role": "system", "content": req.prompt.render()})];
+    let mut out = vec![json!({"role": "system", "content": req.prompt.fixed})];
     for turn in &req.history {
         out.push(json!({"role": "user", "content": turn.user}));
         let mut answer = turn.answer.clone();
@@ -773,6 +845,13 @@ fn plan_messages(req: &PlanRequest, tools: &[WireTool]) -> Vec<Value> {
         for c in step {
             out.push(json!({"role": "tool", "tool_call_id": c.id, "content": c.digest.render()}));
         }
+    }
+    // The turn's own blocks (host context, directives, digests) last: the
+    // fixed prompt, the tools and the history before them stay a
+    // byte-identical prefix for the provider's prompt cache (ADR 0022).
+    let blocks = req.prompt.render_blocks();
+    if !blocks.is_empty() {
+        out.push(json!({"role": "system", "content": blocks.trim_start()}));
     }
     out
 }

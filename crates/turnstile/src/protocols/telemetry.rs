@@ -31,6 +31,7 @@ struct Metrics {
     rows: Family<RowLabels, Counter>,
     phases: Family<PhaseLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
     turns: Counter,
+    model_requests: Counter,
 }
 
 fn metrics() -> &'static Metrics {
@@ -51,11 +52,18 @@ fn metrics() -> &'static Metrics {
         );
         let turns = Counter::default();
         registry.register("turnstile_turns", "Turns run (a resumed stream counts once more)", turns.clone());
+        let model_requests = Counter::default();
+        registry.register(
+            "turnstile_model_requests",
+            "Requests turns made to the model (a planning round, or a responder call)",
+            model_requests.clone(),
+        );
         Metrics {
             registry,
             rows,
             phases,
             turns,
+            model_requests,
         }
     })
 }
@@ -132,10 +140,29 @@ pub fn turn_ran() {
     metrics().turns.inc();
 }
 
+/// Requests a turn made to the model.
+pub fn model_requests(n: u64) {
+    metrics().model_requests.inc_by(n);
+}
+
 /// The counters in Prometheus text format.
 pub fn render() -> String {
+    render_with(&[])
+}
+
+/// The counters, and beside them counters their owners keep (the store's
+/// commits and bytes): `(name, help, value)`.
+pub fn render_with(counters: &[(&str, &str, u64)]) -> String {
+    use prometheus_client::encoding::text;
+    use prometheus_client::metrics::counter::ConstCounter;
+    let mut extra = Registry::default();
+    for (name, help, value) in counters {
+        extra.register(*name, *help, ConstCounter::new(*value));
+    }
     let mut out = String::new();
     // Writing into a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut out, &metrics().registry);
+    let _ = text::encode_registry(&mut out, &metrics().registry);
+    let _ = text::encode_registry(&mut out, &extra);
+    let _ = text::encode_eof(&mut out);
     out
 }

@@ -29,6 +29,9 @@ crate::names! {
         Answered = "answered",
         /// The model planned nothing on the first step.
         PlanEmpty = "plan_empty",
+        /// The planning round answered in text: that text is the answer,
+        /// streaming (issue 19 §5).
+        Answering = "answering",
         /// The plan refers to something the turn does not have: "this
         /// floor" with no floor in the host context, "those" with no
         /// earlier results. Nothing is called; the user is asked.
@@ -51,6 +54,8 @@ crate::names! {
         StoredDelivery = "stored_delivery",
         ResponderFinished = "responder_finished",
         ResponderFailed = "responder_failed",
+        /// The model asked for tools after its answer began.
+        CallsAfterText = "calls_after_text",
         ClientGone = "client_gone",
     }
 }
@@ -66,6 +71,11 @@ crate::names! {
         Judge = "judge",
         /// Stream the responder's answer.
         Respond = "respond",
+        /// Stream the answer the planning round began.
+        Stream = "stream",
+        /// Say code's own sentence for the anchors, through the narration
+        /// guard; no model request.
+        Explain = "explain",
         /// Send the interrupt and end the stream; the turn waits.
         Suspend = "suspend",
         /// Format the terminal result by code and end the turn.

@@ -173,6 +173,9 @@ pub struct Store {
     /// Write statements and transactions committed through this handle
     /// and its clones (benchmarks report commits per turn and per cycle).
     commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Payload bytes the writer committed (message bodies, machine heads
+    /// and trace rows).
+    bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A connection string, classified.
@@ -335,12 +338,15 @@ impl Store {
             migrator().run(&pool).await?;
             tracing::info!("store ready");
             let commits: std::sync::Arc<std::sync::atomic::AtomicU64> = Default::default();
-            let writer = writer::Writer::spawn(pool.clone(), backend, commits.clone());
+            let bytes: std::sync::Arc<std::sync::atomic::AtomicU64> = Default::default();
+            let writer =
+                writer::Writer::spawn(pool.clone(), backend, commits.clone(), bytes.clone());
             Ok(Store {
                 pool,
                 backend,
                 writer,
                 commits,
+                bytes,
             })
         }
         .instrument(span)
@@ -352,6 +358,12 @@ impl Store {
     /// release, and thread creation is one commit.
     pub fn commits(&self) -> u64 {
         self.commits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Payload bytes the step writer committed (message bodies, machine
+    /// heads and trace rows; not the SQL around them).
+    pub fn committed_bytes(&self) -> u64 {
+        self.bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Counts one committed write.

@@ -89,6 +89,20 @@ impl Step {
     }
 }
 
+impl Step {
+    /// The payload bytes the step writes: message bodies, machine heads
+    /// and trace rows (what grows with a turn, not the SQL around it).
+    fn bytes(&self) -> u64 {
+        let messages: usize = self.messages.iter().map(|(_, body, _)| body.len()).sum();
+        let machines: usize = (self.machines.iter())
+            .map(|(name, head, _, rows)| {
+                name.len() + head.len() + rows.iter().map(String::len).sum::<usize>()
+            })
+            .sum();
+        (messages + machines) as u64
+    }
+}
+
 type Reply = oneshot::Sender<Result<Written, StoreError>>;
 
 /// The handle every clone of a store shares.
@@ -99,9 +113,14 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Starts the writer task of `pool`. It ends when every handle is gone.
-    pub(super) fn spawn(pool: AnyPool, backend: Backend, commits: Arc<AtomicU64>) -> Writer {
+    pub(super) fn spawn(
+        pool: AnyPool,
+        backend: Backend,
+        commits: Arc<AtomicU64>,
+        bytes: Arc<AtomicU64>,
+    ) -> Writer {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(pool, backend, commits, rx));
+        tokio::spawn(run(pool, backend, commits, bytes, rx));
         Writer { tx }
     }
 
@@ -122,6 +141,7 @@ async fn run(
     pool: AnyPool,
     backend: Backend,
     commits: Arc<AtomicU64>,
+    bytes: Arc<AtomicU64>,
     mut rx: mpsc::Receiver<(Step, Reply)>,
 ) {
     while let Some(first) = rx.recv().await {
@@ -138,6 +158,7 @@ async fn run(
         match results {
             Ok(results) => {
                 commits.fetch_add(1, Ordering::Relaxed);
+                bytes.fetch_add(steps.iter().map(Step::bytes).sum(), Ordering::Relaxed);
                 for (reply, result) in replies.into_iter().zip(results) {
                     let _ = reply.send(result);
                 }

@@ -217,6 +217,8 @@ impl Turn<'_> {
             TurnEffect::Call => self.call().await?,
             TurnEffect::Judge => self.judge().await?,
             TurnEffect::Respond => self.respond().await?,
+            TurnEffect::Stream => self.stream_begun().await?,
+            TurnEffect::Explain => self.explain().await?,
             TurnEffect::Finish => {
                 self.finish().await?;
                 return Ok(None);

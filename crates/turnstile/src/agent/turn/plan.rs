@@ -8,19 +8,27 @@ use crate::agent::records::Record;
 use crate::judge::narrowing::Scope;
 use crate::judge::Anchor;
 use crate::llm::prompt::PLANNER_FIXED;
-use crate::llm::{PlanRequest, PlannedCall, Prompt};
+use crate::llm::{PlanRequest, PlannedCall, Prompt, Reply};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
 
 impl Turn<'_> {
     /// Asks the planner, with the thread's history and this turn's digests,
-    /// and classifies its answer.
+    /// and classifies its answer. The round may answer instead of planning
+    /// (issue 19 §5): then it is given the directives, and its text is the
+    /// turn's answer.
     pub(super) async fn plan(&mut self) -> Result<TurnEvent, Stop> {
         self.cursor.step += 1;
+        let answer = self.responder_request();
+        // The turn's own blocks; the adapter sends them after the history
+        // and the tool loop, so the fixed prefix stays cacheable.
         let mut prompt = Prompt::new(PLANNER_FIXED);
         if let Some(c) = self.thread.context.as_ref().filter(|c| !c.is_empty()) {
             prompt = prompt.block("Host context", c.prompt_text());
+        }
+        if let Some(directives) = self.directives() {
+            prompt = prompt.block("Directives", directives);
         }
         let req = PlanRequest {
             prompt,
@@ -36,10 +44,18 @@ impl Turn<'_> {
         };
         self.export_model_call()?;
         let asked = std::time::Instant::now();
-        let planned = self.agent.model.plan(&req).await;
+        let planned = self.agent.model.step(&req, &answer).await;
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
+        telemetry::model_requests(match &planned {
+            Ok(Reply::Answer(_)) => self.agent.model.requests_to_answer(),
+            _ => 1,
+        });
         let plan = match planned {
-            Ok(p) => p,
+            Ok(Reply::Plan(p)) => p,
+            Ok(Reply::Answer(stream)) => {
+                self.cursor.answer = Some(stream);
+                return Ok(TurnEvent::Answering);
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "planner failed");
                 self.evidence.failure = Some(wire::Error {

@@ -16,23 +16,63 @@ use futures::stream::Fuse;
 use futures::{FutureExt, StreamExt};
 
 impl Turn<'_> {
-    /// Streams the answer, and classifies how the responder ended.
+    /// Asks the responder (after the step limit, or to ask for a missing
+    /// reference), streams its answer, and classifies how it ended.
     pub(super) async fn respond(&mut self) -> Result<TurnEvent, Stop> {
         self.export_model_call()?;
         let req = self.responder_request();
-        // Fused: a batch may have seen the stream end, and an ended stream
-        // (an `unfold`, say) must not be polled again.
         let asked = std::time::Instant::now();
+        telemetry::model_requests(1);
         let opened = self.agent.model.respond(&req).await;
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
-        let stream = match opened {
-            Ok(s) => s.fuse(),
-            Err(e) => {
-                return Ok(self.responder_failed(format!("the model could not answer: {e}")));
+        match opened {
+            Ok(s) => self.stream(s).await,
+            Err(e) => Ok(self.responder_failed(format!("the model could not answer: {e}"))),
+        }
+    }
+
+    /// The `explain` effect: what the turn lacks ("this floor" with no
+    /// floor on the screen, "those" with nothing before, a link that is not
+    /// there) is said in code's own sentences for the anchors, through the
+    /// narration guard like a model's; no second model request.
+    pub(super) async fn explain(&mut self) -> Result<TurnEvent, Stop> {
+        let korean = vocab::detect(&self.user_text) == Lang::Ko;
+        let text = (self.evidence.anchors.iter())
+            .map(|a| crate::judge::sentences::sentence(a, korean))
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut guard = self.guard();
+        let mut pieces = guard.push(&text);
+        pieces.extend(guard.finish());
+        self.say(pieces).await?;
+        if self.evidence.answer.is_empty() {
+            return Ok(self.responder_failed("code has no sentence for what is missing".into()));
+        }
+        Ok(TurnEvent::ResponderFinished)
+    }
+
+    /// The `stream` effect: the answer a planning round began.
+    pub(super) async fn stream_begun(&mut self) -> Result<TurnEvent, Stop> {
+        match self.cursor.answer.take() {
+            Some(s) => self.stream(s).await,
+            None => Ok(self.responder_failed("the model's answer was not kept".into())),
+        }
+    }
+
+    /// Streams an answer, and classifies how it ended.
+    async fn stream(&mut self, stream: TextStream) -> Result<TurnEvent, Stop> {
+        // Fused: a batch may have seen the stream end, and an ended stream
+        // (an `unfold`, say) must not be polled again.
+        match self.stream_answer(stream.fuse()).await? {
+            Some(LlmError::CallsAfterText { tools }) => {
+                // The text shown stands; the calls are not run: a plan
+                // after a delta is the frame table's `plan-after-delta`.
+                tracing::warn!(tools = ?tools, "the model asked for tools after it began answering; not run");
+                return Ok(TurnEvent::CallsAfterText);
             }
-        };
-        if let Some(e) = self.stream_answer(stream).await? {
-            return Ok(self.responder_failed(format!("the model stream broke: {e}")));
+            Some(e) => return Ok(self.responder_failed(format!("the model stream broke: {e}"))),
+            None => {}
         }
         if self.evidence.answer.is_empty() {
             return Ok(self.responder_failed("the model returned no answer".into()));
@@ -48,16 +88,26 @@ impl Turn<'_> {
         TurnEvent::ResponderFailed
     }
 
+    /// The directives code derived, one line each with where it came
+    /// from; `None` before there is any.
+    pub(super) fn directives(&self) -> Option<String> {
+        let evidence = &self.evidence;
+        if evidence.anchors.is_empty() {
+            return None;
+        }
+        let lines: Vec<String> = (evidence.anchors.iter().zip(&evidence.origins))
+            .map(|(a, o)| format!("- ({o}) {}", a.text()))
+            .collect();
+        Some(lines.join("\n"))
+    }
+
     /// What the responder sees: the directives code derived (with where
     /// each came from) and the digests, never a raw result.
-    fn responder_request(&self) -> RespondRequest {
+    pub(super) fn responder_request(&self) -> RespondRequest {
         let mut prompt = Prompt::new(RESPONDER_FIXED);
         let evidence = &self.evidence;
-        if !evidence.anchors.is_empty() {
-            let lines: Vec<String> = (evidence.anchors.iter().zip(&evidence.origins))
-                .map(|(a, o)| format!("- ({o}) {}", a.text()))
-                .collect();
-            prompt = prompt.block("Directives", lines.join("\n"));
+        if let Some(directives) = self.directives() {
+            prompt = prompt.block("Directives", directives);
         }
         if !evidence.digests.is_empty() {
             let lines: Vec<String> = (evidence.digests.iter())
@@ -114,9 +164,9 @@ impl Turn<'_> {
             }
             let checked = std::time::Instant::now();
             let mut pieces = guard.push(&batch);
-            // The stream's end is in this batch: its last sentence goes
-            // with it.
-            if ended && broken.is_none() {
+            // The stream's end is in this batch (or the model turned to
+            // tool calls after its text): its last sentence goes with it.
+            if (ended || broken.is_some()) && whole(&broken) {
                 pieces.extend(guard.finish());
             }
             telemetry::phase(telemetry::Phase::Guard, checked.elapsed());
@@ -127,7 +177,7 @@ impl Turn<'_> {
         }
         // A stream that broke mid-sentence leaves that sentence unchecked:
         // it is not shown.
-        if broken.is_none() {
+        if whole(&broken) {
             let pieces = guard.finish();
             self.say(pieces).await?;
         }
@@ -215,4 +265,10 @@ impl Turn<'_> {
         };
         self.step(wire::Frame::Delta(frame), vec![record]).await
     }
+}
+
+/// Whether the text read so far is whole: the stream ended, or the model
+/// went on to ask for tools after it (the text before stands).
+fn whole(broken: &Option<LlmError>) -> bool {
+    matches!(broken, None | Some(LlmError::CallsAfterText { .. }))
 }

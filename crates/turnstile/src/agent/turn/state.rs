@@ -72,6 +72,9 @@ pub(super) struct Cursor {
     pub(super) planned_calls: usize,
     pub(super) pending: VecDeque<PlannedCall>,
     pub(super) outcome: Option<Outcome>,
+    /// The answer a planning round began, until the `stream` effect takes
+    /// it (turn row `answer-in-the-planning-round`).
+    pub(super) answer: Option<crate::llm::TextStream>,
 }
 
 /// What ran: each step's call records, and the listing machines
