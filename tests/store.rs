@@ -91,7 +91,7 @@ suite!(
     expired_lease_is_taken_over,
     concurrent_lease_claims_from_two_pools,
     pointers_move_with_the_step_that_marks,
-    recent_messages_page_newest_first,
+    recent_said_pages_newest_first_without_tool_records,
     a_failing_step_among_concurrent_ones_fails_alone,
     a_step_of_a_turn_that_lost_its_lease_writes_nothing,
 );
@@ -279,20 +279,25 @@ async fn a_step_of_a_turn_that_lost_its_lease_writes_nothing(db: &Db) {
     assert!(after > before, "{after} > {before}");
 }
 
-/// The history reads newest first a page at a time.
-async fn recent_messages_page_newest_first(db: &Db) {
+/// The history reads newest first a page at a time, and never the tool
+/// records (calls and raw results).
+async fn recent_said_pages_newest_first_without_tool_records(db: &Db) {
     let store = db.open().await;
     let t = store.create_thread(None).await.unwrap();
     let bodies: Vec<NewMessage> = (1..=10)
         .map(|n| msg(Role::User, json!({ "n": n })))
         .collect();
     store.step(&t.id, "t1", &bodies, &[]).await.unwrap();
+    let tools: Vec<NewMessage> = (11..=12)
+        .map(|n| msg(Role::Tool, json!({ "n": n })))
+        .collect();
+    store.step(&t.id, "t1", &tools, &[]).await.unwrap();
     let seqs = |m: Vec<turnstile::store::Message>| m.iter().map(|m| m.seq).collect::<Vec<_>>();
-    let first = store.recent_messages(&t.id, None, 4).await.unwrap();
+    let first = store.recent_said(&t.id, None, 4).await.unwrap();
     assert_eq!(seqs(first), [10, 9, 8, 7]);
-    let next = store.recent_messages(&t.id, Some(7), 4).await.unwrap();
+    let next = store.recent_said(&t.id, Some(7), 4).await.unwrap();
     assert_eq!(seqs(next), [6, 5, 4, 3]);
-    let last = store.recent_messages(&t.id, Some(3), 4).await.unwrap();
+    let last = store.recent_said(&t.id, Some(3), 4).await.unwrap();
     assert_eq!(seqs(last), [2, 1]);
 }
 

@@ -20,17 +20,18 @@ pub async fn read(
     current: &str,
     budget: usize,
 ) -> Result<Vec<HistoryTurn>, crate::store::StoreError> {
-    // Newest first, as read; `build` wants them in order.
+    // Newest first, as read; `build` wants them in order. Tool records
+    // (calls, raw results: half a turn's bytes) say nothing the history
+    // shows, so they are not read at all.
     let mut newest_first: Vec<Message> = Vec::new();
     loop {
         let before = newest_first.last().map(|m| m.seq);
-        let page = store.recent_messages(thread, before, PAGE).await?;
+        let page = store.recent_said(thread, before, PAGE).await?;
         let start = (page.len() as i64) < PAGE;
         newest_first.extend(page);
-        let in_order: Vec<Message> = newest_first.iter().rev().cloned().collect();
         // Until the thread's start is read, the oldest turn read may be
         // partial: it is not used.
-        let (kept, full) = build_from(&in_order, current, budget, !start);
+        let (kept, full) = build_from(newest_first.iter().rev(), current, budget, !start);
         if start || full {
             return Ok(kept);
         }
@@ -40,19 +41,19 @@ pub async fn read(
 /// Builds the history from the thread's stored messages, leaving out
 /// `current` (the turn being planned).
 pub fn build(messages: &[Message], current: &str, budget: usize) -> Vec<HistoryTurn> {
-    build_from(messages, current, budget, false).0
+    build_from(messages.iter(), current, budget, false).0
 }
 
 /// [`build`], without the oldest turn if `partial_oldest`; whether a turn
 /// was left out for the budget.
-fn build_from(
-    messages: &[Message],
+fn build_from<'m>(
+    messages: impl Iterator<Item = &'m Message>,
     current: &str,
     budget: usize,
     partial_oldest: bool,
 ) -> (Vec<HistoryTurn>, bool) {
     let mut turns: Vec<(String, HistoryTurn, bool)> = Vec::new();
-    for m in messages.iter().filter(|m| m.turn_id != current) {
+    for m in messages.filter(|m| m.turn_id != current) {
         if turns.last().is_none_or(|(id, _, _)| *id != m.turn_id) {
             let empty = HistoryTurn {
                 user: String::new(),

@@ -517,10 +517,11 @@ impl Store {
     }
 
     /// Up to `limit` of the thread's messages before seq `before` (all, if
-    /// `None`), newest first: a turn reads its history a page at a time
+    /// `None`), newest first, without tool records (calls and raw results):
+    /// what was said and shown. A turn reads its history a page at a time
     /// and stops when its budget is full.
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn recent_messages(
+    pub async fn recent_said(
         &self,
         thread_id: &str,
         before: Option<i64>,
@@ -528,7 +529,7 @@ impl Store {
     ) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query(
             "SELECT seq, turn_id, role, body, created_at FROM messages \
-             WHERE thread_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+             WHERE thread_id = $1 AND seq < $2 AND role <> 'tool' ORDER BY seq DESC LIMIT $3",
         )
         .bind(thread_id)
         .bind(before.unwrap_or(i64::MAX))
