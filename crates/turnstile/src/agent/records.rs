@@ -194,7 +194,8 @@ impl Stored {
         if body.get("kind").is_none() {
             return Self::legacy(body);
         }
-        serde_json::from_value(body.clone()).unwrap_or(Stored::Other)
+        // Read from the borrowed value: a card's items are not copied twice.
+        <Stored as serde::Deserialize>::deserialize(body).unwrap_or(Stored::Other)
     }
 
     /// A body stored before records had a `kind` (one user message, one
