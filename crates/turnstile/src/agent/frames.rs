@@ -140,6 +140,11 @@ impl FrameWriter {
         self.machine.is_terminal()
     }
 
+    /// Frames sent to the client so far.
+    pub fn sent(&self) -> u64 {
+        self.seq
+    }
+
     pub fn allows(&self, event: FrameEvent) -> bool {
         self.machine.allows(event)
     }

@@ -44,8 +44,6 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
     pub source: Source,
-    /// The logical result, when one was found.
-    pub json: Option<Value>,
     /// The delivered items, when the result has a structure that holds
     /// them (an empty table counts: "the server answered with a result set").
     pub items: Option<Vec<Value>>,
@@ -115,9 +113,12 @@ impl Reading {
             }
             _ => None,
         };
+        // The logical result itself is not kept: the items, the aggregate
+        // and the record are what is judged, and a copy of the whole result
+        // held until then cost a result's size per open turn (issue 19 §4).
+        drop(json);
         Reading {
             source,
-            json,
             items,
             aggregate,
             record,

@@ -138,6 +138,20 @@ impl Turn<'_> {
     /// is told, in the frame order it saw.
     pub(super) async fn lease_lost(&mut self) {
         self.claim = None;
+        // The lease can be lost while the start step is being committed: the
+        // frame machine took `start`, the client has not seen it. The
+        // client still gets the start frame first, so it knows which turn
+        // failed (frame row `error-before-start`).
+        if self.frames.sent() == 0 {
+            let start = wire::Frame::Start(wire::Start {
+                turn_id: self.turn_id.clone(),
+                thread_id: self.thread_id.clone(),
+            });
+            let _ = match self.frames.allows(FrameEvent::Start) {
+                true => self.frames.emit(start).await,
+                false => self.frames.send(start).await,
+            };
+        }
         if self.frames.allows(FrameEvent::Error) {
             let e = wire::Frame::Error(wire::Error {
                 message: "this turn lost its claim on the thread and was stopped; nothing after this point was saved".into(),
