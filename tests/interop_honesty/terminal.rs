@@ -51,7 +51,8 @@ fn calls(calls: &[(&str, Value)]) -> Action {
     )
 }
 
-/// A plan with no tool call: the model answers.
+/// A round with no tool call: the model answers, and these words are the
+/// turn's answer (ADR 0022).
 fn no_tool() -> Action {
     Action::Text("No tool is needed.".into())
 }
@@ -443,10 +444,10 @@ async fn foreign_link_takes_the_error_path(rig: &Rig, foreign: &str) {
         "{foreign}"
     );
     // The error path: the model is asked again and told the confirm
-    // failed, with no link; then the responder answers from that.
+    // failed, with no link, and answers in that round (N+1 requests).
     assert_eq!(
         requests.iter().map(|r| r.role).collect::<Vec<_>>(),
-        [Role::Planner, Role::Planner, Role::Planner, Role::Responder],
+        [Role::Planner, Role::Planner, Role::Planner],
         "{foreign}:\n{shown}"
     );
     let told: Vec<Value> = requests[2].body["messages"]
