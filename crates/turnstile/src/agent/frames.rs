@@ -46,6 +46,8 @@ pub enum EmitError {
 
 pub struct FrameWriter {
     machine: Typed<Frame>,
+    /// The machine as of the last frame sent.
+    shown: Mark,
     seq: u64,
     tx: mpsc::Sender<OutFrame>,
 }
@@ -57,8 +59,10 @@ impl FrameWriter {
     }
 
     pub fn new(table: &Bound<Frame>, tx: mpsc::Sender<OutFrame>) -> Self {
+        let machine = table.machine();
         FrameWriter {
-            machine: table.machine(),
+            shown: machine.mark(),
+            machine,
             seq: 0,
             tx,
         }
@@ -100,7 +104,9 @@ impl FrameWriter {
         self.tx
             .send(frame)
             .await
-            .map_err(|_| EmitError::Disconnected)
+            .map_err(|_| EmitError::Disconnected)?;
+        self.shown = self.machine.mark();
+        Ok(())
     }
 
     /// Ends the stream: fires `close`. A stream the turn left unterminated is
@@ -140,9 +146,12 @@ impl FrameWriter {
         self.machine.is_terminal()
     }
 
-    /// Frames sent to the client so far.
-    pub fn sent(&self) -> u64 {
-        self.seq
+    /// Undoes what the machine took for frames the client never got: a
+    /// step cut off between firing its frame and sending it (the turn's
+    /// future dropped when its lease was lost) leaves the machine ahead of
+    /// the client.
+    pub fn rewind_to_shown(&mut self) {
+        self.machine.rewind(self.shown);
     }
 
     pub fn allows(&self, event: FrameEvent) -> bool {
@@ -156,5 +165,41 @@ impl FrameWriter {
     /// The frame machine, to read its trace without copying it.
     pub fn machine(&self) -> &crate::fsm::Machine {
         self.machine.untyped()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::TableSet;
+
+    fn start() -> wire::Frame {
+        wire::Frame::Start(wire::Start {
+            turn_id: "t".into(),
+            thread_id: "th".into(),
+        })
+    }
+
+    /// A step cut off after its frame was taken and before it was sent
+    /// (its future dropped): the writer goes back to what the client saw,
+    /// so an error can still follow a start, in order.
+    #[tokio::test]
+    async fn a_frame_taken_but_never_sent_is_undone() {
+        let set = TableSet::builtin().expect("the built-in tables load");
+        let table = set.bound::<Frame>().expect("the frame table binds");
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut w = FrameWriter::new(&table, tx);
+        w.fire(FrameEvent::Start)
+            .await
+            .expect("start is legal first");
+        assert!(!w.allows(FrameEvent::Start), "the machine took start");
+        w.rewind_to_shown();
+        assert!(w.allows(FrameEvent::Start), "the client saw no start");
+        assert!(!w.allows(FrameEvent::Error), "error-before-start");
+        w.emit(start()).await.expect("sent");
+        w.fire(FrameEvent::Plan).await.expect("plan after start");
+        w.rewind_to_shown();
+        assert!(w.allows(FrameEvent::Plan), "back to just after start");
+        assert_eq!(rx.recv().await.map(|f| f.kind), Some("start"));
     }
 }

@@ -117,6 +117,16 @@ impl Turn<'_> {
             return;
         }
         let Stop::Store(_) = stop else { return };
+        self.error_in_order("storage is unavailable; this turn was not saved")
+            .await;
+    }
+
+    /// Ends the stream with an error, in the order the client saw: the
+    /// frame machine goes back to the last frame sent, a start goes first
+    /// if the client has none (frame row `error-before-start`), then the
+    /// error. Nothing is persisted here.
+    async fn error_in_order(&mut self, message: &str) {
+        self.frames.rewind_to_shown();
         if self.frames.allows(FrameEvent::Start) {
             let start = wire::Frame::Start(wire::Start {
                 turn_id: self.turn_id.clone(),
@@ -126,7 +136,7 @@ impl Turn<'_> {
         }
         if self.frames.allows(FrameEvent::Error) {
             let e = wire::Frame::Error(wire::Error {
-                message: "storage is unavailable; this turn was not saved".into(),
+                message: message.into(),
                 ..wire::Error::default()
             });
             let _ = self.frames.emit(e).await;
@@ -138,27 +148,10 @@ impl Turn<'_> {
     /// is told, in the frame order it saw.
     pub(super) async fn lease_lost(&mut self) {
         self.claim = None;
-        // The lease can be lost while the start step is being committed: the
-        // frame machine took `start`, the client has not seen it. The
-        // client still gets the start frame first, so it knows which turn
-        // failed (frame row `error-before-start`).
-        if self.frames.sent() == 0 {
-            let start = wire::Frame::Start(wire::Start {
-                turn_id: self.turn_id.clone(),
-                thread_id: self.thread_id.clone(),
-            });
-            let _ = match self.frames.allows(FrameEvent::Start) {
-                true => self.frames.emit(start).await,
-                false => self.frames.send(start).await,
-            };
-        }
-        if self.frames.allows(FrameEvent::Error) {
-            let e = wire::Frame::Error(wire::Error {
-                message: "this turn lost its claim on the thread and was stopped; nothing after this point was saved".into(),
-                ..wire::Error::default()
-            });
-            let _ = self.frames.emit(e).await;
-        }
+        self.error_in_order(
+            "this turn lost its claim on the thread and was stopped; nothing after this point was saved",
+        )
+        .await;
         let _ = self.frames.close().await;
     }
 
