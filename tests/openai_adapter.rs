@@ -402,6 +402,16 @@ fn count(reqs: &[Captured], role: Role) -> usize {
     reqs.iter().filter(|r| r.role == role).count()
 }
 
+/// A turn of one search and its answer, deltas left out.
+const ONE_SEARCH: [FrameKind; 6] = [
+    FrameKind::Start,
+    FrameKind::Plan,
+    FrameKind::ToolCall,
+    FrameKind::ToolResult,
+    FrameKind::Citation,
+    FrameKind::Done,
+];
+
 #[tokio::test]
 async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frames() {
     capture_logs();
@@ -415,17 +425,7 @@ async fn rate_limits_and_5xx_are_retried_before_the_stream_with_one_set_of_frame
         Action::Status(503, json!({"error": {"message": "overloaded"}})),
     );
     let frames = s.say(&thread, "show safety issues on floor 3").await;
-    assert_eq!(
-        kinds_without_deltas(&frames),
-        [
-            FrameKind::Start,
-            FrameKind::Plan,
-            FrameKind::ToolCall,
-            FrameKind::ToolResult,
-            FrameKind::Citation,
-            FrameKind::Done
-        ]
-    );
+    assert_eq!(kinds_without_deltas(&frames), ONE_SEARCH);
     assert!(
         answer(&frames).contains("At least 189"),
         "{}",
@@ -605,17 +605,7 @@ async fn text_then_a_tool_call_is_an_answer_and_the_call_is_not_run() {
     );
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     assert!(is_done(&frames), "{:?}", kinds(&frames));
-    assert_eq!(
-        kinds_without_deltas(&frames),
-        [
-            FrameKind::Start,
-            FrameKind::Plan,
-            FrameKind::ToolCall,
-            FrameKind::ToolResult,
-            FrameKind::Citation,
-            FrameKind::Done
-        ]
-    );
+    assert_eq!(kinds_without_deltas(&frames), ONE_SEARCH);
     assert!(!answer(&frames).is_empty());
     let reqs = fake.requests();
     assert_eq!(

@@ -423,7 +423,7 @@ impl OpenAi {
                 let state = Responding {
                     reader,
                     pending: Some(content),
-                    late: Vec::new(),
+                    late: ToolCallAssembler::default(),
                     finish,
                     usage,
                     redactor: self.redactor(),
@@ -538,7 +538,7 @@ impl Model for OpenAi {
         let state = Responding {
             reader,
             pending: None,
-            late: Vec::new(),
+            late: ToolCallAssembler::default(),
             finish: None,
             usage: None,
             redactor: self.redactor(),
@@ -714,8 +714,8 @@ struct Responding {
     reader: ChunkReader,
     /// Text read before the answer was known to be one.
     pending: Option<String>,
-    /// Tools the model asked for after its text began.
-    late: Vec<String>,
+    /// Calls the model asked for after its text began (not run).
+    late: ToolCallAssembler,
     finish: Option<String>,
     usage: Option<Usage>,
     redactor: Redactor,
@@ -746,13 +746,10 @@ impl Responding {
                 if let Some(t) = choice.delta.refusal {
                     text += &t;
                 }
-                // A call after the text began is not run; only its name is
-                // kept, to say what was dropped.
+                // A call after the text began is not run; it is read only
+                // to say what was dropped.
                 for d in choice.delta.tool_calls.unwrap_or_default() {
-                    let name = d.function.and_then(|f| f.name).unwrap_or_default();
-                    if !name.is_empty() || self.late.is_empty() {
-                        self.late.push(name);
-                    }
+                    self.late.push(&d);
                 }
                 if choice.finish_reason.is_some() {
                     self.finish = choice.finish_reason;
@@ -767,12 +764,10 @@ impl Responding {
     fn end(&mut self, done: bool) -> Result<Option<String>, OpenAiError> {
         let finish = self.finish.as_deref();
         log_usage(&self.model, "responder", self.usage.as_ref(), finish);
-        if !self.late.is_empty() {
-            let mut tools: Vec<String> = self.late.drain(..).filter(|t| !t.is_empty()).collect();
+        let late = std::mem::take(&mut self.late).into_calls();
+        if !late.is_empty() {
+            let mut tools: Vec<String> = late.into_iter().map(|c| c.tool).collect();
             tools.dedup();
-            if tools.is_empty() {
-                tools.push("a tool".into());
-            }
             return Err(OpenAiError::CallsAfterText(tools));
         }
         match finish {

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use super::respond::DIRECTIVES;
 use super::{Stop, Turn};
 use crate::agent::records::Record;
 use crate::judge::narrowing::Scope;
@@ -22,14 +23,17 @@ impl Turn<'_> {
         self.cursor.step += 1;
         let answer = self.responder_request();
         // The turn's own blocks; the adapter sends them after the history
-        // and the tool loop, so the fixed prefix stays cacheable.
+        // and the tool loop, so the fixed prefix stays cacheable. The
+        // directives are the responder's, as rendered for it.
         let mut prompt = Prompt::new(PLANNER_FIXED);
         if let Some(c) = self.thread.context.as_ref().filter(|c| !c.is_empty()) {
             prompt = prompt.block("Host context", c.prompt_text());
         }
-        if let Some(directives) = self.directives() {
-            prompt = prompt.block("Directives", directives);
-        }
+        prompt.blocks.extend(
+            (answer.prompt.blocks.iter())
+                .filter(|b| b.title == DIRECTIVES)
+                .cloned(),
+        );
         let req = PlanRequest {
             prompt,
             user_text: self.user_text.clone(),

@@ -15,6 +15,10 @@ use crate::wire;
 use futures::stream::Fuse;
 use futures::{FutureExt, StreamExt};
 
+/// The title of the block of directives code derived, in the responder's
+/// prompt and a planning round's.
+pub(super) const DIRECTIVES: &str = "Directives";
+
 impl Turn<'_> {
     /// Asks the responder (after the step limit, or to ask for a missing
     /// reference), streams its answer, and classifies how it ended.
@@ -88,26 +92,16 @@ impl Turn<'_> {
         TurnEvent::ResponderFailed
     }
 
-    /// The directives code derived, one line each with where it came
-    /// from; `None` before there is any.
-    pub(super) fn directives(&self) -> Option<String> {
-        let evidence = &self.evidence;
-        if evidence.anchors.is_empty() {
-            return None;
-        }
-        let lines: Vec<String> = (evidence.anchors.iter().zip(&evidence.origins))
-            .map(|(a, o)| format!("- ({o}) {}", a.text()))
-            .collect();
-        Some(lines.join("\n"))
-    }
-
     /// What the responder sees: the directives code derived (with where
     /// each came from) and the digests, never a raw result.
     pub(super) fn responder_request(&self) -> RespondRequest {
         let mut prompt = Prompt::new(RESPONDER_FIXED);
         let evidence = &self.evidence;
-        if let Some(directives) = self.directives() {
-            prompt = prompt.block("Directives", directives);
+        if !evidence.anchors.is_empty() {
+            let lines: Vec<String> = (evidence.anchors.iter().zip(&evidence.origins))
+                .map(|(a, o)| format!("- ({o}) {}", a.text()))
+                .collect();
+            prompt = prompt.block(DIRECTIVES, lines.join("\n"));
         }
         if !evidence.digests.is_empty() {
             let lines: Vec<String> = (evidence.digests.iter())
