@@ -112,6 +112,8 @@ async fn rig() -> Rig {
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
         terminals: turnstile_demo::terminals(&demo.url),
+        auth: Default::default(),
+        licences: turnstile::judge::tiers::LicenceMap::open(),
     })
     .await
     .expect("the app builds");
@@ -133,7 +135,10 @@ async fn rig() -> Rig {
     Rig {
         state,
         base,
-        http: reqwest::Client::new(),
+        http: reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .unwrap(),
         demo,
         _dir: dir,
     }
@@ -186,6 +191,7 @@ async fn library_cycle(rig: &Rig, i: usize) -> (Duration, Duration) {
     let req = TurnRequest {
         text: prompt(i),
         context: None,
+        ..Default::default()
     };
     let frames = frames_of(agent.run_turn(&thread, &turn_id, req, tx, claim), rx).await;
     let kinds: Vec<(String, Value)> = frames
@@ -202,7 +208,7 @@ async fn library_cycle(rig: &Rig, i: usize) -> (Duration, Duration) {
         .await
         .expect("approve wins");
     let (tx, rx) = tokio::sync::mpsc::channel(64);
-    let frames = frames_of(agent.resume_turn(&thread, decided, tx, claim), rx).await;
+    let frames = frames_of(agent.resume_turn(&thread, decided, None, tx, claim), rx).await;
     let t2 = Instant::now();
     let kinds: Vec<(String, Value)> = frames
         .into_iter()

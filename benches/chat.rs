@@ -519,7 +519,10 @@ async fn run(
     for _ in 0..clients {
         let base = base.to_string();
         tasks.push(tokio::spawn(async move {
-            let http = reqwest::Client::new();
+            let http = reqwest::Client::builder()
+                .cookie_store(true)
+                .build()
+                .unwrap();
             let thread = new_thread(&http, &base).await;
             let mut firsts = Vec::new();
             let mut frames = 0;
@@ -659,7 +662,10 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
         cpus(),
         loadavg()
     );
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
     let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
     let mut kinds_lines = Vec::new();
     for m in &measured {
@@ -787,7 +793,10 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
     if let Some(b) = baseline {
         bins.push(("baseline", b));
     }
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
     struct Long {
         server: Server,
         thread: String,

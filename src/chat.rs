@@ -216,6 +216,9 @@ pub struct ChatOptions {
     /// The host context sent with the message (`{"floor": 4}`).
     pub context: Option<Value>,
     pub rows: Rows,
+    /// A bearer token the server's verifier knows (`--token`,
+    /// `TURNSTILE_TOKEN`); without one the caller is the stored session.
+    pub token: Option<String>,
 }
 
 /// The host context from `--context JSON` and `--floor F` (which wins).
@@ -468,7 +471,20 @@ async fn turn<W: Write>(
     opts: &ChatOptions,
 ) -> anyhow::Result<()> {
     let base = url.trim_end_matches('/');
-    let http = reqwest::Client::new();
+    let client = super::client::Client::new(base, opts.token.as_deref())?;
+    let result = chat_turn(printer, &client.http, base, message, opts).await;
+    client.save();
+    result
+}
+
+async fn chat_turn<W: Write>(
+    printer: &mut Printer<W>,
+    http: &reqwest::Client,
+    base: &str,
+    message: &str,
+    opts: &ChatOptions,
+) -> anyhow::Result<()> {
+    let url = base;
     let thread = match &opts.thread {
         Some(t) => t.clone(),
         None => {
@@ -503,7 +519,7 @@ async fn turn<W: Write>(
         .json(&body)
         .send()
         .await?;
-    stream(printer, &http, base, resp).await
+    stream(printer, http, base, resp).await
 }
 
 /// An answer that is not a stream: its status, and the server's reason with
@@ -615,6 +631,10 @@ pub struct ResumeArgs {
     /// How many rows of each card to print: a number or `all`.
     #[arg(long, default_value = "all")]
     pub rows: Rows,
+    /// Decide as this bearer token's subject (the thread's owner); without
+    /// one, as the session `turnstile chat` kept for this server.
+    #[arg(long, env = "TURNSTILE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 /// Sends one decision and streams the resumed turn like `chat` does; returns
@@ -629,7 +649,18 @@ pub async fn resume(args: &ResumeArgs) -> anyhow::Result<()> {
 
 async fn resumed<W: Write>(printer: &mut Printer<W>, args: &ResumeArgs) -> anyhow::Result<()> {
     let base = args.url.trim_end_matches('/');
-    let http = reqwest::Client::new();
+    let client = super::client::Client::new(base, args.token.as_deref())?;
+    let result = resumed_with(printer, &client.http, base, args).await;
+    client.save();
+    result
+}
+
+async fn resumed_with<W: Write>(
+    printer: &mut Printer<W>,
+    http: &reqwest::Client,
+    base: &str,
+    args: &ResumeArgs,
+) -> anyhow::Result<()> {
     let thread = &args.thread;
     let resp = http
         .post(format!("{base}/v1/threads/{thread}/resume"))
@@ -1031,6 +1062,7 @@ mod tests {
                 interrupt_id: "i-1".into(),
                 decision: Decision::Approve,
                 rows: Rows::All,
+                token: None,
             }
         );
         assert_eq!(

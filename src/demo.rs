@@ -141,6 +141,8 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),
             terminals: turnstile_demo::terminals(&demo.url),
+            auth: turnstile::http::AuthConfig::default(),
+            licences: turnstile::judge::tiers::LicenceMap::open(),
         },
         client,
     )

@@ -2,6 +2,7 @@
 //! and decides output and exit codes; none holds a protocol decision.
 
 pub mod chat;
+pub mod client;
 pub mod demo;
 pub mod mcp;
 pub mod serve;

@@ -87,6 +87,11 @@ enum Command {
         /// How many rows of each card to print: a number or `all`.
         #[arg(long, default_value = "all")]
         rows: cli::chat::Rows,
+        /// Call as this bearer token's subject (the server's verifier checks
+        /// it). Without one, the caller is the anonymous session kept for
+        /// this server in ~/.turnstile/sessions (TURNSTILE_SESSION_DIR).
+        #[arg(long, env = "TURNSTILE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
     },
     /// Approve or deny an approval a turn asked for, and stream the resumed turn.
     ///
@@ -213,12 +218,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             context,
             floor,
             rows,
+            token,
         } => {
             let context = cli::chat::context(context.as_deref(), floor)?;
             let opts = cli::chat::ChatOptions {
                 thread,
                 context,
                 rows,
+                token,
             };
             runtime()?.block_on(cli::chat::run(&url, &message, &opts))?;
             Ok(ExitCode::SUCCESS)

@@ -489,6 +489,8 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
         terminals: turnstile_demo::terminals(&tools.url),
+        auth: Default::default(),
+        licences: turnstile::judge::tiers::LicenceMap::open(),
     })
     .await
     .expect("a second agent on the same database");

@@ -217,7 +217,7 @@ async fn reserve(s: &Served, fake: &FakeOpenAi, http: &reqwest::Client) -> (Stri
 async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("kill.db");
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let fake = FakeOpenAi::start().await;
     let options = DemoOptions {
         action_worker_delay: Duration::from_millis(20),
@@ -261,7 +261,7 @@ async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
 async fn a_sigkill_with_the_confirm_out_is_recovered_without_resending_it() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("kill.db");
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let fake = FakeOpenAi::start().await;
     // Every call is held a while at the server, so the kill lands while the
     // confirm is out.

@@ -164,7 +164,7 @@ async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
         .await;
     let stub = Stub {
         real: s.base.clone(),
-        http: reqwest::Client::new(),
+        http: crate::common::browser(),
         answered: Arc::new(AtomicUsize::new(0)),
     };
     let app = Router::new()
@@ -257,7 +257,7 @@ async fn the_page_makes_buttons_only_of_listed_capabilities() {
         .await;
     let stub = Stub {
         real: s.base.clone(),
-        http: reqwest::Client::new(),
+        http: crate::common::browser(),
         answered: Arc::new(AtomicUsize::new(0)),
     };
     let app = Router::new()
@@ -346,6 +346,7 @@ async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response
         summary: "1 items".into(),
         shape: None,
         conflict: None,
+        refusal: None,
     });
     let citation = Frame::Citation(Citation {
         source: "demo".into(),

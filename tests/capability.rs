@@ -438,7 +438,7 @@ async fn the_demo_export_answers_a_capability_that_downloads_a_zip() {
         .unwrap_or_else(|r| panic!("{r:?}: {answer}"));
     assert!(cap.expires_at.is_some());
 
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let first = http.get(&cap.url).send().await.unwrap();
     assert_eq!(first.status().as_u16(), 200);
     assert!(first.text().await.unwrap().contains("BUILDING"));

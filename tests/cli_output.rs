@@ -19,6 +19,11 @@ fn turnstile(args: &[&str]) -> Command {
         .env_remove("TURNSTILE_TABLES")
         .env("RUST_LOG", "off")
         .env("RUST_BACKTRACE", "0")
+        // Sessions the CLI keeps per server land here, not in ~.
+        .env(
+            "TURNSTILE_SESSION_DIR",
+            std::env::temp_dir().join("turnstile-cli-test-sessions"),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -86,11 +91,10 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
         .database(&databases(&tmp)[0])
         .start()
         .await;
-    let thread = s.new_thread().await;
     let base = format!("{}/", s.base);
     let out = tokio::time::timeout(
         Duration::from_secs(60),
-        turnstile(&["chat", &base, PROMPT, "--thread", &thread]).output(),
+        turnstile(&["chat", &base, PROMPT]).output(),
     )
     .await
     .expect("chat ends")
@@ -100,6 +104,9 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.ends_with('\n'), "{stdout:?}");
     let lines: Vec<&str> = stdout.lines().collect();
+    let thread = (lines[0].strip_prefix("thread "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{stdout}"));
     assert_eq!(
         lines[0],
         format!("thread {thread}  (follow up with --thread {thread})"),

@@ -409,7 +409,7 @@ async fn full_suite_report() {
 async fn demo_tool_server_checks_host_and_origin() {
     let server = demo().await;
     let port = server.addr().port();
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {

@@ -263,7 +263,7 @@ async fn a_turn_killed_at_each_step_is_closed_as_cut_on_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("crash.db");
     let log = tmp.path().join("turnstile.log");
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let mut proc = Proc::start(&db, &log, &http).await;
     let mut threads = Vec::new();
     for step in [

@@ -137,7 +137,7 @@ async fn machines(s: &TestServer, thread: &str) -> Value {
 
 /// The ZIP at a delivered link (the demo builds it at once here).
 async fn download(url: &str) -> Vec<u8> {
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     for _ in 0..50 {
         let r = http.get(url).send().await.expect("the link answers");
         assert_eq!(r.status(), 200, "the delivered link works");

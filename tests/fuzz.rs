@@ -448,7 +448,7 @@ fn fuzz_http_request_bodies() {
         .enable_all()
         .build()
         .unwrap();
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let (s, thread) = rt.block_on(async {
         // No tool servers: the bodies are the point, not the tools.
         let s = common::server::TestServer::builder()

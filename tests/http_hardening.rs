@@ -191,10 +191,10 @@ async fn error_json(r: reqwest::Response) -> (u16, String) {
 #[tokio::test]
 async fn a_405_is_json_with_a_reason() {
     let s = TestServer::builder().http(short()).start().await;
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     for (method, path) in [
         (reqwest::Method::DELETE, "/v1/tables"),
-        (reqwest::Method::GET, "/v1/threads"),
+        (reqwest::Method::DELETE, "/v1/threads"),
         (reqwest::Method::PUT, "/"),
     ] {
         let r = http
@@ -223,7 +223,7 @@ async fn a_path_that_does_not_decode_is_a_json_400() {
 #[tokio::test]
 async fn a_head_over_the_limit_gets_431() {
     let s = TestServer::builder().http(short()).start().await;
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     for size in [17 * 1024, 100 * 1024] {
         let r = http
             .get(format!("{}/healthz", s.base))
@@ -253,7 +253,7 @@ fn nested(depth: usize) -> String {
 #[tokio::test]
 async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
     let s = TestServer::builder().http(short()).start().await;
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let thread = s.new_thread().await;
     let url = format!("{}/v1/threads/{thread}/messages", s.base);
     let deep = nested(100);
@@ -309,7 +309,7 @@ async fn deep_json_is_refused_in_unknown_and_known_keys_alike() {
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
     let s = TestServer::builder().http(short()).start().await;
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let page = include_str!("../crates/turnstile/src/http/page/index.html");
     let expected = turnstile::http::csp(page, &[]);
     for path in ["/", "/v1/tables", "/healthz", "/nope", "/v1/tables/%ff"] {
@@ -354,7 +354,7 @@ async fn cors_and_framing_follow_the_configured_origins() {
         ..short()
     };
     let s = TestServer::builder().http(cfg).start().await;
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let r = http
         .request(reqwest::Method::OPTIONS, format!("{}/v1/threads", s.base))
         .header("origin", "https://host.example")

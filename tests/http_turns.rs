@@ -350,7 +350,7 @@ async fn the_page_and_tables_are_served() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(names.len(), 11, "{names:?}");
     // The harness table is the tests' own: not compiled in, not served.
     assert!(!names.contains(&"harness"), "{names:?}");
     s.pass();

@@ -96,7 +96,7 @@ impl Server {
         let own = turnstile::protocols::TableSet::builtin().unwrap();
         let run = Run::start(
             format!("turnstile serve {name}"),
-            &reqwest::Client::new(),
+            &crate::common::browser(),
             &base,
             &own,
         )
@@ -156,7 +156,7 @@ async fn a_thread_runs_one_turn_across_two_processes_and_a_dead_holder_expires()
     .unwrap();
     let a = Server::spawn("A", &config).await;
     let b = Server::spawn("B", &config).await;
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     let store = Store::connect(&url)
         .await
         .expect("the test reads the leases");

@@ -26,6 +26,7 @@ mod harness;
 mod honesty;
 mod http_hardening;
 mod http_turns;
+mod identity;
 mod interop_honesty;
 mod judge_bugs;
 mod judge_props;

@@ -815,7 +815,7 @@ async fn serve_runs_a_turn_against_the_fake_model() {
     std::fs::write(
         &config,
         format!(
-            "addr = \"127.0.0.1:1\"\ndatabase_url = \"sqlite://{}?mode=rwc\"\n\n[model]\nbase_url = \"{}\"\nname = \"not-this-one\"\napi_key_env = \"FAKE_PROVIDER_KEY\"\nidle_timeout_secs = 5\n\n[[mcp_servers]]\nname = \"demo\"\nurl = \"{}\"\ntrusted_origin = \"https://viewer.example.com\"\n[mcp_servers.tools.search_photos]\nlicence_tier = \"pro\"\n",
+            "addr = \"127.0.0.1:1\"\ndatabase_url = \"sqlite://{}?mode=rwc\"\n\n[model]\nbase_url = \"{}\"\nname = \"not-this-one\"\napi_key_env = \"FAKE_PROVIDER_KEY\"\nidle_timeout_secs = 5\n\n[[mcp_servers]]\nname = \"demo\"\nurl = \"{}\"\ntrusted_origin = \"https://viewer.example.com\"\n[mcp_servers.tools.search_photos]\nlicence_tier = \"pro\"\n\n[licence]\nanonymous_tiers = [\"pro\"]\n",
             tmp.path().join("serve.db").display(),
             fake.base_url,
             demo.url
@@ -851,7 +851,7 @@ async fn serve_runs_a_turn_against_the_fake_model() {
     })
     .await
     .expect("serve starts");
-    let http = reqwest::Client::new();
+    let http = crate::common::browser();
     // The child serves the built-in tables (the config names no override):
     // the substrate check proves it before the scenario.
     let own = turnstile::protocols::TableSet::builtin().unwrap();

@@ -11,6 +11,20 @@ pub fn snapshot_settings() -> insta::Settings {
     s
 }
 
+/// One browser for the tests: an HTTP client with the process's one
+/// cookie jar. The session cookie the server issues with a new thread owns
+/// it (tables/ownership.ron); cookies are kept per host, not per port, so
+/// the same "browser" reaches its threads on a server restarted on another
+/// port, as a user's browser would.
+pub fn browser() -> reqwest::Client {
+    static JAR: std::sync::LazyLock<std::sync::Arc<reqwest::cookie::Jar>> =
+        std::sync::LazyLock::new(Default::default);
+    reqwest::Client::builder()
+        .cookie_provider(JAR.clone())
+        .build()
+        .expect("an HTTP client")
+}
+
 pub mod fake_openai;
 pub mod frames;
 pub mod harness;

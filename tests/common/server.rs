@@ -156,9 +156,25 @@ pub struct Builder {
     http: HttpConfig,
     client: ClientOptions,
     test_tables: Option<TableSet>,
+    auth: turnstile::http::AuthConfig,
+    licences: turnstile::judge::tiers::LicenceMap,
 }
 
 impl Builder {
+    /// Who may call (default: no verifier, no proxy key, development
+    /// mode: the session-owned anonymous flow).
+    pub fn auth(mut self, auth: turnstile::http::AuthConfig) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The tool → tier map (default: `LicenceMap::open()`, every tool
+    /// everybody's).
+    pub fn licences(mut self, licences: turnstile::judge::tiers::LicenceMap) -> Self {
+        self.licences = licences;
+        self
+    }
+
     /// The database URL (default: a fresh SQLite file the server owns).
     pub fn database(mut self, url: impl Into<String>) -> Self {
         self.database = Some(url.into());
@@ -263,7 +279,9 @@ impl Builder {
             .terminals(config.terminal_flows())
             .limits(config.agent_limits())
             .turn_lease(config.turn_lease())
-            .http(config.http.clone());
+            .http(config.http.clone())
+            .auth(config.auth.clone())
+            .licences(config.licences());
         b.tables_dir = config.tables_dir.clone();
         b
     }
@@ -312,6 +330,8 @@ impl Builder {
                 tables_dir: self.tables_dir.as_deref(),
                 contracts: self.contracts,
                 roles: self.roles,
+                auth: self.auth,
+                licences: self.licences,
             },
             self.client,
         )
@@ -335,7 +355,7 @@ impl Builder {
             None => TableSet::load(self.tables_dir.as_deref())
                 .unwrap_or_else(|e| panic!("the test loads its own tables: {e}")),
         };
-        let http = reqwest::Client::new();
+        let http = super::browser();
         let what = format!("TestServer at {base}");
         let run = match Run::probe(what, &http, &base, &tables).await {
             Ok(run) => run,
@@ -407,6 +427,8 @@ impl TestServer {
             http: HttpConfig::default(),
             client: ClientOptions::default(),
             test_tables: None,
+            auth: Default::default(),
+            licences: turnstile::judge::tiers::LicenceMap::open(),
         }
     }
 

@@ -27,6 +27,22 @@ pub struct ThreadView {
     pub turns: Vec<TurnView>,
     /// Each interrupt's approval state.
     pub approvals: Vec<ApprovalView>,
+    /// The licence gate's decisions on this thread's calls, in order.
+    pub licence_audit: Vec<LicenceAuditView>,
+}
+
+/// One licence decision (`tables/licence.ron`) as the thread shows it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LicenceAuditView {
+    pub turn_id: String,
+    pub tool: String,
+    pub required_tier: Option<String>,
+    pub held_tiers: Vec<String>,
+    pub event: String,
+    pub row_id: String,
+    pub allowed: bool,
+    pub created_at: i64,
 }
 
 /// One interrupt as the thread shows it.

@@ -34,6 +34,11 @@ pub struct AppConfig<'a> {
     pub roles: Roles,
     /// The export flows whose capability code delivers (tables/export.ron).
     pub terminals: crate::judge::capability::Terminals,
+    /// Who may call: the bearer verifier, the proxy mode, the session
+    /// cookie (tables/ownership.ron).
+    pub auth: crate::http::AuthConfig,
+    /// The one tool → required-tier map (tables/licence.ron).
+    pub licences: crate::judge::tiers::LicenceMap,
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
@@ -79,7 +84,14 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         terminals: cfg.terminals,
         claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
+        licences: cfg.licences,
     };
+    let identity = crate::http::Identity::new(
+        cfg.auth,
+        tables.bound().map_err(bind)?,
+        store.clone(),
+        agent.licences.anonymous(),
+    );
     let agent = Arc::new(agent);
     // Confirms in flight when a process died: their status is asked in the
     // background (a tool server may still be starting), never re-sent.
@@ -95,5 +107,6 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         agent,
         store,
         tables: Arc::new(tables),
+        identity: Arc::new(identity),
     })
 }

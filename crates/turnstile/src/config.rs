@@ -93,7 +93,30 @@ struct FileConfig {
     #[serde(default)]
     http: FileHttp,
     #[serde(default)]
+    auth: FileAuth,
+    #[serde(default)]
+    licence: FileLicence,
+    #[serde(default)]
     mcp_servers: Vec<FileServer>,
+}
+
+/// `[auth]`: the bearer verifier, the proxy mode and the production mode.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    mode: Option<String>,
+    verifier_url: Option<String>,
+    verifier_timeout_ms: Option<u64>,
+    proxy_api_key_env: Option<String>,
+    secure_cookies: Option<bool>,
+}
+
+/// `[licence]`: the tier order and what an anonymous caller holds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLicence {
+    tiers: Option<Vec<String>>,
+    anonymous_tiers: Option<Vec<String>>,
 }
 
 /// `[http]`: connection timeouts, the head size limit, and which origins may
@@ -245,6 +268,12 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// `[http]`: connection timeouts, head size, framing and CORS origins.
     pub http: HttpConfig,
+    /// `[auth]`: who may call (the verifier, the proxy key, the mode).
+    pub auth: crate::http::AuthConfig,
+    /// `[licence]`: the tier order, lowest first.
+    pub tiers: crate::judge::tiers::Tiers,
+    /// What an anonymous caller holds (`None`: the lowest tier).
+    pub anonymous_tiers: Option<Vec<String>>,
     pub mcp_servers: Vec<McpServer>,
     /// Things that work but should be changed (a literal key in the file, …).
     /// Never contain a secret.
@@ -458,7 +487,21 @@ impl Config {
         let model = v.model(&file.model, &env);
         let limits = v.limits(&file.limits);
         let http = v.http(&file.http);
+        let auth = v.auth(&file.auth, &http, &env);
+        let (tiers, anonymous_tiers) = v.licence(&file.licence);
         let mcp_servers = v.servers(&file.mcp_servers);
+        for (i, server) in mcp_servers.iter().enumerate() {
+            for (tool, t) in &server.tools {
+                if let Some(tier) = &t.licence_tier {
+                    if !tiers.names().contains(tier) {
+                        v.problem(
+                            &format!("mcp_servers[{i}].tools.{tool}.licence_tier"),
+                            format!("not one of `licence.tiers` ({})", tiers.names().join(", ")),
+                        );
+                    }
+                }
+            }
+        }
         if file.mcp_servers.is_empty() {
             v.warn(
                 "mcp_servers",
@@ -475,6 +518,9 @@ impl Config {
                 model,
                 limits,
                 http,
+                auth,
+                tiers,
+                anonymous_tiers,
                 mcp_servers,
                 warnings: v.warnings,
             }),
@@ -489,6 +535,20 @@ impl Config {
     /// [`Config::from_toml`] with [`database_backend`]).
     pub fn database(&self) -> Backend {
         database_backend(&self.database_url).unwrap_or(Backend::Sqlite)
+    }
+
+    /// The one tool → required-tier map: every server's `licence_tier`s,
+    /// read in `licence.tiers`' order.
+    pub fn licences(&self) -> crate::judge::tiers::LicenceMap {
+        let configured = (self.mcp_servers.iter())
+            .flat_map(|s| s.tools.iter())
+            .filter_map(|(tool, t)| Some((tool.clone(), t.licence_tier.clone()?)))
+            .collect();
+        crate::judge::tiers::LicenceMap::new(
+            configured,
+            self.tiers.clone(),
+            self.anonymous_tiers.clone(),
+        )
     }
 
     /// The agent's limits.
@@ -868,6 +928,124 @@ impl Validator {
                 None
             }
         }
+    }
+
+    /// `[auth]`: the mode, the verifier, the proxy's key (read from the
+    /// variable it names, never from the file).
+    fn auth(
+        &mut self,
+        f: &FileAuth,
+        http: &HttpConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> crate::http::AuthConfig {
+        use crate::http::{AuthConfig, Mode, VerifierConfig};
+        let mode = match f.mode.as_deref().map(str::trim) {
+            None | Some("development") => Mode::Development,
+            Some("production") => Mode::Production,
+            Some(_) => {
+                self.problem(
+                    "auth.mode",
+                    "must be \"development\" or \"production\"".into(),
+                );
+                Mode::Development
+            }
+        };
+        let timeout_ms = match f.verifier_timeout_ms {
+            None => 3000,
+            Some(0) => {
+                self.problem("auth.verifier_timeout_ms", "must be at least 1".into());
+                3000
+            }
+            Some(ms) if ms > 60_000 => {
+                self.problem("auth.verifier_timeout_ms", "at most 60000".into());
+                3000
+            }
+            Some(ms) => ms,
+        };
+        let verifier = (f.verifier_url.as_deref())
+            .and_then(|u| self.http_url("auth.verifier_url", u))
+            .map(|url| VerifierConfig {
+                url,
+                timeout: Duration::from_millis(timeout_ms),
+            });
+        let proxy_key = match f.proxy_api_key_env.as_deref().map(str::trim) {
+            None => None,
+            Some(name) if !is_env_name(name) => {
+                self.problem(
+                    "auth.proxy_api_key_env",
+                    "must name an environment variable".into(),
+                );
+                None
+            }
+            Some(name) => match env(name) {
+                Some(k) if k.trim().len() >= 16 => Some(ApiKey::new(k.trim())),
+                Some(_) => {
+                    self.problem(
+                        "auth.proxy_api_key_env",
+                        format!("the key in `{name}` is shorter than 16 characters"),
+                    );
+                    None
+                }
+                None => {
+                    self.problem(
+                        "auth.proxy_api_key_env",
+                        format!("the variable `{name}` is not set"),
+                    );
+                    None
+                }
+            },
+        };
+        if mode == Mode::Production && verifier.is_none() && proxy_key.is_none() {
+            self.warn(
+                "auth.mode",
+                "production mode with neither a verifier nor a proxy key: every caller is anonymous".into(),
+            );
+        }
+        AuthConfig {
+            mode,
+            verifier,
+            proxy_key,
+            secure_cookies: f.secure_cookies.unwrap_or(false),
+            origins: http.cors_origins.clone(),
+        }
+    }
+
+    /// `[licence]`: the tier order (lowest first, no repeats) and the
+    /// anonymous tiers (each one of them).
+    fn licence(&mut self, f: &FileLicence) -> (crate::judge::tiers::Tiers, Option<Vec<String>>) {
+        use crate::judge::tiers::Tiers;
+        let tiers = match &f.tiers {
+            None => Tiers::default(),
+            Some(t) => {
+                let names: Vec<String> = t.iter().map(|s| s.trim().to_string()).collect();
+                let mut seen = std::collections::BTreeSet::new();
+                if names.is_empty() {
+                    self.problem("licence.tiers", "must name at least one tier".into());
+                } else if names
+                    .iter()
+                    .any(|n| n.is_empty() || !seen.insert(n.clone()))
+                {
+                    self.problem(
+                        "licence.tiers",
+                        "tier names must be non-empty and distinct".into(),
+                    );
+                }
+                Tiers::new(names)
+            }
+        };
+        let anonymous = f.anonymous_tiers.as_ref().map(|a| {
+            let names: Vec<String> = a.iter().map(|s| s.trim().to_string()).collect();
+            for n in &names {
+                if !tiers.names().contains(n) {
+                    self.problem(
+                        "licence.anonymous_tiers",
+                        format!("not one of `licence.tiers` ({})", tiers.names().join(", ")),
+                    );
+                }
+            }
+            names
+        });
+        (tiers, anonymous)
     }
 
     /// `[http]`, over [`HttpConfig::default`].

@@ -15,6 +15,7 @@ pub mod tables;
 pub mod tools;
 pub mod turn;
 
+pub use crate::judge::tiers::Access;
 pub use claims::{Claim, ThreadClaims};
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};

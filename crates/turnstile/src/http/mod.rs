@@ -6,10 +6,12 @@
 
 mod error;
 mod headers;
+mod identity;
 mod limits;
 mod routes;
 mod serve;
 mod state;
+mod verifier;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::{from_fn, from_fn_with_state};
@@ -17,7 +19,12 @@ use axum::routing::{get, post};
 use axum::Router;
 
 pub use error::ApiError;
+pub use identity::{
+    bearer, presented, session_cookie, AuthConfig, Identity, Mode, Presented, API_KEY_HEADER,
+    SESSION_COOKIE, SUBJECT_HEADER, TIERS_HEADER,
+};
 pub use state::{AppState, HttpConfig, MAX_BODY, MAX_JSON_DEPTH, MAX_TEXT};
+pub use verifier::VerifierConfig;
 
 pub use headers::csp;
 pub use limits::too_deep;
@@ -38,7 +45,10 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/", get(routes::page))
         .route("/healthz", get(routes::healthz))
         .route("/readyz", get(routes::readyz))
-        .route("/v1/threads", post(routes::create_thread))
+        .route(
+            "/v1/threads",
+            post(routes::create_thread).get(routes::list_threads),
+        )
         .route("/v1/threads/{id}", get(routes::get_thread))
         .route("/v1/threads/{id}/messages", post(routes::post_message))
         .route("/v1/threads/{id}/resume", post(routes::resume))

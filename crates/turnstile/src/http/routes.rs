@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
-use futures::Stream;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_stream::wrappers::ReceiverStream;
@@ -18,6 +17,7 @@ use tokio_stream::StreamExt;
 use tracing::Instrument;
 
 use super::error::ApiError;
+use super::identity::{Caller, Granted};
 use super::state::{AppState, MAX_TEXT};
 use crate::agent::{OutFrame, TurnRequest};
 use crate::fsm::render;
@@ -62,20 +62,62 @@ pub async fn not_found() -> ApiError {
     ApiError::not_found("route")
 }
 
-pub async fn create_thread(State(st): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    let t = st.store.create_thread(None).await?;
-    Ok((StatusCode::CREATED, Json(json!({"thread_id": t.id}))))
+/// The caller, identified through the ownership table, and its access to
+/// thread `id`; a thread that is not theirs is a 404 like a missing one.
+async fn owner_of(
+    st: &AppState,
+    headers: &HeaderMap,
+    method: &Method,
+    id: &str,
+) -> Result<Caller, ApiError> {
+    let mut caller = st.identity.identify(headers, method).await?;
+    st.identity.thread(&mut caller, id).await?;
+    Ok(caller)
+}
+
+pub async fn create_thread(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mut caller = st.identity.identify(&headers, &method).await?;
+    let Granted::Created(t) = st.identity.create(&mut caller).await? else {
+        return Err(ApiError::not_found("thread"));
+    };
+    Ok(caller.respond((StatusCode::CREATED, Json(json!({"thread_id": t.id})))))
+}
+
+/// `GET /v1/threads`: the caller's own threads, newest first.
+pub async fn list_threads(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mut caller = st.identity.identify(&headers, &method).await?;
+    let threads = match st.identity.list(&mut caller).await? {
+        Granted::List(t) => t,
+        _ => Vec::new(),
+    };
+    let listed: Vec<Value> = (threads.iter())
+        .map(|t| json!({"thread_id": t.id, "created_at": t.created_at}))
+        .collect();
+    Ok(caller.respond(Json(json!({"threads": listed}))))
 }
 
 pub async fn get_thread(
     State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let thread = st
+) -> Result<Response, ApiError> {
+    let caller = owner_of(&st, &headers, &method, &id).await?;
+    let mut thread = st
         .store
         .thread(&id)
         .await?
         .ok_or_else(|| ApiError::not_found("thread"))?;
+    // The owner is a hash; it is nobody's business but the store's.
+    thread.owner = None;
     let messages = st.store.messages(&id).await?;
     let turns = turn_traces(st.store.machines(&id).await?, &messages);
     // Each interrupt's approval state, so a reload shows a decided card
@@ -89,9 +131,10 @@ pub async fn get_thread(
             json!({"interrupt_id": a.interrupt_id, "turn_id": a.turn_id, "state": a.state, "expires_at": a.expires_at})
         })
         .collect();
-    Ok(Json(
-        json!({"thread": thread, "messages": messages, "turns": turns, "approvals": approvals}),
-    ))
+    let audit = st.store.licence_audit(&id).await?;
+    Ok(caller.respond(Json(
+        json!({"thread": thread, "messages": messages, "turns": turns, "approvals": approvals, "licence_audit": audit}),
+    )))
 }
 
 /// Each turn's machines with the rows they took, in the order the turns
@@ -152,10 +195,16 @@ fn sse_event(f: OutFrame) -> Result<Event, Infallible> {
 
 pub async fn post_message(
     State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
     Path(id): Path<String>,
     body: Result<Json<TurnRequest>, JsonRejection>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let Json(req) = body?;
+) -> Result<Response, ApiError> {
+    // Who asks, before anything is read of what they ask: a refused
+    // credential reaches no agent.
+    let caller = owner_of(&st, &headers, &method, &id).await?;
+    let Json(mut req) = body?;
+    req.access = Some(caller.access.clone());
     if req.text.trim().is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -167,9 +216,6 @@ pub async fn post_message(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("`text` is longer than {MAX_TEXT} characters"),
         ));
-    }
-    if st.store.thread(&id).await?.is_none() {
-        return Err(ApiError::not_found("thread"));
     }
     let turn_id = uuid::Uuid::new_v4().to_string();
     // One turn per thread, across processes: the claim is a lease in the
@@ -193,7 +239,8 @@ pub async fn post_message(
         agent.run_turn(&id, &turn_id, req, tx, Some(claim)).await;
     });
     let stream = ReceiverStream::new(rx).map(sse_event);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
+    Ok(caller
+        .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
 }
 
 /// The thread's lease for a new stream: 409 with `busy` while another turn
@@ -228,19 +275,20 @@ pub enum Decision {
 
 pub async fn resume(
     State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
     Path(id): Path<String>,
     body: Result<Json<ResumeRequest>, JsonRejection>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     use crate::agent::DecideError;
+    // Only the thread's owner decides its interrupts.
+    let caller = owner_of(&st, &headers, &method, &id).await?;
     let Json(req) = body?;
     if req.interrupt_id.trim().is_empty() || req.interrupt_id.len() > 128 {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "`interrupt_id` must be the id an interrupt frame gave",
         ));
-    }
-    if st.store.thread(&id).await?.is_none() {
-        return Err(ApiError::not_found("thread"));
     }
     // The thread's lease first: a decision that wins must be followed by
     // its effect, so nothing is decided while another turn runs.
@@ -276,13 +324,22 @@ pub async fn resume(
             });
         }
     };
+    if let Some(owner) = caller.owner() {
+        st.store
+            .set_approver(&decided.approval.interrupt_id, &owner.key)
+            .await?;
+    }
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
+    let access = Some(caller.access.clone());
     tokio::spawn(async move {
-        agent.resume_turn(&id, decided, tx, Some(claim)).await;
+        agent
+            .resume_turn(&id, decided, access, tx, Some(claim))
+            .await;
     });
     let stream = ReceiverStream::new(rx).map(sse_event);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
+    Ok(caller
+        .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
 }
 
 pub async fn list_tables(State(st): State<AppState>) -> Json<Value> {

@@ -60,4 +60,6 @@ pub struct AppState {
     pub agent: Arc<Agent>,
     pub store: Store,
     pub tables: Arc<TableSet>,
+    /// Who a request's caller is and which threads are theirs.
+    pub identity: Arc<super::identity::Identity>,
 }

@@ -29,6 +29,14 @@ pub enum Anchor {
     CountUnknown { source: String },
     /// The tool failed; nothing about the data may be inferred.
     ToolFailed { tool: String },
+    /// Calls of the round were not sent (the licence gate): nothing is
+    /// known of them. `possible`: the round's calls that could run, offered
+    /// to the user as the part that can be done. Said in code's copy
+    /// (`judge::refusal`), in the user's language.
+    NotRun {
+        possible: Vec<String>,
+        lang: super::refusal::CopyLang,
+    },
     /// A host-context field arrived at or over its bound.
     ContextTruncated { field: String },
     /// A single-value aggregate: exact, and needs no citation card.
@@ -180,6 +188,9 @@ impl Anchor {
             Anchor::ToolFailed { tool } => format!(
                 "[{tool}] The tool failed. Say so; infer nothing about the data and do not answer from it."
             ),
+            Anchor::NotRun { .. } => {
+                "Some calls of this request were not run. Say so; infer nothing about what they would have returned.".into()
+            }
             Anchor::ContextTruncated { field } => format!(
                 "The host context field `{field}` arrived at its size bound and may be truncated: its length is a shown count, never a total."
             ),

@@ -359,6 +359,7 @@ mod tests {
         let trust = |server_trusted, hints| ToolTrust {
             server_trusted,
             hints,
+            declared_tier: None,
         };
         let prepare = Role::Prepare(Prepare {
             action_id: "id".into(),

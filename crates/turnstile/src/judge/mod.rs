@@ -26,9 +26,11 @@ pub mod lang;
 pub mod listing;
 pub mod narrowing;
 pub mod page;
+pub mod refusal;
 pub mod result;
 pub mod sentences;
 pub mod stitch;
+pub mod tiers;
 
 pub use accounting::Accounting;
 pub use anchors::Anchor;

@@ -83,6 +83,7 @@ fn english(anchor: &Anchor) -> String {
         Anchor::ToolFailed { tool } => {
             format!("The {tool} tool failed, so I cannot answer from it.")
         }
+        Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => {
             format!("(The {field} list from your screen may be truncated.)")
         }
@@ -186,6 +187,7 @@ fn korean_sentence(anchor: &Anchor) -> String {
         }
         Anchor::CountUnknown { .. } => "검색 결과에 개수 정보가 없어 몇 건인지 말씀드릴 수 없습니다.".into(),
         Anchor::ToolFailed { tool } => format!("{tool} 도구가 실패하여 답변할 수 없습니다."),
+        Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         Anchor::Aggregate { value, .. } => format!("정확히 {value}건입니다."),
         Anchor::ContinuationDrifted { anomaly } => format!(

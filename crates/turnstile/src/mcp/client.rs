@@ -396,15 +396,12 @@ impl ToolClient {
     /// server is trusted, and the annotations `tool` declared in the last
     /// `tools/list` (`None`: none, or no listing yet).
     pub fn trust(&self, tool: &str) -> ToolTrust {
-        let hints = self
-            .shared
-            .lock()
-            .listing
-            .as_ref()
-            .and_then(|l| l.hints.get(tool).copied());
+        let shared = self.shared.lock();
+        let listing = shared.listing.as_ref();
         ToolTrust {
             server_trusted: self.shared.spec.trusted,
-            hints,
+            hints: listing.and_then(|l| l.hints.get(tool).copied()),
+            declared_tier: listing.and_then(|l| l.tiers.get(tool).cloned()),
         }
     }
 

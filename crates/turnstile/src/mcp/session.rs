@@ -103,7 +103,13 @@ pub(crate) struct Listing {
     pub tools: Vec<ToolInfo>,
     pub read_only: HashSet<String>,
     pub hints: HashMap<String, Hints>,
+    /// Each tool's declared licence tier (`_meta`, [`TIER_META`]).
+    pub tiers: HashMap<String, String>,
 }
+
+/// The `_meta` key of a tool in `tools/list` that declares the licence tier
+/// its calls need (the judge's `tiers::LICENCE_TIER_META` reads the same).
+pub const TIER_META: &str = "turnstile/licence_tier";
 
 /// One open connection (one `initialize`). Dropping it does not close it;
 /// call [`Session::close`], or cancel the parent token given to `open`.
@@ -428,6 +434,14 @@ impl Session {
                         destructive: a.destructive_hint,
                     };
                     listing.hints.insert(name.clone(), hints);
+                }
+                let declared = (t.meta.as_ref())
+                    .and_then(|m| m.0.get(TIER_META))
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && s.len() <= 64);
+                if let Some(tier) = declared {
+                    listing.tiers.insert(name.clone(), tier.to_string());
                 }
                 listing.tools.push(ToolInfo {
                     name,

@@ -53,7 +53,7 @@ pub struct Hints {
 
 /// What a turn knows about a tool before calling it: whether its server is
 /// trusted (configuration) and the annotations it declared, if any.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolTrust {
     /// `trusted = false` on the server's configuration makes a tool that
     /// declares no annotations wait for approval of each call.
@@ -61,6 +61,9 @@ pub struct ToolTrust {
     /// `None`: the tool declared no annotations at all (or its server has
     /// not answered `tools/list`).
     pub hints: Option<Hints>,
+    /// The licence tier the tool declared in its `tools/list` `_meta`
+    /// (`turnstile/licence_tier`); the config's `licence_tier` wins over it.
+    pub declared_tier: Option<String>,
 }
 
 impl Default for ToolTrust {
@@ -68,6 +71,7 @@ impl Default for ToolTrust {
         ToolTrust {
             server_trusted: true,
             hints: None,
+            declared_tier: None,
         }
     }
 }

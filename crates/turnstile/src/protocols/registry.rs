@@ -9,7 +9,8 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
     admission::Admission, approval::Approval, connection::Connection, export::Export, frame::Frame,
-    narration::Narration, narrowing::Narrowing, paging::Paging, turn::Turn, Protocol,
+    licence::Licence, narration::Narration, narrowing::Narrowing, ownership::Ownership,
+    paging::Paging, turn::Turn, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -55,6 +56,16 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../../tables/connection.ron"),
     ),
     (
+        "licence",
+        "licence.ron",
+        include_str!("../../../../tables/licence.ron"),
+    ),
+    (
+        "ownership",
+        "ownership.ron",
+        include_str!("../../../../tables/ownership.ron"),
+    ),
+    (
         "narration",
         "narration.ron",
         include_str!("../../../../tables/narration.ron"),
@@ -73,6 +84,8 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Turn::NAME => Some(Turn::binding()),
         Connection::NAME => Some(Connection::binding()),
         Narration::NAME => Some(Narration::binding()),
+        Licence::NAME => Some(Licence::binding()),
+        Ownership::NAME => Some(Ownership::binding()),
         _ => None,
     }
 }

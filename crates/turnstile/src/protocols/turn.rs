@@ -56,6 +56,9 @@ crate::names! {
         ResponderFailed = "responder_failed",
         /// The model asked for tools after its answer began.
         CallsAfterText = "calls_after_text",
+        /// The licence gate refused a call of the round before it was sent
+        /// (`tables/licence.ron`): the answer is code's.
+        CallUnlicensed = "call_unlicensed",
         ClientGone = "client_gone",
     }
 }

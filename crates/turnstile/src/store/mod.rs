@@ -45,6 +45,7 @@ mod approval;
 mod error;
 mod lease;
 mod model;
+mod owners;
 mod recovery;
 mod sql;
 mod writer;
@@ -65,6 +66,7 @@ pub use model::{
     Backend, Mark, Marked, Message, NewApproval, NewMessage, Role, StoredApproval, Thread,
     UnknownRole,
 };
+pub use owners::{LicenceAudit, Owner, OwnerKind, Ownership};
 pub use recovery::TurnMachines;
 use sql::now_ms;
 
@@ -96,6 +98,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "thread_marks",
         include_str!("../../../../migrations/0005_thread_marks.sql"),
+    ),
+    (
+        6,
+        "ownership",
+        include_str!("../../../../migrations/0006_ownership.sql"),
     ),
 ];
 

@@ -54,6 +54,11 @@ pub struct ToolResult {
     /// A narrowing conflict that kept the call from running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conflict: Option<Value>,
+    /// The licence gate's refusal that kept the call from being sent:
+    /// `{table, row_id, lang, message}`, the message in code's copy
+    /// (`judge::refusal`), never model prose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Value>,
 }
 
 /// How a stitched listing ended.

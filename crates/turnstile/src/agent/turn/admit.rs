@@ -167,6 +167,7 @@ impl Turn<'_> {
             summary,
             shape: None,
             conflict,
+            refusal: None,
         };
         self.emit_result_released(frame, args, None, Some(&digest), released)
             .await?;

@@ -224,6 +224,7 @@ impl Turn<'_> {
                     summary: e.kind().to_string(),
                     shape: None,
                     conflict: None,
+                    refusal: None,
                 };
                 self.emit_result(frame, args, None, Some(&digest)).await?;
                 return Ok(match first_page {
@@ -260,6 +261,7 @@ impl Turn<'_> {
             summary,
             shape: Some(shape.to_string()),
             conflict: None,
+            refusal: None,
         };
         // A result still to be judged has no digest yet: the judged one is
         // stored with its card.

@@ -18,6 +18,7 @@ use super::records::{self, Record};
 use super::tools::Tools;
 use crate::fsm::Violation;
 use crate::judge::approval::Roles;
+use crate::judge::tiers::{Access, LicenceMap};
 use crate::judge::{Anchor, Contracts};
 use crate::llm::Model;
 use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
@@ -34,6 +35,7 @@ mod export;
 mod held;
 mod hold;
 mod judge;
+mod licence;
 mod limits;
 mod plan;
 mod recover;
@@ -51,12 +53,20 @@ use state::{Cursor, Evidence, Exports, Ledger, Outcome, ThreadScope};
 pub use super::tables::TurnTables;
 
 /// A user message as the HTTP layer received it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnRequest {
     pub text: String,
     #[serde(default)]
     pub context: Option<RawContext>,
+    /// A principal a client put in the body is discarded (issue 20): who
+    /// the caller is comes from the HTTP edge's verification only.
+    #[serde(default, rename = "principal")]
+    pub discarded_principal: Option<serde::de::IgnoredAny>,
+    /// The tiers the HTTP edge established for the caller; `None`: the
+    /// anonymous tiers (`licence.anonymous_tiers`).
+    #[serde(skip)]
+    pub access: Option<Access>,
 }
 
 pub struct Agent {
@@ -71,6 +81,9 @@ pub struct Agent {
     pub terminals: crate::judge::capability::Terminals,
     pub limits: Limits,
     pub claims: Arc<super::claims::ThreadClaims>,
+    /// The one tool → required-tier map: the catalogue filter and the
+    /// licence gate before each call read it (`tables/licence.ron`).
+    pub licences: LicenceMap,
 }
 
 /// How a turn's stream opens: a user message, or a decision on the
@@ -119,6 +132,8 @@ struct Turn<'a> {
     /// The name the frame machine is stored under: `frame`, or
     /// `frame@resume-N` for the stream a decision resumes.
     frame_name: String,
+    /// The tiers the caller holds (the licence gate's other input).
+    access: Access,
 }
 
 impl Turn<'_> {

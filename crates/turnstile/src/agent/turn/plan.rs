@@ -37,7 +37,7 @@ impl Turn<'_> {
         let req = PlanRequest {
             prompt,
             user_text: self.user_text.clone(),
-            tools: self.agent.tools.list(),
+            tools: self.catalogue(),
             context: self
                 .thread
                 .context
@@ -89,6 +89,9 @@ impl Turn<'_> {
                 _ => TurnEvent::Answered,
             });
         }
+        // The licence gate, before anything is sent: a round with a call
+        // the caller may not make runs none of its calls, and code answers.
+        let refused = self.gate_round(&plan.calls).await?;
         // The scope of a narrowing follow-up comes from stored turn state,
         // never from the model. Once a step narrows, the population's tool
         // stays scoped for the rest of the turn: a later step cannot widen
@@ -118,6 +121,9 @@ impl Turn<'_> {
         };
         let record = Record::Plan(&frame).message();
         self.step(wire::Frame::Plan(frame), vec![record]).await?;
+        if let Some(refused) = refused {
+            return self.refuse_round(&plan.calls, refused).await;
+        }
         self.cursor.pending = plan.calls.into();
         self.order_plan();
         self.order_exports();

@@ -8,6 +8,7 @@ use super::held::Decided;
 use super::{Agent, Cursor, Evidence, Ledger, Opening, Stop, ThreadScope, Turn, TurnRequest};
 use crate::agent::claims::Claim;
 use crate::agent::frames::{EmitError, FrameWriter, OutFrame};
+use crate::judge::tiers::Access;
 use crate::protocols::telemetry;
 use crate::protocols::turn::Turn as TurnTable;
 use crate::protocols::Typed;
@@ -32,8 +33,10 @@ impl Agent {
         claim: Option<Claim>,
     ) {
         let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
-        let turn = Turn::new(self, thread_id, turn_id, &req.text, tx)
+        let access = (req.access.clone()).unwrap_or_else(|| self.licences.anonymous());
+        let mut turn = Turn::new(self, thread_id, turn_id, &req.text, tx)
             .with_machine(self.tables.turn.machine(), "frame".into());
+        turn.access = access;
         self.run_task(turn, Opening::Message(req), claim, span)
             .await
     }
@@ -45,6 +48,7 @@ impl Agent {
         &self,
         thread_id: &str,
         decided: Decided,
+        access: Option<Access>,
         tx: tokio::sync::mpsc::Sender<OutFrame>,
         claim: Option<Claim>,
     ) {
@@ -77,8 +81,9 @@ impl Agent {
             })
             .unwrap_or(1);
         let user_text = decided.action.user_text.clone();
-        let turn = Turn::new(self, thread_id, &turn_id, &user_text, tx)
+        let mut turn = Turn::new(self, thread_id, &turn_id, &user_text, tx)
             .with_machine(machine, format!("frame@resume-{resumes}"));
+        turn.access = access.unwrap_or_else(|| self.licences.anonymous());
         self.run_task(turn, Opening::Decision(Box::new(decided)), claim, span)
             .await
     }
@@ -167,6 +172,7 @@ impl<'a> Turn<'a> {
             approvals: Default::default(),
             exports: Default::default(),
             frame_name: "frame".into(),
+            access: Access::default(),
         }
     }
 

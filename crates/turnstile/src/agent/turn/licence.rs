@@ -1,0 +1,167 @@
+//! The licence gate (issue 20 §5, seed 003 §4.6), in two places that read
+//! the one map in `judge::tiers` and decide through `tables/licence.ron`:
+//!
+//! - the catalogue filter: the planner is shown only the tools the caller
+//!   may use, so no prompt names one it may not;
+//! - the interceptor: every call of a planning round is classified before
+//!   any is sent. A round with a refused call runs none of its calls: the
+//!   refused ones get a structured refusal, and the answer is code's copy,
+//!   which offers the part that can be done when there is one (a partial
+//!   permission neither refuses outright nor silently does half).
+//!
+//! Each decision on a call is an audit row of the thread.
+
+use serde_json::json;
+
+use super::{Stop, Turn};
+use crate::judge::digest::Digest;
+use crate::judge::refusal::CopyLang;
+use crate::judge::tiers::{LicenceMap, Verdict};
+use crate::judge::Anchor;
+use crate::llm::PlannedCall;
+use crate::mcp::ToolInfo;
+use crate::protocols::licence::{LicenceEffect, LicenceEvent};
+use crate::protocols::telemetry;
+use crate::protocols::turn::TurnEvent;
+use crate::protocols::Names;
+use crate::store::LicenceAudit;
+use crate::wire;
+
+/// One call's decision.
+pub(super) struct Decision {
+    pub(super) allowed: bool,
+    pub(super) row_id: String,
+}
+
+/// A round the gate refused: each call's decision, in plan order.
+pub(super) struct Refused {
+    decisions: Vec<Decision>,
+}
+
+impl Turn<'_> {
+    /// The map's verdict on `tool` for this caller.
+    fn verdict(&self, tool: &str) -> Verdict {
+        let declared = self.agent.tools.trust(tool).declared_tier;
+        (self.agent.licences).verdict(tool, declared.as_deref(), &self.access)
+    }
+
+    /// Fires a fresh licence machine on `event`: the row and whether it
+    /// lets the call run.
+    fn decide_licence(&self, event: LicenceEvent) -> Decision {
+        let mut machine = self.agent.tables.licence.machine();
+        let decision = match machine.fire(event) {
+            Ok(step) => Decision {
+                allowed: step.effect == Some(LicenceEffect::Run),
+                row_id: machine.row_id(step.row).to_string(),
+            },
+            Err(v) => {
+                telemetry::violation(&v);
+                Decision {
+                    allowed: false,
+                    row_id: v.row_id.clone(),
+                }
+            }
+        };
+        telemetry::record(machine.snapshot());
+        decision
+    }
+
+    /// The catalogue filter: the tools the table lets this caller use, as
+    /// if each were the only call of its round.
+    pub(super) fn catalogue(&self) -> Vec<ToolInfo> {
+        (self.agent.tools.list().into_iter())
+            .filter(|t| {
+                let event = LicenceMap::classify(&self.verdict(&t.name), false);
+                let mut machine = self.agent.tables.licence.machine();
+                machine
+                    .fire(event)
+                    .is_ok_and(|s| s.effect == Some(LicenceEffect::Run))
+            })
+            .collect()
+    }
+
+    /// The interceptor: every call of the round decided before any is
+    /// sent, each decision audited. `None`: all may run.
+    pub(super) async fn gate_round(
+        &mut self,
+        calls: &[PlannedCall],
+    ) -> Result<Option<Refused>, Stop> {
+        let verdicts: Vec<Verdict> = calls.iter().map(|c| self.verdict(&c.tool)).collect();
+        let mut decisions = Vec::with_capacity(calls.len());
+        let mut audit = Vec::with_capacity(calls.len());
+        for (i, v) in verdicts.iter().enumerate() {
+            let others_allowed = (verdicts.iter().enumerate()).any(|(j, o)| j != i && o.allows());
+            let event = LicenceMap::classify(v, others_allowed);
+            let d = self.decide_licence(event);
+            audit.push(LicenceAudit {
+                turn_id: self.turn_id.clone(),
+                tool: calls[i].tool.clone(),
+                required_tier: v.required().map(str::to_string),
+                held_tiers: self.access.tiers.clone(),
+                event: event.name().to_string(),
+                row_id: d.row_id.clone(),
+                allowed: d.allowed,
+                created_at: 0,
+            });
+            decisions.push(d);
+        }
+        (self.agent.store)
+            .audit_licence(&self.thread_id, &self.turn_id, &audit)
+            .await?;
+        if decisions.iter().all(|d| d.allowed) {
+            return Ok(None);
+        }
+        for (call, d) in calls.iter().zip(&decisions).filter(|(_, d)| !d.allowed) {
+            tracing::info!(tool = %call.tool, row_id = %d.row_id, "call refused by the licence gate");
+        }
+        Ok(Some(Refused { decisions }))
+    }
+
+    /// A refused round: each refused call shown as not sent, with the
+    /// structured refusal; the calls that could run are held back and
+    /// offered. The answer is code's (the turn table's `explain`).
+    pub(super) async fn refuse_round(
+        &mut self,
+        calls: &[PlannedCall],
+        refused: Refused,
+    ) -> Result<TurnEvent, Stop> {
+        let lang = CopyLang::of(&self.user_text);
+        let mut possible: Vec<String> = Vec::new();
+        for (call, d) in calls.iter().zip(&refused.decisions) {
+            if d.allowed && !possible.contains(&call.tool) {
+                possible.push(call.tool.clone());
+            }
+        }
+        let message = crate::judge::refusal::copy(lang, &possible);
+        for (call, d) in calls.iter().zip(&refused.decisions) {
+            if d.allowed {
+                continue;
+            }
+            let call_id = self.next_call_id();
+            self.emit_call(&call_id, &call.tool, None, &call.args)
+                .await?;
+            // What a model could ever read of it is that it was not run:
+            // no word of the permission system reaches a prompt.
+            let summary = "not run".to_string();
+            let digest = Digest::failed(&call.tool, &summary);
+            let frame = wire::ToolResult {
+                call_id,
+                tool: call.tool.clone(),
+                ok: false,
+                summary,
+                shape: None,
+                conflict: None,
+                refusal: Some(json!({
+                    "table": "licence",
+                    "row_id": d.row_id,
+                    "lang": lang,
+                    "message": message,
+                })),
+            };
+            self.emit_result(frame, &call.args, None, Some(&digest))
+                .await?;
+        }
+        self.anchor(Anchor::NotRun { possible, lang });
+        Ok(TurnEvent::CallUnlicensed)
+    }
+}

@@ -1,0 +1,249 @@
+//! Thread ownership (issue 20, `tables/ownership.ron`): each thread's owner
+//! kind and owner hash, the one-time promotion from a session to a
+//! principal, the caller's own threads, and the licence gate's audit rows.
+//!
+//! The store only keeps and compares hashes; deciding who the caller is and
+//! whether a thread is theirs is the ownership table's (at the HTTP edge).
+
+use sqlx::Row;
+
+use super::model::Thread;
+use super::sql::now_ms;
+use super::{Store, StoreError};
+
+/// What owns a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OwnerKind {
+    Session,
+    Principal,
+}
+
+impl OwnerKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            OwnerKind::Session => "session",
+            OwnerKind::Principal => "principal",
+        }
+    }
+
+    fn parse(s: &str) -> Option<OwnerKind> {
+        match s {
+            "session" => Some(OwnerKind::Session),
+            "principal" => Some(OwnerKind::Principal),
+            _ => None,
+        }
+    }
+}
+
+/// An owner: its kind and the hash that stands for it (never a raw session
+/// id or subject).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: OwnerKind,
+    pub key: String,
+}
+
+/// A thread's stored ownership.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ownership {
+    /// `None`: stored before ownership existed.
+    pub owner: Option<Owner>,
+    /// The session hash a promotion replaced.
+    pub promoted_from: Option<String>,
+}
+
+/// One licence decision, as the gate records it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LicenceAudit {
+    pub turn_id: String,
+    pub tool: String,
+    pub required_tier: Option<String>,
+    pub held_tiers: Vec<String>,
+    pub event: String,
+    pub row_id: String,
+    pub allowed: bool,
+    /// Unix milliseconds; set by the store when it records the row.
+    pub created_at: i64,
+}
+
+impl Store {
+    /// Creates a thread owned by `owner`.
+    #[tracing::instrument(name = "store.create_owned_thread", level = "debug", skip_all)]
+    pub async fn create_owned_thread(&self, owner: &Owner) -> Result<Thread, StoreError> {
+        let thread = Thread {
+            id: uuid::Uuid::new_v4().to_string(),
+            owner: Some(owner.key.clone()),
+            created_at: now_ms(),
+        };
+        sqlx::query(
+            "INSERT INTO threads (id, owner, owner_kind, created_at, last_seq, population_seq, delivery_seq) \
+             VALUES ($1, $2, $3, $4, 0, 0, 0)",
+        )
+        .bind(thread.id.as_str())
+        .bind(owner.key.as_str())
+        .bind(owner.kind.as_str())
+        .bind(thread.created_at)
+        .execute(&self.pool)
+        .await?;
+        self.committed();
+        Ok(thread)
+    }
+
+    /// The thread's ownership, or `None` when no thread has this id.
+    pub async fn ownership(&self, id: &str) -> Result<Option<Ownership>, StoreError> {
+        let row = sqlx::query("SELECT owner, owner_kind, promoted_from FROM threads WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let key: Option<String> = row.try_get("owner")?;
+        let kind: Option<String> = row.try_get("owner_kind")?;
+        let owner = match (kind.as_deref().and_then(OwnerKind::parse), key) {
+            (Some(kind), Some(key)) => Some(Owner { kind, key }),
+            _ => None,
+        };
+        Ok(Some(Ownership {
+            owner,
+            promoted_from: row.try_get("promoted_from")?,
+        }))
+    }
+
+    /// Moves a session-owned thread to `principal`, if it is still owned by
+    /// `session`: one compare-and-swap, so of two requests racing exactly
+    /// one promotes, and a promoted thread is never promoted again.
+    pub async fn promote(
+        &self,
+        id: &str,
+        session: &str,
+        principal: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE threads SET owner_kind = 'principal', owner = $1, promoted_from = $2 \
+             WHERE id = $3 AND owner_kind = 'session' AND owner = $2",
+        )
+        .bind(principal)
+        .bind(session)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        self.committed();
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The threads `owner` owns, newest first, at most `limit`.
+    pub async fn threads_of(&self, owner: &Owner, limit: i64) -> Result<Vec<Thread>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, owner, created_at FROM threads WHERE owner_kind = $1 AND owner = $2 \
+             ORDER BY created_at DESC, id LIMIT $3",
+        )
+        .bind(owner.kind.as_str())
+        .bind(owner.key.as_str())
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(Thread {
+                    id: row.try_get("id")?,
+                    owner: row.try_get("owner")?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Records the licence gate's decisions of one turn, in order.
+    pub async fn audit_licence(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        rows: &[LicenceAudit],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let base: i64 = sqlx::query(
+            "SELECT COUNT(*) AS n FROM licence_audit WHERE thread_id = $1 AND turn_id = $2",
+        )
+        .bind(thread_id)
+        .bind(turn_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+        for (i, r) in rows.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO licence_audit (thread_id, turn_id, seq, tool, required_tier, held_tiers, event, row_id, allowed, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(thread_id)
+            .bind(turn_id)
+            .bind(base + i as i64 + 1)
+            .bind(r.tool.as_str())
+            .bind(r.required_tier.as_deref())
+            .bind(serde_json::to_string(&r.held_tiers)?)
+            .bind(r.event.as_str())
+            .bind(r.row_id.as_str())
+            .bind(i64::from(r.allowed))
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        self.committed();
+        Ok(())
+    }
+
+    /// The thread's licence decisions, oldest first.
+    pub async fn licence_audit(&self, thread_id: &str) -> Result<Vec<LicenceAudit>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT turn_id, tool, required_tier, held_tiers, event, row_id, allowed, created_at \
+             FROM licence_audit WHERE thread_id = $1 ORDER BY created_at, turn_id, seq",
+        )
+        .bind(thread_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|row| {
+                let held: String = row.try_get("held_tiers")?;
+                let allowed: i64 = row.try_get("allowed")?;
+                Ok(LicenceAudit {
+                    turn_id: row.try_get("turn_id")?,
+                    tool: row.try_get("tool")?,
+                    required_tier: row.try_get("required_tier")?,
+                    held_tiers: serde_json::from_str(&held)?,
+                    event: row.try_get("event")?,
+                    row_id: row.try_get("row_id")?,
+                    allowed: allowed == 1,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Records who decided an approval: the owner hash of the caller whose
+    /// decision won its swap.
+    pub async fn set_approver(&self, interrupt_id: &str, approver: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET approver = $1 WHERE interrupt_id = $2")
+            .bind(approver)
+            .bind(interrupt_id)
+            .execute(&self.pool)
+            .await?;
+        self.committed();
+        Ok(())
+    }
+
+    /// Who decided an approval, if anyone has.
+    pub async fn approver(&self, interrupt_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT approver FROM approvals WHERE interrupt_id = $1")
+            .bind(interrupt_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(r) => r.try_get("approver")?,
+            None => None,
+        })
+    }
+}
