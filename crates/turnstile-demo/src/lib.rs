@@ -55,20 +55,24 @@
 //! ```
 
 pub mod actions;
+pub mod auth;
 pub mod data;
 pub mod exports;
 pub mod lying;
 pub mod query;
 pub mod scripted;
 pub mod server;
+pub mod sessions;
 pub mod slow;
 pub mod tools;
 
 pub use actions::{ActionCounts, ActionStatus, ActionStore, ActionView};
+pub use auth::{DemoUser, Owner, VerifierFault, LICENCE_TIER_META, TIERS};
 pub use data::dataset;
 pub use query::INJECTED_ROW_LIMIT;
 pub use scripted::Scripted;
 pub use server::DemoServer;
+pub use sessions::{INVALID_SESSION, PRIVATE_TOOLS, SESSION_META, SESSION_MISMATCH};
 pub use tools::{DemoOptions, Fault};
 
 /// The result contracts of the demo's tools, as a `turnstile serve` config
