@@ -224,6 +224,13 @@ impl DemoServer {
         self.state.tool_calls(tool)
     }
 
+    /// How many private-tool calls named their session explicitly in
+    /// `_meta["turnstile/session"]` (refused or not), so tests can prove a
+    /// client names it.
+    pub fn explicit_session_calls(&self) -> u64 {
+        self.state.explicit_session_calls()
+    }
+
     /// The ids of the live MCP sessions (for tests that must name another
     /// live session).
     pub async fn live_sessions(&self) -> Vec<String> {

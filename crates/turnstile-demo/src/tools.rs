@@ -203,6 +203,9 @@ pub struct DemoState {
     /// bound; unset for handlers used without a transport (no session is
     /// live then).
     sessions: std::sync::OnceLock<Arc<LocalSessionManager>>,
+    /// Private-tool calls that named their session explicitly (refused or
+    /// not).
+    explicit_session_calls: AtomicU64,
 }
 
 impl Default for DemoState {
@@ -232,6 +235,7 @@ impl DemoState {
             tool_calls: Default::default(),
             identities,
             sessions: std::sync::OnceLock::new(),
+            explicit_session_calls: AtomicU64::new(0),
         }
     }
 
@@ -265,6 +269,12 @@ impl DemoState {
     pub fn tool_calls(&self, tool: &str) -> u64 {
         let calls = self.tool_calls.lock().unwrap_or_else(|e| e.into_inner());
         calls.get(tool).copied().unwrap_or(0)
+    }
+
+    /// How many private-tool calls named their session explicitly in
+    /// `_meta["turnstile/session"]`, refused or not.
+    pub fn explicit_session_calls(&self) -> u64 {
+        self.explicit_session_calls.load(Ordering::SeqCst)
     }
 
     fn count_tool_call(&self, tool: &str) {
@@ -748,6 +758,11 @@ impl ServerHandler for DemoTools {
                 if let Some(meta) = &request.meta {
                     explicit = sessions::explicit(&meta.0 .0);
                 }
+            }
+            if explicit != sessions::Explicit::Omitted {
+                self.state
+                    .explicit_session_calls
+                    .fetch_add(1, Ordering::SeqCst);
             }
             let transport = context
                 .extensions
