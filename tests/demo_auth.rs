@@ -379,41 +379,66 @@ async fn private_tools_refuse_every_wrong_explicit_session() {
     server.shutdown().await;
 }
 
-/// With no `Mcp-Session-Id` at all, a `tools/call` never reaches a handler:
-/// rmcp's streamable-HTTP service answers it with HTTP 400 (only
-/// `initialize` may come without a session), so "no binding" cannot reach a
-/// private tool over this transport (the handler would refuse it as
-/// `INVALID_SESSION`: `turnstile_demo::sessions` unit tests).
+/// With no `Mcp-Session-Id` at all, a `tools/call` of a private tool never
+/// runs it. Over the session protocol (revisions up to 2025-11-25) rmcp's
+/// streamable-HTTP service answers HTTP 400 before any handler (only
+/// `initialize` may come without a session). A sessionless 2026-07-28
+/// request (per-request `_meta`, no handshake) is routed statelessly and
+/// refused before any handler too (HTTP 400, JSON-RPC -32022 "Unsupported
+/// protocol version": the demo speaks no revision without a handshake).
+/// So "no binding" is not reachable over HTTP; were it, the handler
+/// answers `INVALID_SESSION` (`turnstile_demo::sessions` unit tests).
 #[tokio::test]
-async fn a_call_without_a_transport_session_never_reaches_a_tool() {
+async fn a_call_without_a_transport_session_never_runs_a_private_tool() {
     let server = start(DemoOptions::default()).await;
     let http = reqwest::Client::new();
-    for (version, explicit) in [
-        ("2025-11-25", None),
-        ("2025-11-25", Some(uuid::Uuid::new_v4().to_string())),
-        ("2025-06-18", None),
-    ] {
-        let mut params = json!({"name": "prepare_seat_reservation", "arguments": {"seat": "3", "time": "10:00"}});
-        if let Some(id) = &explicit {
-            params["_meta"] = json!({ (SESSION_META): id });
+    let random = uuid::Uuid::new_v4().to_string();
+    for tool in PRIVATE_TOOLS {
+        for (version, explicit) in [
+            ("2025-11-25", None),
+            ("2025-11-25", Some(random.as_str())),
+            ("2025-06-18", None),
+            ("2026-07-28", None),
+            ("2026-07-28", Some(random.as_str())),
+        ] {
+            let mut meta = json!({});
+            if version == "2026-07-28" {
+                meta["io.modelcontextprotocol/protocolVersion"] = json!(version);
+                meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+                meta["io.modelcontextprotocol/clientInfo"] =
+                    json!({"name": "demo-auth-test", "version": "0"});
+            }
+            if let Some(id) = explicit {
+                meta[SESSION_META] = json!(id);
+            }
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": tool, "arguments": private_args(tool), "_meta": meta}});
+            let resp = http
+                .post(&server.url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", version)
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", tool)
+                .json(&body)
+                .send()
+                .await
+                .expect("server answers");
+            let status = resp.status().as_u16();
+            let text = resp.text().await.unwrap_or_default();
+            let what = format!("{tool} {version} {explicit:?}: {status} {text}");
+            let refused =
+                status >= 400 || text.contains("\"error\":{") || text.contains(INVALID_SESSION);
+            assert!(refused, "{what}");
+            if version != "2026-07-28" {
+                assert_eq!(status, 400, "{what}");
+            }
+            assert!(!text.contains(&random) && !text.contains("://"), "{what}");
+            assert_eq!(server.calls(tool), 0, "{what}");
         }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let resp = http
-            .post(&server.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", version)
-            .json(&body)
-            .send()
-            .await
-            .expect("server answers");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap_or_default();
-        assert_eq!(status, 400, "{version}: {text}");
-        assert!(!text.contains("://"), "{text}");
     }
-    assert_eq!(server.tool_calls("prepare_seat_reservation"), 0);
     assert_eq!(server.action_status(1), None);
+    assert_eq!(server.exports().confirms("EXP-1"), 0);
     server.shutdown().await;
 }
 
