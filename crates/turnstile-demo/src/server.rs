@@ -85,6 +85,14 @@ async fn download(
     }
 }
 
+/// `GET /api/auth/me`: the bearer verifier ([`crate::auth`]).
+async fn me(
+    axum::extract::State(state): axum::extract::State<Arc<DemoState>>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    super::auth::respond(state.identities(), &headers).await
+}
+
 /// A running demo MCP server.
 pub struct DemoServer {
     /// Full MCP endpoint URL with the real port, e.g. `http://127.0.0.1:41234/mcp`.
@@ -147,7 +155,7 @@ impl DemoServer {
                 "/api/lms/exports/{job_id}/download",
                 axum::routing::get(download),
             )
-            .route(VERIFIER_PATH, axum::routing::get(super::auth::me))
+            .route(VERIFIER_PATH, axum::routing::get(me))
             .with_state(state.clone());
         let task = tokio::spawn({
             let cancel = cancel.clone();

@@ -778,6 +778,18 @@ mod tests {
     }
 
     #[test]
+    fn the_recorder_keeps_the_session_id_the_transport_uses() {
+        let recorder = SessionIdRecorder::new();
+        let cell = recorder.cell();
+        recorder.note(None, &StreamableHttpPostResponse::Accepted);
+        assert_eq!(cell.get(), None);
+        let sent: Arc<str> = Arc::from("session-1");
+        recorder.note(Some(&sent), &StreamableHttpPostResponse::Accepted);
+        assert_eq!(cell.get().as_deref(), Some("session-1"));
+        assert_eq!(SESSION_META, "turnstile/session");
+    }
+
+    #[test]
     fn bad_specs_are_refused_before_connecting() {
         let bad = ServerSpec::http("x", "ftp://example.com/mcp");
         assert_eq!(validate(&bad).map_err(|e| e.kind()), Err("invalid_spec"));
