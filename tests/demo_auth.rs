@@ -7,8 +7,9 @@
 //!   request counter.
 //! * Licence tiers declared in `tools/list` `_meta`.
 //! * Exact MCP sessions (seed 002's "ADR-0098") for every private demo tool:
-//!   a random, an invalidated (closed with `DELETE`) and a valid-but-other
-//!   explicit session id are each refused with the right code, and the
+//!   a random, an invalidated (closed with `DELETE`, or forgotten by the
+//!   server) and a valid-but-other explicit session id are each refused
+//!   with the right code, and the
 //!   refusal carries no session id and no URL, and the tool never ran; an
 //!   omitted id, or the call's own, works. A call with no transport binding
 //!   at all is refused by the transport before it reaches a handler.
@@ -376,6 +377,45 @@ async fn private_tools_refuse_every_wrong_explicit_session() {
     assert_ne!(r.is_error, Some(true));
     a.cancel().await.ok();
     b.cancel().await.ok();
+    server.shutdown().await;
+}
+
+/// A session the server forgot (its idle timeout, a restart: here
+/// [`DemoServer::expire_sessions`]) is no longer live: naming it is
+/// `INVALID_SESSION` on the session that replaced it, not a fallback to it.
+#[tokio::test]
+async fn an_expired_explicit_session_is_invalid_on_the_new_one() {
+    let server = start(DemoOptions::default()).await;
+    let (old, old_id) = raw(&server, None).await;
+    let prepared = call(
+        &old,
+        "prepare_seat_reservation",
+        private_args("prepare_seat_reservation"),
+        None,
+    )
+    .await;
+    assert_eq!(structured(&prepared)["actionId"], json!(1));
+    server.expire_sessions().await;
+    let (new, new_id) = raw(&server, None).await;
+    for tool in PRIVATE_TOOLS {
+        let r = call(&new, tool, private_args(tool), Some(&old_id)).await;
+        assert_eq!(
+            structured(&r)["error"],
+            json!(INVALID_SESSION),
+            "{tool}: {}",
+            wire(&r)
+        );
+        assert!(!wire(&r).contains(&old_id) && !wire(&r).contains(&new_id));
+    }
+    let read = call(&new, "get_action", json!({"actionId": 1}), Some(&new_id)).await;
+    assert_eq!(
+        structured(&read)["status"],
+        json!("PENDING"),
+        "{}",
+        wire(&read)
+    );
+    drop(old);
+    new.cancel().await.ok();
     server.shutdown().await;
 }
 
