@@ -18,6 +18,7 @@ mod capability;
 mod cli_output;
 mod conformance;
 mod crash;
+mod demo_auth;
 mod demo_tools;
 mod export;
 mod forbidden_rows;

@@ -9,6 +9,12 @@
 //! CANCELLED. Every confirm and cancel received is counted per action id,
 //! refused ones included, so tests can prove what a client asked for.
 //!
+//! Every action belongs to the [`Owner`] that prepared it (issue 20): to
+//! any other owner, confirming, cancelling or reading it answers as for an
+//! unknown id. The `_as` methods take the owner; the others act as the
+//! anonymous owner, except [`ActionStore::get`], the handle's read, which
+//! sees every action.
+//!
 //! The state machine is small and lives here, in the tool server, on
 //! purpose: it is the server's word the client has to respect, not the
 //! client's decision.
@@ -20,6 +26,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::schemars;
 use serde::Serialize;
+
+use crate::auth::Owner;
 
 /// Seats are numbered 1 to this, inclusive.
 pub const SEATS: u32 = 40;
@@ -166,6 +174,7 @@ impl std::error::Error for ActionError {}
 
 #[derive(Debug)]
 struct Action {
+    owner: Owner,
     seat: String,
     time: String,
     status: ActionStatus,
@@ -250,10 +259,21 @@ impl ActionStore {
     /// Prepare a reservation of `seat` at `time`: a PENDING action, or a
     /// refusal that created nothing.
     pub fn prepare(&self, seat_text: &str, time_text: &str) -> Prepared {
-        self.prepare_at(seat_text, time_text, Instant::now())
+        self.prepare_as(&Owner::Anonymous, seat_text, time_text)
     }
 
-    fn prepare_at(&self, seat_text: &str, time_text: &str, now: Instant) -> Prepared {
+    /// [`prepare`](Self::prepare) an action that belongs to `owner`.
+    pub fn prepare_as(&self, owner: &Owner, seat_text: &str, time_text: &str) -> Prepared {
+        self.prepare_at(owner, seat_text, time_text, Instant::now())
+    }
+
+    fn prepare_at(
+        &self,
+        owner: &Owner,
+        seat_text: &str,
+        time_text: &str,
+        now: Instant,
+    ) -> Prepared {
         let Some(seat) = seat(seat_text) else {
             return Prepared::NoSuchSeat;
         };
@@ -266,6 +286,7 @@ impl ActionStore {
         inner.actions.insert(
             id,
             Action {
+                owner: owner.clone(),
                 seat,
                 time,
                 status: ActionStatus::Pending,
@@ -287,7 +308,18 @@ impl ActionStore {
         action_id: u64,
         idempotency_key: Option<&str>,
     ) -> Result<Confirmed, ActionError> {
-        let confirmed = self.accept_at(action_id, idempotency_key, Instant::now())?;
+        self.confirm_as(&Owner::Anonymous, action_id, idempotency_key)
+    }
+
+    /// [`confirm`](Self::confirm) as `owner`: another owner's action is
+    /// refused as [`ActionError::Unknown`] (and counted).
+    pub fn confirm_as(
+        self: &Arc<Self>,
+        owner: &Owner,
+        action_id: u64,
+        idempotency_key: Option<&str>,
+    ) -> Result<Confirmed, ActionError> {
+        let confirmed = self.accept_at(owner, action_id, idempotency_key, Instant::now())?;
         if confirmed.fresh {
             self.schedule(action_id);
         }
@@ -296,6 +328,7 @@ impl ActionStore {
 
     fn accept_at(
         &self,
+        owner: &Owner,
         action_id: u64,
         idempotency_key: Option<&str>,
         now: Instant,
@@ -307,6 +340,7 @@ impl ActionStore {
         let action = inner
             .actions
             .get_mut(&action_id)
+            .filter(|a| a.owner == *owner)
             .ok_or(ActionError::Unknown(action_id))?;
         action.settle(now);
         let key = idempotency_key.filter(|k| !k.is_empty());
@@ -384,15 +418,22 @@ impl ActionStore {
     /// Cancel a PENDING action (→ CANCELLED); cancelling a cancelled one
     /// answers the same. Counted whatever the outcome.
     pub fn cancel(&self, action_id: u64) -> Result<u64, ActionError> {
-        self.cancel_at(action_id, Instant::now())
+        self.cancel_as(&Owner::Anonymous, action_id)
     }
 
-    fn cancel_at(&self, action_id: u64, now: Instant) -> Result<u64, ActionError> {
+    /// [`cancel`](Self::cancel) as `owner`: another owner's action is
+    /// refused as [`ActionError::Unknown`] (and counted).
+    pub fn cancel_as(&self, owner: &Owner, action_id: u64) -> Result<u64, ActionError> {
+        self.cancel_at(owner, action_id, Instant::now())
+    }
+
+    fn cancel_at(&self, owner: &Owner, action_id: u64, now: Instant) -> Result<u64, ActionError> {
         let mut inner = self.lock();
         inner.counts.entry(action_id).or_default().cancels += 1;
         let action = inner
             .actions
             .get_mut(&action_id)
+            .filter(|a| a.owner == *owner)
             .ok_or(ActionError::Unknown(action_id))?;
         action.settle(now);
         match action.status {
@@ -406,15 +447,28 @@ impl ActionStore {
 
     /// One action as it stands now (a PENDING one past its expiry reads,
     /// and from then on stays, EXPIRED).
+    /// Whoever owns it: this is the handle's read, not a tool's.
     pub fn get(&self, action_id: u64) -> Result<ActionView, ActionError> {
-        self.get_at(action_id, Instant::now())
+        self.get_at(None, action_id, Instant::now())
     }
 
-    fn get_at(&self, action_id: u64, now: Instant) -> Result<ActionView, ActionError> {
+    /// [`get`](Self::get) as `owner`: another owner's action reads as
+    /// [`ActionError::Unknown`].
+    pub fn get_as(&self, owner: &Owner, action_id: u64) -> Result<ActionView, ActionError> {
+        self.get_at(Some(owner), action_id, Instant::now())
+    }
+
+    fn get_at(
+        &self,
+        owner: Option<&Owner>,
+        action_id: u64,
+        now: Instant,
+    ) -> Result<ActionView, ActionError> {
         let mut inner = self.lock();
         let action = inner
             .actions
             .get_mut(&action_id)
+            .filter(|a| owner.is_none_or(|o| a.owner == *o))
             .ok_or(ActionError::Unknown(action_id))?;
         action.settle(now);
         Ok(ActionView {
@@ -486,9 +540,12 @@ mod tests {
     fn confirm_then_complete() {
         let s = store();
         let now = Instant::now();
-        assert_eq!(s.prepare_at("12", "15:00", now), Prepared::Created(1));
         assert_eq!(
-            s.accept_at(1, None, now),
+            s.prepare_at(&Owner::Anonymous, "12", "15:00", now),
+            Prepared::Created(1)
+        );
+        assert_eq!(
+            s.accept_at(&Owner::Anonymous, 1, None, now),
             Ok(Confirmed {
                 action_id: 1,
                 fresh: true
@@ -501,7 +558,7 @@ mod tests {
         assert_eq!(status(&s, 1), ActionStatus::Completed);
         // Confirming again without the key is refused, and counted.
         assert_eq!(
-            s.accept_at(1, None, now),
+            s.accept_at(&Owner::Anonymous, 1, None, now),
             Err(ActionError::NotPending {
                 action_id: 1,
                 status: ActionStatus::Completed
@@ -520,11 +577,11 @@ mod tests {
     fn the_idempotency_key_replays_without_a_second_transition() {
         let s = store();
         let now = Instant::now();
-        s.prepare_at("7", "09:30", now);
-        let first = s.accept_at(1, Some("k-1"), now);
+        s.prepare_at(&Owner::Anonymous, "7", "09:30", now);
+        let first = s.accept_at(&Owner::Anonymous, 1, Some("k-1"), now);
         assert_eq!(first.map(|c| c.fresh), Ok(true));
         let seq = s.lock().actions[&1].accepted_seq;
-        let again = s.accept_at(1, Some("k-1"), now);
+        let again = s.accept_at(&Owner::Anonymous, 1, Some("k-1"), now);
         assert_eq!(
             again,
             Ok(Confirmed {
@@ -535,50 +592,61 @@ mod tests {
         // Still the first acceptance: its place in the queue is kept.
         assert_eq!(s.lock().actions[&1].accepted_seq, seq);
         s.complete(1);
-        assert_eq!(s.accept_at(1, Some("k-1"), now).map(|c| c.fresh), Ok(false));
+        assert_eq!(
+            s.accept_at(&Owner::Anonymous, 1, Some("k-1"), now)
+                .map(|c| c.fresh),
+            Ok(false)
+        );
         // Another key, or none, is a second confirmation: refused.
         for key in [Some("k-2"), None, Some("")] {
             assert!(matches!(
-                s.accept_at(1, key, now),
+                s.accept_at(&Owner::Anonymous, 1, key, now),
                 Err(ActionError::NotPending { .. })
             ));
         }
         assert_eq!(s.counts(1).confirms, 6);
         // A key on a confirmation that carried none does not make one.
-        s.prepare_at("8", "09:30", now);
-        assert!(s.accept_at(2, None, now).is_ok());
-        assert!(s.accept_at(2, Some("late"), now).is_err());
+        s.prepare_at(&Owner::Anonymous, "8", "09:30", now);
+        assert!(s.accept_at(&Owner::Anonymous, 2, None, now).is_ok());
+        assert!(s
+            .accept_at(&Owner::Anonymous, 2, Some("late"), now)
+            .is_err());
     }
 
     #[test]
     fn expiry_is_read_and_stays() {
         let s = store();
         let now = Instant::now();
-        s.prepare_at("12", "15:00", now);
-        s.prepare_at("13", "15:00", now);
+        s.prepare_at(&Owner::Anonymous, "12", "15:00", now);
+        s.prepare_at(&Owner::Anonymous, "13", "15:00", now);
         assert_eq!(
-            s.get_at(1, now + ACTION_TTL - SECOND).map(|v| v.status),
+            s.get_at(None, 1, now + ACTION_TTL - SECOND)
+                .map(|v| v.status),
             Ok(ActionStatus::Pending)
         );
         let late = now + ACTION_TTL;
         assert_eq!(
-            s.get_at(1, late).map(|v| v.status),
+            s.get_at(None, 1, late).map(|v| v.status),
             Ok(ActionStatus::Expired)
         );
         // Expired for good, whatever clock reads it next.
         assert_eq!(
-            s.get_at(1, now).map(|v| v.status),
+            s.get_at(None, 1, now).map(|v| v.status),
             Ok(ActionStatus::Expired)
         );
         let expired = Err(ActionError::NotPending {
             action_id: 1,
             status: ActionStatus::Expired,
         });
-        assert_eq!(s.accept_at(1, None, now).map(|c| c.action_id), expired);
-        assert_eq!(s.cancel_at(1, now), expired);
+        assert_eq!(
+            s.accept_at(&Owner::Anonymous, 1, None, now)
+                .map(|c| c.action_id),
+            expired
+        );
+        assert_eq!(s.cancel_at(&Owner::Anonymous, 1, now), expired);
         // Confirming is looked at with the confirm's clock too.
         assert!(matches!(
-            s.accept_at(2, None, late),
+            s.accept_at(&Owner::Anonymous, 2, None, late),
             Err(ActionError::NotPending {
                 status: ActionStatus::Expired,
                 ..
@@ -597,12 +665,12 @@ mod tests {
         let s = store();
         let now = Instant::now();
         for _ in 0..3 {
-            s.prepare_at("12", "15:00", now);
+            s.prepare_at(&Owner::Anonymous, "12", "15:00", now);
         }
-        s.prepare_at("12", "16:00", now);
+        s.prepare_at(&Owner::Anonymous, "12", "16:00", now);
         // 2 is accepted before 1; their workers run in the other order.
         for id in [2, 1, 3, 4] {
-            assert!(s.accept_at(id, None, now).is_ok());
+            assert!(s.accept_at(&Owner::Anonymous, id, None, now).is_ok());
         }
         assert_eq!(s.complete(1), Some(ActionStatus::Failed));
         assert_eq!(s.complete(2), Some(ActionStatus::Completed));
@@ -612,10 +680,10 @@ mod tests {
         assert_eq!(failed.reason.as_deref(), Some(SEAT_TAKEN));
         assert_eq!(s.get(2).map(|v| v.reason), Ok(None));
         // A cancelled or failed action holds no seat.
-        s.prepare_at("5", "10:00", now);
-        s.prepare_at("5", "10:00", now);
-        assert!(s.cancel_at(5, now).is_ok());
-        assert!(s.accept_at(6, None, now).is_ok());
+        s.prepare_at(&Owner::Anonymous, "5", "10:00", now);
+        s.prepare_at(&Owner::Anonymous, "5", "10:00", now);
+        assert!(s.cancel_at(&Owner::Anonymous, 5, now).is_ok());
+        assert!(s.accept_at(&Owner::Anonymous, 6, None, now).is_ok());
         assert_eq!(s.complete(6), Some(ActionStatus::Completed));
     }
 
@@ -623,22 +691,22 @@ mod tests {
     fn cancel_transitions_and_counts() {
         let s = store();
         let now = Instant::now();
-        s.prepare_at("1", "08:00", now);
-        assert_eq!(s.cancel_at(1, now), Ok(1));
-        assert_eq!(s.cancel_at(1, now), Ok(1));
+        s.prepare_at(&Owner::Anonymous, "1", "08:00", now);
+        assert_eq!(s.cancel_at(&Owner::Anonymous, 1, now), Ok(1));
+        assert_eq!(s.cancel_at(&Owner::Anonymous, 1, now), Ok(1));
         assert_eq!(status(&s, 1), ActionStatus::Cancelled);
         assert_eq!(
-            s.accept_at(1, Some("k"), now),
+            s.accept_at(&Owner::Anonymous, 1, Some("k"), now),
             Err(ActionError::NotPending {
                 action_id: 1,
                 status: ActionStatus::Cancelled
             })
         );
-        s.prepare_at("2", "08:00", now);
-        assert!(s.accept_at(2, None, now).is_ok());
+        s.prepare_at(&Owner::Anonymous, "2", "08:00", now);
+        assert!(s.accept_at(&Owner::Anonymous, 2, None, now).is_ok());
         for expect in [ActionStatus::Accepted, ActionStatus::Completed] {
             assert_eq!(
-                s.cancel_at(2, now),
+                s.cancel_at(&Owner::Anonymous, 2, now),
                 Err(ActionError::NotPending {
                     action_id: 2,
                     status: expect
@@ -647,9 +715,18 @@ mod tests {
             s.complete(2);
         }
         // Unknown ids are refused and counted too, 0 included.
-        assert_eq!(s.cancel_at(9, now), Err(ActionError::Unknown(9)));
-        assert_eq!(s.accept_at(0, None, now), Err(ActionError::Unknown(0)));
-        assert_eq!(s.accept_at(0, None, now), Err(ActionError::Unknown(0)));
+        assert_eq!(
+            s.cancel_at(&Owner::Anonymous, 9, now),
+            Err(ActionError::Unknown(9))
+        );
+        assert_eq!(
+            s.accept_at(&Owner::Anonymous, 0, None, now),
+            Err(ActionError::Unknown(0))
+        );
+        assert_eq!(
+            s.accept_at(&Owner::Anonymous, 0, None, now),
+            Err(ActionError::Unknown(0))
+        );
         assert_eq!(
             s.counts(1),
             ActionCounts {
@@ -670,6 +747,33 @@ mod tests {
         assert!(ActionError::Unknown(0)
             .to_string()
             .contains("created nothing"));
+    }
+
+    #[test]
+    fn another_owners_action_is_unknown_to_it() {
+        let s = Arc::new(store());
+        let ana = Owner::Subject("user-ana".into());
+        let bo = Owner::Subject("user-bo".into());
+        assert_eq!(s.prepare_as(&ana, "12", "15:00"), Prepared::Created(1));
+        assert_eq!(s.get_as(&bo, 1), Err(ActionError::Unknown(1)));
+        assert_eq!(s.get_as(&Owner::Anonymous, 1), Err(ActionError::Unknown(1)));
+        assert_eq!(s.confirm_as(&bo, 1, None), Err(ActionError::Unknown(1)));
+        assert_eq!(s.cancel_as(&bo, 1), Err(ActionError::Unknown(1)));
+        assert_eq!(s.confirm(1, None), Err(ActionError::Unknown(1)));
+        // Nothing moved, and every refusal was counted.
+        assert_eq!(
+            s.get_as(&ana, 1).map(|v| v.status),
+            Ok(ActionStatus::Pending)
+        );
+        assert_eq!(s.get(1).map(|v| v.status), Ok(ActionStatus::Pending));
+        assert_eq!(
+            s.counts(1),
+            ActionCounts {
+                confirms: 2,
+                cancels: 1
+            }
+        );
+        assert_eq!(s.cancel_as(&ana, 1), Ok(1));
     }
 
     #[tokio::test]

@@ -10,10 +10,15 @@
 //!   [`EXPORT_TTL`]. The ZIP is not built yet: for [`DEFAULT_BUILD_DELAY`]
 //!   the download answers a page that polls (BUILDING), then the ZIP.
 //! - A wrong token is 403, an expired one 410, both with no detail.
+//! - A preview belongs to the [`Owner`] that asked for it (issue 20): to
+//!   any other owner its exportId is unknown (`confirm` answers `None`).
+//!   The download is a capability: whoever holds the URL may fetch it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::auth::Owner;
 
 /// How long a capability URL stays valid.
 pub const EXPORT_TTL: Duration = Duration::from_secs(20 * 60);
@@ -61,8 +66,8 @@ struct Job {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Previews by exportId.
-    previews: HashMap<String, usize>,
+    /// Previews by exportId: the file count and whose it is.
+    previews: HashMap<String, (usize, Owner)>,
     /// Jobs by jobId.
     jobs: HashMap<String, Job>,
     /// The job each confirmed export started.
@@ -137,12 +142,20 @@ impl ExportStore {
             .clone()
     }
 
+    /// A preview for the anonymous owner.
     pub fn preview(&self) -> Preview {
+        self.preview_as(&Owner::Anonymous)
+    }
+
+    /// A preview that belongs to `owner`.
+    pub fn preview_as(&self, owner: &Owner) -> Preview {
         let files = lecture_files();
         let bytes: u64 = files.iter().map(|f| f.contents.len() as u64).sum();
         let mut inner = self.lock();
         let export_id = format!("EXP-{}", inner.previews.len() + 1);
-        inner.previews.insert(export_id.clone(), files.len());
+        inner
+            .previews
+            .insert(export_id.clone(), (files.len(), owner.clone()));
         Preview {
             export_id,
             file_count: files.len(),
@@ -155,9 +168,15 @@ impl ExportStore {
     /// started (a retried confirm starts nothing twice). `None`: no such
     /// preview.
     pub fn confirm(&self, export_id: &str) -> Option<Started> {
+        self.confirm_as(&Owner::Anonymous, export_id)
+    }
+
+    /// [`confirm`](Self::confirm) as `owner`: another owner's preview is
+    /// `None`, as an unknown one is.
+    pub fn confirm_as(&self, owner: &Owner, export_id: &str) -> Option<Started> {
         let origin = self.origin();
         let mut inner = self.lock();
-        if !inner.previews.contains_key(export_id) {
+        if inner.previews.get(export_id).map(|(_, o)| o) != Some(owner) {
             return None;
         }
         *inner.confirms.entry(export_id.to_string()).or_default() += 1;
@@ -332,6 +351,15 @@ mod tests {
             panic!("no zip");
         };
         assert_eq!(&zip[..4], b"PK\x03\x04");
+        // Another owner's preview is unknown to it.
+        let ana = Owner::Subject("user-ana".into());
+        let p = store.preview_as(&ana);
+        assert!(store.confirm(&p.export_id).is_none());
+        assert!(store
+            .confirm_as(&Owner::Subject("user-bo".into()), &p.export_id)
+            .is_none());
+        assert_eq!(store.confirms(&p.export_id), 0);
+        assert!(store.confirm_as(&ana, &p.export_id).is_some());
         let expired = ExportStore::new(Duration::ZERO, Duration::ZERO);
         let p = expired.preview();
         let s = expired.confirm(&p.export_id).unwrap();

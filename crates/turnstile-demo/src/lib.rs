@@ -40,6 +40,47 @@
 //! Every confirm and cancel is counted per action id
 //! ([`DemoServer::action_counts`]).
 //!
+//! Two more tools, `export_all_lms_materials` (a preview) and
+//! `confirm_lms_material_export` (its confirm, answering a capability URL),
+//! are the lecture-file export ([`exports`]).
+//!
+//! **Identity (issue 20).** The same listener serves a bearer verifier
+//! ([`auth`]): `GET /api/auth/me` with `Authorization: Bearer <token>`
+//! answers 200 `{"subject": "user-ana", "tiers": ["basic"]}` for a valid
+//! token and 401 `{"error": "invalid_token"}` for anything else (no header,
+//! another scheme, an unknown or expired token). Two demo users, ana
+//! (`user-ana`, tiers `["basic"]`) and bo (`user-bo`, `["pro"]`), get random
+//! tokens each start ([`DemoServer::demo_users`]), and ana has an expired
+//! one ([`DemoServer::expired_token`]); the URL is
+//! [`DemoServer::verifier_url`]. Its fault switch [`VerifierFault`] (`Slow`,
+//! `ServerError` → 500, `Malformed` → 200 with the wrong shape) is set at
+//! start ([`DemoOptions::verifier_fault`]) or at run time
+//! ([`DemoServer::set_verifier_fault`]); requests are counted
+//! ([`DemoServer::verifier_requests`]). Tokens and subjects are never
+//! logged.
+//!
+//! **Licence tiers.** A tool may declare the tier a caller needs in its
+//! `tools/list` entry: `_meta: {"turnstile/licence_tier": "pro"}`
+//! ([`LICENCE_TIER_META`]; tiers [`TIERS`], lowest first: free, basic, pro,
+//! enterprise). `archive_query` declares `pro`, `get_panorama` `basic`; the
+//! rest declare none. Every `tools/call` that reaches the server is counted
+//! by tool name before anything else ([`DemoServer::tool_calls`]), so a test
+//! can prove a blocked call never arrived.
+//!
+//! **Exact sessions (seed 002's ADR-0098).** The private tools
+//! ([`PRIVATE_TOOLS`]: the four reservation tools and the two export tools)
+//! resolve their session exactly ([`sessions`]): a non-empty
+//! `_meta["turnstile/session"]` ([`SESSION_META`]) must be a live MCP
+//! session of this server (else `INVALID_SESSION`, never a fallback) and
+//! the one the call arrived on (else `SESSION_MISMATCH`); only an omitted
+//! id takes the transport session. A refusal is `isError: true` with
+//! `{"error": CODE, "message": SENTENCE}` — no session id, no URL — and the
+//! tool does not run. Actions and exports belong to the session's
+//! [`Owner`]: the demo user whose bearer token came with its `initialize`
+//! (an invalid one fails the handshake), else one shared anonymous owner;
+//! another owner sees them as unknown ids, and the same user's next session
+//! sees them still.
+//!
 //! Both list tools can be made to misbehave like real adapters do with
 //! [`Fault`]s (an in-band 502, an auth failure as `{}`, a rejected cursor, a
 //! drifting cursor); the first two also hit `get_panorama`. No fault touches
@@ -55,20 +96,24 @@
 //! ```
 
 pub mod actions;
+pub mod auth;
 pub mod data;
 pub mod exports;
 pub mod lying;
 pub mod query;
 pub mod scripted;
 pub mod server;
+pub mod sessions;
 pub mod slow;
 pub mod tools;
 
 pub use actions::{ActionCounts, ActionStatus, ActionStore, ActionView};
+pub use auth::{DemoUser, Owner, VerifierFault, LICENCE_TIER_META, TIERS};
 pub use data::dataset;
 pub use query::INJECTED_ROW_LIMIT;
 pub use scripted::Scripted;
 pub use server::DemoServer;
+pub use sessions::{INVALID_SESSION, PRIVATE_TOOLS, SESSION_META, SESSION_MISMATCH};
 pub use tools::{DemoOptions, Fault};
 
 /// The result contracts of the demo's tools, as a `turnstile serve` config

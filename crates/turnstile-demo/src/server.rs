@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::actions::{ActionCounts, ActionView};
+use super::auth::{DemoUser, VerifierFault, VERIFIER_PATH};
 use super::tools::{DemoOptions, DemoState, DemoTools};
 
 /// The browser origins the demo tool server accepts in an `Origin` header:
@@ -84,6 +85,14 @@ async fn download(
     }
 }
 
+/// `GET /api/auth/me`: the bearer verifier ([`crate::auth`]).
+async fn me(
+    axum::extract::State(state): axum::extract::State<Arc<DemoState>>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    super::auth::respond(state.identities(), &headers).await
+}
+
 /// A running demo MCP server.
 pub struct DemoServer {
     /// Full MCP endpoint URL with the real port, e.g. `http://127.0.0.1:41234/mcp`.
@@ -125,6 +134,7 @@ impl DemoServer {
             manager.session_config.keep_alive = Some(ttl);
         }
         let sessions = Arc::new(manager);
+        state.set_sessions(sessions.clone());
         let cancel = CancellationToken::new();
         let service = StreamableHttpService::new(
             {
@@ -145,6 +155,7 @@ impl DemoServer {
                 "/api/lms/exports/{job_id}/download",
                 axum::routing::get(download),
             )
+            .route(VERIFIER_PATH, axum::routing::get(me))
             .with_state(state.clone());
         let task = tokio::spawn({
             let cancel = cancel.clone();
@@ -158,7 +169,7 @@ impl DemoServer {
             }
         });
         let url = format!("http://{url_addr}/mcp");
-        tracing::info!(%url, faults = ?state_faults(&state), session_ttl = ?session_ttl(&sessions), "demo MCP server listening");
+        tracing::info!(%url, faults = ?state_faults(&state), verifier_fault = %state.identities().fault(), session_ttl = ?session_ttl(&sessions), "demo MCP server listening");
         Ok(DemoServer {
             url,
             addr: local,
@@ -177,6 +188,62 @@ impl DemoServer {
     /// The bound socket address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The demo users (ana: tiers `["basic"]`, bo: `["pro"]`) with their
+    /// bearer tokens, new each start.
+    pub fn demo_users(&self) -> Vec<DemoUser> {
+        self.state.identities().users()
+    }
+
+    /// A token of ana's that has expired: the verifier always answers 401.
+    pub fn expired_token(&self) -> String {
+        self.state.identities().expired_token()
+    }
+
+    /// The bearer verifier's full URL, e.g.
+    /// `http://127.0.0.1:41234/api/auth/me`.
+    pub fn verifier_url(&self) -> String {
+        let origin = self.url.strip_suffix("/mcp").unwrap_or(&self.url);
+        format!("{origin}{VERIFIER_PATH}")
+    }
+
+    /// Switch how the verifier misbehaves, from its next request on.
+    pub fn set_verifier_fault(&self, fault: VerifierFault) {
+        self.state.identities().set_fault(fault);
+    }
+
+    /// How the verifier misbehaves now.
+    pub fn verifier_fault(&self) -> VerifierFault {
+        self.state.identities().fault()
+    }
+
+    /// How many requests reached the verifier (every fault included).
+    pub fn verifier_requests(&self) -> u64 {
+        self.state.identities().requests()
+    }
+
+    /// How many `tools/call` requests for `tool` reached the server's MCP
+    /// handler, counted by the name asked for before anything else (its
+    /// arguments, its session) is looked at; unlike [`calls`](Self::calls),
+    /// a call refused for its session or its arguments counts. A call that
+    /// never reached the server — blocked by a client — does not.
+    pub fn tool_calls(&self, tool: &str) -> u64 {
+        self.state.tool_calls(tool)
+    }
+
+    /// How many private-tool calls named their session explicitly in
+    /// `_meta["turnstile/session"]` (refused or not), so tests can prove a
+    /// client names it.
+    pub fn explicit_session_calls(&self) -> u64 {
+        self.state.explicit_session_calls()
+    }
+
+    /// The ids of the live MCP sessions (for tests that must name another
+    /// live session).
+    pub async fn live_sessions(&self) -> Vec<String> {
+        let sessions = self.sessions.sessions.read().await;
+        sessions.keys().map(|id| id.to_string()).collect()
     }
 
     /// How many `search_photos` calls reached the tool handler so far.

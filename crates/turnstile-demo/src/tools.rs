@@ -28,19 +28,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, TextContent,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, TextContent,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager as _};
 use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::actions::{ActionError, ActionStore, ActionView, Prepared};
+use super::auth::{Identities, Owner, Verdict, VerifierFault};
 use super::data::{self, floor_name, Date, Filter, Hit};
 use super::query;
+use super::sessions;
 
 /// Default `limit` for `search_photos`.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -155,6 +161,10 @@ pub struct DemoOptions {
     /// How long a confirmed export's download link works (default
     /// [`EXPORT_TTL`](super::exports::EXPORT_TTL), 20 minutes).
     pub export_ttl: std::time::Duration,
+    /// How the bearer verifier `GET /api/auth/me` misbehaves from the
+    /// start (default: it does not); switchable at run time with
+    /// [`DemoServer::set_verifier_fault`](crate::DemoServer::set_verifier_fault).
+    pub verifier_fault: VerifierFault,
 }
 
 impl Default for DemoOptions {
@@ -167,6 +177,7 @@ impl Default for DemoOptions {
             action_ttl: super::actions::ACTION_TTL,
             export_build_delay: super::exports::DEFAULT_BUILD_DELAY,
             export_ttl: super::exports::EXPORT_TTL,
+            verifier_fault: VerifierFault::None,
         }
     }
 }
@@ -183,6 +194,18 @@ pub struct DemoState {
     actions: Arc<ActionStore>,
     /// Lecture-file exports and their downloads.
     exports: Arc<super::exports::ExportStore>,
+    /// Every `tools/call` that reached the server's handler, by the tool
+    /// name it asked for, counted before anything else is looked at.
+    tool_calls: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// The demo users, the bearer verifier's switch and counter.
+    identities: Identities,
+    /// The live MCP sessions (rmcp's session manager), once the server is
+    /// bound; unset for handlers used without a transport (no session is
+    /// live then).
+    sessions: std::sync::OnceLock<Arc<LocalSessionManager>>,
+    /// Private-tool calls that named their session explicitly (refused or
+    /// not).
+    explicit_session_calls: AtomicU64,
 }
 
 impl Default for DemoState {
@@ -201,6 +224,7 @@ impl DemoState {
             options.export_build_delay,
             options.export_ttl,
         ));
+        let identities = Identities::new(options.verifier_fault);
         DemoState {
             options,
             search_calls: AtomicU64::new(0),
@@ -208,7 +232,54 @@ impl DemoState {
             calls: Default::default(),
             actions,
             exports,
+            tool_calls: Default::default(),
+            identities,
+            sessions: std::sync::OnceLock::new(),
+            explicit_session_calls: AtomicU64::new(0),
         }
+    }
+
+    /// The demo users and the bearer verifier.
+    pub fn identities(&self) -> &Identities {
+        &self.identities
+    }
+
+    /// Binds the state to the server's session manager (once).
+    pub fn set_sessions(&self, sessions: Arc<LocalSessionManager>) {
+        let _ = self.sessions.set(sessions);
+    }
+
+    /// Is `id` a live MCP session of this server: issued by its session
+    /// manager and not closed (by `DELETE`, its idle timeout or
+    /// [`DemoServer::expire_sessions`](crate::DemoServer::expire_sessions))?
+    /// Exact: the id as issued, byte for byte.
+    pub async fn is_live_session(&self, id: &str) -> bool {
+        match self.sessions.get() {
+            Some(sessions) => sessions
+                .has_session(&SessionId::from(id))
+                .await
+                .unwrap_or(false),
+            None => false,
+        }
+    }
+
+    /// How many `tools/call` requests for `tool` reached the server's
+    /// handler, whatever became of them (unknown tools, bad arguments and
+    /// session refusals included).
+    pub fn tool_calls(&self, tool: &str) -> u64 {
+        let calls = self.tool_calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.get(tool).copied().unwrap_or(0)
+    }
+
+    /// How many private-tool calls named their session explicitly in
+    /// `_meta["turnstile/session"]`, refused or not.
+    pub fn explicit_session_calls(&self) -> u64 {
+        self.explicit_session_calls.load(Ordering::SeqCst)
+    }
+
+    fn count_tool_call(&self, tool: &str) {
+        let mut calls = self.tool_calls.lock().unwrap_or_else(|e| e.into_inner());
+        *calls.entry(tool.to_string()).or_default() += 1;
     }
 
     /// The lecture-file exports.
@@ -437,6 +508,9 @@ pub struct PanoramaDetail {
 pub struct DemoTools {
     state: Arc<DemoState>,
     tool_router: ToolRouter<Self>,
+    /// Whose private state this session's calls act on: fixed when the
+    /// session is initialised (see [`DemoTools::owner`]).
+    owner: Arc<std::sync::OnceLock<Owner>>,
 }
 
 impl fmt::Debug for DemoTools {
@@ -450,10 +524,30 @@ impl fmt::Debug for DemoTools {
 #[tool_router(router = tool_router)]
 impl DemoTools {
     pub fn new(state: Arc<DemoState>) -> Self {
+        let mut tool_router = Self::tool_router();
+        // The licence tiers some tools declare in `tools/list`.
+        for (name, route) in tool_router.map.iter_mut() {
+            if let Some(tier) = super::auth::licence_tier(name) {
+                let mut meta = route.attr.meta.clone().unwrap_or_default();
+                meta.insert(super::auth::LICENCE_TIER_META.into(), json!(tier));
+                route.attr.meta = Some(meta);
+            }
+        }
         DemoTools {
             state,
-            tool_router: Self::tool_router(),
+            tool_router,
+            owner: Arc::default(),
         }
+    }
+
+    /// Whose private state this session's calls act on: the subject of the
+    /// demo user whose valid bearer token came with the session's
+    /// `initialize` (the `Authorization` header of that HTTP request), else
+    /// the shared anonymous owner. Fixed for the session's life; a new
+    /// session of the same user has the same owner, so state outlives a
+    /// client's reconnects.
+    pub fn owner(&self) -> Owner {
+        self.owner.get().cloned().unwrap_or_default()
     }
 
     #[tool(
@@ -525,7 +619,7 @@ impl DemoTools {
         Parameters(args): Parameters<PrepareSeatReservationArgs>,
     ) -> CallToolResult {
         self.state.enter("prepare_seat_reservation").await;
-        prepare_seat_reservation(&self.state, args)
+        prepare_seat_reservation(&self.state, &self.owner(), args)
     }
 
     #[tool(
@@ -538,7 +632,7 @@ impl DemoTools {
         Parameters(args): Parameters<ConfirmActionArgs>,
     ) -> CallToolResult {
         self.state.enter("confirm_action").await;
-        confirm_action(&self.state, args)
+        confirm_action(&self.state, &self.owner(), args)
     }
 
     #[tool(
@@ -548,7 +642,7 @@ impl DemoTools {
     )]
     async fn cancel_action(&self, Parameters(args): Parameters<ActionIdArgs>) -> CallToolResult {
         self.state.enter("cancel_action").await;
-        cancel_action(&self.state, args)
+        cancel_action(&self.state, &self.owner(), args)
     }
 
     #[tool(
@@ -557,7 +651,7 @@ impl DemoTools {
     )]
     async fn export_all_lms_materials(&self) -> CallToolResult {
         self.state.enter("export_all_lms_materials").await;
-        let p = self.state.exports.preview();
+        let p = self.state.exports.preview_as(&self.owner());
         record(&serde_json::json!({
             "status": "OK",
             "exportId": p.export_id,
@@ -579,7 +673,11 @@ impl DemoTools {
         Parameters(args): Parameters<ExportIdArgs>,
     ) -> CallToolResult {
         self.state.enter("confirm_lms_material_export").await;
-        match self.state.exports.confirm(&args.export_id) {
+        match self
+            .state
+            .exports
+            .confirm_as(&self.owner(), &args.export_id)
+        {
             Some(s) => record(&serde_json::json!({
                 "status": "OK",
                 "data": {"jobId": s.job_id, "downloadUrl": s.download_url, "expiresAt": s.expires_at},
@@ -595,7 +693,7 @@ impl DemoTools {
     )]
     async fn get_action(&self, Parameters(args): Parameters<ActionIdArgs>) -> CallToolResult {
         self.state.enter("get_action").await;
-        get_action(&self.state, args)
+        get_action(&self.state, &self.owner(), args)
     }
 }
 
@@ -610,6 +708,83 @@ impl ServerHandler for DemoTools {
             .with_instructions(
                 "Synthetic construction-site photo archive (projects tower-a and annex). Data is generated, not real.",
             )
+    }
+
+    /// The default handshake, plus the session's owner: the demo user whose
+    /// bearer token the `initialize` request carried (`Authorization:
+    /// Bearer …` on its HTTP request), or the anonymous owner when it
+    /// carried no `Authorization` header. A token presented but not valid
+    /// (unknown, expired, malformed) fails the handshake: it is never
+    /// downgraded to anonymous (seed 002).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let owner = match parts {
+            Some(parts) if super::auth::presents_credentials(&parts.headers) => {
+                match super::auth::bearer(&parts.headers).map(|t| self.state.identities.verify(t)) {
+                    Some(Verdict::Valid(user)) => Owner::Subject(user.subject),
+                    _ => {
+                        return Err(ErrorData::invalid_request(
+                            "invalid_token: the bearer token is not valid",
+                            None,
+                        ))
+                    }
+                }
+            }
+            _ => Owner::Anonymous,
+        };
+        let _ = self.owner.set(owner);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    /// Counts the call ([`DemoState::tool_calls`]) before anything else,
+    /// then resolves a private tool's session exactly ([`sessions`]): a
+    /// refusal answers `INVALID_SESSION` or `SESSION_MISMATCH` and the tool
+    /// does not run.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.state.count_tool_call(&request.name);
+        if sessions::is_private(&request.name) {
+            // rmcp moves the request's `_meta` into the context.
+            let mut explicit = sessions::explicit(&context.meta.0 .0);
+            if explicit == sessions::Explicit::Omitted {
+                if let Some(meta) = &request.meta {
+                    explicit = sessions::explicit(&meta.0 .0);
+                }
+            }
+            if explicit != sessions::Explicit::Omitted {
+                self.state
+                    .explicit_session_calls
+                    .fetch_add(1, Ordering::SeqCst);
+            }
+            let transport = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let mut live = std::collections::HashSet::new();
+            for id in [&explicit_id(&explicit), &transport].into_iter().flatten() {
+                if self.state.is_live_session(id).await {
+                    live.insert(id.clone());
+                }
+            }
+            if let Err(refusal) =
+                sessions::resolve(&explicit, transport.as_deref(), |id| live.contains(id))
+            {
+                tracing::info!(tool = %request.name, code = refusal.code(), "demo private tool call refused");
+                return Ok(refusal.result().into());
+            }
+        }
+        let tcc = ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
     }
 
     /// Like today's deployed servers, the demo speaks revisions up to
@@ -642,6 +817,13 @@ impl ServerHandler for DemoTools {
             next_cursor,
             ..ListToolsResult::default()
         })
+    }
+}
+
+fn explicit_id(explicit: &sessions::Explicit) -> Option<String> {
+    match explicit {
+        sessions::Explicit::Id(id) => Some(id.clone()),
+        _ => None,
     }
 }
 
@@ -1236,9 +1418,10 @@ fn reply(status: ReplyStatus, action_id: u64) -> CallToolResult {
 /// (`NO_SUCH_SEAT` / `BAD_TIME`, `actionId: 0`), nothing prepared.
 pub fn prepare_seat_reservation(
     state: &DemoState,
+    owner: &Owner,
     args: PrepareSeatReservationArgs,
 ) -> CallToolResult {
-    match state.actions.prepare(&args.seat, &args.time) {
+    match state.actions.prepare_as(owner, &args.seat, &args.time) {
         Prepared::Created(id) => reply(ReplyStatus::Ok, id),
         Prepared::NoSuchSeat => reply(ReplyStatus::NoSuchSeat, 0),
         Prepared::BadTime => reply(ReplyStatus::BadTime, 0),
@@ -1252,10 +1435,10 @@ fn action_error(e: &ActionError) -> CallToolResult {
 /// The `confirm_action` handler, transport-free: accepts the action and
 /// leaves it to the store's worker (which needs a tokio runtime to wait
 /// in; without one it completes at once).
-pub fn confirm_action(state: &DemoState, args: ConfirmActionArgs) -> CallToolResult {
+pub fn confirm_action(state: &DemoState, owner: &Owner, args: ConfirmActionArgs) -> CallToolResult {
     match state
         .actions
-        .confirm(args.action_id, args.idempotency_key.as_deref())
+        .confirm_as(owner, args.action_id, args.idempotency_key.as_deref())
     {
         Ok(c) => reply(ReplyStatus::Accepted, c.action_id),
         Err(e) => action_error(&e),
@@ -1263,16 +1446,16 @@ pub fn confirm_action(state: &DemoState, args: ConfirmActionArgs) -> CallToolRes
 }
 
 /// The `cancel_action` handler, transport-free.
-pub fn cancel_action(state: &DemoState, args: ActionIdArgs) -> CallToolResult {
-    match state.actions.cancel(args.action_id) {
+pub fn cancel_action(state: &DemoState, owner: &Owner, args: ActionIdArgs) -> CallToolResult {
+    match state.actions.cancel_as(owner, args.action_id) {
         Ok(id) => reply(ReplyStatus::Cancelled, id),
         Err(e) => action_error(&e),
     }
 }
 
 /// The `get_action` handler, transport-free: one [`ActionView`].
-pub fn get_action(state: &DemoState, args: ActionIdArgs) -> CallToolResult {
-    match state.actions.get(args.action_id) {
+pub fn get_action(state: &DemoState, owner: &Owner, args: ActionIdArgs) -> CallToolResult {
+    match state.actions.get_as(owner, args.action_id) {
         Ok(view) => record(&view),
         Err(e) => action_error(&e),
     }
@@ -1564,7 +1747,13 @@ mod tests {
             assert_eq!(text, structured);
             (out.is_error, structured)
         };
-        let prepare = |v: Value| answer(prepare_seat_reservation(&state, parse(v)));
+        let prepare = |v: Value| {
+            answer(prepare_seat_reservation(
+                &state,
+                &Owner::Anonymous,
+                parse(v),
+            ))
+        };
         assert_eq!(
             prepare(json!({"seat": "12", "time": "15:00"})),
             (false, json!({"status": "OK", "actionId": 1}))
@@ -1577,7 +1766,13 @@ mod tests {
             prepare(json!({"seat": "12", "time": "3pm"})),
             (false, json!({"status": "BAD_TIME", "actionId": 0}))
         );
-        let get = |id: u64| answer(get_action(&state, parse(json!({"actionId": id}))));
+        let get = |id: u64| {
+            answer(get_action(
+                &state,
+                &Owner::Anonymous,
+                parse(json!({"actionId": id})),
+            ))
+        };
         assert_eq!(
             get(1),
             (
@@ -1585,7 +1780,9 @@ mod tests {
                 json!({"actionId": 1, "status": "PENDING", "seat": "12", "time": "15:00"})
             )
         );
-        let confirm = |v: Value| ToolOutput::from_call_result(confirm_action(&state, parse(v)));
+        let confirm = |v: Value| {
+            ToolOutput::from_call_result(confirm_action(&state, &Owner::Anonymous, parse(v)))
+        };
         let first = confirm(json!({"actionId": 1, "idempotencyKey": "k"}));
         assert!(!first.is_error);
         assert_eq!(
@@ -1605,7 +1802,11 @@ mod tests {
         let zero = confirm(json!({"actionId": 0}));
         assert!(zero.is_error, "{}", zero.text());
         let cancel = |id: u64| {
-            ToolOutput::from_call_result(cancel_action(&state, parse(json!({"actionId": id}))))
+            ToolOutput::from_call_result(cancel_action(
+                &state,
+                &Owner::Anonymous,
+                parse(json!({"actionId": id})),
+            ))
         };
         assert!(cancel(1).is_error);
         prepare(json!({"seat": "3", "time": "09:00"}));
@@ -1616,8 +1817,12 @@ mod tests {
             );
         }
         assert!(
-            ToolOutput::from_call_result(get_action(&state, parse(json!({"actionId": 9}))))
-                .is_error
+            ToolOutput::from_call_result(get_action(
+                &state,
+                &Owner::Anonymous,
+                parse(json!({"actionId": 9}))
+            ))
+            .is_error
         );
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while get(1).1["status"] == json!("ACCEPTED") && std::time::Instant::now() < deadline {
@@ -1668,6 +1873,27 @@ mod tests {
         assert_eq!(
             hints("get_action"),
             (Some(true), None, None, Some(json!(["actionId"])))
+        );
+    }
+
+    #[test]
+    fn licence_tiers_are_declared_in_the_tools_meta() {
+        let tools = DemoTools::new(Arc::new(DemoState::default()))
+            .tool_router
+            .list_all();
+        let declared: Vec<(String, Value)> = tools
+            .iter()
+            .filter_map(|t| {
+                let tier = t.meta.as_ref()?.get(crate::auth::LICENCE_TIER_META)?;
+                Some((t.name.to_string(), tier.clone()))
+            })
+            .collect();
+        assert_eq!(
+            declared,
+            vec![
+                ("archive_query".to_string(), json!("pro")),
+                ("get_panorama".to_string(), json!("basic")),
+            ]
         );
     }
 }

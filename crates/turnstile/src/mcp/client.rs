@@ -275,6 +275,15 @@ impl ToolClient {
         self.shared.lock().server_info.clone()
     }
 
+    /// The `Mcp-Session-Id` of the current session (streamable HTTP), which
+    /// every `tools/call` names in `_meta["turnstile/session"]`
+    /// ([`SESSION_META`](super::SESSION_META)); a reconnect's calls name the
+    /// new one. `None`: stdio, not connected, or the server issued none.
+    pub fn session_id(&self) -> Option<String> {
+        let session = self.shared.lock().session.clone();
+        session.and_then(|s| s.session_id())
+    }
+
     /// The timeout applied to each call.
     pub fn call_timeout(&self) -> Duration {
         self.call_timeout

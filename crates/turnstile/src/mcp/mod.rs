@@ -27,6 +27,14 @@
 //! (an expired HTTP session is never silently re-initialised by the
 //! transport) and `docs/adr/0011-mcp-reconnect.md` (the connection table
 //! re-initialises it instead, explicitly).
+//!
+//! **Explicit sessions** (issue 20, the tool server's "ADR-0098"): over
+//! streamable HTTP every `tools/call` names the session it means in
+//! `_meta["turnstile/session"]` ([`SESSION_META`]) — the `Mcp-Session-Id`
+//! of the session it is sent on, so a reconnect's calls name the new one. A
+//! server that resolves sessions exactly refuses a call whose named session
+//! is not live (`INVALID_SESSION`) or not the one it arrived on
+//! (`SESSION_MISMATCH`) instead of falling back to another.
 
 pub mod client;
 pub mod error;
@@ -42,6 +50,7 @@ pub use client::{
 };
 pub use error::McpError;
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
+pub use session::SESSION_META;
 pub use spec::{
     Hints, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, ToolTrust, Transport, PROTOCOL_VERSION,
 };

@@ -15,6 +15,14 @@
 //! surfaces that 404 as `StreamableHttpError::SessionExpired` inside
 //! `ServiceError::TransportSend`; [`Failure::Expired`] is exactly that error,
 //! found by type in the error's source chain, never by its text.
+//!
+//! **Which session a call means.** An HTTP session learns its
+//! `Mcp-Session-Id` from the `initialize` answer (a thin wrapper around the
+//! HTTP client, [`SessionIdRecorder`], sees it go by), and every
+//! `tools/call` names it in `_meta["turnstile/session"]` ([`SESSION_META`]),
+//! so a tool server that resolves sessions exactly (issue 20) acts on the
+//! session the call was sent on and nothing else. A reconnect is a new
+//! [`Session`] with a new recorder: its calls name the new id.
 
 use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
@@ -23,12 +31,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, PaginatedRequestParams, PingRequest,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
+    ClientRequest, Implementation, PaginatedRequestParams, PingRequest, RequestMetaObject,
 };
-use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::common::client_side_sse::{BoxedSseResponse, ExponentialBackoff};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceError, ServiceExt};
@@ -38,6 +47,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
 use super::spec::{Hints, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
+
+/// The request `_meta` key under which every `tools/call` names the MCP
+/// session it means: the `Mcp-Session-Id` of the session it is sent on.
+pub const SESSION_META: &str = "turnstile/session";
 
 /// Upper bound on `tools/list` pages, so a server that never stops paginating
 /// cannot hang us.
@@ -126,6 +139,8 @@ pub(crate) struct Session {
     stopping: Arc<AtomicBool>,
     ended: tokio::sync::watch::Receiver<bool>,
     last_used: Mutex<Instant>,
+    /// The `Mcp-Session-Id` the server issued (HTTP; `None` for stdio).
+    session_id: SessionIdCell,
 }
 
 impl std::fmt::Debug for Session {
@@ -221,12 +236,14 @@ impl Session {
                         // request; the connection table decides what follows.
                         .reinit_on_expired_session(false);
                     config.retry_config = Arc::new(stream_resume_policy());
-                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let recorder = SessionIdRecorder::new();
+                    let session_id = recorder.cell();
+                    let transport = StreamableHttpClientTransport::with_client(recorder, config);
                     let check = expiry_check(&transport);
                     client_config()
                         .serve(transport)
                         .await
-                        .map(|running| (running, Some(check)))
+                        .map(|running| (running, Some(check), session_id))
                         .map_err(|e| connect_err(error_chain(&e)))
                 }
                 Transport::Stdio { command, args } => {
@@ -242,12 +259,12 @@ impl Session {
                     client_config()
                         .serve(process)
                         .await
-                        .map(|running| (running, None))
+                        .map(|running| (running, None, SessionIdCell::default()))
                         .map_err(|e| connect_err(error_chain(&e)))
                 }
             }
         };
-        let (running, expiry) = tokio::select! {
+        let (running, expiry, session_id) = tokio::select! {
             result = tokio::time::timeout(timeout, handshake) => match result {
                 Ok(result) => result?,
                 Err(_) => {
@@ -333,7 +350,14 @@ impl Session {
             stopping,
             ended,
             last_used: Mutex::new(Instant::now()),
+            session_id,
         })
+    }
+
+    /// The `Mcp-Session-Id` the server issued this session (`None`: stdio,
+    /// or a server that issued none).
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.session_id.get().map(|s| s.to_string())
     }
 
     /// Time since the last request on this session was sent or answered.
@@ -380,7 +404,13 @@ impl Session {
         args: Map<String, Value>,
         timeout: Duration,
     ) -> Result<CallToolResult, Failure> {
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        if let Some(id) = self.session_id.get() {
+            // The session this call means: the one it is sent on (issue 20).
+            let mut meta = RequestMetaObject::new();
+            meta.insert(SESSION_META.to_string(), Value::String(id.to_string()));
+            params.meta = Some(meta);
+        }
         self.touch();
         let outcome = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
         self.touch();
@@ -510,6 +540,212 @@ impl Session {
     }
 }
 
+/// Where a [`SessionIdRecorder`] keeps the session id it saw.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SessionIdCell(Arc<Mutex<Option<Arc<str>>>>);
+
+impl SessionIdCell {
+    pub(crate) fn get(&self) -> Option<Arc<str>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, id: Arc<str>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(id);
+    }
+}
+
+/// rmcp's streamable-HTTP client (reqwest, built as rmcp builds its
+/// default one), plus a note of the `Mcp-Session-Id` the server issued:
+/// rmcp keeps it inside its transport worker and offers no way to read it,
+/// and a `tools/call` has to name it (issue 20). Everything is passed
+/// through unchanged.
+#[derive(Clone, Debug)]
+pub(crate) struct SessionIdRecorder {
+    http: reqwest::Client,
+    seen: SessionIdCell,
+}
+
+impl SessionIdRecorder {
+    pub(crate) fn new() -> Self {
+        SessionIdRecorder {
+            http: default_http_client(),
+            seen: SessionIdCell::default(),
+        }
+    }
+
+    pub(crate) fn cell(&self) -> SessionIdCell {
+        self.seen.clone()
+    }
+
+    fn note(&self, sent: Option<&Arc<str>>, response: &StreamableHttpPostResponse) {
+        let issued = match response {
+            StreamableHttpPostResponse::Json(_, Some(id))
+            | StreamableHttpPostResponse::Sse(_, Some(id)) => Some(Arc::from(id.as_str())),
+            _ => None,
+        };
+        // The id the server issued (the `initialize` answer); else the one
+        // the transport sent, which is the session in use.
+        if let Some(id) = issued.or_else(|| sent.cloned()) {
+            if self.seen.get().as_deref() != Some(&*id) {
+                self.seen.set(id);
+            }
+        }
+    }
+}
+
+/// rmcp's default HTTP client for its streamable-HTTP transport
+/// (`StreamableHttpClientTransport::from_config`): no idle connection
+/// pooling, and only same-origin, body-preserving redirects (307, 308),
+/// at most 10.
+fn default_http_client() -> reqwest::Client {
+    const MAX_REDIRECTS: usize = 10;
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let preserves_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|original| original.origin() == attempt.url().origin());
+        if !preserves_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("exceeded {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    });
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(policy)
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+type Headers = HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>;
+
+impl StreamableHttpClient for SessionIdRecorder {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let response = self
+            .http
+            .post_message(
+                uri,
+                message,
+                session_id.clone(),
+                auth_header,
+                custom_headers,
+            )
+            .await?;
+        self.note(session_id.as_ref(), &response);
+        Ok(response)
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let response = self
+            .http
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id.clone(),
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await?;
+        self.note(session_id.as_ref(), &response);
+        Ok(response)
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let response = self
+            .http
+            .post_message_with_response_limits(
+                uri,
+                message,
+                session_id.clone(),
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await?;
+        self.note(session_id.as_ref(), &response);
+        Ok(response)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> Result<(), HttpError> {
+        self.http
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+    ) -> Result<BoxedSseResponse, HttpError> {
+        self.http
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: Headers,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, HttpError> {
+        self.http
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}
+
 pub(crate) fn transport_kind(t: &Transport) -> &'static str {
     match t {
         Transport::Http { .. } => "http",
@@ -553,6 +789,18 @@ mod tests {
         assert_eq!(client_config().protocol_version.as_str(), "2025-11-25");
         // The default we are avoiding: if rmcp ever changes it, re-read ADR 0003.
         assert_ne!(rmcp::model::ProtocolVersion::default(), PROTOCOL_VERSION);
+    }
+
+    #[test]
+    fn the_recorder_keeps_the_session_id_the_transport_uses() {
+        let recorder = SessionIdRecorder::new();
+        let cell = recorder.cell();
+        recorder.note(None, &StreamableHttpPostResponse::Accepted);
+        assert_eq!(cell.get(), None);
+        let sent: Arc<str> = Arc::from("session-1");
+        recorder.note(Some(&sent), &StreamableHttpPostResponse::Accepted);
+        assert_eq!(cell.get().as_deref(), Some("session-1"));
+        assert_eq!(SESSION_META, "turnstile/session");
     }
 
     #[test]
