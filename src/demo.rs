@@ -84,6 +84,11 @@ pub struct DemoRun<'a> {
     /// How long the demo tool server keeps an idle MCP session (`None`:
     /// rmcp's default, 300 s).
     pub mcp_session_ttl: Option<Duration>,
+    /// `--auth`: bearer verification, principal-owned threads, the licence
+    /// gate on the tools' declared tiers.
+    pub auth: bool,
+    /// `--verifier-fault`: the demo verifier's fault at start.
+    pub verifier_fault: turnstile_demo::VerifierFault,
 }
 
 /// A SQLite path as given; a PostgreSQL URL as scheme, host(:port) and path
@@ -106,12 +111,15 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         turn_lease,
         model_delay,
         mcp_session_ttl,
+        auth,
+        verifier_fault,
     } = opts;
     let demo = DemoServer::start(
         mcp_addr,
         DemoOptions {
             faults: faults.clone(),
             session_ttl: mcp_session_ttl,
+            verifier_fault,
             ..DemoOptions::default()
         },
     )
@@ -141,8 +149,28 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),
             terminals: turnstile_demo::terminals(&demo.url),
-            auth: turnstile::http::AuthConfig::default(),
-            licences: turnstile::judge::tiers::LicenceMap::open(),
+            auth: match auth {
+                true => turnstile::http::AuthConfig {
+                    verifier: Some(turnstile::http::VerifierConfig {
+                        url: reqwest::Url::parse(&demo.verifier_url())
+                            .context("the demo verifier's URL")?,
+                        timeout: Duration::from_secs(3),
+                    }),
+                    ..turnstile::http::AuthConfig::default()
+                },
+                false => turnstile::http::AuthConfig::default(),
+            },
+            // With --auth an anonymous caller holds the lowest tier and the
+            // tools' own declarations count; without, every tool is
+            // everybody's.
+            licences: match auth {
+                true => turnstile::judge::tiers::LicenceMap::new(
+                    Default::default(),
+                    Default::default(),
+                    None,
+                ),
+                false => turnstile::judge::tiers::LicenceMap::open(),
+            },
         },
         client,
     )
@@ -156,6 +184,23 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         "  demo tool server (MCP): {}",
         turnstile::llm::openai::shown_url(&demo.url)
     );
+    if auth {
+        println!(
+            "  auth: on (verifier {}, 3 s limit); anonymous callers hold the tier \"free\"",
+            turnstile::llm::openai::shown_url(&demo.verifier_url())
+        );
+        for u in demo.demo_users() {
+            println!(
+                "  demo user {} (tiers {}): --token {}",
+                u.name,
+                u.tiers.join(", "),
+                u.token
+            );
+        }
+        if verifier_fault != turnstile_demo::VerifierFault::None {
+            println!("  verifier fault: {}", verifier_fault.name());
+        }
+    }
     if let Some(ttl) = mcp_session_ttl {
         println!("  MCP session ttl: {} s", ttl.as_secs());
     }

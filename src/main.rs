@@ -58,6 +58,16 @@ enum Command {
         /// expired session (docs/adr/0011-mcp-reconnect.md).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86400))]
         mcp_session_ttl: Option<u64>,
+        /// Identity on: bearer tokens are checked by the demo tool server's
+        /// verifier (/api/auth/me), threads belong to verified subjects, and
+        /// tools that declare a licence tier are offered only to users who
+        /// hold it. Prints a token for each of two demo users on two tiers.
+        #[arg(long)]
+        auth: bool,
+        /// A fault of the demo's verifier (with --auth): slow:MILLIS,
+        /// server-error, malformed.
+        #[arg(long, value_parser = |s: &str| s.parse::<turnstile_demo::VerifierFault>().map_err(|e| e.to_string()))]
+        verifier_fault: Option<turnstile_demo::VerifierFault>,
     },
     /// Serve chats with an OpenAI-compatible model and the configured MCP servers.
     Serve {
@@ -186,6 +196,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             turn_lease_secs,
             model_delay_ms,
             mcp_session_ttl,
+            auth,
+            verifier_fault,
         } => {
             let (faults, lying_model) = DemoFault::split(&faults);
             let opts = cli::demo::DemoRun {
@@ -198,6 +210,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 turn_lease: std::time::Duration::from_secs(turn_lease_secs),
                 model_delay: std::time::Duration::from_millis(model_delay_ms),
                 mcp_session_ttl: mcp_session_ttl.map(std::time::Duration::from_secs),
+                auth,
+                verifier_fault: verifier_fault.unwrap_or_default(),
             };
             runtime()?.block_on(cli::demo::run(opts))?;
             Ok(ExitCode::SUCCESS)

@@ -28,6 +28,7 @@ mod honesty;
 mod http_hardening;
 mod http_turns;
 mod identity;
+mod licence;
 mod interop_honesty;
 mod judge_bugs;
 mod judge_props;
@@ -45,6 +46,7 @@ mod table_tooling;
 mod table_validation;
 mod turn_loop;
 mod turn_script;
+mod verifier;
 
 /// A `tests/*.rs` file that is neither a module here nor a target of its
 /// own in Cargo.toml would never run: `autotests = false` does not find it.
