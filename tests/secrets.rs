@@ -128,6 +128,57 @@ async fn a_partly_quoted_key_is_not_in_the_log_which_has_the_body_under_the_refe
     assert!(line.contains("[redacted]"), "{line}");
 }
 
+/// Issue 20 §6.1: a 401 that echoes the key the way providers do — a
+/// prefix and the last characters with masking between, or a short piece
+/// alone — leaves no piece of 4 or more of the key's characters on the log
+/// line that holds the body.
+#[tokio::test]
+async fn a_key_echoed_in_short_masked_pieces_is_not_on_the_warn_line() {
+    capture_logs();
+    let (head, tail5, tail) = (&KEY[..6], &KEY[KEY.len() - 5..], &KEY[KEY.len() - 4..]);
+    let body = json!({"error": {
+        "message": format!(
+            "Incorrect API key provided: {head}{stars}{tail}. Also seen as {first4}...{tail}, \
+             ****{tail}, …{tail5} and ending in {tail}. You can find your API key at \
+             https://platform.openai.com/account/api-keys.",
+            stars = "*".repeat(22),
+            first4 = &KEY[..4],
+        ),
+        "type": "invalid_request_error",
+        "code": "invalid_api_key",
+    }});
+    let fake = FakeOpenAi::start().await;
+    let s = TestServer::builder().model(fake.model()).start().await;
+    let thread = s.new_thread().await;
+    fake.on(Role::Planner, Action::Status(401, body));
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    let message = error(&frames).expect("an error frame").message.clone();
+    s.pass();
+    let reference = reference(&message).to_string();
+    let logs = logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(&reference) && l.contains("Incorrect API key provided"))
+        .unwrap_or_else(|| panic!("no log line with the body under ref {reference}:\n{logs}"));
+    // The body is the line's last field (the ids before it are random hex,
+    // which may hold a hex piece of the key by chance).
+    let body = &line[line.find(" body=").expect("a body field")..];
+    let chars: Vec<char> = KEY.chars().collect();
+    for w in chars.windows(4) {
+        let piece: String = w.iter().collect();
+        assert!(
+            !body.contains(&piece),
+            "the WARN line holds {piece:?}, a piece of the key:\n{line}"
+        );
+    }
+    assert!(!line.contains("****"), "the masking is left: {line}");
+    // The provider's ordinary words are kept.
+    assert!(
+        line.contains("You can find your API key at https://platform.openai.com/account/api-keys"),
+        "{line}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The binary: what `serve --check` and `serve` print
 
