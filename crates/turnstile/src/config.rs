@@ -39,6 +39,9 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
+/// The largest config file [`Config::load`] reads (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 /// One thing wrong with a configuration, named by its key path
 /// (`model.name`, `mcp_servers[1].url`) or by the variable that set it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +64,11 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// A FIFO, a device or a directory: reading it could block or never end.
+    #[error("{path}: not a regular file; the config must be a file")]
+    NotAFile { path: String },
+    #[error("{path}: larger than {max} bytes; a config file is at most that")]
+    TooLarge { path: String, max: u64 },
     /// TOML syntax, a wrong type or an unknown key, at its line and column.
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
@@ -376,11 +384,41 @@ pub struct ToolSettings {
 pub use crate::judge::capability::TerminalFlow;
 
 impl Config {
-    /// Reads `path` and the process environment.
+    /// Reads `path` and the process environment. `path` must be a regular
+    /// file of at most [`MAX_CONFIG_BYTES`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let src = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
+        use std::io::Read;
+        let shown = || path.display().to_string();
+        let read = |source| ConfigError::Read {
+            path: shown(),
             source,
+        };
+        let not_a_file = || ConfigError::NotAFile { path: shown() };
+        // Checked before opening: opening a FIFO blocks until a writer
+        // comes, and a device may never end.
+        if !std::fs::metadata(path).map_err(read)?.is_file() {
+            return Err(not_a_file());
+        }
+        let file = std::fs::File::open(path).map_err(read)?;
+        // And on what was opened, in case the path changed in between.
+        if !file.metadata().map_err(read)?.is_file() {
+            return Err(not_a_file());
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read)?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge {
+                path: shown(),
+                max: MAX_CONFIG_BYTES,
+            });
+        }
+        let src = String::from_utf8(bytes).map_err(|_| {
+            read(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is not UTF-8",
+            ))
         })?;
         Config::from_toml(&src, path, &|name| std::env::var(name).ok())
     }
