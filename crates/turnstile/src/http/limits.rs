@@ -186,7 +186,8 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
             .unwrap_or("request refused")
             .to_lowercase()
     } else {
-        text
+        // axum's own texts may quote the request (a path segment).
+        crate::http::error::without_client_values(&text)
     };
     parts.headers.remove(header::CONTENT_TYPE);
     parts.headers.remove(header::CONTENT_LENGTH);
