@@ -344,6 +344,58 @@ async fn serve_logs_show_no_url_secrets_even_in_rmcp_lines() {
     assert_no_url_secret("serve's log", &logged);
 }
 
+/// Issue 20 §6.5: a key pasted as `model.name` (in the file or in
+/// `TURNSTILE_MODEL`) stops `serve --check` with a problem that names the
+/// field, and is printed nowhere.
+#[test]
+fn serve_check_refuses_a_key_pasted_as_the_model_name_without_printing_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pasted = "sk-live-Zq8vN3rT5wXy7LmK0pA9bC2d";
+    let run = |name_in_file: &str, name_in_env: Option<&str>| {
+        let config = tmp.path().join("model.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "database_url = \"sqlite://{}?mode=rwc\"\n[model]\nbase_url = \"http://127.0.0.1:1/v1\"\nname = \"{name_in_file}\"\n",
+                tmp.path().join("m.db").display()
+            ),
+        )
+        .unwrap();
+        let mut c = std::process::Command::new(BIN);
+        c.args(["serve", "--check", "--config"])
+            .arg(&config)
+            .env("OPENAI_API_KEY", KEY)
+            .env_remove("DATABASE_URL")
+            .env_remove("TURNSTILE_MODEL_BASE_URL")
+            .env_remove("TURNSTILE_TABLES");
+        match name_in_env {
+            Some(n) => c.env("TURNSTILE_MODEL", n),
+            None => c.env_remove("TURNSTILE_MODEL"),
+        };
+        let out = c.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    for (file, env) in [(pasted, None), ("gpt-4o-mini", Some(pasted)), (KEY, None)] {
+        let (ok, text) = run(file, env);
+        assert!(!ok, "{file:?}/{env:?} is accepted:\n{text}");
+        assert!(text.contains("model.name"), "{text}");
+        for secret in [pasted, KEY] {
+            let cs: Vec<char> = secret.chars().collect();
+            for w in cs.windows(8) {
+                let piece: String = w.iter().collect();
+                assert!(!text.contains(&piece), "{piece:?} is printed:\n{text}");
+            }
+        }
+    }
+    let (ok, text) = run("gpt-4o-mini", None);
+    assert!(ok && text.contains("model: gpt-4o-mini at"), "{text}");
+}
+
 #[test]
 fn a_type_error_in_the_config_never_quotes_the_value() {
     let secret = "sk-live-0123456789abcdef";

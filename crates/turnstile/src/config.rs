@@ -657,6 +657,43 @@ pub fn database_backend(url: &str) -> Result<Backend, String> {
     Ok(Backend::Sqlite)
 }
 
+/// What `name` (a model's name) looks like if it looks like a secret: the
+/// API key itself, a key's prefix (`sk-`, `sk_`, `xai-`, `gsk_`, `hf_`,
+/// `AIza`, …), or a long random token (20 or more letters and digits,
+/// both, without a separator, of 10 or more distinct characters).
+fn secret_shape(name: &str, key: Option<&str>) -> Option<&'static str> {
+    let name = name.trim();
+    if key.is_some_and(|k| !k.trim().is_empty() && name.contains(k.trim())) {
+        return Some("the API key");
+    }
+    const PREFIXES: [&str; 11] = [
+        "sk-",
+        "sk_",
+        "pk-",
+        "rk-",
+        "xai-",
+        "gsk_",
+        "hf_",
+        "r8_",
+        "AIza",
+        "ghp_",
+        "github_pat_",
+    ];
+    if PREFIXES.iter().any(|p| name.starts_with(p))
+        || name.to_ascii_lowercase().starts_with("bearer ")
+    {
+        return Some("an API key");
+    }
+    let random = name.split(|c: char| !c.is_ascii_alphanumeric()).any(|run| {
+        let distinct: std::collections::BTreeSet<char> = run.chars().collect();
+        run.len() >= 20
+            && run.chars().any(|c| c.is_ascii_digit())
+            && run.chars().any(|c| c.is_ascii_alphabetic())
+            && distinct.len() >= 10
+    });
+    random.then_some("a key or token")
+}
+
 /// A serde/TOML error message without the string values it quotes:
 /// `invalid type: string "sk-…", expected …` → `invalid type: a string,
 /// expected …`.
@@ -1037,6 +1074,22 @@ impl Validator {
             self.warn(
                 "model.api_key",
                 "the API key is written in the config file; prefer `model.api_key_env` naming an environment variable".into(),
+            );
+        }
+
+        // A key pasted as the name would be printed at start: refused, and
+        // never quoted.
+        if let Some(why) = name
+            .as_deref()
+            .and_then(|n| secret_shape(n, key.as_ref().map(|(k, _)| k.expose())))
+        {
+            let field = match env(ENV_MODEL) {
+                Some(_) => format!("{ENV_MODEL} (overrides `model.name`)"),
+                None => "model.name".into(),
+            };
+            self.problem(
+                &field,
+                format!("looks like {why}, not a model's name (not shown); write the model's name (e.g. gpt-4o-mini) and keep the key in the variable `model.api_key_env` names"),
             );
         }
 
@@ -1645,6 +1698,72 @@ url = "not a url"
             missing.message.contains("missing required value")
                 && missing.message.contains("TURNSTILE_MODEL")
         );
+    }
+
+    /// Issue 20 §6.5: a key pasted as the model's name is a problem that
+    /// does not quote it, from the file and from the environment alike.
+    #[test]
+    fn a_model_name_that_looks_like_a_key_is_refused_without_quoting_it() {
+        let secrets = [
+            "sk-proj-Zq8vN3rT5wXy7LmK0pA9bC2dE123",
+            "sk-ant-api03-Zq8vN3rT5wXy7LmK0pA9",
+            "sk-1",
+            KEY,
+            "AIzaSyD3x4mPl3K3yV4lu3Zq8vN3rT5wXy7Lm",
+            "0123456789abcdef0123456789abcdef",
+            "hf_Zq8vN3rT5wXy7LmK0pA9bC2dE123fghij",
+            "gsk_Zq8vN3rT5wXy7LmK0pA9bC2dE123fghij",
+            "xai-Zq8vN3rT5wXy7LmK0pA9bC2dE123fghij",
+            "my-model:Zq8vN3rT5wXy7LmK0pA9bC2d",
+        ];
+        let shown_pieces = |name: &str, text: &str| {
+            let cs: Vec<char> = name.chars().collect();
+            cs.windows(8.min(cs.len()))
+                .map(|w| w.iter().collect::<String>())
+                .find(|p| text.contains(p.as_str()))
+        };
+        for name in secrets {
+            let file = MINIMAL.replace("gpt-test", name);
+            let from_env = [("OPENAI_API_KEY", KEY), (ENV_MODEL, name)];
+            for (src, vars) in [
+                (file.as_str(), &[("OPENAI_API_KEY", KEY)][..]),
+                (MINIMAL, &from_env[..]),
+            ] {
+                let Err(e @ ConfigError::Invalid { .. }) = load(src, vars) else {
+                    panic!("{name:?} is accepted as the model's name");
+                };
+                let shown = e.to_string();
+                assert!(shown.contains("model.name"), "{shown}");
+                assert!(shown.contains("looks like"), "{shown}");
+                if let Some(p) = shown_pieces(name, &shown) {
+                    panic!("{name:?} is quoted ({p:?}): {shown}");
+                }
+            }
+        }
+        // The model's name equal to the key, whatever the key looks like.
+        let plain = "correcthorsebattery";
+        let src = MINIMAL.replace("gpt-test", plain);
+        assert!(load(&src, &[("OPENAI_API_KEY", plain)]).is_err());
+        // Real model names pass.
+        for name in [
+            "gpt-4o-mini",
+            "gpt-4o-2024-08-06",
+            "o3-mini",
+            "claude-3-5-sonnet-20241022",
+            "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            "mistralai/Mixtral-8x7B-Instruct-v0.1",
+            "qwen2.5-coder:32b",
+            "ft:gpt-4o-mini-2024-07-18:my-org:custom-suffix:9WY8Qz2d",
+            "us.anthropic.claude-3-5-sonnet-20241022-v2:0",
+            "accounts/fireworks/models/llama-v3p1-405b-instruct",
+            "models/gemini-1.5-pro-002",
+            "local-model",
+            "task-model",
+        ] {
+            let src = MINIMAL.replace("gpt-test", name);
+            let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(c.model.name, name);
+        }
     }
 
     #[test]
