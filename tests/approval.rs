@@ -719,3 +719,95 @@ async fn a_second_hold_while_an_action_settles_is_refused_not_sent() {
     );
     s.pass_and_stop().await;
 }
+
+/// Issue 20 §6.4: no error body echoes an unbounded client value, nor a
+/// control character the client sent: an oversized or odd `interrupt_id`,
+/// an unknown variant or field name, a string of the wrong type (serde
+/// quotes those), on resume and on messages.
+#[tokio::test]
+async fn no_error_body_echoes_a_long_or_odd_client_value() {
+    use serde_json::json;
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let long = "A".repeat(60 * 1024);
+    let odd = "ab\u{1}cd<script>\u{7f}\u{1b}[2J";
+    let resume = format!("/v1/threads/{thread}/resume");
+    let messages = format!("/v1/threads/{thread}/messages");
+    let cases = [
+        (
+            &resume,
+            json!({"interrupt_id": long, "decision": "approve"}),
+        ),
+        (&resume, json!({"interrupt_id": odd, "decision": "approve"})),
+        (&resume, json!({"interrupt_id": "x", "decision": long})),
+        (&resume, json!({"interrupt_id": "x", "decision": odd})),
+        (
+            &resume,
+            json!({"interrupt_id": "x", "decision": {long.clone(): 1}}),
+        ),
+        (
+            &resume,
+            json!({"interrupt_id": "x", "decision": "deny", long.clone(): 1}),
+        ),
+        (
+            &resume,
+            json!({"interrupt_id": "x", "decision": "deny", odd: 1}),
+        ),
+        (&resume, json!({"interrupt_id": ["x"], "decision": "deny"})),
+        (&messages, json!({"text": "hi", long.clone(): 1})),
+        (&messages, json!({"text": "hi", "context": long})),
+        (
+            &messages,
+            json!({"text": "hi", "context": {"selected_items": long}}),
+        ),
+        (
+            &messages,
+            json!({"text": "hi", "context": {"project": odd.repeat(3)}, odd: 1}),
+        ),
+    ];
+    // Paths that do not decode: axum's rejection quotes the segment.
+    let gets = [
+        format!("/v1/tables/{}%ff", "A".repeat(4000)),
+        "/v1/tables/ab%01cd%3Cscript%3E%ff".to_string(),
+        format!("/v1/threads/{}%ff", "A".repeat(4000)),
+    ];
+    let http = reqwest::Client::new();
+    let mut echoed = Vec::new();
+    let requests = cases
+        .iter()
+        .map(|(path, body)| (path.to_string(), Some(body.to_string())))
+        .chain(gets.into_iter().map(|path| (path, None)));
+    for (path, body) in requests {
+        let r = match &body {
+            Some(body) => http
+                .post(format!("{}{path}", s.base))
+                .header("content-type", "application/json")
+                .body(body.clone()),
+            None => http.get(format!("{}{path}", s.base)),
+        };
+        let r = r.send().await.unwrap();
+        let body = body.unwrap_or_else(|| format!("GET {path}"));
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        let error = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let ok = (400..500).contains(&status)
+            && text.len() < 1024
+            && !error.is_empty()
+            && !error.contains(&"A".repeat(100))
+            && !error.contains("<script>")
+            && !error.chars().any(char::is_control);
+        if !ok {
+            let shown: String = body.chars().take(80).collect();
+            let error: String = format!("{error:?}").chars().take(300).collect();
+            echoed.push(format!(
+                "{shown}\n  → {status}, {} bytes: {error}",
+                text.len()
+            ));
+        }
+    }
+    assert!(echoed.is_empty(), "echoed:\n{}", echoed.join("\n"));
+    s.pass();
+}

@@ -210,3 +210,66 @@ async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
     assert!(ask.contains("Which floor do you mean?"), "{ask}");
     s.pass_and_stop().await;
 }
+
+/// `serve --check --config PATH` with `PATH` given: exit code, output, and
+/// how long it took (killed after 20 s).
+async fn serve_check(path: &std::path::Path) -> (Option<i32>, String, Duration) {
+    let started = std::time::Instant::now();
+    let mut c = turnstile(&["serve", "--config"]);
+    c.arg(path)
+        .arg("--check")
+        .env("OPENAI_API_KEY", "sk-test-key")
+        .env("DATABASE_URL", "sqlite://unused.db")
+        .env_remove("TURNSTILE_MODEL_BASE_URL");
+    let out = tokio::time::timeout(Duration::from_secs(20), c.output())
+        .await
+        .unwrap_or_else(|_| panic!("`serve --check --config {}` hangs", path.display()))
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text, started.elapsed())
+}
+
+/// Issue 20 §6.2: a config that is not a regular file (a FIFO would block
+/// the read forever) or is larger than the bound is refused at once, by
+/// its path.
+#[tokio::test]
+async fn serve_check_refuses_a_fifo_or_an_oversized_config_promptly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("config.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let (code, text, took) = serve_check(&fifo).await;
+    assert!(code.is_some_and(|c| c != 0), "{code:?}: {text}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(
+        text.contains(&fifo.display().to_string()) && text.contains("not a regular file"),
+        "{text}"
+    );
+
+    // Over 1 MiB: a comment, so only the size can be wrong with it.
+    let big = tmp.path().join("big.toml");
+    let mut src = String::from("[model]\nbase_url = \"http://127.0.0.1:1/v1\"\nname = \"m\"\n");
+    while src.len() <= 1024 * 1024 {
+        src += "# padding padding padding padding padding padding padding padding\n";
+    }
+    std::fs::write(&big, &src).unwrap();
+    let (code, text, _) = serve_check(&big).await;
+    assert!(code.is_some_and(|c| c != 0), "{code:?}: {text}");
+    assert!(
+        text.contains(&big.display().to_string()) && text.contains("larger than"),
+        "{text}"
+    );
+
+    // The same file under the bound is read.
+    let small = tmp.path().join("small.toml");
+    std::fs::write(&small, &src[..4096]).unwrap();
+    let (code, text, _) = serve_check(&small).await;
+    assert_eq!(code, Some(0), "{text}");
+}

@@ -209,6 +209,48 @@ async fn a_405_is_json_with_a_reason() {
     s.pass();
 }
 
+/// Issue 20 §6.3: a 405 names the route's methods, in its body and in its
+/// `Allow` header alike.
+#[tokio::test]
+async fn a_405_names_the_methods_the_route_accepts() {
+    let s = TestServer::builder().http(short()).start().await;
+    let http = reqwest::Client::new();
+    for (method, path, want) in [
+        (reqwest::Method::POST, "/healthz", &["GET", "HEAD"][..]),
+        (reqwest::Method::GET, "/v1/threads/x/messages", &["POST"]),
+        (reqwest::Method::DELETE, "/v1/tables", &["GET", "HEAD"]),
+        (reqwest::Method::PUT, "/v1/threads/x/resume", &["POST"]),
+    ] {
+        let r = http
+            .request(method.clone(), format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        let allow = r
+            .headers()
+            .get("allow")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let (status, reason) = error_json(r).await;
+        assert_eq!(status, 405, "{method} {path}");
+        let listed: Vec<&str> = reason
+            .rsplit_once("accepts ")
+            .map(|(_, l)| l.split(", ").map(str::trim).collect())
+            .unwrap_or_default();
+        let allowed: Vec<&str> = allow.split(',').map(str::trim).collect();
+        for m in want {
+            assert!(listed.contains(m), "{method} {path}: {reason:?}");
+            assert!(allowed.contains(m), "{method} {path}: Allow {allow:?}");
+        }
+        let mut a = allowed.clone();
+        let mut l = listed.clone();
+        a.sort();
+        l.sort();
+        assert_eq!(a, l, "{method} {path}: body {reason:?}, Allow {allow:?}");
+    }
+    s.pass();
+}
+
 #[tokio::test]
 async fn a_path_that_does_not_decode_is_a_json_400() {
     let s = TestServer::builder().http(short()).start().await;

@@ -128,6 +128,57 @@ async fn a_partly_quoted_key_is_not_in_the_log_which_has_the_body_under_the_refe
     assert!(line.contains("[redacted]"), "{line}");
 }
 
+/// Issue 20 §6.1: a 401 that echoes the key the way providers do — a
+/// prefix and the last characters with masking between, or a short piece
+/// alone — leaves no piece of 4 or more of the key's characters on the log
+/// line that holds the body.
+#[tokio::test]
+async fn a_key_echoed_in_short_masked_pieces_is_not_on_the_warn_line() {
+    capture_logs();
+    let (head, tail5, tail) = (&KEY[..6], &KEY[KEY.len() - 5..], &KEY[KEY.len() - 4..]);
+    let body = json!({"error": {
+        "message": format!(
+            "Incorrect API key provided: {head}{stars}{tail}. Also seen as {first4}...{tail}, \
+             ****{tail}, …{tail5} and ending in {tail}. You can find your API key at \
+             https://platform.openai.com/account/api-keys.",
+            stars = "*".repeat(22),
+            first4 = &KEY[..4],
+        ),
+        "type": "invalid_request_error",
+        "code": "invalid_api_key",
+    }});
+    let fake = FakeOpenAi::start().await;
+    let s = TestServer::builder().model(fake.model()).start().await;
+    let thread = s.new_thread().await;
+    fake.on(Role::Planner, Action::Status(401, body));
+    let frames = s.say(&thread, "show safety issues on floor 3").await;
+    let message = error(&frames).expect("an error frame").message.clone();
+    s.pass();
+    let reference = reference(&message).to_string();
+    let logs = logs();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(&reference) && l.contains("Incorrect API key provided"))
+        .unwrap_or_else(|| panic!("no log line with the body under ref {reference}:\n{logs}"));
+    // The body is the line's last field (the ids before it are random hex,
+    // which may hold a hex piece of the key by chance).
+    let body = &line[line.find(" body=").expect("a body field")..];
+    let chars: Vec<char> = KEY.chars().collect();
+    for w in chars.windows(4) {
+        let piece: String = w.iter().collect();
+        assert!(
+            !body.contains(&piece),
+            "the WARN line holds {piece:?}, a piece of the key:\n{line}"
+        );
+    }
+    assert!(!line.contains("****"), "the masking is left: {line}");
+    // The provider's ordinary words are kept.
+    assert!(
+        line.contains("You can find your API key at https://platform.openai.com/account/api-keys"),
+        "{line}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The binary: what `serve --check` and `serve` print
 
@@ -291,6 +342,58 @@ async fn serve_start_up_output_and_logs_show_no_url_secrets() {
 async fn serve_logs_show_no_url_secrets_even_in_rmcp_lines() {
     let (_, logged) = serve_start_up().await;
     assert_no_url_secret("serve's log", &logged);
+}
+
+/// Issue 20 §6.5: a key pasted as `model.name` (in the file or in
+/// `TURNSTILE_MODEL`) stops `serve --check` with a problem that names the
+/// field, and is printed nowhere.
+#[test]
+fn serve_check_refuses_a_key_pasted_as_the_model_name_without_printing_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pasted = "sk-live-Zq8vN3rT5wXy7LmK0pA9bC2d";
+    let run = |name_in_file: &str, name_in_env: Option<&str>| {
+        let config = tmp.path().join("model.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "database_url = \"sqlite://{}?mode=rwc\"\n[model]\nbase_url = \"http://127.0.0.1:1/v1\"\nname = \"{name_in_file}\"\n",
+                tmp.path().join("m.db").display()
+            ),
+        )
+        .unwrap();
+        let mut c = std::process::Command::new(BIN);
+        c.args(["serve", "--check", "--config"])
+            .arg(&config)
+            .env("OPENAI_API_KEY", KEY)
+            .env_remove("DATABASE_URL")
+            .env_remove("TURNSTILE_MODEL_BASE_URL")
+            .env_remove("TURNSTILE_TABLES");
+        match name_in_env {
+            Some(n) => c.env("TURNSTILE_MODEL", n),
+            None => c.env_remove("TURNSTILE_MODEL"),
+        };
+        let out = c.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    for (file, env) in [(pasted, None), ("gpt-4o-mini", Some(pasted)), (KEY, None)] {
+        let (ok, text) = run(file, env);
+        assert!(!ok, "{file:?}/{env:?} is accepted:\n{text}");
+        assert!(text.contains("model.name"), "{text}");
+        for secret in [pasted, KEY] {
+            let cs: Vec<char> = secret.chars().collect();
+            for w in cs.windows(8) {
+                let piece: String = w.iter().collect();
+                assert!(!text.contains(&piece), "{piece:?} is printed:\n{text}");
+            }
+        }
+    }
+    let (ok, text) = run("gpt-4o-mini", None);
+    assert!(ok && text.contains("model: gpt-4o-mini at"), "{text}");
 }
 
 #[test]

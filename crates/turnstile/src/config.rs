@@ -39,6 +39,9 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 
 pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
+/// The largest config file [`Config::load`] reads (1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 /// One thing wrong with a configuration, named by its key path
 /// (`model.name`, `mcp_servers[1].url`) or by the variable that set it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +64,11 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    /// A FIFO, a device or a directory: reading it could block or never end.
+    #[error("{path}: not a regular file; the config must be a file")]
+    NotAFile { path: String },
+    #[error("{path}: larger than {max} bytes; a config file is at most that")]
+    TooLarge { path: String, max: u64 },
     /// TOML syntax, a wrong type or an unknown key, at its line and column.
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
@@ -405,11 +413,41 @@ pub struct ToolSettings {
 pub use crate::judge::capability::TerminalFlow;
 
 impl Config {
-    /// Reads `path` and the process environment.
+    /// Reads `path` and the process environment. `path` must be a regular
+    /// file of at most [`MAX_CONFIG_BYTES`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let src = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
+        use std::io::Read;
+        let shown = || path.display().to_string();
+        let read = |source| ConfigError::Read {
+            path: shown(),
             source,
+        };
+        let not_a_file = || ConfigError::NotAFile { path: shown() };
+        // Checked before opening: opening a FIFO blocks until a writer
+        // comes, and a device may never end.
+        if !std::fs::metadata(path).map_err(read)?.is_file() {
+            return Err(not_a_file());
+        }
+        let file = std::fs::File::open(path).map_err(read)?;
+        // And on what was opened, in case the path changed in between.
+        if !file.metadata().map_err(read)?.is_file() {
+            return Err(not_a_file());
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read)?;
+        if bytes.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(ConfigError::TooLarge {
+                path: shown(),
+                max: MAX_CONFIG_BYTES,
+            });
+        }
+        let src = String::from_utf8(bytes).map_err(|_| {
+            read(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is not UTF-8",
+            ))
         })?;
         Config::from_toml(&src, path, &|name| std::env::var(name).ok())
     }
@@ -677,6 +715,43 @@ pub fn database_backend(url: &str) -> Result<Backend, String> {
         ));
     }
     Ok(Backend::Sqlite)
+}
+
+/// What `name` (a model's name) looks like if it looks like a secret: the
+/// API key itself, a key's prefix (`sk-`, `sk_`, `xai-`, `gsk_`, `hf_`,
+/// `AIza`, …), or a long random token (20 or more letters and digits,
+/// both, without a separator, of 10 or more distinct characters).
+fn secret_shape(name: &str, key: Option<&str>) -> Option<&'static str> {
+    let name = name.trim();
+    if key.is_some_and(|k| !k.trim().is_empty() && name.contains(k.trim())) {
+        return Some("the API key");
+    }
+    const PREFIXES: [&str; 11] = [
+        "sk-",
+        "sk_",
+        "pk-",
+        "rk-",
+        "xai-",
+        "gsk_",
+        "hf_",
+        "r8_",
+        "AIza",
+        "ghp_",
+        "github_pat_",
+    ];
+    if PREFIXES.iter().any(|p| name.starts_with(p))
+        || name.to_ascii_lowercase().starts_with("bearer ")
+    {
+        return Some("an API key");
+    }
+    let random = name.split(|c: char| !c.is_ascii_alphanumeric()).any(|run| {
+        let distinct: std::collections::BTreeSet<char> = run.chars().collect();
+        run.len() >= 20
+            && run.chars().any(|c| c.is_ascii_digit())
+            && run.chars().any(|c| c.is_ascii_alphabetic())
+            && distinct.len() >= 10
+    });
+    random.then_some("a key or token")
 }
 
 /// A serde/TOML error message without the string values it quotes:
@@ -1177,6 +1252,22 @@ impl Validator {
             self.warn(
                 "model.api_key",
                 "the API key is written in the config file; prefer `model.api_key_env` naming an environment variable".into(),
+            );
+        }
+
+        // A key pasted as the name would be printed at start: refused, and
+        // never quoted.
+        if let Some(why) = name
+            .as_deref()
+            .and_then(|n| secret_shape(n, key.as_ref().map(|(k, _)| k.expose())))
+        {
+            let field = match env(ENV_MODEL) {
+                Some(_) => format!("{ENV_MODEL} (overrides `model.name`)"),
+                None => "model.name".into(),
+            };
+            self.problem(
+                &field,
+                format!("looks like {why}, not a model's name (not shown); write the model's name (e.g. gpt-4o-mini) and keep the key in the variable `model.api_key_env` names"),
             );
         }
 
@@ -1785,6 +1876,72 @@ url = "not a url"
             missing.message.contains("missing required value")
                 && missing.message.contains("TURNSTILE_MODEL")
         );
+    }
+
+    /// Issue 20 §6.5: a key pasted as the model's name is a problem that
+    /// does not quote it, from the file and from the environment alike.
+    #[test]
+    fn a_model_name_that_looks_like_a_key_is_refused_without_quoting_it() {
+        let secrets = [
+            "sk-proj-Zq8vN3rT5wXy7LmK0pA9bC2dE123",
+            "sk-ant-api03-Zq8vN3rT5wXy7LmK0pA9",
+            "sk-1",
+            KEY,
+            "AIzaSyD3x4mPl3K3yV4lu3Zq8vN3rT5wXy7Lm",
+            "0123456789abcdef0123456789abcdef",
+            "hf_Zq8vN3rT5wXy7LmK0pA9bC2dE123fghij",
+            "gsk_Zq8vN3rT5wXy7LmK0pA9bC2dE123fghij",
+            "xai-Zq8vN3rT5wXy7LmK0pA9bC2dE123fghij",
+            "my-model:Zq8vN3rT5wXy7LmK0pA9bC2d",
+        ];
+        let shown_pieces = |name: &str, text: &str| {
+            let cs: Vec<char> = name.chars().collect();
+            cs.windows(8.min(cs.len()))
+                .map(|w| w.iter().collect::<String>())
+                .find(|p| text.contains(p.as_str()))
+        };
+        for name in secrets {
+            let file = MINIMAL.replace("gpt-test", name);
+            let from_env = [("OPENAI_API_KEY", KEY), (ENV_MODEL, name)];
+            for (src, vars) in [
+                (file.as_str(), &[("OPENAI_API_KEY", KEY)][..]),
+                (MINIMAL, &from_env[..]),
+            ] {
+                let Err(e @ ConfigError::Invalid { .. }) = load(src, vars) else {
+                    panic!("{name:?} is accepted as the model's name");
+                };
+                let shown = e.to_string();
+                assert!(shown.contains("model.name"), "{shown}");
+                assert!(shown.contains("looks like"), "{shown}");
+                if let Some(p) = shown_pieces(name, &shown) {
+                    panic!("{name:?} is quoted ({p:?}): {shown}");
+                }
+            }
+        }
+        // The model's name equal to the key, whatever the key looks like.
+        let plain = "correcthorsebattery";
+        let src = MINIMAL.replace("gpt-test", plain);
+        assert!(load(&src, &[("OPENAI_API_KEY", plain)]).is_err());
+        // Real model names pass.
+        for name in [
+            "gpt-4o-mini",
+            "gpt-4o-2024-08-06",
+            "o3-mini",
+            "claude-3-5-sonnet-20241022",
+            "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+            "mistralai/Mixtral-8x7B-Instruct-v0.1",
+            "qwen2.5-coder:32b",
+            "ft:gpt-4o-mini-2024-07-18:my-org:custom-suffix:9WY8Qz2d",
+            "us.anthropic.claude-3-5-sonnet-20241022-v2:0",
+            "accounts/fireworks/models/llama-v3p1-405b-instruct",
+            "models/gemini-1.5-pro-002",
+            "local-model",
+            "task-model",
+        ] {
+            let src = MINIMAL.replace("gpt-test", name);
+            let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(c.model.name, name);
+        }
     }
 
     #[test]

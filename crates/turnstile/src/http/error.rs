@@ -43,8 +43,75 @@ impl From<JsonRejection> for ApiError {
             StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
             s => s,
         };
-        ApiError::new(status, r.body_text())
+        // serde quotes what it could not take (an unknown field's name, a
+        // variant, a string of the wrong type), and the path names a field
+        // the client wrote: never echoed whole.
+        ApiError::new(status, without_client_values(&r.body_text()))
     }
+}
+
+/// The longest client value an error message may echo.
+const SHOWN_VALUE_MAX: usize = 64;
+/// The longest error message made from a library's text.
+const SHOWN_MESSAGE_MAX: usize = 400;
+
+/// `message` (a library's text, which may quote the client) with each
+/// quoted value (in backticks or double quotes) and each bare word kept
+/// only if it is plain — printable ASCII without `<>\` or quotes: one
+/// longer than 64 characters is cut to 64 and `…`, one with anything else
+/// (control characters, markup, non-ASCII) is replaced by `…`. The whole
+/// is at most 400 characters.
+pub(crate) fn without_client_values(message: &str) -> String {
+    let plain = |c: char| (c.is_ascii_graphic() || c == ' ') && !"<>\\\"`".contains(c);
+    let shown = |v: &str| -> String {
+        if !v.chars().all(plain) {
+            "…".into()
+        } else if v.chars().count() > SHOWN_VALUE_MAX {
+            v.chars().take(SHOWN_VALUE_MAX).chain(['…']).collect()
+        } else {
+            v.into()
+        }
+    };
+    let mut out = String::new();
+    let mut word = String::new();
+    let mut chars = message.chars();
+    let flush = |out: &mut String, word: &mut String| {
+        // A bare word keeps the punctuation that ends it: `decision:`.
+        let core = word.trim_end_matches([',', ';', ')', ':']);
+        let tail = &word[core.len()..];
+        *out += &shown(core);
+        *out += tail;
+        word.clear();
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '`' | '"' => {
+                flush(&mut out, &mut word);
+                let mut value = String::new();
+                let mut escaped = false;
+                for d in chars.by_ref() {
+                    if d == c && !escaped {
+                        break;
+                    }
+                    escaped = c == '"' && d == '\\' && !escaped;
+                    value.push(d);
+                }
+                out.push(c);
+                out += &shown(&value);
+                out.push(c);
+            }
+            ' ' => {
+                flush(&mut out, &mut word);
+                out.push(' ');
+            }
+            c => word.push(c),
+        }
+    }
+    flush(&mut out, &mut word);
+    if out.chars().count() > SHOWN_MESSAGE_MAX {
+        out = out.chars().take(SHOWN_MESSAGE_MAX).chain(['…']).collect();
+    }
+    out
 }
 
 impl From<crate::store::StoreError> for ApiError {
@@ -63,5 +130,33 @@ impl IntoResponse for ApiError {
             None => json!({"error": self.message}),
         };
         (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_client_values as w;
+
+    #[test]
+    fn library_text_keeps_plain_words_and_drops_odd_or_long_values() {
+        let m = "Failed to deserialize the JSON body into the target type: decision: unknown variant `maybe`, expected `approve` or `deny` at line 1 column 42";
+        assert_eq!(w(m), m);
+        assert_eq!(
+            w("a\u{1}b<x>: unknown field `a\u{1}b<x>`, expected `text`"),
+            "…: unknown field `…`, expected `text`"
+        );
+        let long = "A".repeat(70);
+        assert_eq!(
+            w(&format!(
+                "invalid type: string \"{long}\", expected a sequence"
+            )),
+            format!(
+                "invalid type: string \"{}…\", expected a sequence",
+                &long[..64]
+            )
+        );
+        assert_eq!(w("string \"a\\\"b\" x"), "string \"…\" x");
+        assert_eq!(w("unclosed `abc"), "unclosed `abc`");
+        assert!(w(&"word ".repeat(200)).chars().count() <= 401);
     }
 }

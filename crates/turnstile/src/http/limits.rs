@@ -163,20 +163,31 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
         .map(|t| t.trim().to_string())
         .unwrap_or_default();
     let reason = if status == StatusCode::METHOD_NOT_ALLOWED {
-        let allowed = parts
+        // The route's own `Allow` header (`GET,HEAD`), so the two agree.
+        let allowed: Vec<&str> = parts
             .headers
             .get(header::ALLOW)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
-            .to_string();
-        format!("method not allowed; this route accepts {allowed}")
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .collect();
+        match allowed.is_empty() {
+            false => format!(
+                "method not allowed; this route accepts {}",
+                allowed.join(", ")
+            ),
+            true => "method not allowed".to_string(),
+        }
     } else if text.is_empty() {
         status
             .canonical_reason()
             .unwrap_or("request refused")
             .to_lowercase()
     } else {
-        text
+        // axum's own texts may quote the request (a path segment).
+        crate::http::error::without_client_values(&text)
     };
     parts.headers.remove(header::CONTENT_TYPE);
     parts.headers.remove(header::CONTENT_LENGTH);

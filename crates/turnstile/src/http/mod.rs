@@ -41,7 +41,7 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         body_read_timeout: cfg.body_read_timeout,
     };
     let headers = headers::Headers::new(routes::PAGE, &cfg.frame_ancestors, &cfg.cors_origins);
-    Router::new()
+    let app = Router::new()
         .route("/", get(routes::page))
         .route("/healthz", get(routes::healthz))
         .route("/readyz", get(routes::readyz))
@@ -58,11 +58,16 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(from_fn_with_state(limits, limits::read_body))
+        .with_state(state);
+    // The layers below wrap the router whole, not each route (as
+    // `Router::layer` does): a route adds its 405's `Allow` header outside
+    // its own layers, where only these see it.
+    Router::new()
+        .fallback_service(app)
         .layer(from_fn(limits::json_errors))
         .layer(from_fn_with_state(limits, limits::head_limit))
         .layer(from_fn(routes::request_span))
         .layer(from_fn_with_state(headers, headers::security))
-        .with_state(state)
 }
 
 /// Serves until `shutdown` resolves, with the default [`HttpConfig`].

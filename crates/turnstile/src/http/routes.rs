@@ -306,12 +306,10 @@ pub async fn resume(
         Err(e) => {
             claim.release().await;
             return Err(match e {
+                // The id is the client's: not echoed.
                 DecideError::NotFound { row_id } => ApiError::new(
                     StatusCode::NOT_FOUND,
-                    format!(
-                        "no interrupt \"{}\" is pending on this thread",
-                        req.interrupt_id
-                    ),
+                    "no interrupt with this id is pending on this thread",
                 )
                 .with_row("approval", &row_id),
                 DecideError::Refused { row_id, why, state } => ApiError::new(

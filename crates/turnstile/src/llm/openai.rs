@@ -621,6 +621,11 @@ fn reference_id() -> String {
 /// The shortest piece of the key that is redacted wherever it appears.
 const KEY_PIECE_MIN: usize = 8;
 
+/// The shortest piece of the key that is redacted where it stands as a
+/// word of its own or beside masking: providers echo the last 4 or 5
+/// characters (`…E123`, `****E123`, `sk-abc***E123`).
+const KEY_WORD_MIN: usize = 4;
+
 const REDACTED: &str = "[redacted]";
 
 /// `text` with every secret it may quote replaced by `[redacted]`:
@@ -628,14 +633,36 @@ const REDACTED: &str = "[redacted]";
 /// - any piece of `key` of [`KEY_PIECE_MIN`] characters or more (providers
 ///   quote a prefix or the last characters of a rejected key), or the whole
 ///   key if it is shorter;
+/// - any piece of `key` of [`KEY_WORD_MIN`] characters or more that stands
+///   as a word (neither neighbour is a letter or a digit): `ending in E123`;
+/// - a provider's masked echo: a masking span (`**`, `••`, `xxxx`, `..`,
+///   `…`) with the key characters on either side of it (`sk-abc***E123`,
+///   `sk-...E123`, `****E123`), when a side is a piece of the key or an
+///   `sk-` token — the span and both sides together;
 /// - any `sk-…`-shaped token (`sk-` at a word start, then key characters);
 /// - the token after any `Bearer ` (case-insensitive).
 pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut masked = vec![false; chars.len()];
-    if let Some(key) = key.filter(|k| !k.is_empty()) {
-        let key: Vec<char> = key.chars().collect();
+    let token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_');
+    let lower: Vec<char> = chars.iter().map(|c| c.to_ascii_lowercase()).collect();
+    let starts = |i: usize, word: &str| {
+        word.chars()
+            .enumerate()
+            .all(|(k, w)| lower.get(i + k) == Some(&w))
+    };
+    let word_start = |i: usize| i == 0 || !token_char(chars[i - 1]);
+    let key: Vec<char> = key.unwrap_or_default().chars().collect();
+    // Whether `piece` is a piece of the key.
+    let in_key = |piece: &[char]| {
+        !piece.is_empty()
+            && piece.len() <= key.len()
+            && key.windows(piece.len()).any(|w| w == piece)
+    };
+    if !key.is_empty() {
         let min = KEY_PIECE_MIN.min(key.len());
+        let word_min = KEY_WORD_MIN.min(key.len());
+        let alnum = |k: usize| chars.get(k).is_some_and(|c| c.is_alphanumeric());
         for i in 0..chars.len() {
             // The longest piece of the key that starts at `i`.
             let longest = (0..key.len())
@@ -651,19 +678,51 @@ pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
             if longest >= min {
                 masked[i..i + longest].iter_mut().for_each(|m| *m = true);
             }
+            // The longest piece starting at `i` that is a word of its own.
+            if longest >= word_min && (i == 0 || !alnum(i - 1)) {
+                if let Some(len) = (word_min..=longest).rev().find(|&n| !alnum(i + n)) {
+                    masked[i..i + len].iter_mut().for_each(|m| *m = true);
+                }
+            }
         }
     }
-    let token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_');
+    // Masked echoes: a span of masking with the key characters beside it.
+    let word_min = KEY_WORD_MIN.min(key.len().max(1));
+    let mut i = 0;
+    while i < chars.len() {
+        let Some(end) = masking_span(&chars, i) else {
+            i += 1;
+            continue;
+        };
+        let strong = chars[i..end]
+            .iter()
+            .any(|c| matches!(c, '*' | '•' | 'x' | 'X'));
+        let beside = |k: usize| token_char(chars[k]) && masking_span(&chars, k).is_none();
+        let mut from = i;
+        while from > 0 && beside(from - 1) {
+            from -= 1;
+        }
+        let mut to = end;
+        while to < chars.len() && beside(to) {
+            to += 1;
+        }
+        let (left, right) = (&chars[from..i], &chars[end..to]);
+        let left_key = in_key(left) || (word_start(from) && starts(from, "sk-"));
+        let right_key = in_key(right);
+        let echo = if strong {
+            left_key || right_key
+        } else {
+            (left_key && (left.len() >= word_min || right_key))
+                || (right_key && (right.len() >= word_min || left_key))
+        };
+        if echo {
+            masked[from..to].iter_mut().for_each(|m| *m = true);
+        }
+        i = end;
+    }
     let bearer_char = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
-    let lower: Vec<char> = chars.iter().map(|c| c.to_ascii_lowercase()).collect();
-    let starts = |i: usize, word: &str| {
-        word.chars()
-            .enumerate()
-            .all(|(k, w)| lower.get(i + k) == Some(&w))
-    };
     for i in 0..chars.len() {
-        let word_start = i == 0 || !token_char(chars[i - 1]);
-        if word_start && starts(i, "sk-") {
+        if word_start(i) && starts(i, "sk-") {
             let end = (i + 3..chars.len())
                 .find(|&k| !token_char(chars[k]))
                 .unwrap_or(chars.len());
@@ -671,7 +730,7 @@ pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
                 masked[i..end].iter_mut().for_each(|m| *m = true);
             }
         }
-        if word_start && starts(i, "bearer ") {
+        if word_start(i) && starts(i, "bearer ") {
             let from = i + "bearer ".len();
             let end = (from..chars.len())
                 .find(|&k| !bearer_char(chars[k]))
@@ -690,6 +749,28 @@ pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
         in_mask = *m;
     }
     out
+}
+
+/// The end of the masking span that starts at `i`, if one does: `*` or `•`
+/// twice or more, `x` or `X` four times or more, `.` twice or more, or
+/// `…`; runs of these next to each other make one span.
+fn masking_span(chars: &[char], i: usize) -> Option<usize> {
+    let run = |k: usize| {
+        let c = *chars.get(k)?;
+        let n = chars[k..].iter().take_while(|&&d| d == c).count();
+        let least = match c {
+            '*' | '•' | '.' => 2,
+            'x' | 'X' => 4,
+            '…' => 1,
+            _ => return None,
+        };
+        (n >= least).then_some(k + n)
+    };
+    let mut end = run(i)?;
+    while let Some(next) = run(end) {
+        end = next;
+    }
+    Some(end)
 }
 
 /// `…/chat/completions` under the base URL; a query (`?api-version=…`,
@@ -1424,17 +1505,18 @@ mod tests {
         let key = "sk-proj-ABCDEFGH12345678-tail";
         let r = |t: &str| redact_secrets(t, Some(key));
         // A prefix, a middle piece and a suffix of 8+ characters.
+        // The masking after a prefix goes with it.
         assert_eq!(
             r("Invalid API key: sk-proj-ABC..."),
-            "Invalid API key: [redacted]..."
+            "Invalid API key: [redacted]"
         );
         assert_eq!(
             r("key ending EFGH1234 given"),
             "key ending [redacted] given"
         );
         assert_eq!(r("(5678-tail)"), "([redacted])");
-        // Seven characters of the key are not a secret by themselves.
-        assert_eq!(r("ref ABCDEFG."), "ref ABCDEFG.");
+        // Seven characters inside a longer word are not an echo of the key.
+        assert_eq!(r("ref ABCDEFGZ."), "ref ABCDEFGZ.");
         // Token shapes, whatever the key.
         assert_eq!(
             redact_secrets("got sk-other_9f8e7d, task-force ok", None),
@@ -1445,14 +1527,90 @@ mod tests {
             "Authorization: Bearer [redacted] and more"
         );
         assert_eq!(redact_secrets("bearer tok3n", None), "bearer [redacted]");
-        // A key shorter than 8 is redacted whole, not by pieces.
+        // A key shorter than 8 is redacted whole, and by pieces of 4 that
+        // stand as words; 3 characters are not a piece.
         assert_eq!(
-            redact_secrets("k=abc12 abc1", Some("abc12")),
-            "k=[redacted] abc1"
+            redact_secrets("k=abc12 abc1 abc", Some("abc12")),
+            "k=[redacted] [redacted] abc"
         );
         assert_eq!(
             redact_secrets("안녕 sk-x 하세요", None),
             "안녕 [redacted] 하세요"
+        );
+    }
+
+    /// The shapes providers echo a rejected key in (issue 20 §6.1): a
+    /// prefix and/or a suffix with masking between, or a short piece alone.
+    #[test]
+    fn no_piece_of_the_key_a_provider_echoes_survives_whatever_the_shape() {
+        let key = "sk-proj-Zq8vN3rT5wXy7LmK0pA9bC2dE123";
+        let r = |t: &str| redact_secrets(t, Some(key));
+        let echoes = [
+            // OpenAI
+            "Incorrect API key provided: sk-proj-*************************E123.",
+            "Incorrect API key provided: sk-abc***********E123. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "Incorrect API key provided: sk-proj-Zq8v********E123",
+            // Anthropic-style, Azure-style
+            "invalid x-api-key: sk-p...E123",
+            "Access denied: key 'sk-proj-...E123' is invalid for this resource",
+            "the key ending in ...E123 is not valid",
+            "the key ending in …E123 is not valid",
+            "key sk-...E123 rejected",
+            "key sk-…E123 rejected",
+            "key ****E123 rejected",
+            "key ****dE123 rejected",
+            "key •••••E123 rejected",
+            "key sk-pxxxxxxxxxxE123 rejected",
+            "key sk-pXXXXXXXXXXE123 rejected",
+            // First 4 + last 4, last 4, last 5, first 5 alone
+            "key sk-p****E123 rejected",
+            "key (sk-p...E123) rejected",
+            "key ending in E123 rejected",
+            "key ending in 'E123'.",
+            "key ending in dE123, rejected",
+            "key=E123",
+            "key starting with Zq8v and ending with E123",
+            "prefix \"sk-pr\" unknown",
+            "Zq8v**** rejected",
+            "Zq8v...",
+        ];
+        // Every piece of 4 or more characters of the key.
+        let chars: Vec<char> = key.chars().collect();
+        let pieces: Vec<String> = (0..chars.len())
+            .flat_map(|i| (i + 4..=chars.len()).map(move |j| (i, j)))
+            .map(|(i, j)| chars[i..j].iter().collect())
+            .collect();
+        for echo in echoes {
+            let out = r(echo);
+            for piece in &pieces {
+                assert!(
+                    !out.contains(piece.as_str()),
+                    "{echo:?} → {out:?} keeps {piece:?}"
+                );
+            }
+            // The masking is gone too: nothing shows where the key was cut.
+            assert!(
+                !out.contains("**") && !out.contains("••") && !out.contains("xxxx"),
+                "{echo:?} → {out:?}"
+            );
+            assert!(out.contains("[redacted]"), "{echo:?} → {out:?}");
+        }
+        // What is not a piece of the key survives, masking or not.
+        for ordinary in [
+            "Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "Rate limit reached for requests... please retry",
+            "Loading… the model is overloaded",
+            "error code 0x0000 (xxxx placeholder) at E124",
+            "**Note**: this model is deprecated",
+            "2*3 = 6; v1.2.3; etc.",
+            "quota exceeded for org-ABCD on 2026-12-02",
+        ] {
+            assert_eq!(r(ordinary), ordinary, "an ordinary message is kept");
+        }
+        // Shapes that are masked but hold no piece of the key keep their words.
+        assert_eq!(
+            r("Incorrect API key provided: sk-abc***********E124."),
+            "Incorrect API key provided: [redacted]."
         );
     }
 

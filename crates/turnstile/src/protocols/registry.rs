@@ -104,6 +104,8 @@ pub enum LoadError {
     NotUtf8 { path: String, offset: usize },
     #[error("{path}: not a regular file")]
     NotAFile { path: String },
+    #[error("{path}: larger than {max} bytes")]
+    TooLarge { path: String, max: u64 },
     #[error("table directory {path}: {cause}")]
     NoDir { path: String, cause: std::io::Error },
     #[error("table \"{0}\" does not match its binding")]
@@ -155,8 +157,13 @@ fn declared_name(src: &str) -> Option<String> {
     Some(rest[a + 1..a + 1 + b].to_string())
 }
 
+/// The largest table file [`read_table_file`] reads (1 MiB; the largest
+/// compiled-in table is under 20 KB).
+pub const MAX_TABLE_BYTES: u64 = 1024 * 1024;
+
 /// Reads a table file: a regular file (a named pipe or a device would block
-/// or never end), in UTF-8 (an error names the first bad byte's offset).
+/// or never end) of at most [`MAX_TABLE_BYTES`], in UTF-8 (an error names
+/// the first bad byte's offset).
 pub fn read_table_file(path: &Path) -> Result<String, LoadError> {
     let shown = path.display().to_string();
     let io = |source| LoadError::Io {
@@ -167,7 +174,23 @@ pub fn read_table_file(path: &Path) -> Result<String, LoadError> {
     if !meta.is_file() {
         return Err(LoadError::NotAFile { path: shown });
     }
-    let bytes = std::fs::read(path).map_err(io)?;
+    let file = std::fs::File::open(path).map_err(io)?;
+    // Checked again on what was opened, in case the path changed between.
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(LoadError::NotAFile { path: shown });
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(file, MAX_TABLE_BYTES + 1),
+        &mut bytes,
+    )
+    .map_err(io)?;
+    if bytes.len() as u64 > MAX_TABLE_BYTES {
+        return Err(LoadError::TooLarge {
+            path: shown,
+            max: MAX_TABLE_BYTES,
+        });
+    }
     String::from_utf8(bytes).map_err(|e| LoadError::NotUtf8 {
         path: shown,
         offset: e.utf8_error().valid_up_to(),
@@ -245,5 +268,33 @@ pub fn check_dir(dir: &Path) -> Result<(), LoadError> {
             "not a directory",
         ))),
         Err(e) => Err(no_dir(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20 §6.2: a table file is a regular file of bounded size.
+    #[test]
+    fn a_table_file_must_be_a_regular_file_of_at_most_a_mib() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("frame.ron");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(matches!(
+            read_table_file(&fifo),
+            Err(LoadError::NotAFile { .. })
+        ));
+        let big = tmp.path().join("big.ron");
+        std::fs::write(&big, "/".repeat(MAX_TABLE_BYTES as usize + 1)).unwrap();
+        let e = read_table_file(&big).unwrap_err();
+        assert!(matches!(e, LoadError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("big.ron"), "{e}");
+        std::fs::write(&big, "/".repeat(MAX_TABLE_BYTES as usize)).unwrap();
+        assert!(read_table_file(&big).is_ok());
     }
 }
