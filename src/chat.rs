@@ -33,12 +33,21 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
             Some(server) => format!("· calling {} on {server}", c.tool),
             None => format!("· calling {}", c.tool),
         },
-        Frame::ToolResult(r) => format!(
-            "· {} {}: {}",
-            r.tool,
-            if r.ok { "ok" } else { "FAILED" },
-            r.summary
-        ),
+        // A refusal is not a failure of the tool: it was never sent.
+        Frame::ToolResult(r) => match &r.refusal {
+            Some(refusal) => format!(
+                "· {} refused, not sent ({} row `{}`)",
+                r.tool,
+                refusal["table"].as_str().unwrap_or("licence"),
+                refusal["row_id"].as_str().unwrap_or("?"),
+            ),
+            None => format!(
+                "· {} {}: {}",
+                r.tool,
+                if r.ok { "ok" } else { "FAILED" },
+                r.summary
+            ),
+        },
         Frame::Citation(c) => citation(c, rows),
         Frame::Figure(f) => figure(f),
         Frame::Delta(_) => return None,
@@ -678,7 +687,7 @@ async fn resumed_with<W: Write>(
     }
     // The resumed turn may ask again, about another action.
     printer.resume = Some(ResumeHint::new(&args.url, thread));
-    stream(printer, &http, base, resp).await
+    stream(printer, http, base, resp).await
 }
 
 /// `POST /v1/threads/{id}/resume`'s body.

@@ -67,6 +67,8 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("http", "store", "http creates threads, reads their messages, maps store errors"),
     ("http", "protocols", "http serves the tables, connection states and row telemetry"),
     ("http", "fsm", "http renders a table for GET /v1/tables"),
+    ("http", "judge", "the edge hands the caller's verified tiers (judge::tiers::Access) to the turn"),
+    ("http", "llm", "the proxy's service key is held as an llm::ApiKey, redacted in every Debug form"),
     // The turn.
     ("agent", "judge", "the agent asks the judge for every number and absence"),
     ("agent", "guard", "the agent has the guard check every sentence before it is sent"),

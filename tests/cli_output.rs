@@ -118,7 +118,7 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
         "one thread line:\n{stdout}"
     );
     assert!(
-        !stderr.contains(&thread),
+        !stderr.contains(thread),
         "the thread id belongs on stdout:\n{stderr}"
     );
     let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("    ")).collect();

@@ -72,20 +72,30 @@ async fn a_rejected_or_malformed_bearer_is_401_and_never_anonymous() {
     let thread = ana.thread().await;
     let cases: Vec<(String, &str)> = vec![
         (format!("Bearer {expired}"), "bearer-rejected"),
-        ("Bearer 0123456789abcdef0123456789abcdef".into(), "bearer-rejected"),
+        (
+            "Bearer 0123456789abcdef0123456789abcdef".into(),
+            "bearer-rejected",
+        ),
         (format!("Basic {}", tokens[0]), "bearer-malformed"),
         ("Bearer".into(), "bearer-malformed"),
         (format!("Bearer {} extra", tokens[0]), "bearer-malformed"),
     ];
     for (header, want) in cases {
         let c = Caller::new(&s, &[("authorization", &header)]);
-        for (status, body) in c.every_route(&thread).await.into_iter().chain([c.create().await]) {
+        for (status, body) in c
+            .every_route(&thread)
+            .await
+            .into_iter()
+            .chain([c.create().await])
+        {
             assert_eq!(status, 401, "{header}: {body}");
             assert_eq!(row(&body).as_deref(), Some(want), "{header}: {body}");
         }
     }
     // Nothing reached the agent: the thread has no message.
-    let (_, body) = ana.send("GET", &format!("/v1/threads/{thread}"), None).await;
+    let (_, body) = ana
+        .send("GET", &format!("/v1/threads/{thread}"), None)
+        .await;
     let v: Value = serde_json::from_str(&body).unwrap();
     assert!(v["messages"].as_array().unwrap().is_empty(), "{v}");
     s.pass();
@@ -114,13 +124,22 @@ async fn a_slow_failing_or_nonsense_verifier_is_503_and_reaches_no_agent() {
             .await;
         let took = asked.elapsed();
         assert_eq!(status, 503, "{fault:?}: {body}");
-        assert_eq!(row(&body).as_deref(), Some("verifier-unavailable"), "{body}");
+        assert_eq!(
+            row(&body).as_deref(),
+            Some("verifier-unavailable"),
+            "{body}"
+        );
         // The limit is 3 s, whatever the verifier does.
-        assert!(took < Duration::from_millis(4500), "{fault:?} took {took:?}");
+        assert!(
+            took < Duration::from_millis(4500),
+            "{fault:?} took {took:?}"
+        );
     }
     demo.set_verifier_fault(VerifierFault::None);
     // No turn ran: no message stored, no tool called.
-    let (status, body) = ana.send("GET", &format!("/v1/threads/{thread}"), None).await;
+    let (status, body) = ana
+        .send("GET", &format!("/v1/threads/{thread}"), None)
+        .await;
     assert_eq!(status, 200);
     let v: Value = serde_json::from_str(&body).unwrap();
     assert!(v["messages"].as_array().unwrap().is_empty(), "{v}");
@@ -179,8 +198,18 @@ async fn only_the_owner_decides_an_approval_and_is_recorded_as_its_approver() {
     assert_eq!(status, 200, "{body}");
     assert!(is_done(&read_frames(body.as_bytes())));
     let store = turnstile::store::Store::connect(&s.db_url).await.unwrap();
-    let approver = store.approver(&interrupt).await.unwrap().expect("an approver");
-    let owner = store.ownership(&thread).await.unwrap().unwrap().owner.unwrap();
+    let approver = store
+        .approver(&interrupt)
+        .await
+        .unwrap()
+        .expect("an approver");
+    let owner = store
+        .ownership(&thread)
+        .await
+        .unwrap()
+        .unwrap()
+        .owner
+        .unwrap();
     assert_eq!(approver, owner.key);
     assert!(!approver.contains("user-ana"));
     s.pass();

@@ -473,6 +473,14 @@ fn plan(calls: Vec<PlannedCall>, note: &str, narrows_previous: bool) -> Plan {
     }
 }
 
+/// The question-taking demo tool `text` names outright (`use archive_query`).
+fn named_tool(text: &str) -> Option<&'static str> {
+    ["archive_query", "query_data"].into_iter().find(|t| {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == *t)
+    })
+}
+
 impl Scripted {
     fn plan_for(&self, req: &PlanRequest) -> Plan {
         let text = &req.user_text;
@@ -487,6 +495,18 @@ impl Scripted {
         };
         let year = year(text);
         let month = month(text);
+
+        // "use archive_query": the user names a demo tool outright, and this
+        // model asks for it whether or not it was offered, as real models
+        // do with a name they were given. A tool the caller may not use is
+        // then refused by the licence gate before it is sent.
+        if req.steps.is_empty() {
+            if let Some(tool) = named_tool(text) {
+                let mut args = Map::new();
+                args.insert("question".into(), json!(text));
+                return plan(vec![call(tool, args)], "the tool the user named", false);
+            }
+        }
 
         // Later steps: open the top hit of a detail request, else answer
         // from what the earlier steps found.
