@@ -1350,6 +1350,7 @@ async fn approval(kind: Kind) {
 }
 
 mod before_call;
+mod licence;
 mod terminal;
 use terminal::export;
 

@@ -164,23 +164,18 @@ impl Store {
             return Ok(());
         }
         let now = now_ms();
+        // The first statement writes, so the transaction takes SQLite's
+        // write lock at once (a read first would fail with SQLITE_BUSY when
+        // another writer committed in between); each row's seq is the
+        // turn's next, counted inside its own insert.
         let mut tx = self.pool.begin().await?;
-        let base: i64 = sqlx::query(
-            "SELECT COUNT(*) AS n FROM licence_audit WHERE thread_id = $1 AND turn_id = $2",
-        )
-        .bind(thread_id)
-        .bind(turn_id)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("n")?;
-        for (i, r) in rows.iter().enumerate() {
+        for r in rows {
             sqlx::query(
                 "INSERT INTO licence_audit (thread_id, turn_id, seq, tool, required_tier, held_tiers, event, row_id, allowed, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                 VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM licence_audit WHERE thread_id = $1 AND turn_id = $2), $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(thread_id)
             .bind(turn_id)
-            .bind(base + i as i64 + 1)
             .bind(r.tool.as_str())
             .bind(r.required_tier.as_deref())
             .bind(serde_json::to_string(&r.held_tiers)?)
