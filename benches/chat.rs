@@ -881,8 +881,10 @@ fn model_deltas(text: &str) -> usize {
 /// with `done` and every turn be stored (quick mode: a failure there is a
 /// broken bench, not a measurement).
 async fn slow_phase(server: &Server, n: usize, delay: Duration, check: bool) {
+    // One browser: the session cookie the server issues owns its threads.
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
+        .cookie_store(true)
         .build()
         .unwrap();
     let base = server.base.clone();

@@ -97,6 +97,10 @@ impl Caller {
         v["thread_id"].as_str().unwrap().to_string()
     }
 
+    pub(crate) async fn listed_status(&self) -> u16 {
+        self.send("GET", "/v1/threads", None).await.0
+    }
+
     pub(crate) async fn listed(&self) -> Vec<String> {
         let (status, body) = self.send("GET", "/v1/threads", None).await;
         assert_eq!(status, 200, "{body}");

@@ -214,3 +214,84 @@ async fn only_the_owner_decides_an_approval_and_is_recorded_as_its_approver() {
     assert!(!approver.contains("user-ana"));
     s.pass();
 }
+
+/// Tokens, subjects, session ids and the service key never reach a log
+/// line: every identity path is run with the whole log captured (turnstile
+/// and the HTTP client at trace), then the log is searched for each value.
+#[tokio::test]
+async fn no_token_subject_session_or_key_reaches_the_log() {
+    crate::common::init_tracing();
+    let (s, tokens, expired) = with_verifier().await;
+    let ana = bearer(&s, &tokens[0]);
+    let thread = ana.thread().await;
+    let said = ana
+        .send(
+            "POST",
+            &format!("/v1/threads/{thread}/messages"),
+            Some(json!({"text": "show safety issues on floor 3"})),
+        )
+        .await;
+    assert_eq!(said.0, 200);
+    let _ = bearer(&s, &tokens[1]).every_route(&thread).await;
+    let _ = bearer(&s, &expired).create().await;
+    s.demo
+        .as_ref()
+        .unwrap()
+        .set_verifier_fault(VerifierFault::ServerError);
+    let _ = bearer(&s, &tokens[0]).listed_status().await;
+    s.demo
+        .as_ref()
+        .unwrap()
+        .set_verifier_fault(VerifierFault::None);
+    // A session cookie, as the server issued it.
+    let res = reqwest::Client::new()
+        .post(format!("{}/v1/threads", s.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    let session = cookie
+        .split(';')
+        .next()
+        .and_then(|c| c.split_once('='))
+        .map(|(_, v)| v.to_string())
+        .unwrap();
+    s.pass();
+    // The proxy mode, with its key.
+    let p = TestServer::builder()
+        .auth(crate::identity::proxy_auth(
+            turnstile::http::Mode::Production,
+        ))
+        .start()
+        .await;
+    let proxied = crate::identity::proxied(&p, "user-carol", "pro");
+    let _ = proxied.thread().await;
+    let _ = Caller::new(
+        &p,
+        &[
+            ("x-turnstile-api-key", "wrong-wrong-wrong-wrong"),
+            ("x-turnstile-subject", "user-carol"),
+        ],
+    )
+    .create()
+    .await;
+    p.pass();
+    let log = crate::common::logs::text();
+    assert!(!log.is_empty());
+    for secret in tokens.iter().chain([&expired, &session]) {
+        assert!(
+            !log.contains(secret.as_str()),
+            "a token or session id is in the log"
+        );
+    }
+    for value in [
+        "user-ana",
+        "user-bo",
+        "user-carol",
+        crate::identity::KEY,
+        "wrong-wrong-wrong-wrong",
+    ] {
+        assert!(!log.contains(value), "`{value}` is in the log");
+    }
+}

@@ -9,6 +9,13 @@ import { launch, sleep } from "./cdp.mjs";
 
 const BASE = process.argv[2];
 const { cmd, ev, idle, say, check, finish, errors, failed } = await launch("approval", 60_000);
+// The page's session cookie: the thread belongs to the browser's session
+// (tables/ownership.ron), so the script's own requests carry it.
+const session = async () => {
+  const r = await cmd("Network.getCookies", { urls: [String(BASE)] });
+  return { cookie: ((r.result && r.result.cookies) || []).map((c) => `${c.name}=${c.value}`).join("; ") };
+};
+
 
 const card = () => ev(`(() => {
   const c = document.querySelector('[data-testid=interrupt]');
@@ -60,11 +67,11 @@ try {
 
   // The server sent it once, and refuses a second approve by its row.
   const id = await thread();
-  const t = await (await fetch(new URL(`/v1/threads/${id}`, BASE))).json();
+  const t = await (await fetch(new URL(`/v1/threads/${id}`, BASE), { headers: await session() })).json();
   const sent = t.messages.filter((m) => m.body.kind === "call" && m.body.tool === "confirm_action");
   check(sent.length === 1, `the stored thread holds one confirm_action call: ${sent.length}`);
   const again = await fetch(new URL(`/v1/threads/${id}/resume`, BASE), {
-    method: "POST", headers: { "content-type": "application/json" },
+    method: "POST", headers: { "content-type": "application/json", ...(await session()) },
     body: JSON.stringify({ interrupt_id: c.id, decision: "approve" }),
   });
   const refusal = await again.json();

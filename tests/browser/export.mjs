@@ -18,6 +18,13 @@ import { launch, sleep } from "./cdp.mjs";
 
 const [MODE, BASE, SHOT] = process.argv.slice(2);
 const { cmd, ev, idle, say, check, finish, errors, failed } = await launch(`export-${MODE}`, 80_000);
+// The page's session cookie: the thread belongs to the browser's session
+// (tables/ownership.ron), so the script's own requests carry it.
+const session = async () => {
+  const r = await cmd("Network.getCookies", { urls: [String(BASE)] });
+  return { cookie: ((r.result && r.result.cookies) || []).map((c) => `${c.name}=${c.value}`).join("; ") };
+};
+
 
 // A fresh page on a new thread (the page makes one when the URL names none).
 const newThread = async () => {
@@ -79,7 +86,7 @@ const accessible = async (selector, i = 0) => {
 };
 
 // The stored thread, as the server has it (the page's own origin).
-const stored = async (thread) => (await fetch(new URL(`/v1/threads/${thread}`, BASE))).json();
+const stored = async (thread) => (await fetch(new URL(`/v1/threads/${thread}`, BASE), { headers: await session() })).json();
 const storedCapabilities = (t) => t.messages.map((m) => m.body).filter((b) => b.kind === "text" && Array.isArray(b.capabilities))
   .flatMap((b) => b.capabilities);
 
