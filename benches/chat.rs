@@ -310,6 +310,21 @@ fn log_len(path: &Path) -> usize {
 // ---------------------------------------------------------------------------
 // Client side
 
+/// The bench's one browser: the process's one cookie jar. A thread belongs
+/// to the session that made it (tables/ownership.ron); cookies are kept per
+/// host, so every server of the run sees the same session.
+fn browser() -> reqwest::ClientBuilder {
+    static JAR: std::sync::LazyLock<std::sync::Arc<reqwest::cookie::Jar>> =
+        std::sync::LazyLock::new(Default::default);
+    reqwest::Client::builder().cookie_provider(JAR.clone())
+}
+
+/// Has the session issued before requests go out concurrently: otherwise
+/// each of them would be issued a session of its own.
+async fn warm(http: &reqwest::Client, base: &str) {
+    let _ = http.get(format!("{base}/v1/threads")).send().await;
+}
+
 async fn new_thread(http: &reqwest::Client, base: &str) -> String {
     let v: Value = http
         .post(format!("{base}/v1/threads"))
@@ -514,15 +529,13 @@ async fn run(
     clients: usize,
     turns_each: usize,
 ) -> (Vec<Duration>, Duration, usize, Vec<String>) {
+    warm(&browser().build().unwrap(), base).await;
     let t0 = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let base = base.to_string();
         tasks.push(tokio::spawn(async move {
-            let http = reqwest::Client::builder()
-                .cookie_store(true)
-                .build()
-                .unwrap();
+            let http = browser().build().unwrap();
             let thread = new_thread(&http, &base).await;
             let mut firsts = Vec::new();
             let mut frames = 0;
@@ -662,10 +675,7 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
         cpus(),
         loadavg()
     );
-    let http = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
+    let http = browser().build().unwrap();
     let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
     let mut kinds_lines = Vec::new();
     for m in &measured {
@@ -793,10 +803,7 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
     if let Some(b) = baseline {
         bins.push(("baseline", b));
     }
-    let http = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
+    let http = browser().build().unwrap();
     struct Long {
         server: Server,
         thread: String,
@@ -881,13 +888,12 @@ fn model_deltas(text: &str) -> usize {
 /// with `done` and every turn be stored (quick mode: a failure there is a
 /// broken bench, not a measurement).
 async fn slow_phase(server: &Server, n: usize, delay: Duration, check: bool) {
-    // One browser: the session cookie the server issues owns its threads.
-    let http = reqwest::Client::builder()
+    let http = browser()
         .pool_max_idle_per_host(usize::MAX)
-        .cookie_store(true)
         .build()
         .unwrap();
     let base = server.base.clone();
+    warm(&http, &base).await;
     let t_create = Instant::now();
     let threads: Vec<String> = futures::stream::iter(0..n)
         .map(|_| new_thread(&http, &base))
