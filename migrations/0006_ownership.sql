@@ -1,6 +1,6 @@
--- turnstile store: who owns a thread, who decided an approval, and the
--- licence gate's decisions (issue 20, tables/ownership.ron and
--- tables/licence.ron).
+-- turnstile store: who owns a thread and who decided an approval (issue 20,
+-- tables/ownership.ron). The licence gate's decisions are records of the
+-- thread (kind `licence`), committed with the plan frame they decided.
 --
 -- Portable SQL, like 0001: runs unchanged on SQLite and PostgreSQL.
 --
@@ -20,18 +20,3 @@ CREATE INDEX threads_by_owner ON threads (owner_kind, owner, created_at);
 
 -- The owner hash of the caller whose decision won the approval's swap.
 ALTER TABLE approvals ADD COLUMN approver TEXT;
-
--- One row per licence decision: each planned call the gate classified.
-CREATE TABLE licence_audit (
-    thread_id     TEXT   NOT NULL REFERENCES threads (id),
-    turn_id       TEXT   NOT NULL,
-    seq           BIGINT NOT NULL,
-    tool          TEXT   NOT NULL,
-    required_tier TEXT,
-    held_tiers    TEXT   NOT NULL,
-    event         TEXT   NOT NULL,
-    row_id        TEXT   NOT NULL,
-    allowed       BIGINT NOT NULL CHECK (allowed IN (0, 1)),
-    created_at    BIGINT NOT NULL,
-    PRIMARY KEY (thread_id, turn_id, seq)
-);

@@ -97,6 +97,7 @@ async fn threads_persist_and_survive_a_restart_on(db: &str) {
         [
             K::User,
             K::Plan,
+            K::Licence,
             K::Call,
             K::Result,
             K::Card,
@@ -105,8 +106,8 @@ async fn threads_persist_and_survive_a_restart_on(db: &str) {
         ]
     );
     let v = s.thread(&thread).await;
-    let Record::Card { citation: card, .. } = &v.messages[4].body else {
-        panic!("the fifth record is the card: {:?}", v.kinds());
+    let Record::Card { citation: card, .. } = &v.messages[5].body else {
+        panic!("the sixth record is the card: {:?}", v.kinds());
     };
     assert_eq!(card.grade, "LOWER_BOUND");
     // The thread goes on after the restart.
@@ -236,6 +237,7 @@ async fn a_tool_server_that_is_down_is_a_failed_call_the_model_cannot_answer_fro
         [
             K::User,
             K::Plan,
+            K::Licence,
             K::Call,
             K::Result,
             K::Text,
@@ -281,8 +283,16 @@ async fn a_client_that_disconnects_cancels_the_turn_and_loses_nothing_persisted(
     // client left, and at most the batch in flight when it left follows.
     use RecordKind as K;
     assert_eq!(
-        records[..6],
-        [K::User, K::Plan, K::Call, K::Result, K::Card, K::Text],
+        records[..7],
+        [
+            K::User,
+            K::Plan,
+            K::Licence,
+            K::Call,
+            K::Result,
+            K::Card,
+            K::Text
+        ],
         "after seeing {:?}",
         common::frames::kinds(&seen)
     );

@@ -555,8 +555,8 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
     let records = v.kinds();
     use RecordKind as K;
     assert_eq!(
-        records[..5],
-        [K::User, K::Plan, K::Call, K::Result, K::Card],
+        records[..6],
+        [K::User, K::Plan, K::Licence, K::Call, K::Result, K::Card],
         "{records:?}"
     );
     let error_at = records
@@ -564,13 +564,13 @@ async fn a_stream_cut_mid_answer_ends_the_turn_with_an_error_and_is_not_resent()
         .position(|r| *r == K::Error)
         .expect("the error is stored");
     assert!(
-        records[5..error_at].iter().all(|r| *r == K::Text),
+        records[6..error_at].iter().all(|r| *r == K::Text),
         "{records:?}"
     );
     assert!(!records[..error_at].contains(&K::Answer));
     assert_eq!(records[error_at + 1], K::User);
     assert_eq!(records.last(), Some(&K::Answer));
-    let stored_text: String = v.messages[5..error_at]
+    let stored_text: String = v.messages[6..error_at]
         .iter()
         .map(|m| m.body.text().expect("a text record"))
         .collect();

@@ -165,6 +165,11 @@ pub enum Record {
     Cut(Cut),
     /// The approval request, as the interrupt frame showed it.
     Interrupt(wire::Interrupt),
+    /// The licence gate's decisions on a round's calls (committed with the
+    /// plan frame).
+    Licence {
+        decisions: Vec<Value>,
+    },
     /// The suspended stream's `done`: the turn waits for this decision.
     Awaiting {
         interrupt_id: String,
@@ -241,6 +246,7 @@ pub enum RecordKind {
     Awaiting,
     Decision,
     Delivery,
+    Licence,
 }
 
 impl Record {
@@ -268,6 +274,7 @@ impl Record {
             Record::Awaiting { .. } => RecordKind::Awaiting,
             Record::Decision { .. } => RecordKind::Decision,
             Record::Delivery { .. } => RecordKind::Delivery,
+            Record::Licence { .. } => RecordKind::Licence,
         }
     }
 

@@ -101,6 +101,12 @@ pub enum Record<'a> {
     Awaiting {
         interrupt_id: &'a str,
     },
+    /// The licence gate's decisions on a planning round's calls, one per
+    /// call, committed with the plan frame (`tables/licence.ron`): the
+    /// thread's audit rows. A tool record: never read into a prompt.
+    Licence {
+        decisions: &'a [crate::store::LicenceAudit],
+    },
     /// The human's decision, which the resumed stream starts with.
     Decision {
         interrupt_id: &'a str,
@@ -114,7 +120,7 @@ impl Record<'_> {
     pub fn message(&self) -> NewMessage {
         let role = match self {
             Record::User { .. } | Record::Decision { .. } => Role::User,
-            Record::Call(_) | Record::Result { .. } => Role::Tool,
+            Record::Call(_) | Record::Result { .. } | Record::Licence { .. } => Role::Tool,
             _ => Role::Assistant,
         };
         // The records `last_population` and `last_delivery` stop at: the

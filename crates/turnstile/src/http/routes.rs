@@ -131,7 +131,21 @@ pub async fn get_thread(
             json!({"interrupt_id": a.interrupt_id, "turn_id": a.turn_id, "state": a.state, "expires_at": a.expires_at})
         })
         .collect();
-    let audit = st.store.licence_audit(&id).await?;
+    // The licence gate's decisions, one row each, from the records that
+    // hold them.
+    let audit: Vec<Value> = (messages.iter())
+        .filter(|m| m.body["kind"] == "licence")
+        .flat_map(|m| {
+            let at = m.created_at;
+            (m.body["decisions"].as_array().cloned().unwrap_or_default())
+                .into_iter()
+                .map(move |mut d| {
+                    d["created_at"] = json!(at);
+                    d["turn_id"] = json!(m.turn_id);
+                    d
+                })
+        })
+        .collect();
     Ok(caller.respond(Json(
         json!({"thread": thread, "messages": messages, "turns": turns, "approvals": approvals, "licence_audit": audit}),
     )))

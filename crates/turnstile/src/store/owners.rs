@@ -1,6 +1,7 @@
 //! Thread ownership (issue 20, `tables/ownership.ron`): each thread's owner
 //! kind and owner hash, the one-time promotion from a session to a
-//! principal, the caller's own threads, and the licence gate's audit rows.
+//! principal, the caller's own threads, and the shape of the licence gate's
+//! audit rows.
 //!
 //! The store only keeps and compares hashes; deciding who the caller is and
 //! whether a thread is theirs is the ownership table's (at the HTTP edge).
@@ -53,8 +54,9 @@ pub struct Ownership {
     pub promoted_from: Option<String>,
 }
 
-/// One licence decision, as the gate records it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// One licence decision, as the gate records it (in the thread's `licence`
+/// record, committed with the plan frame).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LicenceAudit {
     pub turn_id: String,
     pub tool: String,
@@ -63,8 +65,6 @@ pub struct LicenceAudit {
     pub event: String,
     pub row_id: String,
     pub allowed: bool,
-    /// Unix milliseconds; set by the store when it records the row.
-    pub created_at: i64,
 }
 
 impl Store {
@@ -147,71 +147,6 @@ impl Store {
                 Ok(Thread {
                     id: row.try_get("id")?,
                     owner: row.try_get("owner")?,
-                    created_at: row.try_get("created_at")?,
-                })
-            })
-            .collect()
-    }
-
-    /// Records the licence gate's decisions of one turn, in order.
-    pub async fn audit_licence(
-        &self,
-        thread_id: &str,
-        turn_id: &str,
-        rows: &[LicenceAudit],
-    ) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let now = now_ms();
-        // The first statement writes, so the transaction takes SQLite's
-        // write lock at once (a read first would fail with SQLITE_BUSY when
-        // another writer committed in between); each row's seq is the
-        // turn's next, counted inside its own insert.
-        let mut tx = self.pool.begin().await?;
-        for r in rows {
-            sqlx::query(
-                "INSERT INTO licence_audit (thread_id, turn_id, seq, tool, required_tier, held_tiers, event, row_id, allowed, created_at) \
-                 VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM licence_audit WHERE thread_id = $1 AND turn_id = $2), $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(thread_id)
-            .bind(turn_id)
-            .bind(r.tool.as_str())
-            .bind(r.required_tier.as_deref())
-            .bind(serde_json::to_string(&r.held_tiers)?)
-            .bind(r.event.as_str())
-            .bind(r.row_id.as_str())
-            .bind(i64::from(r.allowed))
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        self.committed();
-        Ok(())
-    }
-
-    /// The thread's licence decisions, oldest first.
-    pub async fn licence_audit(&self, thread_id: &str) -> Result<Vec<LicenceAudit>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT turn_id, tool, required_tier, held_tiers, event, row_id, allowed, created_at \
-             FROM licence_audit WHERE thread_id = $1 ORDER BY created_at, turn_id, seq",
-        )
-        .bind(thread_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.into_iter()
-            .map(|row| {
-                let held: String = row.try_get("held_tiers")?;
-                let allowed: i64 = row.try_get("allowed")?;
-                Ok(LicenceAudit {
-                    turn_id: row.try_get("turn_id")?,
-                    tool: row.try_get("tool")?,
-                    required_tier: row.try_get("required_tier")?,
-                    held_tiers: serde_json::from_str(&held)?,
-                    event: row.try_get("event")?,
-                    row_id: row.try_get("row_id")?,
-                    allowed: allowed == 1,
                     created_at: row.try_get("created_at")?,
                 })
             })

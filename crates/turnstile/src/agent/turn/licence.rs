@@ -9,7 +9,8 @@
 //!   which offers the part that can be done when there is one (a partial
 //!   permission neither refuses outright nor silently does half).
 //!
-//! Each decision on a call is an audit row of the thread.
+//! Each decision on a call is an audit row of the thread: the `licence`
+//! record committed with the round's plan frame.
 
 use serde_json::json;
 
@@ -81,11 +82,12 @@ impl Turn<'_> {
     }
 
     /// The interceptor: every call of the round decided before any is
-    /// sent, each decision audited. `None`: all may run.
-    pub(super) async fn gate_round(
+    /// sent. `None`: all may run. The decisions are the round's audit rows,
+    /// committed with its plan frame.
+    pub(super) fn gate_round(
         &mut self,
         calls: &[PlannedCall],
-    ) -> Result<Option<Refused>, Stop> {
+    ) -> (Option<Refused>, Vec<LicenceAudit>) {
         let verdicts: Vec<Verdict> = calls.iter().map(|c| self.verdict(&c.tool)).collect();
         let mut decisions = Vec::with_capacity(calls.len());
         let mut audit = Vec::with_capacity(calls.len());
@@ -101,20 +103,16 @@ impl Turn<'_> {
                 event: event.name().to_string(),
                 row_id: d.row_id.clone(),
                 allowed: d.allowed,
-                created_at: 0,
             });
             decisions.push(d);
         }
-        (self.agent.store)
-            .audit_licence(&self.thread_id, &self.turn_id, &audit)
-            .await?;
         if decisions.iter().all(|d| d.allowed) {
-            return Ok(None);
+            return (None, audit);
         }
         for (call, d) in calls.iter().zip(&decisions).filter(|(_, d)| !d.allowed) {
             tracing::info!(tool = %call.tool, row_id = %d.row_id, "call refused by the licence gate");
         }
-        Ok(Some(Refused { decisions }))
+        (Some(Refused { decisions }), audit)
     }
 
     /// A refused round: each refused call shown as not sent, with the

@@ -91,7 +91,7 @@ impl Turn<'_> {
         }
         // The licence gate, before anything is sent: a round with a call
         // the caller may not make runs none of its calls, and code answers.
-        let refused = self.gate_round(&plan.calls).await?;
+        let (refused, audit) = self.gate_round(&plan.calls);
         // The scope of a narrowing follow-up comes from stored turn state,
         // never from the model. Once a step narrows, the population's tool
         // stays scoped for the rest of the turn: a later step cannot widen
@@ -120,7 +120,9 @@ impl Turn<'_> {
             }),
         };
         let record = Record::Plan(&frame).message();
-        self.step(wire::Frame::Plan(frame), vec![record]).await?;
+        let decisions = Record::Licence { decisions: &audit }.message();
+        self.step(wire::Frame::Plan(frame), vec![record, decisions])
+            .await?;
         if let Some(refused) = refused {
             return self.refuse_round(&plan.calls, refused).await;
         }
