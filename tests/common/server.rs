@@ -365,6 +365,9 @@ impl Builder {
                 return Err(broken);
             }
         };
+        // The browser has its session before a test sends requests at once
+        // (each cookie-less request would be issued a session of its own).
+        let _ = http.get(format!("{base}/v1/threads")).send().await;
         Ok(TestServer {
             base,
             addr,
