@@ -279,10 +279,13 @@ async fn counting_uses_an_exact_aggregate() {
 
 /// A cursor that re-runs the query and drifts: stitching is abandoned with
 /// the anomaly named, and the first page is answered alone. A rejected
-/// cursor (no accounting) is an untrusted page: the same.
+/// cursor (no accounting) is an untrusted page: the same. When the total
+/// itself changed, the first page's total was contradicted by the server:
+/// it is shown as SHOWN, never as a bound or an exact count (issue 21 §3);
+/// an untrusted later page leaves the first page's grade as it was.
 #[tokio::test]
 async fn cursor_anomalies_abandon_the_stitch() {
-    for (fault, anomaly, words) in [
+    for (fault, anomaly, words, grade) in [
         (
             Fault::CursorDrift,
             Anomaly::TotalChanged {
@@ -290,11 +293,13 @@ async fn cursor_anomalies_abandon_the_stitch() {
                 now: 3000 + turnstile_demo::tools::DRIFT as u64,
             },
             "the total changed between pages",
+            "SHOWN",
         ),
         (
             Fault::CursorRejected,
             Anomaly::Unaccounted,
             "a page arrived without accounting",
+            "LOWER_BOUND",
         ),
     ] {
         let s = TestServer::builder().faults(vec![fault]).start().await;
@@ -309,13 +314,16 @@ async fn cursor_anomalies_abandon_the_stitch() {
             "{fault:?}"
         );
         assert_eq!(c.displayed, 50, "the first page alone, never a blend");
-        assert_eq!(
-            c.total,
-            Some(3000),
-            "the first page's verified total, never a sum"
-        );
+        assert_eq!(c.total, Some(3000), "the first page's total, never a sum");
+        assert_eq!(c.grade, grade, "{fault:?}");
+        assert!(!c.complete);
         let text = answer(&frames);
         assert!(text.contains(words), "{text}");
+        if grade == "SHOWN" {
+            // No sentence of the answer leans on the contradicted total.
+            assert!(!text.contains("at least 3000"), "{text}");
+            assert!(!text.to_lowercase().contains("exactly 3000"), "{text}");
+        }
         s.pass();
     }
 }

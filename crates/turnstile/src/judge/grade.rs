@@ -47,6 +47,17 @@ pub struct Count {
     pub complete: bool,
 }
 
+/// A count whose total the server contradicted on a later page (I-a): the
+/// total stays on the card as what the server said first, but it licenses
+/// nothing: EXACT and LOWER_BOUND become SHOWN, and the items shown are not
+/// the whole population. UNKNOWN and SHOWN stand.
+pub fn contradicted(count: &mut Count) {
+    if matches!(count.grade, CountGrade::Exact | CountGrade::LowerBound) {
+        count.grade = CountGrade::Shown;
+    }
+    count.complete = false;
+}
+
 /// Grades one result. `displayed` is the number of items actually delivered;
 /// `limit_sentinel` is the upstream query cap (`LIMIT 3000`), an external
 /// contract that comes from configuration.

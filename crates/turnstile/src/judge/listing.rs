@@ -218,6 +218,11 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
         AccountingMode::Required => grade(accounting.as_ref(), displayed, input.limit_sentinel),
         AccountingMode::Absent => grade::unaccounted(displayed, input.limit_sentinel),
     };
+    // A total the server contradicted between pages is its word, not a
+    // verified count (paging row `total-changed`): what is shown is shown.
+    if input.stitched.is_some_and(|s| s.contradicted) {
+        grade::contradicted(&mut count);
+    }
     let items = items.unwrap_or_default();
 
     // The listing's narrowing verdict, decided by the table. Emptiness is

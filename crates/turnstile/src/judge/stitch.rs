@@ -81,6 +81,10 @@ pub struct Stitched {
     pub resumed: bool,
     /// The last kept page's cursor: where a later turn may continue.
     pub next_cursor: Option<String>,
+    /// The server contradicted the first page's total (the table's
+    /// `discard-contradicted`): that total is its word, not a verified
+    /// count, and grades nothing.
+    pub contradicted: bool,
 }
 
 pub struct Stitcher {
@@ -103,6 +107,9 @@ pub struct Stitcher {
     id_field: String,
     /// The first page was shown by an earlier turn ([`Stitcher::resume`]).
     resumed: bool,
+    /// The table discarded the stitch because the server contradicted its
+    /// first page's total.
+    contradicted: bool,
 }
 
 impl Stitcher {
@@ -121,6 +128,7 @@ impl Stitcher {
             returned: 0,
             id_field: "id".into(),
             resumed: false,
+            contradicted: false,
         }
     }
 
@@ -219,6 +227,7 @@ impl Stitcher {
                 self.returned += returned;
                 self.append(items)
             }
+            Some(PagingEffect::DiscardContradicted) => self.contradicted = true,
             Some(PagingEffect::DiscardStitch)
             | Some(PagingEffect::StopAtCap)
             | Some(PagingEffect::StopFollowing)
@@ -300,6 +309,7 @@ impl Stitcher {
             accounting,
             anomaly: self.anomaly,
             resumed: self.resumed,
+            contradicted: self.contradicted,
             next_cursor: match end {
                 StitchEnd::Abandoned => None,
                 _ => self.next_cursor,

@@ -32,6 +32,9 @@ crate::names! {
         KeepPage = "keep-page",
         AppendPage = "append-page",
         DiscardStitch = "discard-stitch",
+        /// Discard the stitch, and the first page's total with it: the
+        /// server contradicted it (I-a), so it grades nothing.
+        DiscardContradicted = "discard-contradicted",
         StopAtCap = "stop-at-cap",
         StopFollowing = "stop-following",
     }
