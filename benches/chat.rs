@@ -1060,7 +1060,7 @@ async fn slow_phase(server: &Server, n: usize, delay: Duration, check: bool) {
         pct(&mut durations, 0.99) / 1e3
     );
     println!(
-        "    commits per turn (= messages stored per turn): {:.2} ({} turns stored)",
+        "    messages stored per turn: {:.2} ({} turns stored; each committed with the frame that shows it, the licence gate's record with the plan's)",
         messages as f64 / turns.max(1) as f64,
         turns
     );

@@ -519,19 +519,21 @@ async fn a_client_that_resets_after_sending_never_leaves_the_thread_locked() {
 }
 
 /// Under load, no turn that is making progress loses its lease: 48
-/// concurrent turns whose answers take about a second, each delta a commit,
-/// with a lease of 800 ms (each turn outlives it, so it is renewed). With
-/// 300 ms, about 1 run in 10 of this debug build on 2 CPUs lost a lease
-/// while the turn's first step waited behind the writer (issue 19 §3); with
-/// 600 ms, a run of the whole suite lost one while a second cargo build
-/// shared the 2 CPUs (issue 20). A load check: the background renewal alone may
-/// keep these leases too; that a step renews its own lease (ADR 0021) is
-/// checked in `store::*::a_step_of_a_turn_that_lost_its_lease_writes_nothing`.
+/// concurrent turns whose answers take about three seconds, each delta a
+/// commit, with a lease of 2 s (each turn outlives it, so it is renewed,
+/// every third of it). With 300 ms, about 1 run in 10 of this debug build
+/// on 2 CPUs lost a lease while the turn's first step waited behind the
+/// writer (issue 19 §3); at 600 and 800 ms, with answers of one second, runs
+/// of the whole suite lost one while the rest of the suite shared the 2
+/// CPUs, the renewal timer waking after the lease had run out (issue 20). A load check: the background
+/// renewal alone may keep these leases too; that a step renews its own
+/// lease (ADR 0021) is checked in
+/// `store::*::a_step_of_a_turn_that_lost_its_lease_writes_nothing`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_load_a_turn_making_progress_keeps_its_lease() {
     let s = TestServer::builder()
-        .model(Slow::answering(Duration::from_millis(40)))
-        .turn_lease(Duration::from_millis(800))
+        .model(Slow::answering(Duration::from_millis(120)))
+        .turn_lease(Duration::from_secs(2))
         .start()
         .await;
     let threads: Vec<String> = futures::future::join_all((0..48).map(|_| s.new_thread())).await;
