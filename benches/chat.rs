@@ -710,7 +710,7 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
             &mut rows,
         );
         push(
-            "steps per turn (= messages stored per turn)",
+            "messages stored per turn",
             messages as f64 / turns as f64,
             &mut rows,
         );
