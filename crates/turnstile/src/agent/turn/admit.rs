@@ -139,7 +139,9 @@ impl Turn<'_> {
             "not run ({} row `{}`): {}",
             refusal.table, refusal.row_id, refusal.detail
         );
-        let digest = self.not_run(call, &args, summary, None, false).await?;
+        let digest = self
+            .not_run(call, &args, summary, NotRun::default())
+            .await?;
         Ok(Outcome::Refused {
             call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
             anchor: Some(refusal.anchor),
@@ -149,14 +151,20 @@ impl Turn<'_> {
 
     /// The call and result frames of a call that was not run (no server,
     /// `ok: false`, the refusal's words); the digest the models see of it.
-    async fn not_run(
+    /// Shared by every refusal: the admission and narrowing tables' and the
+    /// licence gate's.
+    pub(super) async fn not_run(
         &mut self,
         call: &PlannedCall,
         args: &Map<String, Value>,
         summary: String,
-        conflict: Option<Value>,
-        released: bool,
+        marks: NotRun,
     ) -> Result<Digest, Stop> {
+        let NotRun {
+            conflict,
+            refusal,
+            released,
+        } = marks;
         let call_id = self.next_call_id();
         self.emit_call(&call_id, &call.tool, None, args).await?;
         let digest = Digest::failed(&call.tool, &summary);
@@ -167,7 +175,7 @@ impl Turn<'_> {
             summary,
             shape: None,
             conflict,
-            refusal: None,
+            refusal,
         };
         self.emit_result_released(frame, args, None, Some(&digest), released)
             .await?;
@@ -200,7 +208,12 @@ impl Turn<'_> {
             Conflict::Unsupported { .. } => false,
         };
         let shown = serde_json::to_value(conflict).ok();
-        let digest = self.not_run(call, args, summary, shown, released).await?;
+        let marks = NotRun {
+            conflict: shown,
+            released,
+            ..NotRun::default()
+        };
+        let digest = self.not_run(call, args, summary, marks).await?;
         let record = self.record_for(call.id.as_deref(), &call.tool, args.clone(), digest);
         Ok(match conflict {
             Conflict::Unsupported { key } => Outcome::Refused {
@@ -224,6 +237,17 @@ impl Turn<'_> {
             }
         })
     }
+}
+
+/// What a call that was not run shows besides its summary.
+#[derive(Default)]
+pub(super) struct NotRun {
+    /// A narrowing conflict, as the frame shows it.
+    pub(super) conflict: Option<Value>,
+    /// The licence gate's structured refusal.
+    pub(super) refusal: Option<Value>,
+    /// The refusal released the narrowing scope (committed with it).
+    pub(super) released: bool,
 }
 
 /// A call the tables do not let run.

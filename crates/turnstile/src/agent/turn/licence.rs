@@ -14,8 +14,8 @@
 
 use serde_json::json;
 
+use super::admit::NotRun;
 use super::{Stop, Turn};
-use crate::judge::digest::Digest;
 use crate::judge::refusal::CopyLang;
 use crate::judge::tiers::{LicenceMap, Verdict};
 use crate::judge::Anchor;
@@ -26,7 +26,6 @@ use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::protocols::Names;
 use crate::store::LicenceAudit;
-use crate::wire;
 
 /// One call's decision.
 pub(super) struct Decision {
@@ -135,28 +134,19 @@ impl Turn<'_> {
             if d.allowed {
                 continue;
             }
-            let call_id = self.next_call_id();
-            self.emit_call(&call_id, &call.tool, None, &call.args)
-                .await?;
             // What a model could ever read of it is that it was not run:
             // no word of the permission system reaches a prompt.
-            let summary = "not run".to_string();
-            let digest = Digest::failed(&call.tool, &summary);
-            let frame = wire::ToolResult {
-                call_id,
-                tool: call.tool.clone(),
-                ok: false,
-                summary,
-                shape: None,
-                conflict: None,
-                refusal: Some(json!({
-                    "table": "licence",
-                    "row_id": d.row_id,
-                    "lang": lang,
-                    "message": message,
-                })),
+            let refusal = json!({
+                "table": "licence",
+                "row_id": d.row_id,
+                "lang": lang,
+                "message": message,
+            });
+            let marks = NotRun {
+                refusal: Some(refusal),
+                ..NotRun::default()
             };
-            self.emit_result(frame, &call.args, None, Some(&digest))
+            self.not_run(call, &call.args, "not run".into(), marks)
                 .await?;
         }
         self.anchor(Anchor::NotRun { possible, lang });
