@@ -315,6 +315,22 @@ fn is_export(text: &str) -> bool {
 }
 
 /// "show me the link again" / "링크 다시 보여줘".
+/// "show more", "next page", "더 보여줘": more of the list shown last.
+fn is_show_more(text: &str) -> bool {
+    let t = text.trim().to_lowercase();
+    has_any(
+        &t,
+        &[
+            "show more",
+            "more results",
+            "next page",
+            "더 보여",
+            "더 보기",
+            "다음 페이지",
+        ],
+    ) || matches!(t.trim_end_matches(['.', '!', '?']), "more" | "more please")
+}
+
 fn is_link_again(text: &str) -> bool {
     has_any(text, &["link", "링크"]) && !is_export(text)
 }
@@ -468,6 +484,7 @@ fn plan(calls: Vec<PlannedCall>, note: &str, narrows_previous: bool) -> Plan {
         calls,
         note: note.into(),
         narrows_previous,
+        continues_previous: false,
         from_context: vec![],
         shows_link: false,
     }
@@ -545,6 +562,13 @@ impl Scripted {
             };
         }
 
+        // "show more": the listing and where it stopped are the agent's;
+        // this model only says the user wants more of it.
+        if is_show_more(text) {
+            let mut p = plan(vec![], "show more of the previous listing", false);
+            p.continues_previous = true;
+            return p;
+        }
         // "show me the link again": the stored delivery is the agent's to
         // show; this model only says the user wants it.
         if is_link_again(text) {

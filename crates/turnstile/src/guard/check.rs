@@ -63,6 +63,7 @@ pub fn primary_anchor(anchors: &[Anchor]) -> Option<&Anchor> {
                         | Anchor::ToolFailed { .. }
                         | Anchor::InBandFailure { .. }
                         | Anchor::ContinuationDrifted { .. }
+                        | Anchor::CursorRejected { .. }
                 )
         })
         .or(anchors.first())

@@ -132,7 +132,9 @@ impl Licences {
                 }
                 // The judge itself says there was nothing earlier to narrow;
                 // the export table, that there is no live link to show.
-                Anchor::NothingToNarrow | Anchor::LinkUnavailable { .. } => l.accounted_zero = true,
+                Anchor::NothingToNarrow
+                | Anchor::NothingToContinue { .. }
+                | Anchor::LinkUnavailable { .. } => l.accounted_zero = true,
                 Anchor::Record { id, .. } => {
                     // One record: "one record" is its count.
                     l.exact.insert(1);
@@ -143,7 +145,7 @@ impl Licences {
                 Anchor::StitchAbandoned { anomaly } | Anchor::ContinuationDrifted { anomaly } => {
                     l.stated.extend(numbers_in(anomaly))
                 }
-                Anchor::StitchCapped { pages } => {
+                Anchor::StitchCapped { pages } | Anchor::ContinuationCapped { pages } => {
                     l.stated.insert(*pages as u64);
                 }
                 Anchor::StepLimit { steps } => {

@@ -67,6 +67,16 @@ pub enum Anchor {
     /// A later turn's page no longer continues the listing an earlier turn
     /// showed: it was discarded.
     ContinuationDrifted { anomaly: String },
+    /// "Show more" continued a listing, and the server did not take the
+    /// stored cursor (the page came without accounting, or the call
+    /// failed): no new page, and the listing cannot go on.
+    CursorRejected { tool: String },
+    /// "Show more" with nothing to continue: no earlier listing (`shown`
+    /// false), or the last one has no further page that can be fetched.
+    NothingToContinue { shown: bool },
+    /// "Show more" of a listing that already took `pages` pages, the page
+    /// cap: nothing was fetched.
+    ContinuationCapped { pages: usize },
     /// Stitching stopped at the page cap.
     StitchCapped { pages: usize },
     /// A single-value aggregate came back empty (NULL): no number, no "none".
@@ -202,6 +212,18 @@ impl Anchor {
             ),
             Anchor::ContinuationDrifted { anomaly } => format!(
                 "The next page no longer continues the results shown before ({anomaly}), so it was discarded and nothing from it is shown. Say the data changed since the earlier answer and offer to search again; do not count or describe the discarded page."
+            ),
+            Anchor::CursorRejected { tool } => format!(
+                "[{tool}] The server did not continue the earlier list from where it stopped, so no new page is shown and the list cannot be continued. Say so; describe and count nothing new."
+            ),
+            Anchor::NothingToContinue { shown: false } => {
+                "There is no earlier list in this conversation to show more of, and nothing was searched: say so and ask what to search for.".into()
+            }
+            Anchor::NothingToContinue { shown: true } => {
+                "The earlier list has no further page that can be fetched, and nothing was searched: say so; state no count.".into()
+            }
+            Anchor::ContinuationCapped { pages } => format!(
+                "The earlier list already took its limit of {pages} pages, so nothing more was fetched: say so, and suggest a narrower search."
             ),
             Anchor::InBandFailure { tool } => format!(
                 "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."

@@ -90,6 +90,16 @@ impl Judgement {
 /// verdict decides upgrades and releases.
 pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     let reading = input.reading;
+    // A continuation of an earlier turn's listing that did not continue
+    // it (the data moved, or the server did not take the stored cursor):
+    // its page is not a continuation of what the user saw, and whatever it
+    // holds is not shown as one.
+    if let Some(s) = input
+        .stitched
+        .filter(|s| s.resumed && s.end == StitchEnd::Abandoned)
+    {
+        return drifted(&input, s);
+    }
     // A single-value aggregate needs no card: it is carried by a figure.
     if let Some((column, value)) = &reading.aggregate {
         return aggregate(&input, column, value);
@@ -97,14 +107,6 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     // One record from a detail lookup: described, never counted.
     if let Some(rec) = &reading.record {
         return record(&input, rec);
-    }
-    // A continuation of an earlier turn's listing that drifted: its page is
-    // not a continuation of what the user saw, and is not shown as one.
-    if let Some(s) = input
-        .stitched
-        .filter(|s| s.resumed && s.end == StitchEnd::Abandoned)
-    {
-        return drifted(input.tool, s);
     }
     listing(input, gate)
 }
@@ -188,17 +190,59 @@ fn record(input: &Input<'_>, rec: &serde_json::Map<String, Value>) -> Judgement 
         complete: false,
         narrowed: false,
         stitch: None,
+        listing: None,
+        shown_before: None,
+        more: false,
     });
     j
 }
 
-fn drifted(tool: &str, s: &Stitched) -> Judgement {
+/// A continuation that did not continue: nothing of its page is shown.
+/// The card it emits is the listing as it now stands, for the card the
+/// user saw: no new items, and no further "show more". When the data moved
+/// since (the total changed, or ids repeat), the total shown then is
+/// contradicted and grades nothing: SHOWN. When the server did not take the
+/// stored cursor, what was shown stands as it was.
+fn drifted(input: &Input<'_>, s: &Stitched) -> Judgement {
+    let tool = input.tool;
     let anomaly = s.anomaly.as_ref().map(|a| a.describe()).unwrap_or_default();
     let mut j = Judgement::new(Digest::failed(
         tool,
         format!("next page discarded: {anomaly}"),
     ));
-    j.anchors.push(Anchor::ContinuationDrifted { anomaly });
+    j.anchors.push(match s.cursor_rejected {
+        true => Anchor::CursorRejected {
+            tool: tool.to_string(),
+        },
+        false => Anchor::ContinuationDrifted { anomaly },
+    });
+    let Some(prior) = &s.prior else {
+        return j;
+    };
+    let shown = prior.shown();
+    let mut count = grade(Some(&prior.accounting), shown, input.limit_sentinel);
+    if s.contradicted {
+        grade::contradicted(&mut count);
+    }
+    // What the user saw stays the population a follow-up narrows; it can
+    // no longer be continued.
+    let population = Scope::new(tool, input.args);
+    j.population = Some(population);
+    j.card = Some(wire::Citation {
+        source: tool.to_string(),
+        items: Vec::new(),
+        displayed: count.displayed,
+        total: count.total,
+        total_is_lower_bound: count.total_is_lower_bound,
+        has_more: count.has_more,
+        grade: count.grade.as_str().to_string(),
+        complete: false,
+        narrowed: prior.narrowed,
+        stitch: Some(stitch_info(s)),
+        listing: prior.listing.clone(),
+        shown_before: Some(shown),
+        more: false,
+    });
     j
 }
 
@@ -218,6 +262,17 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
         AccountingMode::Required => grade(accounting.as_ref(), displayed, input.limit_sentinel),
         AccountingMode::Absent => grade::unaccounted(displayed, input.limit_sentinel),
     };
+    // A continuation adds its pages to what earlier turns showed of the
+    // listing: `displayed` adds up, the total stays the first page's
+    // verified total, and the listing is complete only when the pages
+    // shown reach it and nothing more exists.
+    let prior = input.stitched.and_then(|s| s.prior.as_ref());
+    if let Some(p) = prior {
+        count.displayed += p.shown();
+        count.complete = count.grade == CountGrade::Exact
+            && !count.has_more
+            && count.total == Some(count.displayed);
+    }
     // A total the server contradicted between pages is its word, not a
     // verified count (paging row `total-changed`): what is shown is shown.
     if input.stitched.is_some_and(|s| s.contradicted) {
@@ -273,13 +328,21 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
         j = j.released();
     } else {
         j.anchors.push(count_anchor(tool, emptiness, &count));
+        let shown = narrowing::Shown {
+            prior,
+            pages: input.stitched.map_or(1, |s| s.pages),
+            narrowed: narrowed(&input),
+            call_args: input.args,
+        };
         let population = Scope::new(tool, input.args)
             .with_ids(input.ids_param, &reading.id_field, &items, count.complete)
+            .with_prior_ids(prior)
             .with_page(
                 accounting.as_ref(),
                 &reading.id_field,
                 &items,
                 input.stitched,
+                shown,
             );
         j.population = Some(population);
     }
@@ -337,9 +400,37 @@ fn count_anchor(tool: &str, emptiness: Emptiness, count: &Count) -> Anchor {
     }
 }
 
+/// The listing ran inside a narrowing scope (or continues one that did).
+fn narrowed(input: &Input<'_>) -> bool {
+    input.scope.is_some()
+        || input
+            .stitched
+            .and_then(|s| s.prior.as_ref())
+            .is_some_and(|p| p.narrowed)
+}
+
+fn stitch_info(s: &Stitched) -> wire::StitchInfo {
+    wire::StitchInfo {
+        end: match (s.resumed, s.end) {
+            // A page that continues an earlier turn's listing.
+            (true, StitchEnd::Capped) => "continued".to_string(),
+            (_, end) => serde_json::to_value(end)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+        },
+        pages: s.pages,
+        anomaly: s
+            .anomaly
+            .as_ref()
+            .and_then(|a| serde_json::to_value(a).ok()),
+    }
+}
+
 /// The citation card of a judged listing.
 fn card(input: &Input<'_>, items: Vec<Value>, count: &Count) -> wire::Citation {
     let tool = input.tool;
+    let prior = input.stitched.and_then(|s| s.prior.as_ref());
     wire::Citation {
         source: tool.to_string(),
         items,
@@ -349,21 +440,11 @@ fn card(input: &Input<'_>, items: Vec<Value>, count: &Count) -> wire::Citation {
         has_more: count.has_more,
         grade: count.grade.as_str().to_string(),
         complete: count.complete,
-        narrowed: input.scope.is_some(),
-        stitch: input.stitched.map(|s| wire::StitchInfo {
-            end: match (s.resumed, s.end) {
-                // A page that continues an earlier turn's listing.
-                (true, StitchEnd::Capped) => "continued".to_string(),
-                (_, end) => serde_json::to_value(end)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-            },
-            pages: s.pages,
-            anomaly: s
-                .anomaly
-                .as_ref()
-                .and_then(|a| serde_json::to_value(a).ok()),
-        }),
+        narrowed: narrowed(input),
+        stitch: input.stitched.map(stitch_info),
+        listing: prior.and_then(|p| p.listing.clone()),
+        shown_before: prior.map(|p| p.shown()),
+        // Decided by the agent, which knows the page cap.
+        more: false,
     }
 }

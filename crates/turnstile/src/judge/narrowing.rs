@@ -45,13 +45,59 @@ pub struct IdScope {
     pub ids: Vec<String>,
 }
 
-/// The last page a listing showed, for checking its continuation.
+/// Where a listing stopped, for continuing it ("show more"): the first
+/// page's accounting with the cursor of the last page shown, and what all
+/// the pages shown so far delivered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PageMark {
     pub accounting: Accounting,
-    /// The ids that page delivered (I-b).
+    /// The ids every page shown so far delivered (I-b across turns).
     pub ids: Vec<String>,
     pub field: String,
+    /// The arguments of the listing's call, without the cursor: the
+    /// continuation is this call with the stored cursor, never the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Map<String, Value>>,
+    /// Items shown so far, over all pages and turns.
+    #[serde(default)]
+    pub shown: u64,
+    /// Pages fetched so far, over all turns (held to `page_cap`).
+    #[serde(default = "one")]
+    pub pages: usize,
+    /// The card the listing is shown in: continuations append to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listing: Option<String>,
+    /// The listing ran inside a narrowing scope.
+    #[serde(default)]
+    pub narrowed: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl PageMark {
+    /// Items shown so far (a mark stored before `shown` was kept counts
+    /// its ids).
+    pub fn shown(&self) -> u64 {
+        self.shown.max(self.ids.len() as u64)
+    }
+
+    /// The cursor to continue from.
+    pub fn cursor(&self) -> Option<&str> {
+        self.accounting.next_cursor.as_deref()
+    }
+}
+
+/// How a listing's pages came to be shown, for its [`PageMark`].
+pub struct Shown<'a> {
+    /// Everything shown before this turn, when this turn continued it.
+    pub prior: Option<&'a PageMark>,
+    /// Pages fetched so far, this turn's included.
+    pub pages: usize,
+    pub narrowed: bool,
+    /// The call's own arguments (its page size included), for continuing.
+    pub call_args: &'a Map<String, Value>,
 }
 
 /// Populations larger than this keep no id list: the scope falls back to
@@ -157,13 +203,16 @@ impl Scope {
         self
     }
 
-    /// Remembers where the listing stopped, when it can be continued.
+    /// Remembers where the listing stopped, when it can be continued: the
+    /// accounting of its first page, the cursor of its last, and the ids of
+    /// every page shown (this turn's `items` after the `prior` ones).
     pub fn with_page(
         mut self,
         acc: Option<&Accounting>,
         field: &str,
         items: &[Value],
         stitched: Option<&Stitched>,
+        shown: Shown<'_>,
     ) -> Scope {
         let abandoned = stitched.is_some_and(|s| s.end == StitchEnd::Abandoned);
         // A stitch continues from its last page, not its first.
@@ -171,19 +220,46 @@ impl Scope {
             Some(s) => s.next_cursor.clone(),
             None => acc.and_then(|a| a.next_cursor.clone()),
         };
+        let prior_ids = shown.prior.map(|p| p.ids.clone()).unwrap_or_default();
+        let prior_shown = shown.prior.map_or(0, PageMark::shown);
+        let mut args = shown.call_args.clone();
+        args.remove("cursor");
         self.page = acc
             .filter(|a| a.has_more && !abandoned)
             .zip(cursor)
             .and_then(|(a, cursor)| {
+                let mut ids = prior_ids;
+                ids.extend(ids_of(items, field)?);
+                (ids.len() <= MAX_SCOPE_IDS).then_some(())?;
                 Some(PageMark {
                     accounting: Accounting {
                         next_cursor: Some(cursor),
                         ..a.clone()
                     },
-                    ids: ids_of(items, field)?,
+                    ids,
                     field: field.to_string(),
+                    args: Some(args),
+                    shown: prior_shown + items.len() as u64,
+                    pages: shown.pages.max(1),
+                    listing: shown.prior.and_then(|p| p.listing.clone()),
+                    narrowed: shown.narrowed,
                 })
             });
+        self
+    }
+
+    /// Adds the ids earlier turns showed of this listing to a complete or
+    /// id-listed scope, so a narrowing follows the whole shown population.
+    pub fn with_prior_ids(mut self, prior: Option<&PageMark>) -> Scope {
+        if let (Some(scope), Some(prior)) = (self.ids.as_mut(), prior) {
+            let mut ids = prior.ids.clone();
+            ids.retain(|id| !scope.ids.contains(id));
+            ids.append(&mut scope.ids);
+            scope.ids = ids;
+            if scope.ids.len() > MAX_SCOPE_IDS {
+                self.ids = None;
+            }
+        }
         self
     }
 

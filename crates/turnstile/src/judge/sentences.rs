@@ -89,7 +89,19 @@ fn english(anchor: &Anchor) -> String {
         }
         Anchor::Aggregate { value, .. } => format!("There are exactly {value}."),
         Anchor::ContinuationDrifted { anomaly } => format!(
-            "The results changed since my earlier answer ({anomaly}), so I did not show that next page. Shall I search again?"
+            "The results changed since my earlier answer ({anomaly}), so I did not show that next page, and the total I gave earlier may no longer be right. Shall I search again?"
+        ),
+        Anchor::CursorRejected { .. } => {
+            "The server did not continue the list from where it stopped, so no new page is shown. Shall I search again?".into()
+        }
+        Anchor::NothingToContinue { shown: false } => {
+            "There is no earlier list in this conversation to show more of. What should I search for?".into()
+        }
+        Anchor::NothingToContinue { shown: true } => {
+            "The earlier list has no further page I can fetch.".into()
+        }
+        Anchor::ContinuationCapped { pages } => format!(
+            "This list already took {pages} pages, the most I fetch for one list; a narrower search can reach the rest."
         ),
         Anchor::ValueUnaccounted { value, .. } => {
             format!("The server reports {value}; it sent no accounting to check it against.")
@@ -191,7 +203,19 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         Anchor::Aggregate { value, .. } => format!("정확히 {value}건입니다."),
         Anchor::ContinuationDrifted { anomaly } => format!(
-            "이전 답변 이후 결과가 바뀌어({anomaly}) 다음 페이지는 표시하지 않았습니다. 다시 검색할까요?"
+            "이전 답변 이후 결과가 바뀌어({anomaly}) 다음 페이지는 표시하지 않았고, 앞서 말씀드린 전체 수도 더는 맞지 않을 수 있습니다. 다시 검색할까요?"
+        ),
+        Anchor::CursorRejected { .. } => {
+            "서버가 목록을 멈춘 곳부터 이어서 주지 않아 새 페이지는 표시하지 않았습니다. 다시 검색할까요?".into()
+        }
+        Anchor::NothingToContinue { shown: false } => {
+            "이 대화에는 더 볼 이전 목록이 없습니다. 무엇을 검색할까요?".into()
+        }
+        Anchor::NothingToContinue { shown: true } => {
+            "이전 목록에는 더 가져올 수 있는 페이지가 없습니다.".into()
+        }
+        Anchor::ContinuationCapped { pages } => format!(
+            "이 목록은 이미 {pages}페이지를 가져와 한 목록에 가져오는 최대치에 이르렀습니다. 더 좁혀 검색하면 나머지를 볼 수 있습니다."
         ),
         Anchor::ValueUnaccounted { value, .. } => {
             format!("서버는 {value}(이)라고 답했습니다. 확인할 집계 정보는 없습니다.")

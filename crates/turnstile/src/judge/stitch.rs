@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::accounting::Accounting;
+use super::narrowing::PageMark;
 use super::result::Reading;
 use crate::fsm::Violation;
 use crate::protocols::paging::{Paging, PagingEffect, PagingEvent, PagingState};
@@ -79,6 +80,11 @@ pub struct Stitched {
     /// It continued a listing an earlier turn showed: `items` hold only
     /// this turn's pages (none when abandoned).
     pub resumed: bool,
+    /// What the earlier turns showed of the listing this stitch continued.
+    pub prior: Option<PageMark>,
+    /// The server did not take the stored cursor (paging effect
+    /// `reject-cursor`): nothing new, and the listing cannot go on.
+    pub cursor_rejected: bool,
     /// The last kept page's cursor: where a later turn may continue.
     pub next_cursor: Option<String>,
     /// The server contradicted the first page's total (the table's
@@ -105,8 +111,9 @@ pub struct Stitcher {
     returned: u64,
     /// The item field that identifies an item.
     id_field: String,
-    /// The first page was shown by an earlier turn ([`Stitcher::resume`]).
-    resumed: bool,
+    /// What earlier turns showed of the listing ([`Stitcher::resume`]).
+    prior: Option<PageMark>,
+    cursor_rejected: bool,
     /// The table discarded the stitch because the server contradicted its
     /// first page's total.
     contradicted: bool,
@@ -127,7 +134,8 @@ impl Stitcher {
             more_unreachable: false,
             returned: 0,
             id_field: "id".into(),
-            resumed: false,
+            prior: None,
+            cursor_rejected: false,
             contradicted: false,
         }
     }
@@ -190,21 +198,28 @@ impl Stitcher {
         super::result::id_in(item, &self.id_field)
     }
 
-    /// Continues a listing an earlier turn showed the first page(s) of: the
-    /// next page pushed is checked against `prev` (I-a) and `prev_ids`
-    /// (I-b), as a page 2 would be within one turn. The earlier page is not
-    /// repeated: an abandoned continuation delivers nothing.
-    pub fn resume(
-        &mut self,
-        prev: Accounting,
-        prev_ids: impl IntoIterator<Item = String>,
-    ) -> Result<(), Box<Violation>> {
-        self.machine.fire(PagingEvent::PageMore)?;
-        self.pages = 1;
-        self.resumed = true;
-        self.first = Some(prev);
-        self.ids.extend(prev_ids);
+    /// Continues a listing earlier turns showed ("show more", the table's
+    /// `continue_shown`): the next page pushed is checked against the first
+    /// page's accounting (I-a) and every id shown so far (I-b), as a later
+    /// page would be within one turn. Pages shown count toward the cap: a
+    /// listing already at it goes straight to `Capped`, and nothing is
+    /// fetched ([`Stitcher::capped`]). The shown pages are not repeated: an
+    /// abandoned continuation delivers nothing.
+    pub fn resume(&mut self, mark: &PageMark) -> Result<(), Box<Violation>> {
+        self.machine.fire(PagingEvent::ContinueShown)?;
+        self.pages = mark.pages.max(1);
+        self.first = Some(mark.accounting.clone());
+        self.ids.extend(mark.ids.iter().cloned());
+        self.prior = Some(mark.clone());
+        if self.pages >= self.cap {
+            self.machine.fire(PagingEvent::CapReached)?;
+        }
         Ok(())
+    }
+
+    /// The cap was reached before anything was fetched.
+    pub fn capped(&self) -> bool {
+        self.machine.state() == PagingState::Capped
     }
 
     /// Takes one page, read with the tool's contract; returns the cursor of
@@ -228,7 +243,9 @@ impl Stitcher {
                 self.append(items)
             }
             Some(PagingEffect::DiscardContradicted) => self.contradicted = true,
+            Some(PagingEffect::RejectCursor) => self.cursor_rejected = true,
             Some(PagingEffect::DiscardStitch)
+            | Some(PagingEffect::ResumeListing)
             | Some(PagingEffect::StopAtCap)
             | Some(PagingEffect::StopFollowing)
             | None => {}
@@ -264,7 +281,10 @@ impl Stitcher {
     /// A later page's call failed (`kind` names how, never the text): the
     /// table's `page_failed` row. The first page stands alone.
     pub fn page_failed(&mut self, kind: &str) -> Result<(), Box<Violation>> {
-        self.machine.fire(PagingEvent::PageFailed)?;
+        let step = self.machine.fire(PagingEvent::PageFailed)?;
+        if step.effect == Some(PagingEffect::RejectCursor) {
+            self.cursor_rejected = true;
+        }
         self.anomaly = Some(Anomaly::PageFailed {
             error: kind.to_string(),
         });
@@ -280,7 +300,9 @@ impl Stitcher {
         let end = match self.machine.state() {
             // A stitch left mid-way (a refused page) falls back like an
             // abandoned one: never a blend.
-            PagingState::Abandoned | PagingState::Stitching => StitchEnd::Abandoned,
+            PagingState::Abandoned | PagingState::Stitching | PagingState::Continuing => {
+                StitchEnd::Abandoned
+            }
             PagingState::Capped => StitchEnd::Capped,
             PagingState::Complete | PagingState::Start if self.more_unreachable => {
                 StitchEnd::NoCursor
@@ -308,7 +330,9 @@ impl Stitcher {
             items,
             accounting,
             anomaly: self.anomaly,
-            resumed: self.resumed,
+            resumed: self.prior.is_some(),
+            prior: self.prior,
+            cursor_rejected: self.cursor_rejected,
             contradicted: self.contradicted,
             next_cursor: match end {
                 StitchEnd::Abandoned => None,

@@ -90,6 +90,11 @@ pub struct Plan {
     /// those from April"). The scope itself comes from turn state.
     #[serde(default)]
     pub narrows_previous: bool,
+    /// The user wants more of the listing the previous answer showed
+    /// ("show more"). Which listing, and where it stopped, come from turn
+    /// state: the model never sees or writes a cursor.
+    #[serde(default)]
+    pub continues_previous: bool,
     /// Host-context fields the request refers to ("this floor" → `floor`).
     /// The model leaves them out of its calls: code fills them in from the
     /// host context, or asks the user when the context lacks one.
@@ -141,6 +146,7 @@ impl Plan {
         self.calls.is_empty()
             && !self.shows_link
             && !self.narrows_previous
+            && !self.continues_previous
             && self.from_context.is_empty()
     }
 }

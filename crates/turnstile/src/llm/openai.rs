@@ -51,6 +51,18 @@ use crate::wire::sse::SseDecoder;
 /// results are meant is the agent's knowledge, never the model's.
 pub const NARROW_PREVIOUS_TOOL: &str = "narrow_previous_results";
 
+/// The function that lets the model say the user wants more of the listing
+/// the previous answer showed ([`Plan::continues_previous`]). It takes no
+/// arguments: which listing, and where it stopped, are the agent's stored
+/// state, so the model never sees or writes a cursor.
+pub const SHOW_MORE_TOOL: &str = "show_more_results";
+
+const SHOW_MORE_DESCRIPTION: &str =
+    "Call this, alone, when the user asks for more of the list the \
+previous answer showed (\"show more\", \"next page\", \"더 보여줘\"). It takes no arguments and \
+runs nothing itself: the server fetches the next page of that same list from where it stopped. \
+Do not search again for it.";
+
 /// The function that lets the model say the user refers to something on
 /// their screen ("this floor"): it names the host-context field and runs
 /// nothing. Code fills the field into the calls from the host context, or
@@ -303,6 +315,11 @@ impl OpenAi {
                 "parameters": {"type": "object", "properties": {}},
             }}));
             defs.push(json!({"type": "function", "function": {
+                "name": SHOW_MORE_TOOL,
+                "description": SHOW_MORE_DESCRIPTION,
+                "parameters": {"type": "object", "properties": {}},
+            }}));
+            defs.push(json!({"type": "function", "function": {
                 "name": SHOW_LINK_TOOL,
                 "description": SHOW_LINK_DESCRIPTION,
                 "parameters": {"type": "object", "properties": {}},
@@ -457,8 +474,10 @@ impl OpenAi {
                 c.tool == NARROW_PREVIOUS_TOOL
                     || c.tool == HOST_CONTEXT_TOOL
                     || c.tool == SHOW_LINK_TOOL
+                    || c.tool == SHOW_MORE_TOOL
             });
         let narrows_previous = marks.iter().any(|c| c.tool == NARROW_PREVIOUS_TOOL);
+        let continues_previous = marks.iter().any(|c| c.tool == SHOW_MORE_TOOL);
         let shows_link = marks.iter().any(|c| c.tool == SHOW_LINK_TOOL);
         let mut from_context: Vec<String> = marks
             .iter()
@@ -477,7 +496,9 @@ impl OpenAi {
                 c
             })
             .collect();
-        let note = if calls.is_empty() && shows_link {
+        let note = if calls.is_empty() && continues_previous {
+            "show more of the previous listing".to_string()
+        } else if calls.is_empty() && shows_link {
             "show the delivered link".to_string()
         } else if calls.is_empty() {
             "no tool needed".to_string()
@@ -493,6 +514,7 @@ impl OpenAi {
             calls,
             note,
             narrows_previous,
+            continues_previous,
             from_context,
             shows_link,
         }
@@ -937,6 +959,7 @@ fn wire_tools(tools: &[ToolInfo]) -> Vec<WireTool> {
     let taken = |out: &[WireTool], w: &str| {
         w == NARROW_PREVIOUS_TOOL
             || w == HOST_CONTEXT_TOOL
+            || w == SHOW_MORE_TOOL
             || w == SHOW_LINK_TOOL
             || out.iter().any(|t| t.wire == w)
     };

@@ -5,6 +5,9 @@ use super::Protocol;
 crate::names! {
     pub enum PagingState {
         Start = "Start",
+        /// A listing an earlier turn showed, about to take its next page
+        /// from the stored cursor.
+        Continuing = "Continuing",
         Stitching = "Stitching",
         Complete = "Complete",
         Abandoned = "Abandoned",
@@ -24,6 +27,8 @@ crate::names! {
         PageFailed = "page_failed",
         /// A continuation of a tool that is not stitched: one page, then stop.
         StopFollowing = "stop_following",
+        /// "Show more": continue a listing an earlier turn showed.
+        ContinueShown = "continue_shown",
     }
 }
 
@@ -37,6 +42,11 @@ crate::names! {
         DiscardContradicted = "discard-contradicted",
         StopAtCap = "stop-at-cap",
         StopFollowing = "stop-following",
+        /// Take the shown pages as the reference for the next one.
+        ResumeListing = "resume-listing",
+        /// The server did not take the stored cursor: nothing is appended,
+        /// and the listing cannot be continued.
+        RejectCursor = "reject-cursor",
     }
 }
 

@@ -85,6 +85,20 @@ pub struct Citation {
     pub narrowed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stitch: Option<StitchInfo>,
+    /// The listing this card shows; a continuation ("show more") carries
+    /// the id of the card it continues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listing: Option<String>,
+    /// On a continuation: how many items earlier cards of this listing
+    /// showed. `items` are only the new page(s), which follow them;
+    /// `displayed` counts all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown_before: Option<u64>,
+    /// The listing can be continued from its stored cursor ("show more"
+    /// is offered): more exists, a cursor was kept, and the page cap is not
+    /// reached.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more: bool,
 }
 
 /// `figure`: a single-value aggregate (a COUNT, a MAX), carried with its

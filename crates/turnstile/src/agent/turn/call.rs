@@ -7,7 +7,7 @@ use super::admit::Refusal;
 use super::{Outcome, Stop, Turn};
 use crate::judge::contracts::Contract;
 use crate::judge::digest::Digest;
-use crate::judge::narrowing::{Gate, PageMark, Scope};
+use crate::judge::narrowing::{Gate, Scope};
 use crate::judge::page;
 use crate::judge::result::Reading;
 use crate::judge::stitch::Stitcher;
@@ -110,13 +110,24 @@ impl Turn<'_> {
         // by further pages.
         let follow =
             contract.as_ref().is_some_and(|c| c.stitch) && self.approvals.running.is_none();
-        let (mut stitcher, continued) = self.stitcher(call, contract.as_ref(), &args)?;
+        let (mut stitcher, cursor) = self.stitcher(call, contract.as_ref());
+        let continued = cursor.is_some();
         let stitching = follow || continued;
         let mut page_args = args.clone();
+        // The stored cursor goes on the call that is sent, and nowhere
+        // else: the call's record (what a model sees of it) keeps the
+        // arguments without it.
+        if let Some(cursor) = cursor {
+            page_args.insert("cursor".into(), Value::String(cursor));
+        }
         let mut first: Option<(ToolOutput, Reading)> = None;
         loop {
+            // A continuation's page is a later page of its listing: what it
+            // is, is the paging table's to say (a rejected cursor), not a
+            // failed first call.
+            let first_page = first.is_none() && !continued;
             let page = self
-                .fetch_page(call, server, &page_args, contract.as_ref(), first.is_none())
+                .fetch_page(call, server, &page_args, contract.as_ref(), first_page)
                 .await?;
             let (out, reading) = match page {
                 Page::Answer(out, reading) => (out, reading),
@@ -174,27 +185,24 @@ impl Turn<'_> {
         })
     }
 
-    /// The paging machine of one listing; whether it continues a listing an
-    /// earlier turn showed (a cursor carried over from that turn: its page
-    /// is checked as that listing's page 2).
+    /// The paging machine of one listing and, when the call continues a
+    /// listing an earlier turn showed ("show more"), the stored cursor it
+    /// goes on from: that machine was resumed from the stored mark when
+    /// the plan was made, so its page is checked against what was shown.
     fn stitcher(
-        &self,
+        &mut self,
         call: &PlannedCall,
         contract: Option<&Contract>,
-        args: &Map<String, Value>,
-    ) -> Result<(Stitcher, bool), Stop> {
+    ) -> (Stitcher, Option<String>) {
+        if let Some(c) = self.thread.continuing.take_if(|c| c.tool == call.tool) {
+            let cursor = c.mark.cursor().map(str::to_string);
+            return (c.stitcher, cursor);
+        }
         let limits = self.agent.limits;
         let id_field = contract.map_or("id", |c| c.shape.id_field());
-        let mut stitcher =
+        let stitcher =
             Stitcher::new(&self.agent.tables.paging, limits.page_cap).with_id_field(id_field);
-        let Some(mark) = self.continuation(&call.tool, args) else {
-            return Ok((stitcher, false));
-        };
-        tracing::info!(tool = %call.tool, "continuing an earlier turn's listing");
-        stitcher
-            .resume(mark.accounting.clone(), mark.ids.iter().cloned())
-            .map_err(Stop::Violation)?;
-        Ok((stitcher, true))
+        (stitcher, None)
     }
 
     /// One page: the call and its result frame, and what the page is.
@@ -276,17 +284,6 @@ impl Turn<'_> {
             }
             _ => Page::Answer(out, reading),
         })
-    }
-
-    /// The page mark of the earlier turn's listing that `args` continue: a
-    /// call to the same tool with a cursor.
-    pub(super) fn continuation(&self, tool: &str, args: &Map<String, Value>) -> Option<PageMark> {
-        let cursor = args.get("cursor").and_then(Value::as_str)?;
-        if cursor.is_empty() {
-            return None;
-        }
-        let (scope, _) = self.thread.previous.as_ref()?;
-        (scope.tool == tool).then(|| scope.page.clone()).flatten()
     }
 }
 

@@ -5,7 +5,7 @@ use super::{Outcome, Stop, Turn};
 use crate::agent::records::Record;
 use crate::fsm::Snapshot;
 use crate::judge::listing::Judgement;
-use crate::judge::narrowing::Gate;
+use crate::judge::narrowing::{Gate, Scope};
 use crate::judge::{listing, Anchor};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
@@ -101,7 +101,7 @@ impl Turn<'_> {
 
     /// Shows a judgement: its anchors go to the responder, its card to the
     /// client (committed first, with the population it showed).
-    pub(super) async fn show(&mut self, j: Judgement, gate: Snapshot) -> Result<(), Stop> {
+    pub(super) async fn show(&mut self, mut j: Judgement, gate: Snapshot) -> Result<(), Stop> {
         if let Some(row) = &j.refused_row {
             tracing::warn!(row_id = %row, "narrowing table refused the page");
             telemetry::forbidden("narrowing", row);
@@ -112,6 +112,9 @@ impl Turn<'_> {
         self.evidence.digests.push(j.digest.clone());
         if j.release {
             self.release();
+        }
+        if let Some(card) = j.card.as_mut() {
+            self.name_listing(card, j.population.as_mut());
         }
         if let (Some(p), false) = (&j.population, self.thread.released) {
             self.thread.population = Some((p.clone(), gate.clone()));
@@ -138,6 +141,22 @@ impl Turn<'_> {
             self.step(wire::Frame::Figure(figure), vec![record]).await?;
         }
         Ok(())
+    }
+
+    /// Names the listing a card shows (a continuation keeps the name of
+    /// the card it continues, so the page appends to it), keeps the name in
+    /// the population's page mark, and offers "show more" when the listing
+    /// can be continued within the page cap.
+    fn name_listing(&mut self, card: &mut wire::Citation, population: Option<&mut Scope>) {
+        let name = card
+            .listing
+            .get_or_insert_with(|| format!("{}#{}", self.turn_id, self.evidence.cards.len() + 1))
+            .clone();
+        let mark = population.and_then(|p| p.page.as_mut());
+        if let Some(mark) = mark {
+            mark.listing = Some(name);
+            card.more = !self.thread.released && mark.pages < self.agent.limits.page_cap;
+        }
     }
 
     pub(super) fn release(&mut self) {

@@ -59,6 +59,11 @@ pub struct TurnRequest {
     pub text: String,
     #[serde(default)]
     pub context: Option<RawContext>,
+    /// "Show more" as a structured marker (the page's button, `turnstile
+    /// chat --more`): continue the listing the thread showed last, from its
+    /// stored cursor. No model is asked what the user meant.
+    #[serde(default)]
+    pub more: bool,
     /// A principal a client put in the body is discarded (issue 20): who
     /// the caller is comes from the HTTP edge's verification only.
     #[serde(default, rename = "principal")]
@@ -283,6 +288,7 @@ impl Turn<'_> {
             self.anchor(Anchor::ContextTruncated { field });
         }
         self.thread.context = context;
+        self.cursor.more = req.more;
         let start = wire::Frame::Start(wire::Start {
             turn_id: self.turn_id.clone(),
             thread_id: self.thread_id.clone(),

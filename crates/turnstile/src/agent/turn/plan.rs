@@ -4,9 +4,11 @@
 use serde_json::{Map, Value};
 
 use super::respond::DIRECTIVES;
+use super::state::Continuing;
 use super::{Stop, Turn};
 use crate::agent::records::Record;
 use crate::judge::narrowing::Scope;
+use crate::judge::stitch::Stitcher;
 use crate::judge::Anchor;
 use crate::llm::prompt::PLANNER_FIXED;
 use crate::llm::{PlanRequest, PlannedCall, Prompt, Reply};
@@ -21,6 +23,20 @@ impl Turn<'_> {
     /// turn's answer.
     pub(super) async fn plan(&mut self) -> Result<TurnEvent, Stop> {
         self.cursor.step += 1;
+        // "Show more" sent as a marker (the page's button, `chat --more`):
+        // the plan is the continuation, made by code; no model is asked
+        // what the user meant.
+        if self.cursor.more && self.cursor.step == 1 {
+            let plan = crate::llm::Plan {
+                calls: Vec::new(),
+                note: "show more of the previous listing".into(),
+                narrows_previous: false,
+                continues_previous: true,
+                from_context: Vec::new(),
+                shows_link: false,
+            };
+            return self.planned(plan).await;
+        }
         let answer = self.responder_request();
         // The turn's own blocks; the adapter sends them after the history
         // and the tool loop, so the fixed prefix stays cacheable. The
@@ -69,7 +85,19 @@ impl Turn<'_> {
                 return Ok(TurnEvent::PlannerFailed);
             }
         };
-        let mut plan = plan;
+        self.planned(plan).await
+    }
+
+    /// A plan, from the model or from the "show more" marker: its
+    /// references resolved, gated, shown and queued.
+    async fn planned(&mut self, mut plan: crate::llm::Plan) -> Result<TurnEvent, Stop> {
+        // "Show more": the continuation call is the agent's, from the
+        // stored listing; when there is nothing to continue, nothing runs
+        // and the user is told (the turn table's `reference_missing`).
+        if let Some(missing) = self.continue_listing(&mut plan)? {
+            self.anchor(missing);
+            return Ok(TurnEvent::ReferenceMissing);
+        }
         // What the request refers to without saying it ("this floor",
         // "those") comes from the host context and stored turn state, never
         // from the model; when the turn has no such thing, nothing runs and
@@ -130,6 +158,54 @@ impl Turn<'_> {
         self.order_plan();
         self.order_exports();
         Ok(TurnEvent::Planned)
+    }
+
+    /// Makes a "show more" plan the continuation of the listing the thread
+    /// showed last: its call, with the arguments it went out with, and its
+    /// paging machine resumed from the stored mark (the cursor is put on
+    /// the call only when it is sent). The anchor that explains why nothing
+    /// can be continued, if so.
+    fn continue_listing(&mut self, plan: &mut crate::llm::Plan) -> Result<Option<Anchor>, Stop> {
+        if !plan.continues_previous || self.cursor.step > 1 {
+            return Ok(None);
+        }
+        let Some((scope, _)) = self.thread.previous.as_ref() else {
+            return Ok(Some(Anchor::NothingToContinue { shown: false }));
+        };
+        let Some(mark) = scope.page.clone().filter(|m| m.cursor().is_some()) else {
+            return Ok(Some(Anchor::NothingToContinue { shown: true }));
+        };
+        let tool = scope.tool.clone();
+        let args = mark.args.clone().unwrap_or_else(|| scope.args.clone());
+        let mut stitcher = Stitcher::new(&self.agent.tables.paging, self.agent.limits.page_cap)
+            .with_id_field(&mark.field);
+        stitcher.resume(&mark).map_err(Stop::Violation)?;
+        if stitcher.capped() {
+            // The table's `cap-reached-before-continuing`: stored with the
+            // turn, and nothing is fetched.
+            let n = self.next_listing();
+            self.ledger
+                .dirty
+                .push((format!("paging#{n}"), stitcher.snapshot()));
+            telemetry::record(stitcher.snapshot());
+            return Ok(Some(Anchor::ContinuationCapped { pages: mark.pages }));
+        }
+        tracing::info!(tool = %tool, pages = mark.pages, "continuing the listing the thread showed last");
+        // The continuation is the round's one call: a model's calls beside
+        // the marker are not run with it.
+        plan.calls = vec![PlannedCall {
+            id: None,
+            tool: tool.clone(),
+            args,
+            invalid_args: None,
+        }];
+        plan.narrows_previous = false;
+        self.thread.continuing = Some(Continuing {
+            tool,
+            mark,
+            stitcher,
+        });
+        Ok(None)
     }
 
     /// Fills the host-context fields the plan refers to into its calls and
