@@ -181,6 +181,16 @@ impl ResumeHint {
         }
     }
 
+    /// The line that shows more of the thread's last listing.
+    fn more(&self) -> String {
+        format!(
+            "{} chat {} --thread {} --more",
+            self.cmd,
+            super::shell_word(&self.url),
+            super::shell_word(&self.thread),
+        )
+    }
+
     /// The line that sends `decision`, as a user can paste it.
     fn command(&self, interrupt_id: &str, decision: Decision) -> String {
         format!(
@@ -228,6 +238,9 @@ pub struct ChatOptions {
     /// A bearer token the server's verifier knows (`--token`,
     /// `TURNSTILE_TOKEN`); without one the caller is the stored session.
     pub token: Option<String>,
+    /// "Show more" as the structured marker (`--more`): the server continues
+    /// the listing the thread showed last, from its stored cursor.
+    pub more: bool,
 }
 
 /// The host context from `--context JSON` and `--floor F` (which wins).
@@ -263,6 +276,19 @@ fn citation(c: &Citation, rows: Rows) -> String {
         _ => format!("{displayed} shown, total unknown"),
     };
     let mut out = format!("▣ {} — {count} [{}]", c.source, c.grade);
+    // A continuation's rows follow the ones earlier cards of the listing
+    // printed.
+    if let Some(before) = c.shown_before {
+        out += &match c.items.len() as u64 {
+            0 => " · the list above, nothing added".to_string(),
+            1 => format!(" · the list above, continued: item {}", before + 1),
+            n => format!(
+                " · the list above, continued: items {}–{}",
+                before + 1,
+                before + n
+            ),
+        };
+    }
     let limit = match rows {
         Rows::All => c.items.len(),
         Rows::AtMost(n) => n.min(c.items.len()),
@@ -422,6 +448,17 @@ impl<W: Write> Printer<W> {
     }
 
     fn frame(&mut self, f: &Frame) -> std::io::Result<()> {
+        if let (Frame::Citation(c), Some(hint)) = (f, &self.resume) {
+            if c.more {
+                let line = describe(f, self.rows).unwrap_or_default();
+                let more = format!(
+                    "{line}
+    ⋯ more: {}",
+                    hint.more()
+                );
+                return self.line(&more);
+            }
+        }
         if let Frame::Delta(d) = f {
             match &d.replaced {
                 // The guard's sentence, marked with the row that refused
@@ -520,6 +557,9 @@ async fn chat_turn<W: Write>(
     ))?;
     printer.resume = Some(ResumeHint::new(url, &thread));
     let mut body = json!({"text": message});
+    if opts.more {
+        body["more"] = json!(true);
+    }
     if let Some(c) = &opts.context {
         body["context"] = c.clone();
     }

@@ -83,7 +83,14 @@ enum Command {
     Chat {
         /// Server base URL, e.g. http://127.0.0.1:8080/
         url: String,
-        message: String,
+        /// What to say; with `--more`, optional ("show more").
+        #[arg(required_unless_present = "more")]
+        message: Option<String>,
+        /// Show more of the listing the thread showed last (the card's
+        /// "show more"): the server continues it from its stored cursor,
+        /// checked page by page. Needs `--thread`.
+        #[arg(long, requires = "thread")]
+        more: bool,
         /// Continue this thread (its id is printed on the first line)
         /// instead of starting a new one.
         #[arg(long)]
@@ -233,6 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             floor,
             rows,
             token,
+            more,
         } => {
             let context = cli::chat::context(context.as_deref(), floor)?;
             let opts = cli::chat::ChatOptions {
@@ -240,7 +248,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 context,
                 rows,
                 token,
+                more,
             };
+            let message = message.unwrap_or_else(|| "show more".to_string());
             runtime()?.block_on(cli::chat::run(&url, &message, &opts))?;
             Ok(ExitCode::SUCCESS)
         }

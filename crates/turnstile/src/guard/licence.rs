@@ -145,8 +145,11 @@ impl Licences {
                 Anchor::StitchAbandoned { anomaly } | Anchor::ContinuationDrifted { anomaly } => {
                     l.stated.extend(numbers_in(anomaly))
                 }
-                Anchor::StitchCapped { pages } | Anchor::ContinuationCapped { pages } => {
+                Anchor::StitchCapped { pages } => {
                     l.stated.insert(*pages as u64);
+                }
+                Anchor::ContinuationCapped { shown } => {
+                    l.stated.insert(*shown);
                 }
                 Anchor::StepLimit { steps } => {
                     l.stated.insert(u64::from(*steps));

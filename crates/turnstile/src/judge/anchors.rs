@@ -74,9 +74,10 @@ pub enum Anchor {
     /// "Show more" with nothing to continue: no earlier listing (`shown`
     /// false), or the last one has no further page that can be fetched.
     NothingToContinue { shown: bool },
-    /// "Show more" of a listing that already took `pages` pages, the page
-    /// cap: nothing was fetched.
-    ContinuationCapped { pages: usize },
+    /// "Show more" of a listing that already showed `shown` items, more
+    /// than the ids a continuation is checked against can hold: nothing
+    /// was fetched.
+    ContinuationCapped { shown: u64 },
     /// Stitching stopped at the page cap.
     StitchCapped { pages: usize },
     /// A single-value aggregate came back empty (NULL): no number, no "none".
@@ -222,8 +223,8 @@ impl Anchor {
             Anchor::NothingToContinue { shown: true } => {
                 "The earlier list has no further page that can be fetched, and nothing was searched: say so; state no count.".into()
             }
-            Anchor::ContinuationCapped { pages } => format!(
-                "The earlier list already took its limit of {pages} pages, so nothing more was fetched: say so, and suggest a narrower search."
+            Anchor::ContinuationCapped { shown } => format!(
+                "The earlier list already showed {shown} items, the most one list is continued to, so nothing more was fetched: say so, and suggest a narrower search."
             ),
             Anchor::InBandFailure { tool } => format!(
                 "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."

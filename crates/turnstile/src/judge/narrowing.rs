@@ -61,7 +61,7 @@ pub struct PageMark {
     /// Items shown so far, over all pages and turns.
     #[serde(default)]
     pub shown: u64,
-    /// Pages fetched so far, over all turns (held to `page_cap`).
+    /// Pages fetched so far, over all turns.
     #[serde(default = "one")]
     pub pages: usize,
     /// The card the listing is shown in: continuations append to it.
@@ -70,6 +70,10 @@ pub struct PageMark {
     /// The listing ran inside a narrowing scope.
     #[serde(default)]
     pub narrowed: bool,
+    /// The listing showed more items than their ids can be held for the
+    /// I-b check ([`MAX_SCOPE_IDS`]): it is not continued any further.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full: bool,
 }
 
 fn one() -> usize {
@@ -93,7 +97,7 @@ impl PageMark {
 pub struct Shown<'a> {
     /// Everything shown before this turn, when this turn continued it.
     pub prior: Option<&'a PageMark>,
-    /// Pages fetched so far, this turn's included.
+    /// Pages this turn fetched.
     pub pages: usize,
     pub narrowed: bool,
     /// The call's own arguments (its page size included), for continuing.
@@ -230,7 +234,12 @@ impl Scope {
             .and_then(|(a, cursor)| {
                 let mut ids = prior_ids;
                 ids.extend(ids_of(items, field)?);
-                (ids.len() <= MAX_SCOPE_IDS).then_some(())?;
+                // Past the bound, the mark says so instead of holding them:
+                // a continuation is never checked against less than all.
+                let full = ids.len() > MAX_SCOPE_IDS;
+                if full {
+                    ids = Vec::new();
+                }
                 Some(PageMark {
                     accounting: Accounting {
                         next_cursor: Some(cursor),
@@ -240,9 +249,10 @@ impl Scope {
                     field: field.to_string(),
                     args: Some(args),
                     shown: prior_shown + items.len() as u64,
-                    pages: shown.pages.max(1),
+                    pages: shown.prior.map_or(0, |p| p.pages) + shown.pages.max(1),
                     listing: shown.prior.and_then(|p| p.listing.clone()),
                     narrowed: shown.narrowed,
+                    full,
                 })
             });
         self

@@ -100,8 +100,8 @@ fn english(anchor: &Anchor) -> String {
         Anchor::NothingToContinue { shown: true } => {
             "The earlier list has no further page I can fetch.".into()
         }
-        Anchor::ContinuationCapped { pages } => format!(
-            "This list already took {pages} pages, the most I fetch for one list; a narrower search can reach the rest."
+        Anchor::ContinuationCapped { shown } => format!(
+            "This list already showed {shown} items, the most I continue one list to; a narrower search can reach the rest."
         ),
         Anchor::ValueUnaccounted { value, .. } => {
             format!("The server reports {value}; it sent no accounting to check it against.")
@@ -214,8 +214,8 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::NothingToContinue { shown: true } => {
             "이전 목록에는 더 가져올 수 있는 페이지가 없습니다.".into()
         }
-        Anchor::ContinuationCapped { pages } => format!(
-            "이 목록은 이미 {pages}페이지를 가져와 한 목록에 가져오는 최대치에 이르렀습니다. 더 좁혀 검색하면 나머지를 볼 수 있습니다."
+        Anchor::ContinuationCapped { shown } => format!(
+            "이 목록은 이미 {shown}건을 보여 드려 한 목록을 이어 보는 최대치에 이르렀습니다. 더 좁혀 검색하면 나머지를 볼 수 있습니다."
         ),
         Anchor::ValueUnaccounted { value, .. } => {
             format!("서버는 {value}(이)라고 답했습니다. 확인할 집계 정보는 없습니다.")

@@ -201,25 +201,15 @@ impl Stitcher {
     /// Continues a listing earlier turns showed ("show more", the table's
     /// `continue_shown`): the next page pushed is checked against the first
     /// page's accounting (I-a) and every id shown so far (I-b), as a later
-    /// page would be within one turn. Pages shown count toward the cap: a
-    /// listing already at it goes straight to `Capped`, and nothing is
-    /// fetched ([`Stitcher::capped`]). The shown pages are not repeated: an
-    /// abandoned continuation delivers nothing.
+    /// page would be within one turn. The cap counts this turn's pages. The
+    /// shown pages are not repeated: an abandoned continuation delivers
+    /// nothing.
     pub fn resume(&mut self, mark: &PageMark) -> Result<(), Box<Violation>> {
         self.machine.fire(PagingEvent::ContinueShown)?;
-        self.pages = mark.pages.max(1);
         self.first = Some(mark.accounting.clone());
         self.ids.extend(mark.ids.iter().cloned());
         self.prior = Some(mark.clone());
-        if self.pages >= self.cap {
-            self.machine.fire(PagingEvent::CapReached)?;
-        }
         Ok(())
-    }
-
-    /// The cap was reached before anything was fetched.
-    pub fn capped(&self) -> bool {
-        self.machine.state() == PagingState::Capped
     }
 
     /// Takes one page, read with the tool's contract; returns the cursor of

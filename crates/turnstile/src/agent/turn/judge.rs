@@ -155,7 +155,7 @@ impl Turn<'_> {
         let mark = population.and_then(|p| p.page.as_mut());
         if let Some(mark) = mark {
             mark.listing = Some(name);
-            card.more = !self.thread.released && mark.pages < self.agent.limits.page_cap;
+            card.more = !self.thread.released && !mark.full;
         }
     }
 

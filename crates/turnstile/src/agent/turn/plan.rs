@@ -175,21 +175,17 @@ impl Turn<'_> {
         let Some(mark) = scope.page.clone().filter(|m| m.cursor().is_some()) else {
             return Ok(Some(Anchor::NothingToContinue { shown: true }));
         };
+        // Past the ids the I-b check can hold, a listing is not continued.
+        if mark.full {
+            return Ok(Some(Anchor::ContinuationCapped {
+                shown: mark.shown(),
+            }));
+        }
         let tool = scope.tool.clone();
         let args = mark.args.clone().unwrap_or_else(|| scope.args.clone());
         let mut stitcher = Stitcher::new(&self.agent.tables.paging, self.agent.limits.page_cap)
             .with_id_field(&mark.field);
         stitcher.resume(&mark).map_err(Stop::Violation)?;
-        if stitcher.capped() {
-            // The table's `cap-reached-before-continuing`: stored with the
-            // turn, and nothing is fetched.
-            let n = self.next_listing();
-            self.ledger
-                .dirty
-                .push((format!("paging#{n}"), stitcher.snapshot()));
-            telemetry::record(stitcher.snapshot());
-            return Ok(Some(Anchor::ContinuationCapped { pages: mark.pages }));
-        }
         tracing::info!(tool = %tool, pages = mark.pages, "continuing the listing the thread showed last");
         // The continuation is the round's one call: a model's calls beside
         // the marker are not run with it.
