@@ -811,6 +811,9 @@ mod tests {
             complete: false,
             narrowed: false,
             stitch: None,
+            listing: None,
+            shown_before: None,
+            more: false,
         };
         assert_eq!(
             describe_all(&Frame::Citation(card)).unwrap(),
@@ -1139,6 +1142,9 @@ mod tests {
             complete: false,
             narrowed: false,
             stitch: None,
+            listing: None,
+            shown_before: None,
+            more: false,
         })
     }
 }

@@ -359,6 +359,9 @@ async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response
         complete: true,
         narrowed: false,
         stitch: None,
+        listing: None,
+        shown_before: None,
+        more: false,
     });
     let frames = match body["text"].as_str().unwrap_or("") {
         // Row delta-before-start; everything after it would be a legal

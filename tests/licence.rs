@@ -64,6 +64,7 @@ impl Model for Asker {
             calls,
             note: "asked".into(),
             narrows_previous: false,
+            continues_previous: false,
             from_context: Vec::new(),
             shows_link: false,
         })
