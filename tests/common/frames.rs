@@ -299,6 +299,14 @@ pub fn without_ids(frame: &Frame) -> Frame {
         Frame::ToolCall(c) => c.call_id = id(),
         Frame::ToolResult(r) => r.call_id = id(),
         Frame::Done(d) => d.turn_id = id(),
+        // A listing is named by the turn that first showed it: the turn's
+        // id goes, the card's number stays.
+        Frame::Citation(c) => {
+            if let Some(l) = c.listing.as_mut() {
+                let n = l.rsplit_once('#').map(|(_, n)| n.to_string());
+                *l = format!("[turn]#{}", n.unwrap_or_default());
+            }
+        }
         // Every other kind carries no per-run id.
         _ => {}
     }
