@@ -40,6 +40,7 @@ mod narration_guard;
 mod openai_adapter;
 mod own_sentences;
 mod secrets;
+mod show_more;
 mod store;
 mod table_machines;
 mod table_tooling;

@@ -34,7 +34,9 @@ use axum::routing::post;
 use axum::Router;
 use futures::StreamExt;
 use serde_json::{json, Value};
-use turnstile::llm::openai::{HOST_CONTEXT_TOOL, NARROW_PREVIOUS_TOOL, SHOW_LINK_TOOL};
+use turnstile::llm::openai::{
+    HOST_CONTEXT_TOOL, NARROW_PREVIOUS_TOOL, SHOW_LINK_TOOL, SHOW_MORE_TOOL,
+};
 use turnstile::llm::prompt::{PLANNER_FIXED, RESPONDER_FIXED};
 use turnstile::llm::{ApiKey, Model, OpenAi, OpenAiConfig, PlanRequest, Prompt};
 use turnstile::mcp::ToolInfo;
@@ -336,6 +338,10 @@ fn plan_events(req: &Captured, plan: &turnstile::llm::Plan) -> Response {
     }
     if plan.shows_link && offered(SHOW_LINK_TOOL) {
         calls.push((SHOW_LINK_TOOL.to_string(), "{}".to_string()));
+    }
+    // "Show more" is said with its function, which carries nothing.
+    if plan.continues_previous && offered(SHOW_MORE_TOOL) {
+        calls.push((SHOW_MORE_TOOL.to_string(), "{}".to_string()));
     }
     sse(tool_call_events(&calls, "tool_calls"), End::Clean)
 }
