@@ -57,7 +57,7 @@ use common::thread::Record;
 use common::{init_tracing, needs};
 use serde_json::{json, Map, Value};
 use turnstile::config::Config;
-use turnstile::llm::openai::NARROW_PREVIOUS_TOOL;
+use turnstile::llm::openai::{NARROW_PREVIOUS_TOOL, SHOW_MORE_TOOL};
 use turnstile::llm::OpenAi;
 use turnstile::mcp::{ServerSpec, ToolClient, ToolOutput};
 use turnstile::wire::{Citation, Frame};
@@ -1051,9 +1051,12 @@ async fn narrowing_discards_outside(kind: Kind) {
     rig.done();
 }
 
-/// "Show more": the model passes the previous turn's cursor. Page 2 of the
-/// same population, checked against page 1: the same total, no overlap.
-/// Without accounting (SQL OFFSET): still never EXACT.
+/// "Show more", three times: the model only calls `show_more_results`
+/// (no arguments), and the server continues the listing from the cursor it
+/// stored: pages 2, 3 and 4 of the same population under the same card,
+/// checked against everything shown (the same total, no id twice), and no
+/// cursor in any request the model got. Without accounting (SQL OFFSET,
+/// which the model writes itself): still never EXACT.
 async fn paging(kind: Kind) {
     let rig = Rig::start(kind).await;
     let floor4 = floor_ids(4);
@@ -1063,34 +1066,53 @@ async fn paging(kind: Kind) {
             let first = rig
                 .turn("show photos of floor 4", &[("find_photos", args.clone())])
                 .await;
-            let page1 = card_ids(one_citation(kind, &first));
-            let cursor = rig.cursor_after(&args).await;
-            let frames = rig
-                .turn(
-                    "show more",
-                    &[(
-                        "find_photos",
-                        json!({"floor": 4, "limit": 10, "cursor": cursor}),
-                    )],
-                )
-                .await;
-            let shown = stable(&frames);
-            let c = one_citation(kind, &frames);
-            let page2 = card_ids(c);
-            assert!(
-                page2.iter().all(|id| !page1.contains(id)),
-                "{kind}: no overlap:\n{shown}"
-            );
-            assert_eq!(page2, floor4[10..20], "{kind}:\n{shown}");
-            assert_eq!(
-                (c.grade.as_str(), c.total, c.total_is_lower_bound),
-                ("EXACT", Some(198), false),
-                "{kind}: the same population, the same total:\n{shown}"
-            );
-            assert!(
-                c.stitch.as_ref().is_none_or(|s| s.anomaly.is_none()),
-                "{kind}: no anomaly:\n{shown}"
-            );
+            let c = one_citation(kind, &first);
+            assert!(c.more, "{kind}: more is offered:\n{}", stable(&first));
+            let listing = c.listing.clone();
+            let mut seen = card_ids(c);
+            let mut cursors = vec![rig.cursor_after(&args).await];
+            for page in 2..=4usize {
+                let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
+                let shown = stable(&frames);
+                let c = one_citation(kind, &frames);
+                let ids = card_ids(c);
+                assert!(
+                    ids.iter().all(|id| !seen.contains(id)),
+                    "{kind}: no id twice:\n{shown}"
+                );
+                assert_eq!(
+                    ids,
+                    floor4[10 * (page - 1)..10 * page],
+                    "{kind}: page {page}:\n{shown}"
+                );
+                assert_eq!(
+                    (c.grade.as_str(), c.total, c.total_is_lower_bound),
+                    ("EXACT", Some(198), false),
+                    "{kind}: the same population, the same total:\n{shown}"
+                );
+                assert_eq!(
+                    (c.displayed, c.shown_before),
+                    (10 * page as u64, Some(10 * (page as u64 - 1))),
+                    "{kind}: displayed adds up:\n{shown}"
+                );
+                assert_eq!(c.listing, listing, "{kind}: the same card");
+                assert!(
+                    c.stitch.as_ref().is_none_or(|s| s.anomaly.is_none()),
+                    "{kind}: no anomaly:\n{shown}"
+                );
+                let answer = answer_text(&frames);
+                assert!(answer.contains("198"), "{kind}: {answer:?}");
+                seen.extend(ids);
+                if let Some(c) = rig.stored_cursor().await {
+                    cursors.push(c);
+                }
+            }
+            // The model never handled a cursor: none is in any request.
+            for r in rig.fake.requests() {
+                for c in &cursors {
+                    assert!(!r.raw.contains(c.as_str()), "{kind}: {c} reached the model");
+                }
+            }
         }
         Kind::Sqlite => {
             let first = rig
@@ -1117,8 +1139,9 @@ async fn paging(kind: Kind) {
 }
 
 /// "Show more" after the population changed (a photo was added between the
-/// turns): page 2's total differs from page 1's, so the stitch across the
-/// turns is abandoned and the anomaly named; nothing is EXACT.
+/// turns): the next page's total differs from the one shown, so the
+/// continuation is abandoned, nothing of it is shown, the anomaly is named,
+/// and the card the user saw is no longer EXACT.
 async fn paging_drift(kind: Kind) {
     let rig = Rig::start(kind).await;
     let args = json!({"floor": 4, "limit": 10});
@@ -1126,7 +1149,6 @@ async fn paging_drift(kind: Kind) {
         .turn("show photos of floor 4", &[("find_photos", args.clone())])
         .await;
     assert_eq!(one_citation(kind, &first).total, Some(198));
-    let cursor = rig.cursor_after(&args).await;
 
     let client = rig.server.client().await;
     let added = client
@@ -1139,36 +1161,118 @@ async fn paging_drift(kind: Kind) {
     assert!(!added.is_error, "{}", added.text());
     client.close().await;
 
-    let frames = rig
-        .turn(
-            "show more",
-            &[(
-                "find_photos",
-                json!({"floor": 4, "limit": 10, "cursor": cursor}),
-            )],
-        )
-        .await;
+    let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
     let shown = stable(&frames);
-    for c in citations(&frames) {
-        assert_ne!(
-            c.grade, "EXACT",
-            "{kind}: a drifted page is never EXACT:\n{shown}"
-        );
-        if let Some(s) = &c.stitch {
-            assert_eq!(s.end, "abandoned", "{kind}:\n{shown}");
-            assert_eq!(
-                s.anomaly.as_ref().map(|a| a["kind"].clone()),
-                Some(json!("total_changed")),
-                "{kind}:\n{shown}"
-            );
-        }
-    }
+    let c = one_citation(kind, &frames);
+    assert!(c.items.is_empty(), "{kind}: nothing blended:\n{shown}");
+    assert_eq!(c.grade, "SHOWN", "{kind}: a contradicted total:\n{shown}");
+    assert!(!c.more, "{kind}:\n{shown}");
+    let s = c.stitch.as_ref().expect("how the continuation ended");
+    assert_eq!(s.end, "abandoned", "{kind}:\n{shown}");
+    assert_eq!(
+        s.anomaly.as_ref().map(|a| a["kind"].clone()),
+        Some(json!("total_changed")),
+        "{kind}:\n{shown}"
+    );
     let answer = answer_text(&frames);
     assert!(
         answer.contains("198 → 199"),
         "{kind}: the anomaly is named: {answer:?}"
     );
     assert!(!answer.contains("exactly"), "{kind}: {answer:?}");
+    rig.done();
+}
+
+/// "Show more" after the server moved its pages without changing the
+/// total (a photo added at the front, one removed at the end): the next
+/// page repeats ids the user saw (I-b across turns). The continuation is
+/// abandoned, nothing of it is shown, and the total shown then is no longer
+/// EXACT: the population moved under it.
+async fn paging_overlap(kind: Kind) {
+    let rig = Rig::start(kind).await;
+    let args = json!({"floor": 4, "limit": 10});
+    let first = rig
+        .turn("show photos of floor 4", &[("find_photos", args.clone())])
+        .await;
+    assert_eq!(one_citation(kind, &first).total, Some(198));
+    let client = rig.server.client().await;
+    let last = floor_ids(4).last().cloned().unwrap();
+    for (tool, a) in [
+        (
+            "add_photo",
+            json!({"floor": 4, "captured_at": "2026-04-15"}),
+        ),
+        ("remove_photo", json!({"uid": last})),
+    ] {
+        let out = client.call(tool, obj(a)).await.expect(tool);
+        assert!(!out.is_error, "{}", out.text());
+    }
+    client.close().await;
+
+    let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
+    let shown = stable(&frames);
+    let c = one_citation(kind, &frames);
+    assert!(c.items.is_empty(), "{kind}: nothing blended:\n{shown}");
+    assert_eq!(c.grade, "SHOWN", "{kind}:\n{shown}");
+    assert_eq!(
+        c.stitch
+            .as_ref()
+            .and_then(|s| s.anomaly.as_ref())
+            .map(|a| a["kind"].clone()),
+        Some(json!("id_overlap")),
+        "{kind}:\n{shown}"
+    );
+    let answer = answer_text(&frames);
+    assert!(answer.contains("repeated"), "{kind}: {answer:?}");
+    assert!(!answer.contains("exactly"), "{kind}: {answer:?}");
+    let view = rig.app.thread(&rig.thread).await;
+    assert_eq!(
+        view.turns.last().unwrap().machine("paging#1").trace,
+        ["continue-shown", "ids-repeat-since-shown"]
+    );
+    rig.done();
+}
+
+/// "Show more" with a cursor the server has expired since, answered in
+/// band (text, isError false, the TypeScript server's habit): recognised
+/// by the missing accounting, not by its wording (row `cursor-rejected`).
+/// The card the user saw stands as it was, with no more to offer.
+async fn paging_expired(kind: Kind) {
+    let rig = Rig::start(kind).await;
+    let args = json!({"floor": 4, "limit": 10});
+    rig.turn("show photos of floor 4", &[("find_photos", args)])
+        .await;
+    let client = rig.server.client().await;
+    let out = client
+        .call("expire_cursors", Map::new())
+        .await
+        .expect("expire_cursors");
+    assert!(!out.is_error);
+    client.close().await;
+
+    let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
+    let shown = stable(&frames);
+    let c = one_citation(kind, &frames);
+    assert!(c.items.is_empty(), "{kind}:\n{shown}");
+    assert_eq!(
+        (c.grade.as_str(), c.total, c.displayed, c.more),
+        ("EXACT", Some(198), 10, false),
+        "{kind}: what was shown stands:\n{shown}"
+    );
+    let answer = answer_text(&frames);
+    assert!(
+        answer.contains("did not continue the"),
+        "{kind}: {answer:?}"
+    );
+    assert!(
+        !answer.contains("expired"),
+        "{kind}: not its words: {answer:?}"
+    );
+    let view = rig.app.thread(&rig.thread).await;
+    assert_eq!(
+        view.turns.last().unwrap().machine("paging#1").trace,
+        ["continue-shown", "cursor-rejected"]
+    );
     rig.done();
 }
 
@@ -1373,7 +1477,8 @@ macro_rules! flows {
 
 flows!(ts_sdk: Kind::Ts => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    narrowing_discards_outside, paging, paging_drift, aggregate, narration_guard,
+    narrowing_discards_outside, paging, paging_drift, paging_overlap, paging_expired,
+    aggregate, narration_guard,
 ]);
 flows!(py_text: Kind::PyText => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
@@ -1414,6 +1519,12 @@ mod shapes {
             .unwrap_or_else(|e| panic!("{tool}: {e}"))
     }
 
+    fn next_cursor_args(m: &Map<String, Value>) -> Map<String, Value> {
+        let mut next = obj(json!({"floor": 4, "limit": 3}));
+        next.insert("cursor".into(), m["next_cursor"].clone());
+        next
+    }
+
     #[tokio::test]
     #[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
     async fn typescript_sdk_server() {
@@ -1427,7 +1538,16 @@ mod shapes {
             .map(|t| t.name)
             .collect();
         names.sort();
-        assert_eq!(names, ["add_photo", "count_photos", "find_photos"]);
+        assert_eq!(
+            names,
+            [
+                "add_photo",
+                "count_photos",
+                "expire_cursors",
+                "find_photos",
+                "remove_photo"
+            ]
+        );
 
         let page = call(&client, "find_photos", json!({"floor": 4, "limit": 3})).await;
         assert!(!page.is_error);
@@ -1452,8 +1572,7 @@ mod shapes {
             ["text", "resource_link", "resource_link", "resource_link"]
         );
 
-        let mut next = obj(json!({"floor": 4, "limit": 3}));
-        next.insert("cursor".into(), m["next_cursor"].clone());
+        let next = next_cursor_args(&m);
         let page2 = client.call("find_photos", next).await.unwrap();
         let m2 = meta(&page2);
         assert_eq!(m2["total"], json!(198));
@@ -1461,6 +1580,15 @@ mod shapes {
             page2.structured.unwrap()["results"][0]["uid"],
             json!(floor_ids(4)[3])
         );
+        // An expired cursor is answered in band: text, isError false, no
+        // accounting, no structure.
+        let expired = next_cursor_args(&m);
+        call(&client, "expire_cursors", json!({})).await;
+        let stale = client.call("find_photos", expired).await.unwrap();
+        assert!(!stale.is_error);
+        assert!(stale.structured.is_none());
+        assert!(stale.meta.as_ref().is_none_or(|m| m.is_empty()));
+        assert!(stale.text().contains("expired"), "{}", stale.text());
 
         let bound = call(&client, "find_photos", json!({"floor": 3})).await;
         let m = meta(&bound);

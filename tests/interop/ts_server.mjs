@@ -19,7 +19,12 @@
 //   * an in-band failure: `archive: true` answers the text
 //     "upstream error 502: Bad Gateway from the photo archive" with
 //     isError false, no structuredContent and no _meta;
-//   * a mutation, `add_photo`, so the total can drift between two turns.
+//   * mutations, `add_photo` and `remove_photo`, so the total (or, with
+//     one of each, only the pages' positions) can drift between two turns;
+//   * cursors expire (`expire_cursors` ends every cursor issued so far),
+//     and an expired cursor is answered in band, like many a search API:
+//     a text asking to search again, isError false, no structuredContent
+//     and no _meta.
 //
 // The dataset is the one of py_text_server.py (see there).
 //
@@ -60,6 +65,8 @@ function makePhotos() {
 
 const PHOTOS = makePhotos();
 let added = 0;
+// Cursors carry the epoch they were issued in; `expire_cursors` moves it.
+let epoch = 0;
 
 function matching({ floor, date_from, date_to, uids }) {
   const only = uids && uids.length <= UIDS_MAX ? new Set(uids) : null;
@@ -77,7 +84,8 @@ function searchKey({ floor, date_from, date_to, uids }) {
   return createHash('sha256').update(raw).digest('hex').slice(0, 12);
 }
 
-const encodeCursor = (offset, key) => Buffer.from(JSON.stringify({ o: offset, k: key })).toString('base64url');
+const encodeCursor = (offset, key) =>
+  Buffer.from(JSON.stringify({ o: offset, k: key, e: epoch })).toString('base64url');
 
 function decodeCursor(cursor, key) {
   let c;
@@ -88,6 +96,7 @@ function decodeCursor(cursor, key) {
   }
   if (!Number.isInteger(c?.o)) return { error: 'invalid cursor' };
   if (c.k !== key) return { error: 'the cursor belongs to another search' };
+  if (c.e !== epoch) return { expired: true };
   return { offset: c.o };
 }
 
@@ -126,6 +135,9 @@ function buildServer() {
       if (args.cursor) {
         const c = decodeCursor(args.cursor, key);
         if (c.error) return toolError(c.error);
+        if (c.expired) {
+          return { content: [{ type: 'text', text: 'This search has expired. Please run it again from the start.' }] };
+        }
         offset = c.offset;
       }
       const hits = matching(args);
@@ -186,6 +198,32 @@ function buildServer() {
       const uid = `P${pad(floor, 2)}-0000-${added}`;
       PHOTOS.push({ uid, floor, captured_at });
       return { content: [{ type: 'text', text: `added ${uid}` }] };
+    },
+  );
+
+  server.registerTool(
+    'remove_photo',
+    {
+      description: 'Delete a photo by uid.',
+      inputSchema: { uid: z.string() },
+    },
+    async ({ uid }) => {
+      const at = PHOTOS.findIndex((p) => p.uid === uid);
+      if (at < 0) return toolError(`no photo ${uid}`);
+      PHOTOS.splice(at, 1);
+      return { content: [{ type: 'text', text: `removed ${uid}` }] };
+    },
+  );
+
+  server.registerTool(
+    'expire_cursors',
+    {
+      description: 'End every cursor issued so far (as a search backend does after a while).',
+      inputSchema: {},
+    },
+    async () => {
+      epoch += 1;
+      return { content: [{ type: 'text', text: `cursors before epoch ${epoch} expired` }] };
     },
   );
 
