@@ -17,6 +17,7 @@ pub mod admission;
 pub mod anchors;
 pub mod approval;
 pub mod capability;
+pub mod continuation;
 pub mod contracts;
 pub mod digest;
 pub mod emptiness;

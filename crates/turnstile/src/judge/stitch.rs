@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::accounting::Accounting;
-use super::narrowing::PageMark;
+use super::continuation::PageMark;
 use super::result::Reading;
 use crate::fsm::Violation;
 use crate::protocols::paging::{Paging, PagingEffect, PagingEvent, PagingState};

@@ -172,7 +172,7 @@ impl Turn<'_> {
                 .dirty
                 .push((format!("paging#{n}"), stitcher.snapshot()));
             telemetry::record(stitcher.snapshot());
-            stitcher.finish()
+            Box::new(stitcher.finish())
         });
         let digest = Digest::failed(&call.tool, "not judged yet");
         Ok(Outcome::Returned {

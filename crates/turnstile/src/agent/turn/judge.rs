@@ -66,7 +66,7 @@ impl Turn<'_> {
                     first: &first,
                     reading: &reading,
                     ids_param: ids_param.as_deref(),
-                    stitched: stitched.as_ref(),
+                    stitched: stitched.as_deref(),
                     scope: scoped.as_deref(),
                     limit_sentinel: self.agent.limits.limit_sentinel,
                     digest: self.agent.limits.digest,

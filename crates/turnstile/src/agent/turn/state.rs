@@ -40,7 +40,7 @@ pub(super) enum Outcome {
         first: Box<ToolOutput>,
         /// The first page as read with the tool's contract.
         reading: Box<Reading>,
-        stitched: Option<Stitched>,
+        stitched: Option<Box<Stitched>>,
     },
 }
 
