@@ -321,7 +321,8 @@ async fn show_more_extends_the_same_card_in_chromium() {
 /// A continuation that finds the data changed (the demo's `CursorDrift`:
 /// 613 → 616 between turns) appends nothing: the same card keeps its 10
 /// rows, its count line and grade are lowered, its button is gone, and the
-/// turn says why; a reload shows the same.
+/// turn says why; a reload shows the same. The browser asks for Korean:
+/// the button and the message it sends read "더 보기".
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn a_drifted_continuation_lowers_the_card_in_chromium() {
