@@ -18,6 +18,9 @@
 //!   schemes text. Driven by tests/browser/export.mjs.
 //! - An approval card approved once in the browser. Driven by
 //!   tests/browser/approval.mjs.
+//! - "Show more": a listing card extended in place by its continuations,
+//!   or lowered by one that found the data changed, live and after a
+//!   reload. Driven by tests/browser/show_more.mjs.
 //!
 //! Needs `chromium` (`TURNSTILE_CHROMIUM`) and `node` 20+ (`NODE`), so every
 //! test is `#[ignore = "needs Chromium and node: …"]`; run with
@@ -293,6 +296,45 @@ async fn an_approval_card_approves_once_in_chromium() {
         .await;
     let base = format!("{}/", s.base);
     drive(&browser, "tests/browser/approval.mjs", &[&base]).await;
+    s.pass();
+}
+
+/// "Show more" in the page: "show photos of floor 3" shows 10 of exactly
+/// 613; each click on the card's button appends the next 10 rows to the
+/// same card and its count line follows (20, then 30), one button stays,
+/// no row repeats; a reload renders the card with all 30 rows. Driven by
+/// tests/browser/show_more.mjs.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn show_more_extends_the_same_card_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    drive(&browser, "tests/browser/show_more.mjs", &["pages", &base]).await;
+    s.pass();
+}
+
+/// A continuation that finds the data changed (the demo's `CursorDrift`:
+/// 613 → 616 between turns) appends nothing: the same card keeps its 10
+/// rows, its count line and grade are lowered, its button is gone, and the
+/// turn says why; a reload shows the same. The browser asks for Korean:
+/// the button and the message it sends read "더 보기".
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_drifted_continuation_lowers_the_card_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .faults(vec![turnstile_demo::Fault::CursorDrift])
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    drive(&browser, "tests/browser/show_more.mjs", &["drift", &base]).await;
     s.pass();
 }
 
