@@ -892,6 +892,35 @@ mod tests {
         );
     }
 
+    /// A continuation's rows are numbered after the ones its listing
+    /// printed before, and a listing that can go on prints the command that
+    /// shows more of it.
+    #[test]
+    fn a_continuation_follows_the_list_above() {
+        let card: Citation = serde_json::from_value(json!({
+            "source": "search_photos",
+            "items": [{"id": "P-11", "label": "PANO-11", "floor": 3, "captured_at": "d"}],
+            "displayed": 11, "total": 613, "total_is_lower_bound": false, "has_more": true,
+            "grade": "EXACT", "complete": false, "narrowed": false,
+            "listing": "turn#1", "shown_before": 10, "more": true,
+        }))
+        .unwrap();
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        p.resume = Some(ResumeHint {
+            cmd: "turnstile".into(),
+            url: "http://127.0.0.1:8080".into(),
+            thread: "t1".into(),
+        });
+        p.frame(&Frame::Citation(card)).unwrap();
+        p.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(p.out).unwrap(),
+            "▣ search_photos — 11 shown of exactly 613 [EXACT] · the list above, continued: item 11\n    \
+             PANO-11 · floor 3 · d · \n    \
+             ⋯ more: turnstile chat http://127.0.0.1:8080 --thread t1 --more\n"
+        );
+    }
+
     /// A delivered capability is printed whole on a line of its own, with
     /// its name and expiry, after the message that carries it.
     #[test]

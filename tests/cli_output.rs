@@ -121,7 +121,15 @@ async fn chat_prints_whole_lines_the_thread_line_included() {
         !stderr.contains(thread),
         "the thread id belongs on stdout:\n{stderr}"
     );
-    let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("    ")).collect();
+    // The card's "show more" is one whole line: the command, ending with
+    // the thread and `--more`.
+    let more = format!("--thread {thread} --more");
+    let (hints, rows): (Vec<&&str>, Vec<&&str>) = lines
+        .iter()
+        .filter(|l| l.starts_with("    "))
+        .partition(|l| l.starts_with("    ⋯ more: "));
+    assert_eq!(hints.len(), 1, "{stdout}");
+    assert!(hints[0].ends_with(&more), "{stdout}");
     assert!(!rows.is_empty(), "a card with rows:\n{stdout}");
     for row in rows {
         assert!(row.contains(" · floor "), "a whole card row: {row:?}");

@@ -22,8 +22,10 @@
 //!
 //! Flows (one test per server and flow, `<server>::<flow>`): counted
 //! listing, lower bound, accounted zero (the SQLite server: an empty result,
-//! which is not an accounted zero), in-band failure, narrowing, paging
-//! across turns (and drift between them) and the single-value aggregate;
+//! which is not an accounted zero), in-band failure, narrowing, "show more"
+//! across turns (the model calls `show_more_results`, code continues from
+//! the stored cursor; drift between turns by the total and by repeated ids;
+//! an expired cursor answered in band) and the single-value aggregate;
 //! on the Python SDK text server also human approval and an export whose
 //! capability link code delivers (issue 18: a second terminal flow, its own
 //! path template and token parameter, declared in the config alone; see

@@ -58,6 +58,22 @@ fn threads() -> Vec<Vec<(&'static str, Option<Value>)>> {
         )],
         // Without the floor: a counter-question, nothing searched.
         alone("show quality issues on this floor"),
+        // "Show more", continued from the stored cursor (under the cursor
+        // faults: drifted, or rejected in band), then past its end.
+        vec![
+            ("show photos of floor 3", None),
+            ("show more", None),
+            ("더 보여줘", None),
+            ("show more", None),
+        ],
+        vec![
+            ("list all panoramas on floor 3", None),
+            ("show more", None),
+            ("show more", None),
+            ("show more", None),
+        ],
+        // Nothing to continue: code says so, nothing searched.
+        alone("show more"),
         alone("이 층 품질 지적사항 보여줘"),
         // A follow-up on a fresh thread: nothing to narrow.
         alone("only those from April"),
@@ -181,6 +197,24 @@ fn searched_everything_after_a_failed_call_is_caught() {
         ),
         (failed[0].clone(), Lang::En),
         (failed[0].clone(), Lang::Ko),
+        (Anchor::NothingToContinue { shown: false }, Lang::En),
+        (Anchor::NothingToContinue { shown: false }, Lang::Ko),
+        (Anchor::NothingToContinue { shown: true }, Lang::En),
+        (Anchor::NothingToContinue { shown: true }, Lang::Ko),
+        (Anchor::ContinuationCapped { shown: 1000 }, Lang::En),
+        (Anchor::ContinuationCapped { shown: 1000 }, Lang::Ko),
+        (
+            Anchor::CursorRejected {
+                tool: "search_photos".into(),
+            },
+            Lang::En,
+        ),
+        (
+            Anchor::CursorRejected {
+                tool: "search_photos".into(),
+            },
+            Lang::Ko,
+        ),
     ] {
         let text = turnstile::judge::sentences::sentence(&anchor, lang == Lang::Ko);
         let anchors = [anchor.clone()];

@@ -116,6 +116,22 @@ async fn show_more_three_times_continues_the_same_listing() {
 #[tokio::test]
 async fn the_more_marker_continues_and_the_cards_are_stored() {
     let s = TestServer::builder().start().await;
+    the_more_marker_continues_on(s).await;
+}
+
+/// The same on PostgreSQL: the mark is read back through the thread's
+/// population pointer of the other store.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn the_more_marker_continues_on_postgres() {
+    let s = TestServer::builder()
+        .database(&common::needs::postgres())
+        .start()
+        .await;
+    the_more_marker_continues_on(s).await;
+}
+
+async fn the_more_marker_continues_on(s: TestServer) {
     let t = s.new_thread().await;
     let first = s.say(&t, "show photos of floor 3").await;
     let listing = one(&first).listing.clone().unwrap();
