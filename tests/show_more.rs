@@ -125,7 +125,7 @@ async fn the_more_marker_continues_and_the_cards_are_stored() {
 #[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
 async fn the_more_marker_continues_on_postgres() {
     let s = TestServer::builder()
-        .database(&common::needs::postgres())
+        .database(common::needs::postgres())
         .start()
         .await;
     the_more_marker_continues_on(s).await;
