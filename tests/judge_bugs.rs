@@ -268,3 +268,130 @@ fn an_accounted_zero_with_nothing_delivered_is_still_none() {
         ("EXACT", Some(0), true)
     );
 }
+
+// ---------------------------------------------------------------------------
+// Review findings of issue 21 ("show more"): a continuation judged as the
+// pure code it is.
+
+/// The mark a first page of 10 (P-0..P-9, exactly 651) leaves.
+fn mark_after_first_page() -> turnstile::judge::narrowing::PageMark {
+    let first = page(
+        0..10,
+        json!({"returned": 10, "total": 651, "has_more": true, "next_cursor": "c1"}),
+    );
+    let j = judge(&first, None, None);
+    j.population
+        .and_then(|p| p.page)
+        .expect("a listing with a cursor can be continued")
+}
+
+fn resumed(mark: &turnstile::judge::narrowing::PageMark, pages: &[ToolOutput]) -> Stitched {
+    let bound = TableSet::builtin().unwrap().bound::<Paging>().unwrap();
+    let mut s = Stitcher::new(&bound, 5);
+    s.resume(mark).unwrap();
+    for p in pages {
+        if s.push(&Reading::of(p, None)).unwrap().is_none() {
+            break;
+        }
+    }
+    s.finish()
+}
+
+/// A stitched continuation whose *later* page drifts keeps its first page,
+/// which was checked against everything shown: the anomaly is the stitch's,
+/// the verified page is not thrown away, and the total is counted from the
+/// listing's first page — never the sum, never "all".
+#[test]
+fn a_later_page_of_a_continuation_drifting_keeps_the_verified_page() {
+    let mark = mark_after_first_page();
+    assert_eq!((mark.shown, mark.pages), (10, 1));
+    let p2 = page(
+        10..20,
+        json!({"returned": 10, "total": 651, "has_more": true, "next_cursor": "c2"}),
+    );
+    // Page 3 repeats P-15.. (rows shifted under the cursor), same total.
+    let p3 = page(
+        15..25,
+        json!({"returned": 10, "total": 651, "has_more": true, "next_cursor": "c3"}),
+    );
+    let s = resumed(&mark, &[p2.clone(), p3]);
+    assert!(!s.nothing_continued, "page 2 continued the listing");
+    assert_eq!(s.end, StitchEnd::Abandoned);
+    assert_eq!(s.items.len(), 10, "page 2 stands alone");
+    let j = judge(&p2, Some(&s), None);
+    let card = j.card.unwrap();
+    assert_eq!((card.displayed, card.total), (20, Some(651)), "{card:?}");
+    assert_eq!(card.shown_before, Some(10));
+    assert!(!card.complete && !card.more);
+    assert!(j
+        .anchors
+        .iter()
+        .any(|a| matches!(a, Anchor::StitchAbandoned { .. })));
+    assert!(
+        j.population.unwrap().page.is_none(),
+        "no further continuation"
+    );
+}
+
+/// A continued page whose call failed (a transport error) says nothing of
+/// the cursor: nothing is added, and the listing can be asked for again
+/// from where it stopped (paging row `cursor-failed`, effect `keep-shown`).
+#[test]
+fn a_failed_continued_call_keeps_the_listing_where_it_stopped() {
+    let mark = mark_after_first_page();
+    let bound = TableSet::builtin().unwrap().bound::<Paging>().unwrap();
+    let mut s = Stitcher::new(&bound, 5);
+    s.resume(&mark).unwrap();
+    s.page_failed("timeout").unwrap();
+    assert_eq!(s.snapshot().trace, ["continue-shown", "cursor-failed"]);
+    let s = s.finish();
+    assert!(s.nothing_continued && s.keep_shown && !s.cursor_rejected);
+    let dummy = page(0..0, json!({}));
+    let j = judge(&dummy, Some(&s), None);
+    assert!(j
+        .anchors
+        .iter()
+        .any(|a| matches!(a, Anchor::ToolFailed { .. })));
+    let card = j.card.unwrap();
+    assert!(card.items.is_empty());
+    assert_eq!((card.displayed, card.grade.as_str()), (10, "EXACT"));
+    assert_eq!(
+        j.population.unwrap().page,
+        Some(mark),
+        "asked again from c1"
+    );
+}
+
+/// A listing whose rows carry no ids (text blocks beside the accounting)
+/// cannot be held to I-b: it offers no "show more".
+#[test]
+fn rows_without_ids_are_not_continued() {
+    let text_rows = ToolOutput::from_value(&json!({
+        "content": [{"type": "text", "text": "row 1"}, {"type": "text", "text": "row 2"}],
+        "_meta": {"returned": 2, "total": 651, "has_more": true, "next_cursor": "c1"},
+    }));
+    let j = judge(&text_rows, None, None);
+    let card = j.card.unwrap();
+    assert_eq!((card.displayed, card.total), (2, Some(651)), "{card:?}");
+    assert!(j.population.and_then(|p| p.page).is_none());
+}
+
+/// Pages that together delivered more than an exact total claims: the
+/// total is contradicted by them, never "30 shown of exactly 25".
+#[test]
+fn a_continuation_past_an_exact_total_drops_it() {
+    let first = page(
+        0..10,
+        json!({"returned": 10, "total": 15, "has_more": true, "next_cursor": "c1"}),
+    );
+    let mark = judge(&first, None, None).population.unwrap().page.unwrap();
+    let p2 = page(
+        10..20,
+        json!({"returned": 10, "total": 15, "has_more": false}),
+    );
+    let s = resumed(&mark, std::slice::from_ref(&p2));
+    let card = judge(&p2, Some(&s), None).card.unwrap();
+    assert_eq!(card.displayed, 20);
+    assert_ne!(card.grade, "EXACT", "{card:?}");
+    assert!(!card.complete, "{card:?}");
+}

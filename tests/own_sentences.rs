@@ -179,6 +179,19 @@ fn searched_everything_after_a_failed_call_is_caught() {
         piece.replaced.map(|r| r.row_id).as_deref(),
         Some("search-claimed-without-result")
     );
+    // "More of that list cannot be fetched" is no right to say nothing
+    // more exists: more may.
+    let cannot = [Anchor::NothingToContinue { shown: true }];
+    for (lang, sentence) in [
+        (Lang::En, "There are none."),
+        (Lang::Ko, "해당하는 항목이 없습니다."),
+    ] {
+        let piece = guard(&cannot, lang).judge(sentence.to_string());
+        assert!(
+            piece.replaced.is_some(),
+            "{sentence:?} passed after a refused show more"
+        );
+    }
     // The code's sentences for a turn that searched nothing pass it.
     for (anchor, lang) in [
         (Anchor::NothingToNarrow, Lang::En),

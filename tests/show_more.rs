@@ -66,7 +66,22 @@ async fn show_more_three_times_continues_the_same_listing() {
     assert_eq!(seen.len(), 10);
 
     for (n, text) in ["show more", "더 보여줘", "show more"].iter().enumerate() {
+        let before_turn = fake.requests().len();
         let frames = s.say(&t, text).await;
+        // One planning round (the model's "more") and one answer: no
+        // planner is asked to search again after the continuation.
+        let roles: Vec<_> = fake.requests()[before_turn..]
+            .iter()
+            .map(|r| r.role)
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                common::fake_openai::Role::Planner,
+                common::fake_openai::Role::Responder
+            ],
+            "{text}"
+        );
         let shown = stable(&frames);
         let c = one(&frames);
         let before = 10 * (n as u64 + 1);
@@ -199,7 +214,7 @@ async fn drift_between_turns_stops_the_continuation() {
     assert!(citations(&again).is_empty());
     assert_eq!(s.demo.as_ref().unwrap().search_calls(), calls);
     assert!(
-        answer(&again).contains("no further page"),
+        answer(&again).contains("cannot fetch more of that list"),
         "{}",
         answer(&again)
     );
@@ -291,7 +306,7 @@ async fn show_more_without_a_listing_says_so() {
     let frames = s.turn(&t, json!({"text": "show more", "more": true})).await;
     assert!(common::frames::tool_calls(&frames).is_empty());
     assert!(
-        answer(&frames).contains("no earlier list"),
+        answer(&frames).contains("showed no list to show more of"),
         "{}",
         answer(&frames)
     );

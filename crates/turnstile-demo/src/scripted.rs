@@ -314,7 +314,6 @@ fn is_export(text: &str) -> bool {
     )
 }
 
-/// "show me the link again" / "링크 다시 보여줘".
 /// "show more", "next page", "더 보여줘": more of the list shown last.
 fn is_show_more(text: &str) -> bool {
     let t = text.trim().to_lowercase();
@@ -331,6 +330,7 @@ fn is_show_more(text: &str) -> bool {
     ) || matches!(t.trim_end_matches(['.', '!', '?']), "more" | "more please")
 }
 
+/// "show me the link again" / "링크 다시 보여줘".
 fn is_link_again(text: &str) -> bool {
     has_any(text, &["link", "링크"]) && !is_export(text)
 }

@@ -132,8 +132,10 @@ impl Licences {
                 }
                 // The judge itself says there was nothing earlier to narrow;
                 // the export table, that there is no live link to show.
+                // (Not "more of that list cannot be fetched": more may
+                // exist.)
                 Anchor::NothingToNarrow
-                | Anchor::NothingToContinue { .. }
+                | Anchor::NothingToContinue { shown: false }
                 | Anchor::LinkUnavailable { .. } => l.accounted_zero = true,
                 Anchor::Record { id, .. } => {
                     // One record: "one record" is its count.

@@ -218,10 +218,10 @@ impl Anchor {
                 "[{tool}] The server did not continue the earlier list from where it stopped, so no new page is shown and the list cannot be continued. Say so; describe and count nothing new."
             ),
             Anchor::NothingToContinue { shown: false } => {
-                "There is no earlier list in this conversation to show more of, and nothing was searched: say so and ask what to search for.".into()
+                "The previous answer showed no list to show more of, and nothing was searched: say so and ask what to search for.".into()
             }
             Anchor::NothingToContinue { shown: true } => {
-                "The earlier list has no further page that can be fetched, and nothing was searched: say so; state no count.".into()
+                "More of the previous list cannot be fetched from where it stopped, and nothing was searched: say so and offer a new search; state no count and do not say nothing more exists.".into()
             }
             Anchor::ContinuationCapped { shown } => format!(
                 "The earlier list already showed {shown} items, the most one list is continued to, so nothing more was fetched: say so, and suggest a narrower search."

@@ -94,10 +94,7 @@ pub fn judge(input: Input<'_>, gate: &mut Gate) -> Judgement {
     // it (the data moved, or the server did not take the stored cursor):
     // its page is not a continuation of what the user saw, and whatever it
     // holds is not shown as one.
-    if let Some(s) = input
-        .stitched
-        .filter(|s| s.resumed && s.end == StitchEnd::Abandoned)
-    {
+    if let Some(s) = input.stitched.filter(|s| s.resumed && s.nothing_continued) {
         return drifted(&input, s);
     }
     // A single-value aggregate needs no card: it is carried by a figure.
@@ -210,11 +207,16 @@ fn drifted(input: &Input<'_>, s: &Stitched) -> Judgement {
         tool,
         format!("next page discarded: {anomaly}"),
     ));
-    j.anchors.push(match s.cursor_rejected {
-        true => Anchor::CursorRejected {
+    j.anchors.push(if s.keep_shown {
+        Anchor::ToolFailed {
             tool: tool.to_string(),
-        },
-        false => Anchor::ContinuationDrifted { anomaly },
+        }
+    } else if s.cursor_rejected {
+        Anchor::CursorRejected {
+            tool: tool.to_string(),
+        }
+    } else {
+        Anchor::ContinuationDrifted { anomaly }
     });
     let Some(prior) = &s.prior else {
         return j;
@@ -224,9 +226,13 @@ fn drifted(input: &Input<'_>, s: &Stitched) -> Judgement {
     if s.contradicted {
         grade::contradicted(&mut count);
     }
-    // What the user saw stays the population a follow-up narrows; it can
-    // no longer be continued.
-    let population = Scope::new(tool, input.args);
+    // What the user saw stays the population a follow-up narrows. It can
+    // be continued again only when the call failed (`keep-shown`): a
+    // failure says nothing of the cursor.
+    let mut population = Scope::new(tool, input.args);
+    if s.keep_shown {
+        population.page = Some(prior.clone());
+    }
     j.population = Some(population);
     j.card = Some(wire::Citation {
         source: tool.to_string(),
@@ -269,6 +275,12 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
     let prior = input.stitched.and_then(|s| s.prior.as_ref());
     if let Some(p) = prior {
         count.displayed += p.shown();
+        // An exact total below what the pages delivered is contradicted by
+        // them, as `grade` treats one page's delivery.
+        if count.grade == CountGrade::Exact && count.total.is_some_and(|t| t < count.displayed) {
+            count.grade = CountGrade::Shown;
+            count.total = None;
+        }
         count.complete = count.grade == CountGrade::Exact
             && !count.has_more
             && count.total == Some(count.displayed);
@@ -330,6 +342,7 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
         j.anchors.push(count_anchor(tool, emptiness, &count));
         let shown = narrowing::Shown {
             prior,
+            displayed: count.displayed,
             pages: input.stitched.map_or(1, |s| s.pages),
             narrowed: narrowed(&input),
             call_args: input.args,

@@ -50,6 +50,8 @@ pub struct IdScope {
 pub struct Shown<'a> {
     /// Everything shown before this turn, when this turn continued it.
     pub prior: Option<&'a PageMark>,
+    /// Items shown so far, this turn's included.
+    pub displayed: u64,
     /// Pages this turn fetched.
     pub pages: usize,
     pub narrowed: bool,
@@ -185,8 +187,15 @@ impl Scope {
             .filter(|a| a.has_more && !abandoned)
             .zip(cursor)
             .and_then(|(a, cursor)| {
+                // Every row this turn showed must have an id, or a next page
+                // could repeat it unseen (I-b): pages whose rows carry no
+                // structure are not continued.
+                let page_ids = ids_of(items, field)?;
+                if (page_ids.len() as u64) < shown.displayed.saturating_sub(prior_shown) {
+                    return None;
+                }
                 let mut ids = prior_ids;
-                ids.extend(ids_of(items, field)?);
+                ids.extend(page_ids);
                 // Past the bound, the mark says so instead of holding them:
                 // a continuation is never checked against less than all.
                 let full = ids.len() > MAX_SCOPE_IDS;
@@ -201,7 +210,7 @@ impl Scope {
                     ids,
                     field: field.to_string(),
                     args: Some(args),
-                    shown: prior_shown + items.len() as u64,
+                    shown: shown.displayed,
                     pages: shown.prior.map_or(0, |p| p.pages) + shown.pages.max(1),
                     listing: shown.prior.and_then(|p| p.listing.clone()),
                     narrowed: shown.narrowed,

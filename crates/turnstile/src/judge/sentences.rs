@@ -95,10 +95,10 @@ fn english(anchor: &Anchor) -> String {
             "The server did not continue the list from where it stopped, so no new page is shown. Shall I search again?".into()
         }
         Anchor::NothingToContinue { shown: false } => {
-            "There is no earlier list in this conversation to show more of. What should I search for?".into()
+            "My previous answer showed no list to show more of. What should I search for?".into()
         }
         Anchor::NothingToContinue { shown: true } => {
-            "The earlier list has no further page I can fetch.".into()
+            "I cannot fetch more of that list from where it stopped; a new search can.".into()
         }
         Anchor::ContinuationCapped { shown } => format!(
             "This list already showed {shown} items, the most I continue one list to; a narrower search can reach the rest."
@@ -209,10 +209,10 @@ fn korean_sentence(anchor: &Anchor) -> String {
             "서버가 목록을 멈춘 곳부터 이어서 주지 않아 새 페이지는 표시하지 않았습니다. 다시 검색할까요?".into()
         }
         Anchor::NothingToContinue { shown: false } => {
-            "이 대화에는 더 볼 이전 목록이 없습니다. 무엇을 검색할까요?".into()
+            "이전 답변에는 더 보여 드릴 목록이 없었습니다. 무엇을 검색할까요?".into()
         }
         Anchor::NothingToContinue { shown: true } => {
-            "이전 목록에는 더 가져올 수 있는 페이지가 없습니다.".into()
+            "그 목록은 멈춘 곳부터 더 가져올 수 없습니다. 새로 검색하면 볼 수 있습니다.".into()
         }
         Anchor::ContinuationCapped { shown } => format!(
             "이 목록은 이미 {shown}건을 보여 드려 한 목록을 이어 보는 최대치에 이르렀습니다. 더 좁혀 검색하면 나머지를 볼 수 있습니다."

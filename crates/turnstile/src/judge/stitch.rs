@@ -85,6 +85,14 @@ pub struct Stitched {
     /// The server did not take the stored cursor (paging effect
     /// `reject-cursor`): nothing new, and the listing cannot go on.
     pub cursor_rejected: bool,
+    /// A continuation whose first page was not taken (drifted, rejected or
+    /// failed): nothing of this turn is shown. A later page's anomaly
+    /// leaves the continuation's first page standing, as a stitch's first
+    /// page stands within one turn.
+    pub nothing_continued: bool,
+    /// The continued page's call failed (paging effect `keep-shown`): the
+    /// listing stays where it stopped, and may be asked for again.
+    pub keep_shown: bool,
     /// The last kept page's cursor: where a later turn may continue.
     pub next_cursor: Option<String>,
     /// The server contradicted the first page's total (the table's
@@ -114,6 +122,11 @@ pub struct Stitcher {
     /// What earlier turns showed of the listing ([`Stitcher::resume`]).
     prior: Option<PageMark>,
     cursor_rejected: bool,
+    /// The continuation's first page was not taken: nothing continued.
+    nothing_continued: bool,
+    /// The table's `keep-shown`: nothing was added, and the listing may be
+    /// asked for again from where it stopped.
+    keep_shown: bool,
     /// The table discarded the stitch because the server contradicted its
     /// first page's total.
     contradicted: bool,
@@ -136,6 +149,8 @@ impl Stitcher {
             id_field: "id".into(),
             prior: None,
             cursor_rejected: false,
+            nothing_continued: false,
+            keep_shown: false,
             contradicted: false,
         }
     }
@@ -220,11 +235,18 @@ impl Stitcher {
         let event = self.classify(acc.as_ref(), &items);
         if self.pages == 0 {
             // The first page is what an abandoned stitch falls back to, so it
-            // is kept whatever the table decides about stitching.
-            self.first = acc.clone();
+            // is kept whatever the table decides about stitching. A
+            // continuation's reference stays the listing's first page.
+            if self.prior.is_none() {
+                self.first = acc.clone();
+            }
             self.first_items = items.clone();
         }
+        let from = self.machine.state();
         let step = self.machine.fire(event)?;
+        if from == PagingState::Continuing && self.machine.state() == PagingState::Abandoned {
+            self.nothing_continued = true;
+        }
         self.pages += 1;
         let returned = (items.len() as u64).max(acc.as_ref().map_or(0, |a| a.returned));
         match step.effect {
@@ -235,6 +257,7 @@ impl Stitcher {
             Some(PagingEffect::DiscardContradicted) => self.contradicted = true,
             Some(PagingEffect::RejectCursor) => self.cursor_rejected = true,
             Some(PagingEffect::DiscardStitch)
+            | Some(PagingEffect::KeepShown)
             | Some(PagingEffect::ResumeListing)
             | Some(PagingEffect::StopAtCap)
             | Some(PagingEffect::StopFollowing)
@@ -271,9 +294,15 @@ impl Stitcher {
     /// A later page's call failed (`kind` names how, never the text): the
     /// table's `page_failed` row. The first page stands alone.
     pub fn page_failed(&mut self, kind: &str) -> Result<(), Box<Violation>> {
+        let from = self.machine.state();
         let step = self.machine.fire(PagingEvent::PageFailed)?;
-        if step.effect == Some(PagingEffect::RejectCursor) {
-            self.cursor_rejected = true;
+        if from == PagingState::Continuing {
+            self.nothing_continued = true;
+        }
+        match step.effect {
+            Some(PagingEffect::RejectCursor) => self.cursor_rejected = true,
+            Some(PagingEffect::KeepShown) => self.keep_shown = true,
+            _ => {}
         }
         self.anomaly = Some(Anomaly::PageFailed {
             error: kind.to_string(),
@@ -323,6 +352,8 @@ impl Stitcher {
             resumed: self.prior.is_some(),
             prior: self.prior,
             cursor_rejected: self.cursor_rejected,
+            nothing_continued: self.nothing_continued,
+            keep_shown: self.keep_shown,
             contradicted: self.contradicted,
             next_cursor: match end {
                 StitchEnd::Abandoned => None,

@@ -47,6 +47,9 @@ crate::names! {
         /// The server did not take the stored cursor: nothing is appended,
         /// and the listing cannot be continued.
         RejectCursor = "reject-cursor",
+        /// The continued page's call failed: nothing is appended, and the
+        /// listing stays where it stopped, to be asked for again.
+        KeepShown = "keep-shown",
     }
 }
 

@@ -95,8 +95,8 @@ pub struct Citation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_before: Option<u64>,
     /// The listing can be continued from its stored cursor ("show more"
-    /// is offered): more exists, a cursor was kept, and the page cap is not
-    /// reached.
+    /// is offered): more exists, a cursor was kept, and the ids shown still
+    /// fit the check a next page is held to.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub more: bool,
 }

@@ -146,7 +146,7 @@ impl Turn<'_> {
     /// Names the listing a card shows (a continuation keeps the name of
     /// the card it continues, so the page appends to it), keeps the name in
     /// the population's page mark, and offers "show more" when the listing
-    /// can be continued within the page cap.
+    /// can be continued.
     fn name_listing(&mut self, card: &mut wire::Citation, population: Option<&mut Scope>) {
         let name = card
             .listing

@@ -23,6 +23,13 @@ impl Turn<'_> {
     /// turn's answer.
     pub(super) async fn plan(&mut self) -> Result<TurnEvent, Stop> {
         self.cursor.step += 1;
+        // A continuation not sent in its round is not kept for a later one.
+        self.thread.continuing = None;
+        // "Show more" is one round: after it, the answer. A planner asked
+        // again would search page 1 anew and move the listing under it.
+        if self.cursor.continued {
+            return Ok(TurnEvent::Answered);
+        }
         // "Show more" sent as a marker (the page's button, `chat --more`):
         // the plan is the continuation, made by code; no model is asked
         // what the user meant.
@@ -182,6 +189,12 @@ impl Turn<'_> {
             }));
         }
         let tool = scope.tool.clone();
+        // A call held for approval goes out from a stored decision, where
+        // no paging machine waits: such a listing is not continued.
+        let roles = self.agent.roles.get(&tool);
+        if crate::judge::approval::hold_reason(roles, &self.agent.tools.trust(&tool)).is_some() {
+            return Ok(Some(Anchor::NothingToContinue { shown: true }));
+        }
         let args = mark.args.clone().unwrap_or_else(|| scope.args.clone());
         let mut stitcher = Stitcher::new(&self.agent.tables.paging, self.agent.limits.page_cap)
             .with_id_field(&mark.field);
@@ -195,7 +208,11 @@ impl Turn<'_> {
             args,
             invalid_args: None,
         }];
+        // The stored arguments are the listing's: nothing the model
+        // refers to is written into them.
         plan.narrows_previous = false;
+        plan.from_context.clear();
+        self.cursor.continued = true;
         self.thread.continuing = Some(Continuing {
             tool,
             mark,

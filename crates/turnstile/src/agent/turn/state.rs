@@ -78,6 +78,9 @@ pub(super) struct Cursor {
     /// The request came with the "show more" marker: this turn's plan is
     /// the continuation, made by code.
     pub(super) more: bool,
+    /// This turn continued a listing: its one round is the continuation,
+    /// and the next is the answer (no planner is asked to search again).
+    pub(super) continued: bool,
 }
 
 /// What ran: each step's call records, and the listing machines
