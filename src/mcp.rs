@@ -172,8 +172,9 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let options = ClientOptions {
         call_timeout: timeout,
         connect_timeout: timeout,
-        // One short session: nothing to probe.
+        // One short session: nothing to probe or watch.
         probe_after: None,
+        watch_every: None,
         ..ClientOptions::default()
     };
     let client = match ToolClient::connect_with(&target.spec(), options).await {

@@ -61,10 +61,12 @@ async fn demo_at(addr: SocketAddr, opts: DemoOptions) -> DemoServer {
         .expect("demo server starts")
 }
 
-/// Fast retries, no idle probe unless asked: each test shows one mechanism.
+/// Fast retries, no idle probe unless asked, no background watch: each test
+/// shows one mechanism.
 fn options(probe_after: Option<Duration>) -> ClientOptions {
     ClientOptions {
         probe_after,
+        watch_every: None,
         backoff_initial: Duration::from_millis(100),
         backoff_max: Duration::from_millis(400),
         connect_timeout: Duration::from_secs(10),
@@ -527,6 +529,117 @@ async fn turns_after_a_session_expiry() {
     );
     s.pass();
     demo.shutdown().await;
+}
+
+// ------------------------------------------------- the background watch --
+
+/// The server's own client options (the background watch on, at its
+/// default), with fast retries.
+fn watched() -> ClientOptions {
+    ClientOptions {
+        backoff_initial: Duration::from_millis(100),
+        backoff_max: Duration::from_millis(400),
+        ..ClientOptions::default()
+    }
+}
+
+/// Polls `/readyz` until it answers `status`; how long that took.
+async fn readyz_becomes(s: &TestServer, status: u16, within: Duration) -> Duration {
+    let from = Instant::now();
+    loop {
+        let (now, body) = s.get("/readyz").await;
+        if now == status {
+            return from.elapsed();
+        }
+        assert!(
+            from.elapsed() < within,
+            "/readyz still {now} after {within:?}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 22 §2, a restart between two turns: the tool server is replaced
+/// by a new process on the same port between two turns, seconds apart (far
+/// under the 30 s idle probe), and no tool is read-only. Before the watch,
+/// the next turn's search met the dead session and failed, not re-sent.
+/// Now the idle session is pinged in the background, the new server's 404
+/// re-initialises it, and the next turn's call goes out once on the fresh
+/// session.
+#[tokio::test]
+async fn a_restart_between_turns_costs_no_turn() {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let first = demo_at(loopback(), DemoOptions::default()).await;
+    let addr = first.addr();
+    let mut s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .demo(first)
+        .client(watched())
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    let safety = "show safety issues on floor 3";
+    assert!(has(&s.say(&thread, safety).await, FrameKind::Citation));
+
+    s.demo.take().unwrap().shutdown().await;
+    let second = demo_at(addr, DemoOptions::default()).await;
+    // Two watch intervals and a margin: the idle session is pinged.
+    tokio::time::sleep(WATCH_WAIT).await;
+    readyz_becomes(&s, 200, Duration::from_secs(5)).await;
+
+    let next = s.say(&thread, safety).await;
+    let results = tool_results(&next);
+    assert_eq!(results.len(), 1, "{:?}", kinds(&next));
+    assert!(results[0].ok, "the call met no stale session: {results:?}");
+    assert!(has(&next, FrameKind::Citation));
+    assert_eq!(second.search_calls(), 1, "the call went out once");
+    s.pass();
+    second.shutdown().await;
+}
+
+/// Time for the watch (every 2 s) to ping a session idle 2 s, with margin.
+const WATCH_WAIT: Duration = Duration::from_millis(4500);
+
+/// A tool server killed between turns: `/readyz` turns 503 within 5 s (no
+/// call needed to find out), a turn meanwhile gets `server_down` with
+/// nothing sent, and once a server listens again the connection comes back
+/// by itself and the next turn's call goes out once.
+#[tokio::test]
+async fn a_killed_tool_server_shows_in_readyz_within_seconds() {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let first = demo_at(loopback(), DemoOptions::default()).await;
+    let addr = first.addr();
+    let mut s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .demo(first)
+        .client(watched())
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    let safety = "show safety issues on floor 3";
+    assert!(has(&s.say(&thread, safety).await, FrameKind::Citation));
+    readyz_becomes(&s, 200, Duration::from_secs(1)).await;
+
+    s.demo.take().unwrap().shutdown().await;
+    let took = readyz_becomes(&s, 503, Duration::from_secs(5)).await;
+    eprintln!("/readyz said 503 {took:?} after the kill");
+    let (_, body) = s.get("/readyz").await;
+    assert_eq!(body["servers"][0]["state"], json!("Down"), "{body}");
+
+    let down = s.say(&thread, safety).await;
+    let results = tool_results(&down);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].summary, "server_down");
+
+    let back = demo_at(addr, DemoOptions::default()).await;
+    readyz_becomes(&s, 200, Duration::from_secs(5)).await;
+    let next = s.say(&thread, safety).await;
+    assert!(has(&next, FrameKind::Citation), "{:?}", kinds(&next));
+    assert_eq!(back.search_calls(), 1, "the call went out once");
+    s.pass();
+    back.shutdown().await;
 }
 
 // ------------------------------------------------------------------ stdio --

@@ -69,6 +69,11 @@ pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// restarted in a tight loop.
 const STABLE_AFTER: Duration = Duration::from_secs(10);
 
+/// Default interval at which an idle, Ready HTTP connection is pinged in the
+/// background, so a restarted or killed server is noticed (and the session
+/// re-initialised, or the connection marked Down) before a call meets it.
+pub const DEFAULT_WATCH_EVERY: Duration = Duration::from_secs(2);
+
 /// Longest wait for the answer to a probing `ping`.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -89,6 +94,12 @@ pub struct ClientOptions {
     /// A session idle this long is pinged before the next call (`None`:
     /// never).
     pub probe_after: Option<Duration>,
+    /// An HTTP session idle this long is pinged in the background, every
+    /// such interval, while the connection is Ready (`None`: never). A
+    /// failed ping is classified like a call's failure and fired, so a
+    /// restart costs no call and `/readyz` follows within seconds; a ping
+    /// that answers fires nothing.
+    pub watch_every: Option<Duration>,
     /// First delay before retrying a server that is down; doubled per
     /// failed attempt up to `backoff_max`.
     pub backoff_initial: Duration,
@@ -101,6 +112,7 @@ impl Default for ClientOptions {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             probe_after: Some(DEFAULT_PROBE_AFTER),
+            watch_every: Some(DEFAULT_WATCH_EVERY),
             backoff_initial: DEFAULT_BACKOFF_INITIAL,
             backoff_max: DEFAULT_BACKOFF_MAX,
         }
@@ -256,6 +268,11 @@ impl ToolClient {
             _stop: cancel.drop_guard(),
         };
         shared.first_attempt().await;
+        // A stdio child's exit is read from its pipe; an HTTP server's
+        // restart or death is only seen by asking.
+        if let (Some(every), false) = (options.watch_every, shared.is_stdio()) {
+            tokio::spawn(shared.clone().watch(every));
+        }
         Ok(client)
     }
 
@@ -800,6 +817,45 @@ impl Shared {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The background watch of an HTTP connection: every `every`, a Ready
+    /// session idle that long is pinged. A session the server no longer
+    /// knows (a restart: 404) is re-initialised now, and a server that does
+    /// not answer the connection (killed) sends the connection into the
+    /// reconnect loop (Down while it fails), so the next call finds a fresh
+    /// session or a clear `server_down`, never a stale one. Calls in
+    /// flight show liveness by themselves, so a busy session is not pinged.
+    async fn watch(self: Arc<Self>, every: Duration) {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = self.cancel.cancelled() => return,
+            }
+            let session = {
+                let inner = self.lock();
+                match (inner.machine.state(), &inner.session) {
+                    (ConnectionState::Ready, Some(s)) => s.clone(),
+                    _ => continue,
+                }
+            };
+            if session.idle() < every {
+                continue;
+            }
+            let failure = match session.ping(PROBE_TIMEOUT.min(every)).await {
+                Ok(()) => continue,
+                Err(f) => f,
+            };
+            // A server that answers the ping with an error is up (some do
+            // not implement ping); a timeout says nothing. Neither fires.
+            match self.event_for(&failure, false) {
+                Some(ConnectionEvent::CallOk) | None => {}
+                Some(event) => {
+                    tracing::info!(server = %self.spec.name, event = event.name(), "mcp watch: the connection changed while idle");
+                    self.report(&session, event);
+                }
+            }
         }
     }
 
