@@ -625,8 +625,17 @@ async fn a_killed_tool_server_shows_in_readyz_within_seconds() {
     s.demo.take().unwrap().shutdown().await;
     let took = readyz_becomes(&s, 503, Duration::from_secs(5)).await;
     eprintln!("/readyz said 503 {took:?} after the kill");
-    let (_, body) = s.get("/readyz").await;
-    assert_eq!(body["servers"][0]["state"], json!("Down"), "{body}");
+    // Reconnecting, then Down while nothing listens.
+    let from = Instant::now();
+    loop {
+        let (_, body) = s.get("/readyz").await;
+        match body["servers"][0]["state"].as_str() {
+            Some("Down") => break,
+            Some("Reconnecting") if from.elapsed() < Duration::from_secs(5) => {}
+            other => panic!("expected Down, got {other:?}: {body}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let down = s.say(&thread, safety).await;
     let results = tool_results(&down);
