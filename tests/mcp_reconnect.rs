@@ -543,6 +543,27 @@ fn watched() -> ClientOptions {
     }
 }
 
+const SAFETY: &str = "show safety issues on floor 3";
+
+/// A chat server with the watch on, over a demo tool server on a port a
+/// replacement can take, after one turn that searched: the server, the
+/// tool server's address, the thread, and the database's directory.
+async fn watched_after_one_turn() -> (TestServer, SocketAddr, String, tempfile::TempDir) {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let first = demo_at(loopback(), DemoOptions::default()).await;
+    let addr = first.addr();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .demo(first)
+        .client(watched())
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    assert!(has(&s.say(&thread, SAFETY).await, FrameKind::Citation));
+    (s, addr, thread, tmp)
+}
+
 /// Polls `/readyz` until it answers `status`; how long that took.
 async fn readyz_becomes(s: &TestServer, status: u16, within: Duration) -> Duration {
     let from = Instant::now();
@@ -568,19 +589,7 @@ async fn readyz_becomes(s: &TestServer, status: u16, within: Duration) -> Durati
 /// session.
 #[tokio::test]
 async fn a_restart_between_turns_costs_no_turn() {
-    init_tracing();
-    let tmp = tempfile::tempdir().unwrap();
-    let first = demo_at(loopback(), DemoOptions::default()).await;
-    let addr = first.addr();
-    let mut s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .demo(first)
-        .client(watched())
-        .start()
-        .await;
-    let thread = s.new_thread().await;
-    let safety = "show safety issues on floor 3";
-    assert!(has(&s.say(&thread, safety).await, FrameKind::Citation));
+    let (mut s, addr, thread, _tmp) = watched_after_one_turn().await;
 
     s.demo.take().unwrap().shutdown().await;
     let second = demo_at(addr, DemoOptions::default()).await;
@@ -588,7 +597,7 @@ async fn a_restart_between_turns_costs_no_turn() {
     tokio::time::sleep(WATCH_WAIT).await;
     readyz_becomes(&s, 200, Duration::from_secs(5)).await;
 
-    let next = s.say(&thread, safety).await;
+    let next = s.say(&thread, SAFETY).await;
     let results = tool_results(&next);
     assert_eq!(results.len(), 1, "{:?}", kinds(&next));
     assert!(results[0].ok, "the call met no stale session: {results:?}");
@@ -607,19 +616,7 @@ const WATCH_WAIT: Duration = Duration::from_millis(4500);
 /// by itself and the next turn's call goes out once.
 #[tokio::test]
 async fn a_killed_tool_server_shows_in_readyz_within_seconds() {
-    init_tracing();
-    let tmp = tempfile::tempdir().unwrap();
-    let first = demo_at(loopback(), DemoOptions::default()).await;
-    let addr = first.addr();
-    let mut s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .demo(first)
-        .client(watched())
-        .start()
-        .await;
-    let thread = s.new_thread().await;
-    let safety = "show safety issues on floor 3";
-    assert!(has(&s.say(&thread, safety).await, FrameKind::Citation));
+    let (mut s, addr, thread, _tmp) = watched_after_one_turn().await;
     readyz_becomes(&s, 200, Duration::from_secs(1)).await;
 
     s.demo.take().unwrap().shutdown().await;
@@ -637,14 +634,14 @@ async fn a_killed_tool_server_shows_in_readyz_within_seconds() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    let down = s.say(&thread, safety).await;
+    let down = s.say(&thread, SAFETY).await;
     let results = tool_results(&down);
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].summary, "server_down");
 
     let back = demo_at(addr, DemoOptions::default()).await;
     readyz_becomes(&s, 200, Duration::from_secs(5)).await;
-    let next = s.say(&thread, safety).await;
+    let next = s.say(&thread, SAFETY).await;
     assert!(has(&next, FrameKind::Citation), "{:?}", kinds(&next));
     assert_eq!(back.search_calls(), 1, "the call went out once");
     s.pass();
