@@ -492,9 +492,15 @@ async fn turns_after_a_session_expiry() {
         },
     )
     .await;
+    // The background watch would keep the sessions alive: this test shows
+    // the call meeting the expiry, then the learnt probe.
     let mut s = TestServer::builder()
         .database(&databases(&tmp)[0])
         .demo(demo)
+        .client(ClientOptions {
+            watch_every: None,
+            ..ClientOptions::default()
+        })
         .start()
         .await;
     let thread = s.new_thread().await;

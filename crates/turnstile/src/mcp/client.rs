@@ -840,7 +840,7 @@ impl Shared {
                     _ => continue,
                 }
             };
-            if session.idle() < every {
+            if session.busy() || session.idle() < every {
                 continue;
             }
             let failure = match session.ping(PROBE_TIMEOUT.min(every)).await {
@@ -861,6 +861,12 @@ impl Shared {
 
     /// A call met an expired session after `idle` without traffic.
     fn learn_expiry(&self, idle: Duration) {
+        // Under the watch no session stays idle past its interval, so an
+        // expiry met sooner is a restart the watch had not seen yet, not
+        // the server's session lifetime.
+        if self.options.watch_every.is_some_and(|w| idle < w) {
+            return;
+        }
         let mut inner = self.lock();
         let seen = inner.expired_idle.map_or(idle, |d| d.min(idle));
         if inner.expired_idle != Some(seen) {

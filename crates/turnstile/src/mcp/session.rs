@@ -139,8 +139,28 @@ pub(crate) struct Session {
     stopping: Arc<AtomicBool>,
     ended: tokio::sync::watch::Receiver<bool>,
     last_used: Mutex<Instant>,
+    /// Calls out on this session now: a busy session shows its liveness
+    /// by itself and is not pinged by the background watch.
+    in_flight: std::sync::atomic::AtomicUsize,
     /// The `Mcp-Session-Id` the server issued (HTTP; `None` for stdio).
     session_id: SessionIdCell,
+}
+
+/// Counts one call out on a session for as long as it lives (a call that
+/// times out or is dropped is counted off too).
+struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn new(n: &'a std::sync::atomic::AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        InFlight(n)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -350,6 +370,7 @@ impl Session {
             stopping,
             ended,
             last_used: Mutex::new(Instant::now()),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
             session_id,
         })
     }
@@ -366,6 +387,11 @@ impl Session {
             .lock()
             .map(|t| t.elapsed())
             .unwrap_or_default()
+    }
+
+    /// A call is out on this session.
+    pub(crate) fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) > 0
     }
 
     fn touch(&self) {
@@ -411,6 +437,7 @@ impl Session {
             meta.insert(SESSION_META.to_string(), Value::String(id.to_string()));
             params.meta = Some(meta);
         }
+        let _out = InFlight::new(&self.in_flight);
         self.touch();
         let outcome = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
         self.touch();
