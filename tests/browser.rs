@@ -81,6 +81,18 @@ async fn drive(browser: &Browser, script: &str, args: &[&str]) -> Output {
     out
 }
 
+/// Starts `server` on a database of its own and drives the page at its
+/// base URL with `script`, given `mode` before the URL.
+async fn drive_page(server: common::server::Builder, script: &str, mode: &[&str]) {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = server.database(&databases(&tmp)[0]).start().await;
+    let base = format!("{}/", s.base);
+    let args: Vec<&str> = mode.iter().copied().chain([base.as_str()]).collect();
+    drive(&browser, script, &args).await;
+    s.pass();
+}
+
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_chat_page_in_chromium() {
@@ -109,15 +121,7 @@ async fn the_chat_page_in_chromium() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_runs_under_its_csp_and_injected_script_does_not() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
-    let base = format!("{}/", s.base);
-    drive(&browser, "tests/browser/csp.mjs", &[&base]).await;
-    s.pass();
+    drive_page(TestServer::builder(), "tests/browser/csp.mjs", &[]).await;
 }
 
 /// The narration guard in the page: a model that lies on purpose (the
@@ -228,19 +232,11 @@ async fn the_export_flow_ends_at_a_download_button_in_chromium() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn a_link_the_model_wrote_is_never_a_download_button() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
     let model = Arc::new(turnstile_demo::lying::Lying::new(
         turnstile_demo::Scripted::demo(),
     ));
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .model(model)
-        .start()
-        .await;
-    let base = format!("{}/", s.base);
-    drive(&browser, "tests/browser/export.mjs", &["lying", &base]).await;
-    s.pass();
+    let server = TestServer::builder().model(model);
+    drive_page(server, "tests/browser/export.mjs", &["lying"]).await;
 }
 
 /// The page's link allowlist against hand-made streams: only a URL that its
@@ -288,15 +284,7 @@ async fn the_page_makes_buttons_only_of_listed_capabilities() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn an_approval_card_approves_once_in_chromium() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
-    let base = format!("{}/", s.base);
-    drive(&browser, "tests/browser/approval.mjs", &[&base]).await;
-    s.pass();
+    drive_page(TestServer::builder(), "tests/browser/approval.mjs", &[]).await;
 }
 
 /// "Show more" in the page: "show photos of floor 3" shows 10 of exactly
@@ -307,15 +295,12 @@ async fn an_approval_card_approves_once_in_chromium() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn show_more_extends_the_same_card_in_chromium() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
-    let base = format!("{}/", s.base);
-    drive(&browser, "tests/browser/show_more.mjs", &["pages", &base]).await;
-    s.pass();
+    drive_page(
+        TestServer::builder(),
+        "tests/browser/show_more.mjs",
+        &["pages"],
+    )
+    .await;
 }
 
 /// A continuation that finds the data changed (the demo's `CursorDrift`:
@@ -326,16 +311,8 @@ async fn show_more_extends_the_same_card_in_chromium() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn a_drifted_continuation_lowers_the_card_in_chromium() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .faults(vec![turnstile_demo::Fault::CursorDrift])
-        .start()
-        .await;
-    let base = format!("{}/", s.base);
-    drive(&browser, "tests/browser/show_more.mjs", &["drift", &base]).await;
-    s.pass();
+    let server = TestServer::builder().faults(vec![turnstile_demo::Fault::CursorDrift]);
+    drive_page(server, "tests/browser/show_more.mjs", &["drift"]).await;
 }
 
 #[derive(Clone)]

@@ -563,6 +563,17 @@ impl Rig {
         found.expect("the server's answer has a cursor")
     }
 
+    /// Changes the tool server's data between turns, as another client
+    /// would: each call straight to the server, each must succeed.
+    async fn behind_the_back(&self, calls: &[(&str, Value)]) {
+        let client = self.server.client().await;
+        for (tool, args) in calls {
+            let out = client.call(tool, obj(args.clone())).await.expect(tool);
+            assert!(!out.is_error, "{tool}: {}", out.text());
+        }
+        client.close().await;
+    }
+
     fn done(self) {
         self.app.pass();
     }
@@ -1152,16 +1163,11 @@ async fn paging_drift(kind: Kind) {
         .await;
     assert_eq!(one_citation(kind, &first).total, Some(198));
 
-    let client = rig.server.client().await;
-    let added = client
-        .call(
-            "add_photo",
-            obj(json!({"floor": 4, "captured_at": "2026-04-15"})),
-        )
-        .await
-        .expect("add_photo");
-    assert!(!added.is_error, "{}", added.text());
-    client.close().await;
+    rig.behind_the_back(&[(
+        "add_photo",
+        json!({"floor": 4, "captured_at": "2026-04-15"}),
+    )])
+    .await;
 
     let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
     let shown = stable(&frames);
@@ -1197,19 +1203,15 @@ async fn paging_overlap(kind: Kind) {
         .turn("show photos of floor 4", &[("find_photos", args.clone())])
         .await;
     assert_eq!(one_citation(kind, &first).total, Some(198));
-    let client = rig.server.client().await;
     let last = floor_ids(4).last().cloned().unwrap();
-    for (tool, a) in [
+    rig.behind_the_back(&[
         (
             "add_photo",
             json!({"floor": 4, "captured_at": "2026-04-15"}),
         ),
         ("remove_photo", json!({"uid": last})),
-    ] {
-        let out = client.call(tool, obj(a)).await.expect(tool);
-        assert!(!out.is_error, "{}", out.text());
-    }
-    client.close().await;
+    ])
+    .await;
 
     let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
     let shown = stable(&frames);
@@ -1244,13 +1246,7 @@ async fn paging_expired(kind: Kind) {
     let args = json!({"floor": 4, "limit": 10});
     rig.turn("show photos of floor 4", &[("find_photos", args)])
         .await;
-    let client = rig.server.client().await;
-    let out = client
-        .call("expire_cursors", Map::new())
-        .await
-        .expect("expire_cursors");
-    assert!(!out.is_error);
-    client.close().await;
+    rig.behind_the_back(&[("expire_cursors", json!({}))]).await;
 
     let frames = rig.turn("show more", &[(SHOW_MORE_TOOL, json!({}))]).await;
     let shown = stable(&frames);
