@@ -84,6 +84,8 @@ pub struct DemoRun<'a> {
     /// How long the demo tool server keeps an idle MCP session (`None`:
     /// rmcp's default, 300 s).
     pub mcp_session_ttl: Option<Duration>,
+    /// `--mcp-protocol`: the revision spoken to the demo tool server.
+    pub mcp_protocol: turnstile::mcp::Revision,
     /// `--auth`: bearer verification, principal-owned threads, the licence
     /// gate on the tools' declared tiers.
     pub auth: bool,
@@ -111,6 +113,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         turn_lease,
         model_delay,
         mcp_session_ttl,
+        mcp_protocol,
         auth,
         verifier_fault,
     } = opts;
@@ -120,6 +123,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             faults: faults.clone(),
             session_ttl: mcp_session_ttl,
             verifier_fault,
+            stateless: mcp_protocol != turnstile::mcp::Revision::Sessions,
             ..DemoOptions::default()
         },
     )
@@ -137,7 +141,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     let state = app::build_with(
         AppConfig {
             database_url: db,
-            servers: vec![ServerSpec::http("demo", demo.url.clone())],
+            servers: vec![ServerSpec::http("demo", demo.url.clone()).with_protocol(mcp_protocol)],
             model: match lying_model {
                 true => Arc::new(Slowed::new(Lying::new(Scripted::demo()), model_delay))
                     as Arc<dyn Model>,

@@ -58,6 +58,11 @@ enum Command {
         /// expired session (docs/adr/0011-mcp-reconnect.md).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86400))]
         mcp_session_ttl: Option<u64>,
+        /// The MCP revision turnstile speaks to the demo tool server:
+        /// 2025-11-25 (initialize and a session), 2026-07-28 (stateless) or
+        /// auto. With 2026-07-28 or auto the tool server offers 2026-07-28.
+        #[arg(long, default_value = "2025-11-25", value_parser = |s: &str| turnstile::mcp::Revision::parse(s).ok_or_else(|| format!("`{s}` is not a revision: 2025-11-25, 2026-07-28 or auto")))]
+        mcp_protocol: turnstile::mcp::Revision,
         /// Identity on: bearer tokens are checked by the demo tool server's
         /// verifier (/api/auth/me), threads belong to verified subjects, and
         /// tools that declare a licence tier are offered only to users who
@@ -203,6 +208,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             turn_lease_secs,
             model_delay_ms,
             mcp_session_ttl,
+            mcp_protocol,
             auth,
             verifier_fault,
         } => {
@@ -217,6 +223,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 turn_lease: std::time::Duration::from_secs(turn_lease_secs),
                 model_delay: std::time::Duration::from_millis(model_delay_ms),
                 mcp_session_ttl: mcp_session_ttl.map(std::time::Duration::from_secs),
+                mcp_protocol,
                 auth,
                 verifier_fault: verifier_fault.unwrap_or_default(),
             };

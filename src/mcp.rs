@@ -45,9 +45,19 @@ pub struct McpArgs {
     /// Seconds allowed for connecting (initialize + tools/list) and for the call.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
+    /// The MCP revision to speak: 2025-11-25 (initialize and a session),
+    /// 2026-07-28 (stateless: server/discover), or auto (discover, falling
+    /// back to 2025-11-25). The revision the server agreed to is printed.
+    #[arg(long, default_value = "2025-11-25", value_parser = parse_revision)]
+    pub protocol: turnstile::mcp::Revision,
     /// With --stdio: the server command and its arguments.
     #[arg(last = true, value_name = "CMD [ARGS]")]
     pub command: Vec<String>,
+}
+
+fn parse_revision(s: &str) -> Result<turnstile::mcp::Revision, String> {
+    turnstile::mcp::Revision::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a revision: 2025-11-25, 2026-07-28 or auto"))
 }
 
 /// The server to reach, as parsed from the arguments.
@@ -177,7 +187,8 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         watch_every: None,
         ..ClientOptions::default()
     };
-    let client = match ToolClient::connect_with(&target.spec(), options).await {
+    let spec = target.spec().with_protocol(args.protocol);
+    let client = match ToolClient::connect_with(&spec, options).await {
         Ok(client) => client,
         Err(e) => {
             let reason = match unreachable(target).await {

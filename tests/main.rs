@@ -36,6 +36,7 @@ mod licence;
 mod log_fields;
 mod mcp_interop;
 mod mcp_reconnect;
+mod mcp_revisions;
 mod narration_guard;
 mod openai_adapter;
 mod own_sentences;

@@ -419,7 +419,7 @@ async fn readyz_and_a_turn_while_the_tool_server_is_down() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
-        json!({"servers": [{"name": "demo", "state": "Ready"}]})
+        json!({"servers": [{"name": "demo", "state": "Ready", "protocol": "2025-11-25"}]})
     );
     up.pass();
 
@@ -436,7 +436,7 @@ async fn readyz_and_a_turn_while_the_tool_server_is_down() {
     assert_eq!(status, 503, "{body}");
     assert_eq!(
         body,
-        json!({"servers": [{"name": "demo", "state": "Down"}]})
+        json!({"servers": [{"name": "demo", "state": "Down", "protocol": ""}]})
     );
     let health = down
         .http
@@ -705,8 +705,9 @@ async fn a_stdio_server_that_exits_is_back_for_the_next_call() {
     client.close().await;
 }
 
-/// A stdio server that dies while a call is out: that call fails and is not
-/// re-sent (it ran); the restarted server serves the next one.
+/// A stdio server that dies while a call is out: that call's outcome is
+/// unknown (it ran, and no answer came back) and it is not re-sent; the
+/// restarted server serves the next one.
 #[tokio::test]
 async fn a_stdio_server_that_dies_mid_call_is_restarted() {
     init_tracing();
@@ -719,7 +720,7 @@ async fn a_stdio_server_that_dies_mid_call_is_restarted() {
         .call("count", Map::new())
         .await
         .expect_err("the child died mid-call");
-    assert_eq!(err.kind(), "transport", "{err}");
+    assert_eq!(err.kind(), "outcome_unknown", "{err}");
     assert_eq!(logged_calls(&log), 2);
     let out = client
         .call("count", Map::new())

@@ -158,9 +158,18 @@ pub struct Builder {
     test_tables: Option<TableSet>,
     auth: turnstile::http::AuthConfig,
     licences: turnstile::judge::tiers::LicenceMap,
+    /// The MCP revision spoken to the demo tool server.
+    revision: turnstile::mcp::Revision,
 }
 
 impl Builder {
+    /// Speak `revision` to the demo tool server, which then offers
+    /// 2026-07-28 too (default: 2025-11-25, which it always offers).
+    pub fn revision(mut self, revision: turnstile::mcp::Revision) -> Self {
+        self.revision = revision;
+        self
+    }
+
     /// Who may call (default: no verifier, no proxy key, development
     /// mode: the session-owned anonymous flow).
     pub fn auth(mut self, auth: turnstile::http::AuthConfig) -> Self {
@@ -305,13 +314,18 @@ impl Builder {
             (None, None) => unreachable!(),
         };
         let (servers, demo) = match self.tools {
-            Tools::Demo(options) => {
+            Tools::Demo(mut options) => {
+                options.stateless |= self.revision != turnstile::mcp::Revision::Sessions;
                 let demo = DemoServer::start(SocketAddr::from(([127, 0, 0, 1], 0)), options)
                     .await
                     .expect("demo server starts");
-                (vec![ServerSpec::http("demo", demo.url.clone())], Some(demo))
+                let spec = ServerSpec::http("demo", demo.url.clone()).with_protocol(self.revision);
+                (vec![spec], Some(demo))
             }
-            Tools::Given(demo) => (vec![ServerSpec::http("demo", demo.url.clone())], Some(demo)),
+            Tools::Given(demo) => {
+                let spec = ServerSpec::http("demo", demo.url.clone()).with_protocol(self.revision);
+                (vec![spec], Some(demo))
+            }
             Tools::Servers(servers) => (servers, None),
         };
         let terminals = match (self.terminals, &demo) {
@@ -432,6 +446,7 @@ impl TestServer {
             test_tables: None,
             auth: Default::default(),
             licences: turnstile::judge::tiers::LicenceMap::open(),
+            revision: turnstile::mcp::Revision::default(),
         }
     }
 

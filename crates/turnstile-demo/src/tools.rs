@@ -165,6 +165,11 @@ pub struct DemoOptions {
     /// start (default: it does not); switchable at run time with
     /// [`DemoServer::set_verifier_fault`](crate::DemoServer::set_verifier_fault).
     pub verifier_fault: VerifierFault,
+    /// Also speak MCP 2026-07-28 (stateless: `server/discover`, no
+    /// session) to a client that asks for it; `false`: revisions up to
+    /// 2025-11-25 only, like most deployed servers (ADR 0003).
+    /// `turnstile demo --mcp-stateless`.
+    pub stateless: bool,
 }
 
 impl Default for DemoOptions {
@@ -178,6 +183,7 @@ impl Default for DemoOptions {
             export_build_delay: super::exports::DEFAULT_BUILD_DELAY,
             export_ttl: super::exports::EXPORT_TTL,
             verifier_fault: VerifierFault::None,
+            stateless: false,
         }
     }
 }
@@ -751,7 +757,15 @@ impl ServerHandler for DemoTools {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.state.count_tool_call(&request.name);
-        if sessions::is_private(&request.name) {
+        // A 2026-07-28 request has no session (SEP-2567), so there is none
+        // for a private tool to belong to: it serves the one client of a
+        // stateless demo, as a stdio server serves its one client.
+        let stateless = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-protocol-version"))
+            .is_some_and(|v| v.as_bytes() == b"2026-07-28");
+        if sessions::is_private(&request.name) && !stateless {
             // rmcp moves the request's `_meta` into the context.
             let mut explicit = sessions::explicit(&context.meta.0 .0);
             if explicit == sessions::Explicit::Omitted {
@@ -788,9 +802,14 @@ impl ServerHandler for DemoTools {
     }
 
     /// Like today's deployed servers, the demo speaks revisions up to
-    /// 2025-11-25 (see docs/adr/0003-mcp-protocol-version.md).
+    /// 2025-11-25 (see docs/adr/0003-mcp-protocol-version.md); with
+    /// `stateless`, 2026-07-28 too, which rmcp serves without a session.
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        let newest = match self.state.options.stateless {
+            true => ProtocolVersion::V_2026_07_28,
+            false => ProtocolVersion::V_2025_11_25,
+        };
+        Cow::Borrowed(ProtocolVersion::known_up_to(&newest))
     }
 
     /// Paginated on purpose ([`TOOLS_PAGE_SIZE`] per page) so clients must

@@ -188,6 +188,8 @@ struct FileServer {
     /// `false`: the server's tool annotations exempt nothing, and a tool of
     /// it that declares none waits for approval of each call.
     trusted: Option<bool>,
+    /// `2025-11-25` (default), `2026-07-28` or `auto` (ADR 0003).
+    protocol: Option<String>,
     #[serde(default)]
     tools: BTreeMap<String, FileTool>,
 }
@@ -389,6 +391,8 @@ pub struct McpServer {
     /// true): an untrusted server's tool that declares no annotations
     /// waits for the user's approval of each call.
     pub trusted: bool,
+    /// The MCP revision spoken to it (`protocol`, ADR 0003).
+    pub protocol: crate::mcp::Revision,
     /// Per-tool settings, by tool name.
     pub tools: BTreeMap<String, ToolSettings>,
 }
@@ -664,6 +668,7 @@ impl Config {
                     })
                     .collect(),
                 trusted: s.trusted,
+                protocol: s.protocol,
             })
             .collect()
     }
@@ -1463,11 +1468,22 @@ impl Validator {
                     },
                 );
             }
+            let protocol = match s.protocol.as_deref().map(str::trim) {
+                None => crate::mcp::Revision::default(),
+                Some(p) => crate::mcp::Revision::parse(p).unwrap_or_else(|| {
+                    self.problem(
+                        &format!("{at}.protocol"),
+                        format!("`{p}` is not a revision: use \"2025-11-25\", \"2026-07-28\" or \"auto\""),
+                    );
+                    crate::mcp::Revision::default()
+                }),
+            };
             if let Some(transport) = transport {
                 out.push(McpServer {
                     name: name.to_string(),
                     transport,
                     trusted_origin,
+                    protocol,
                     trusted: s.trusted.unwrap_or(true),
                     tools,
                 });
@@ -2204,5 +2220,33 @@ url = "not a url"
         let c = load(&untrusted, &[("OPENAI_API_KEY", KEY)]).unwrap();
         assert!(!c.mcp_servers[0].trusted);
         assert!(!c.server_specs()[0].trusted);
+    }
+
+    #[test]
+    fn a_server_names_its_mcp_revision() {
+        let server = |extra: &str| {
+            format!("{MINIMAL}\n[[mcp_servers]]\nname = \"site\"\nurl = \"http://127.0.0.1:9/mcp\"\n{extra}")
+        };
+        let c = load(&server(""), &[("OPENAI_API_KEY", KEY)]).unwrap();
+        assert_eq!(c.server_specs()[0].protocol, crate::mcp::Revision::Sessions);
+        for (word, revision) in [
+            ("2025-11-25", crate::mcp::Revision::Sessions),
+            ("2026-07-28", crate::mcp::Revision::Stateless),
+            ("auto", crate::mcp::Revision::Auto),
+        ] {
+            let c = load(
+                &server(&format!("protocol = \"{word}\"\n")),
+                &[("OPENAI_API_KEY", KEY)],
+            )
+            .unwrap();
+            assert_eq!(c.server_specs()[0].protocol, revision);
+        }
+        let err = load(&server("protocol = \"2026\"\n"), &[("OPENAI_API_KEY", KEY)])
+            .expect_err("an unknown revision is refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("mcp_servers[0].protocol") && text.contains("2026-07-28"),
+            "{text}"
+        );
     }
 }

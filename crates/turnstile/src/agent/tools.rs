@@ -19,7 +19,7 @@ use crate::mcp::{
     builtin_connection_table, ClientOptions, McpError, ServerSpec, ServerStatus, ToolClient,
     ToolInfo, ToolOutput, ToolTrust,
 };
-use crate::protocols::connection::{Connection, ConnectionState};
+use crate::protocols::connection::Connection;
 use crate::protocols::Bound;
 
 /// What a turn needs of its tools: the list the planner is shown, which
@@ -190,9 +190,7 @@ impl ToolBelt {
 
     /// Is every server's connection `Ready`?
     pub fn ready(&self) -> bool {
-        self.clients
-            .iter()
-            .all(|c| c.state() == ConnectionState::Ready)
+        self.clients.iter().all(|c| c.state().serves())
     }
 
     /// Closes every connection and stops every retry.

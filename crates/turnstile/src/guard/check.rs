@@ -61,6 +61,7 @@ pub fn primary_anchor(anchors: &[Anchor]) -> Option<&Anchor> {
                     a,
                     Anchor::Absent { .. }
                         | Anchor::ToolFailed { .. }
+                        | Anchor::OutcomeUnknown { .. }
                         | Anchor::InBandFailure { .. }
                         | Anchor::ContinuationDrifted { .. }
                         | Anchor::CursorRejected { .. }

@@ -48,9 +48,7 @@ pub async fn healthz() -> &'static str {
 /// 200 when every one is `Ready`, else 503. `/healthz` stays liveness.
 pub async fn readyz(State(st): State<AppState>) -> Response {
     let servers = st.agent.tools.servers();
-    let ready = servers
-        .iter()
-        .all(|s| s.state == crate::protocols::connection::ConnectionState::Ready);
+    let ready = servers.iter().all(|s| s.state.serves());
     let status = match ready {
         true => StatusCode::OK,
         false => StatusCode::SERVICE_UNAVAILABLE,

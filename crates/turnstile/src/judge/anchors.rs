@@ -29,6 +29,9 @@ pub enum Anchor {
     CountUnknown { source: String },
     /// The tool failed; nothing about the data may be inferred.
     ToolFailed { tool: String },
+    /// The call reached its server and no answer came back: whether it ran
+    /// is unknown, and it was not sent again.
+    OutcomeUnknown { tool: String },
     /// Calls of the round were not sent (the licence gate): nothing is
     /// known of them. `possible`: the round's calls that could run, offered
     /// to the user as the part that can be done. Said in code's copy
@@ -198,6 +201,9 @@ impl Anchor {
             ),
             Anchor::ToolFailed { tool } => format!(
                 "[{tool}] The tool failed. Say so; infer nothing about the data and do not answer from it."
+            ),
+            Anchor::OutcomeUnknown { tool } => format!(
+                "[{tool}] The call reached the server and no answer came back: whether it ran is unknown, and it was not sent again. Say exactly that; claim neither that it was done nor that it failed."
             ),
             Anchor::NotRun { .. } => {
                 "Some calls of this request were not run. Say so; infer nothing about what they would have returned.".into()

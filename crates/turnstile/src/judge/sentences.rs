@@ -83,6 +83,9 @@ fn english(anchor: &Anchor) -> String {
         Anchor::ToolFailed { tool } => {
             format!("The {tool} tool failed, so I cannot answer from it.")
         }
+        Anchor::OutcomeUnknown { tool } => format!(
+            "The {tool} call reached its server, but no answer came back, so whether it ran is unknown; it was not sent again."
+        ),
         Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => {
             format!("(The {field} list from your screen may be truncated.)")
@@ -199,6 +202,9 @@ fn korean_sentence(anchor: &Anchor) -> String {
         }
         Anchor::CountUnknown { .. } => "검색 결과에 개수 정보가 없어 몇 건인지 말씀드릴 수 없습니다.".into(),
         Anchor::ToolFailed { tool } => format!("{tool} 도구가 실패하여 답변할 수 없습니다."),
+        Anchor::OutcomeUnknown { tool } => format!(
+            "{tool} 요청이 서버에 전달되었지만 응답이 오지 않아 실행 여부를 알 수 없습니다. 다시 보내지 않았습니다."
+        ),
         Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         Anchor::Aggregate { value, .. } => format!("정확히 {value}건입니다."),

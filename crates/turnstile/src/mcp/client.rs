@@ -49,6 +49,26 @@ use crate::protocols::connection::{
 };
 use crate::protocols::{telemetry, Bound, Names, TableSet, Typed};
 
+/// The event a new connection's opening is: a first connection or a
+/// reconnect, to a session or to a discovered stateless server.
+fn opened_event(session: &Session, reconnect: bool) -> ConnectionEvent {
+    match (reconnect, session.stateless) {
+        (false, false) => ConnectionEvent::ConnectOk,
+        (false, true) => ConnectionEvent::Discovered,
+        (true, false) => ConnectionEvent::ReconnectOk,
+        (true, true) => ConnectionEvent::Rediscovered,
+    }
+}
+
+/// What a failed request was, for its event: a `tools/call` (whose lost
+/// answer on a stateless connection is `stream_broken`), or anything else
+/// (`ping`, `tools/list`: a lost answer is a transport error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Request {
+    Call { retry_safe: bool },
+    Other,
+}
+
 /// Default timeout for one `tools/call` (and for each `tools/list` page).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -119,12 +139,15 @@ impl Default for ClientOptions {
     }
 }
 
-/// A server's name and its connection's state, for `GET /readyz`.
+/// A server's name, its connection's state and the MCP revision it
+/// negotiated, for `GET /readyz`.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ServerStatus {
     pub name: String,
     #[serde(serialize_with = "state_name")]
     pub state: ConnectionState,
+    /// The revision the server agreed to (empty until it first answered).
+    pub protocol: String,
 }
 
 fn state_name<S: serde::Serializer>(s: &ConnectionState, ser: S) -> Result<S::Ok, S::Error> {
@@ -230,7 +253,7 @@ impl ToolClient {
     /// reconnects as `tables/connection.ron` says.
     pub async fn connect_with(spec: &ServerSpec, options: ClientOptions) -> Result<Self, McpError> {
         let client = Self::start(spec, options, builtin_connection_table()?).await?;
-        if client.state() == ConnectionState::Ready {
+        if client.state().serves() {
             return Ok(client);
         }
         let err = client.shared.lock().last_error.clone();
@@ -322,6 +345,7 @@ impl ToolClient {
         ServerStatus {
             name: self.name().to_string(),
             state: self.state(),
+            protocol: self.protocol_version(),
         }
     }
 
@@ -447,7 +471,7 @@ impl ToolClient {
                 Ok(tools)
             }
             Err(f) => {
-                if let Some(event) = shared.event_for(&f, false) {
+                if let Some(event) = shared.event_for(&session, &f, Request::Other) {
                     shared.report(&session, event);
                 }
                 Err(shared.error_for(f, METHOD))
@@ -518,7 +542,7 @@ impl ToolClient {
             shared.learn_expiry(idle);
         }
         let effect = shared
-            .event_for(&failure, retry_safe)
+            .event_for(&session, &failure, Request::Call { retry_safe })
             .and_then(|event| shared.report(&session, event));
         if matches!(
             effect,
@@ -537,7 +561,7 @@ impl ToolClient {
                 }
                 Err(f) => {
                     // Re-sent once: a second expiry is never re-sent again.
-                    if let Some(event) = shared.event_for(&f, false) {
+                    if let Some(event) = shared.event_for(&session, &f, Request::Other) {
                         shared.report(&session, event);
                     }
                     Err(shared.error_for(f, tool))
@@ -707,10 +731,28 @@ impl Shared {
 
     /// The event a failed request is, or `None` for a timeout (which says
     /// nothing about the connection: the request was abandoned).
-    fn event_for(&self, failure: &Failure, retry_safe: bool) -> Option<ConnectionEvent> {
+    fn event_for(
+        &self,
+        session: &Session,
+        failure: &Failure,
+        request: Request,
+    ) -> Option<ConnectionEvent> {
+        let retry_safe = request == Request::Call { retry_safe: true };
         Some(match failure {
             Failure::Expired(_) if retry_safe => ConnectionEvent::SessionExpiredRetrySafe,
             Failure::Expired(_) => ConnectionEvent::SessionExpired,
+            // A stateless request that went out and lost its answer: the
+            // revision cannot resume the stream, so the outcome is unknown.
+            Failure::Transport { sent: true, .. }
+                if session.stateless && request != Request::Other && retry_safe =>
+            {
+                ConnectionEvent::StreamBrokenRetrySafe
+            }
+            Failure::Transport { sent: true, .. }
+                if session.stateless && request != Request::Other =>
+            {
+                ConnectionEvent::StreamBroken
+            }
             // A stdio pipe that closed is the child's end.
             Failure::Transport { closed: true, .. } if self.is_stdio() => {
                 ConnectionEvent::ChildExited
@@ -758,7 +800,7 @@ impl Shared {
             let waiting_in = {
                 let inner = self.lock();
                 match (inner.machine.state(), &inner.session) {
-                    (ConnectionState::Ready, Some(s)) => return Ok(s.clone()),
+                    (state, Some(s)) if state.serves() => return Ok(s.clone()),
                     (ConnectionState::Down | ConnectionState::Closed, _) => {
                         return Err(self.down(tool, &inner))
                     }
@@ -806,7 +848,7 @@ impl Shared {
             Err(f) => f,
         };
         tracing::debug!(server = %self.spec.name, ?failure, "probe of an idle session failed");
-        match self.event_for(&failure, false) {
+        match self.event_for(session, &failure, Request::Other) {
             Some(ConnectionEvent::CallOk) => {
                 // The server answered (some do not implement ping).
                 self.report(session, ConnectionEvent::CallOk);
@@ -836,7 +878,7 @@ impl Shared {
             let session = {
                 let inner = self.lock();
                 match (inner.machine.state(), &inner.session) {
-                    (ConnectionState::Ready, Some(s)) => s.clone(),
+                    (state, Some(s)) if state.serves() => s.clone(),
                     _ => continue,
                 }
             };
@@ -849,7 +891,7 @@ impl Shared {
             };
             // A server that answers the ping with an error is up (some do
             // not implement ping); a timeout says nothing. Neither fires.
-            match self.event_for(&failure, false) {
+            match self.event_for(&session, &failure, Request::Other) {
                 Some(ConnectionEvent::CallOk) | None => {}
                 Some(event) => {
                     tracing::info!(server = %self.spec.name, event = event.name(), "mcp watch: the connection changed while idle");
@@ -957,12 +999,14 @@ impl Shared {
         let to_close = {
             let mut inner = self.lock();
             match attempt {
-                Ok((session, listing)) => match self.fire(&mut inner, ConnectionEvent::ConnectOk) {
-                    Some(ConnectionEffect::PublishTools) => {
-                        self.publish(&mut inner, session, listing)
+                Ok((session, listing)) => {
+                    match self.fire(&mut inner, opened_event(&session, false)) {
+                        Some(ConnectionEffect::PublishTools) => {
+                            self.publish(&mut inner, session, listing)
+                        }
+                        _ => Some(session),
                     }
-                    _ => Some(session),
-                },
+                }
                 Err(e) => {
                     tracing::warn!(server = %self.spec.name, error = %e, "mcp server is down at start");
                     inner.last_error = Some(e);
@@ -1009,7 +1053,7 @@ impl Shared {
                 match attempt {
                     Ok((session, listing)) => {
                         inner.recovering = false;
-                        match self.fire(&mut inner, ConnectionEvent::ReconnectOk) {
+                        match self.fire(&mut inner, opened_event(&session, true)) {
                             Some(ConnectionEffect::PublishTools) => {
                                 (self.publish(&mut inner, session, listing), None)
                             }

@@ -36,6 +36,16 @@ pub enum McpError {
         reason: String,
     },
 
+    /// The request went out and no answer came back: the response stream
+    /// broke (a revision without stream resumption, or a resumption that
+    /// failed). Whether the tool ran is unknown; it was not sent again.
+    #[error("MCP server '{server}' got '{tool}' and no answer came back ({reason}): whether it ran is unknown; it was not sent again")]
+    Unanswered {
+        server: String,
+        tool: String,
+        reason: String,
+    },
+
     /// No response within the configured timeout. The request was abandoned
     /// and a `notifications/cancelled` was sent on a best-effort basis.
     #[error("MCP server '{server}' did not answer '{tool}' in time")]
@@ -72,6 +82,7 @@ impl McpError {
             McpError::Connect { server, .. }
             | McpError::Rpc { server, .. }
             | McpError::Transport { server, .. }
+            | McpError::Unanswered { server, .. }
             | McpError::Timeout { server, .. }
             | McpError::Protocol { server, .. }
             | McpError::InvalidSpec { server, .. }
@@ -85,6 +96,7 @@ impl McpError {
             McpError::Connect { .. } => "connect",
             McpError::Rpc { .. } => "rpc",
             McpError::Transport { .. } => "transport",
+            McpError::Unanswered { .. } => "outcome_unknown",
             McpError::Timeout { .. } => "timeout",
             McpError::Protocol { .. } => "protocol",
             McpError::InvalidSpec { .. } => "invalid_spec",

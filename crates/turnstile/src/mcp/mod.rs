@@ -52,5 +52,6 @@ pub use error::McpError;
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
 pub use session::SESSION_META;
 pub use spec::{
-    Hints, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, ToolTrust, Transport, PROTOCOL_VERSION,
+    Hints, Revision, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, ToolTrust, Transport,
+    PROTOCOL_VERSION, STATELESS_VERSION,
 };

@@ -34,19 +34,23 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
     ClientRequest, Implementation, PaginatedRequestParams, PingRequest, RequestMetaObject,
 };
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::common::client_side_sse::{BoxedSseResponse, ExponentialBackoff};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{ClientCacheConfig, Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
-use super::spec::{Hints, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION};
+use super::spec::{
+    Hints, Revision, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION,
+    STATELESS_VERSION,
+};
 
 /// The request `_meta` key under which every `tools/call` names the MCP
 /// session it means: the `Mcp-Session-Id` of the session it is sent on.
@@ -59,6 +63,13 @@ const MAX_LIST_PAGES: usize = 1000;
 /// How long closing a session may take before we stop waiting.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A started service, how its expiries are recognised, and its session id.
+type Started = (
+    rmcp::service::RunningService<RoleClient, ClientConfig>,
+    Option<ExpiryCheck>,
+    SessionIdCell,
+);
+
 /// Finds rmcp's "session expired (HTTP 404)" in an error's source chain.
 type ExpiryCheck = fn(&(dyn std::error::Error + 'static)) -> bool;
 
@@ -69,7 +80,13 @@ pub(crate) enum Failure {
     Expired(String),
     /// The request was not delivered or its answer was lost. `closed` is
     /// rmcp's "transport closed": for stdio, the child's pipe ended.
-    Transport { reason: String, closed: bool },
+    /// `sent`: it may have reached the server (anything but a refused
+    /// connection), so what it did there is unknown.
+    Transport {
+        reason: String,
+        closed: bool,
+        sent: bool,
+    },
     /// A JSON-RPC error object: the server answered.
     Rpc { code: i64, message: String },
     /// No answer in time; the request was abandoned (`notifications/cancelled`).
@@ -84,6 +101,13 @@ impl Failure {
         let (server, tool) = (server.to_string(), tool.to_string());
         match self {
             Failure::Expired(reason) => McpError::Transport {
+                server,
+                tool,
+                reason,
+            },
+            Failure::Transport {
+                reason, sent: true, ..
+            } => McpError::Unanswered {
                 server,
                 tool,
                 reason,
@@ -129,6 +153,9 @@ pub const TIER_META: &str = "turnstile/licence_tier";
 pub(crate) struct Session {
     pub generation: u64,
     pub protocol_version: String,
+    /// The negotiated revision has no session (2026-07-28): discovered,
+    /// not initialised.
+    pub stateless: bool,
     /// The server's `serverInfo` from `initialize` (`None`: it sent none).
     pub server_info: Option<ServerInfo>,
     pub opened: Instant,
@@ -180,6 +207,23 @@ pub(crate) fn client_config() -> ClientConfig {
     )
     // ADR 0003: never rmcp's default (`LATEST`, 2026-07-28).
     .with_protocol_version(PROTOCOL_VERSION)
+}
+
+/// How a connection starts for `revision` (ADR 0003): `initialize` for
+/// 2025-11-25; `server/discover` for 2026-07-28 (a legacy server is a
+/// failed connect); `auto` discovers and falls back to `initialize` with
+/// 2025-11-25 when the server answers discovery as a legacy one.
+pub(crate) fn lifecycle(revision: Revision) -> ClientLifecycleMode {
+    match revision {
+        Revision::Sessions => ClientLifecycleMode::Initialize,
+        Revision::Stateless => ClientLifecycleMode::Discover {
+            preferred_versions: vec![STATELESS_VERSION],
+        },
+        Revision::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![STATELESS_VERSION],
+            legacy_version: Some(PROTOCOL_VERSION),
+        },
+    }
 }
 
 /// Checks a spec before anything is opened: a bad one never connects, so it
@@ -249,40 +293,20 @@ impl Session {
             reason,
         };
         let handshake = async {
-            match &spec.transport {
-                Transport::Http { url } => {
-                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        // ADR 0004: a 404 "session expired" must fail the
-                        // request; the connection table decides what follows.
-                        .reinit_on_expired_session(false);
-                    config.retry_config = Arc::new(stream_resume_policy());
-                    let recorder = SessionIdRecorder::new();
-                    let session_id = recorder.cell();
-                    let transport = StreamableHttpClientTransport::with_client(recorder, config);
-                    let check = expiry_check(&transport);
-                    client_config()
-                        .serve(transport)
-                        .await
-                        .map(|running| (running, Some(check), session_id))
-                        .map_err(|e| connect_err(error_chain(&e)))
+            let first = Self::start(spec, lifecycle(spec.protocol)).await?;
+            match first {
+                // rmcp's `auto` falls back only when discovery is answered
+                // with a JSON-RPC error; a server that answers it with the
+                // (older) revisions it supports is a legacy server as well.
+                Err(ClientInitializeError::NoCompatibleProtocolVersion { .. })
+                    if spec.protocol == Revision::Auto =>
+                {
+                    tracing::info!(server = %spec.name, "mcp server offers no 2026-07-28: falling back to initialize (2025-11-25)");
+                    Self::start(spec, ClientLifecycleMode::Initialize).await?
                 }
-                Transport::Stdio { command, args } => {
-                    let mut cmd = tokio::process::Command::new(command);
-                    cmd.args(args);
-                    let (process, stderr) = TokioChildProcess::builder(cmd)
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .map_err(|e| connect_err(format!("cannot spawn '{command}': {e}")))?;
-                    if let Some(stderr) = stderr {
-                        forward_stderr(server.clone(), stderr);
-                    }
-                    client_config()
-                        .serve(process)
-                        .await
-                        .map(|running| (running, None, SessionIdCell::default()))
-                        .map_err(|e| connect_err(error_chain(&e)))
-                }
+                other => other,
             }
+            .map_err(|e| connect_err(error_chain(&e)))
         };
         let (running, expiry, session_id) = tokio::select! {
             result = tokio::time::timeout(timeout, handshake) => match result {
@@ -302,6 +326,9 @@ impl Session {
             .as_ref()
             .map(|i| i.protocol_version.to_string())
             .unwrap_or_default();
+        let stateless = info
+            .as_ref()
+            .is_some_and(|i| !i.protocol_version.has_initialize());
         let server_info = info
             .as_ref()
             .and_then(|i| i.server_info.as_ref())
@@ -362,6 +389,7 @@ impl Session {
         Ok(Session {
             generation,
             protocol_version,
+            stateless,
             server_info,
             opened: Instant::now(),
             peer,
@@ -373,6 +401,50 @@ impl Session {
             in_flight: std::sync::atomic::AtomicUsize::new(0),
             session_id,
         })
+    }
+
+    /// A new transport and its lifecycle's first exchange: `Err` outside
+    /// is a transport that could not be made (a child that would not
+    /// spawn), inside what the handshake said.
+    async fn start(
+        spec: &ServerSpec,
+        mode: ClientLifecycleMode,
+    ) -> Result<Result<Started, ClientInitializeError>, McpError> {
+        match &spec.transport {
+            Transport::Http { url } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    // ADR 0004: a 404 "session expired" must fail the
+                    // request; the connection table decides what follows.
+                    .reinit_on_expired_session(false);
+                config.retry_config = Arc::new(stream_resume_policy());
+                let recorder = SessionIdRecorder::new();
+                let session_id = recorder.cell();
+                let transport = StreamableHttpClientTransport::with_client(recorder, config);
+                let check = expiry_check(&transport);
+                Ok(client_config()
+                    .serve_with_lifecycle(transport, mode)
+                    .await
+                    .map(|running| (running, Some(check), session_id)))
+            }
+            Transport::Stdio { command, args } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args);
+                let (process, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| McpError::Connect {
+                        server: spec.name.clone(),
+                        reason: format!("cannot spawn '{command}': {e}"),
+                    })?;
+                if let Some(stderr) = stderr {
+                    forward_stderr(spec.name.clone(), stderr);
+                }
+                Ok(client_config()
+                    .serve_with_lifecycle(process, mode)
+                    .await
+                    .map(|running| (running, None, SessionIdCell::default())))
+            }
+        }
     }
 
     /// The `Mcp-Session-Id` the server issued this session (`None`: stdio,
@@ -436,6 +508,14 @@ impl Session {
             let mut meta = RequestMetaObject::new();
             meta.insert(SESSION_META.to_string(), Value::String(id.to_string()));
             params.meta = Some(meta);
+        }
+        if *self.ended.borrow() {
+            // The connection ended before this call: it never left.
+            return Err(Failure::Transport {
+                reason: "the connection had ended; the call was not sent".to_string(),
+                closed: true,
+                sent: false,
+            });
         }
         let _out = InFlight::new(&self.in_flight);
         self.touch();
@@ -558,13 +638,33 @@ impl Session {
             ServiceError::TransportClosed => Failure::Transport {
                 reason: "transport closed".to_string(),
                 closed: true,
+                sent: true,
             },
             other => Failure::Transport {
+                sent: !refused(&other),
                 reason: error_chain(&other),
                 closed: false,
             },
         }
     }
+}
+
+/// Whether the request never left: the HTTP connection was refused (or
+/// could not be opened), found by type in the error's source chain.
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        // rmcp wraps the HTTP client's error without naming it as source.
+        let wrapped = match err.downcast_ref::<HttpError>() {
+            Some(StreamableHttpError::Client(r)) => Some(r),
+            _ => err.downcast_ref::<reqwest::Error>(),
+        };
+        if wrapped.is_some_and(reqwest::Error::is_connect) {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }
 
 /// Where a [`SessionIdRecorder`] keeps the session id it saw.

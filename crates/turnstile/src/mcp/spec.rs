@@ -16,6 +16,47 @@ use super::url::redact_url;
 /// The protocol revision we ask for in `initialize` (see ADR 0003).
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
+/// The stateless revision (SEP-2567): no `initialize`, no session; version
+/// and capabilities travel in every request's `_meta`, and the server
+/// answers `server/discover`.
+pub const STATELESS_VERSION: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+
+/// Which MCP revision a server is spoken to in (config `protocol`, ADR 0003).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Revision {
+    /// `initialize`, a session (`Mcp-Session-Id`), server-initiated
+    /// requests nested in an open call.
+    #[default]
+    #[serde(rename = "2025-11-25")]
+    Sessions,
+    /// `server/discover`, no session; input requests come back as
+    /// `InputRequiredResult` and the call is re-sent with the answers.
+    #[serde(rename = "2026-07-28")]
+    Stateless,
+    /// `server/discover` first; a server that answers it as a legacy one
+    /// (a JSON-RPC error) is spoken to in 2025-11-25.
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+impl Revision {
+    /// As the configuration spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Revision::Sessions => "2025-11-25",
+            Revision::Stateless => "2026-07-28",
+            Revision::Auto => "auto",
+        }
+    }
+
+    /// The configuration's spelling back to a revision.
+    pub fn parse(s: &str) -> Option<Revision> {
+        [Revision::Sessions, Revision::Stateless, Revision::Auto]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
 /// How to reach an MCP server.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -93,6 +134,9 @@ pub struct ServerSpec {
     /// approval of each call (issue 17).
     #[serde(default = "trusted_by_default")]
     pub trusted: bool,
+    /// The revision to speak (config `protocol`).
+    #[serde(default)]
+    pub protocol: Revision,
 }
 
 fn trusted_by_default() -> bool {
@@ -107,6 +151,7 @@ impl ServerSpec {
             transport: Transport::Http { url: url.into() },
             tools: BTreeMap::new(),
             trusted: true,
+            protocol: Revision::default(),
         }
     }
 
@@ -124,7 +169,14 @@ impl ServerSpec {
             },
             tools: BTreeMap::new(),
             trusted: true,
+            protocol: Revision::default(),
         }
+    }
+
+    /// Speaks `revision` to the server.
+    pub fn with_protocol(mut self, revision: Revision) -> Self {
+        self.protocol = revision;
+        self
     }
 
     /// Marks the server untrusted: its tools' annotations exempt nothing.

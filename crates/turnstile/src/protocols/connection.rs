@@ -10,6 +10,9 @@ crate::names! {
         Connecting = "Connecting",
         /// A session is open and its tools are published.
         Ready = "Ready",
+        /// A 2026-07-28 server is discovered and its tools are published;
+        /// there is no session.
+        Stateless = "Stateless",
         /// The server forgot the session (HTTP 404); a new `initialize`
         /// without a session id is out.
         Expired = "Expired",
@@ -28,6 +31,9 @@ crate::names! {
     pub enum ConnectionEvent {
         /// The first connection opened: transport, `initialize`, `tools/list`.
         ConnectOk = "connect_ok",
+        /// The first connection to a 2026-07-28 server: `server/discover`
+        /// and `tools/list` answered.
+        Discovered = "discovered",
         /// The first connection could not be opened.
         ConnectFailed = "connect_failed",
         /// A request on the current session was answered (a result, an
@@ -38,6 +44,11 @@ crate::names! {
         /// HTTP 404 for our session id on a `tools/call` whose tool is
         /// read-only (`readOnlyHint: true`) or configured `retry_safe`.
         SessionExpiredRetrySafe = "session_expired_retry_safe",
+        /// A stateless call went out and its response stream broke before
+        /// the answer: its outcome is unknown; nothing is re-sent.
+        StreamBroken = "stream_broken",
+        /// The same for a read-only or `retry_safe` tool: re-sent once.
+        StreamBrokenRetrySafe = "stream_broken_retry_safe",
         /// The request could not be delivered or its answer was lost.
         TransportError = "transport_error",
         /// The stdio server's process ended.
@@ -45,6 +56,8 @@ crate::names! {
         /// A new connection (after an expiry, a transport error, a child exit
         /// or a backoff) opened.
         ReconnectOk = "reconnect_ok",
+        /// A new connection discovered a 2026-07-28 server.
+        Rediscovered = "rediscovered",
         ReconnectFailed = "reconnect_failed",
         Shutdown = "shutdown",
     }
@@ -69,6 +82,14 @@ crate::names! {
         RestartChild = "restart-child",
         /// Close the session and stop every retry.
         Close = "close",
+    }
+}
+
+impl ConnectionState {
+    /// Calls go out in this state: a session is open (Ready), or a
+    /// stateless server is discovered (Stateless).
+    pub fn serves(self) -> bool {
+        matches!(self, ConnectionState::Ready | ConnectionState::Stateless)
     }
 }
 

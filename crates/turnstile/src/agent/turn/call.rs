@@ -13,7 +13,7 @@ use crate::judge::result::Reading;
 use crate::judge::stitch::Stitcher;
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::mcp::ToolOutput;
+use crate::mcp::{McpError, ToolOutput};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
@@ -236,7 +236,14 @@ impl Turn<'_> {
                 };
                 self.emit_result(frame, args, None, Some(&digest)).await?;
                 return Ok(match first_page {
-                    true => Page::Failed((digest, Anchor::ToolFailed { tool: tool.clone() })),
+                    true => {
+                        let tool = tool.clone();
+                        let anchor = match e {
+                            McpError::Unanswered { .. } => Anchor::OutcomeUnknown { tool },
+                            _ => Anchor::ToolFailed { tool },
+                        };
+                        Page::Failed((digest, anchor))
+                    }
                     // A later page whose call failed (a rejected cursor may
                     // come as a JSON-RPC error) is no page: the paging
                     // table's `page_failed`.
