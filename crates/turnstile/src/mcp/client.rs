@@ -32,13 +32,13 @@
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::error::McpError;
+use super::input::{Answer, InputAsk, InputRound, Nested};
 use super::normalize::ToolOutput;
-use super::session::{self, Failure, Listing, Session};
+use super::session::{self, Failure, Listing, Reply, Session};
 use super::spec::{ServerInfo, ServerSpec, ToolInfo, ToolTrust, Transport};
 // Where `cli::mcp`, `llm::openai` and `main` have always found them.
 pub use super::spec::shown_command;
@@ -60,6 +60,10 @@ fn opened_event(session: &Session, reconnect: bool) -> ConnectionEvent {
     }
 }
 
+/// The key a question asked inside an open 2025-11-25 call goes by (the
+/// revision gives it none: one is asked at a time).
+pub const NESTED_KEY: &str = "elicitation";
+
 /// What a failed request was, for its event: a `tools/call` (whose lost
 /// answer on a stateless connection is `stream_broken`), or anything else
 /// (`ping`, `tools/list`: a lost answer is a transport error).
@@ -68,6 +72,10 @@ enum Request {
     Call { retry_safe: bool },
     Other,
 }
+
+/// Default [`ClientOptions::input_wait`]: ten minutes, the approval TTL's
+/// default.
+pub const DEFAULT_INPUT_WAIT: Duration = Duration::from_secs(600);
 
 /// Default timeout for one `tools/call` (and for each `tools/list` page).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -120,6 +128,11 @@ pub struct ClientOptions {
     /// restart costs no call and `/readyz` follows within seconds; a ping
     /// that answers fires nothing.
     pub watch_every: Option<Duration>,
+    /// How long a call whose server asked the user something inside it
+    /// (2025-11-25 `elicitation/create`) stays open for the answer; then
+    /// the server is answered `cancel`. The interrupt's own expiry is the
+    /// shorter of this and the approval TTL.
+    pub input_wait: Duration,
     /// First delay before retrying a server that is down; doubled per
     /// failed attempt up to `backoff_max`.
     pub backoff_initial: Duration,
@@ -133,6 +146,7 @@ impl Default for ClientOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             probe_after: Some(DEFAULT_PROBE_AFTER),
             watch_every: Some(DEFAULT_WATCH_EVERY),
+            input_wait: DEFAULT_INPUT_WAIT,
             backoff_initial: DEFAULT_BACKOFF_INITIAL,
             backoff_max: DEFAULT_BACKOFF_MAX,
         }
@@ -491,14 +505,88 @@ impl ToolClient {
     ///   session is re-initialised for the next call; a read-only or
     ///   `retry_safe` tool is instead re-sent once on the new session
     ///   (`tables/connection.ron`, ADR 0011). Nothing else is ever re-sent.
+    /// * The server asks the user something first →
+    ///   `Err(McpError::Protocol)`: this caller cannot ask anyone (a
+    ///   question inside a 2025-11-25 call is answered `cancel`). A turn
+    ///   uses [`ToolClient::call_round`] instead.
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
+        match self.call_round(tool, args, None).await? {
+            Answer::Output(out) => Ok(out),
+            Answer::Asks(_) => Err(McpError::Protocol {
+                server: self.shared.spec.name.clone(),
+                tool: tool.to_string(),
+                reason: "the server asked the user for input, and this caller cannot ask".into(),
+            }),
+        }
+    }
+
+    /// Call `tool` as [`ToolClient::call`] does, with the answers of a
+    /// 2026-07-28 input round if `round` is given, and hand up a question
+    /// the server asks instead of answering ([`Answer::Asks`]).
+    pub async fn call_round(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
         let started = Instant::now();
-        let outcome = self.call_once(tool, args).await;
+        let outcome = self.call_once(tool, args, round).await;
+        self.answered(tool, started, outcome)
+    }
+
+    /// Answers the question a server asked inside an open 2025-11-25 call,
+    /// and waits (the call timeout) for what the call does next: its
+    /// result, or another question.
+    pub async fn answer_nested(
+        &self,
+        tool: &str,
+        nested: Nested,
+        answer: rmcp::model::ElicitResult,
+    ) -> Result<Answer, McpError> {
+        let started = Instant::now();
+        let Nested { reply, open, .. } = nested;
+        let generation = open.generation;
+        // A call whose question was dropped meanwhile was cancelled.
+        let _ = reply.send(answer);
+        let outcome = match open.wait(self.call_timeout).await {
+            Ok(reply) => {
+                self.shared
+                    .report_generation(generation, ConnectionEvent::CallOk);
+                self.reply(tool, reply)
+            }
+            Err(f) => Err(self.shared.error_for(f, tool)),
+        };
+        self.answered(tool, started, outcome)
+    }
+
+    /// What a call's reply is: the tool's result, or a question.
+    fn reply(&self, tool: &str, reply: Reply) -> Result<Answer, McpError> {
+        let protocol = |reason: String| McpError::Protocol {
+            server: self.shared.spec.name.clone(),
+            tool: tool.to_string(),
+            reason,
+        };
+        Ok(match reply {
+            Reply::Result(r) => Answer::Output(ToolOutput::from_call_result(r)),
+            Reply::Input(r) => Answer::Asks(InputAsk::from_result(r).map_err(protocol)?),
+            Reply::Nested(n) => Answer::Asks(InputAsk {
+                requests: vec![(NESTED_KEY.to_string(), n.asked.clone())],
+                request_state: None,
+                nested: Some(n),
+            }),
+        })
+    }
+
+    fn answered(
+        &self,
+        tool: &str,
+        started: Instant,
+        outcome: Result<Answer, McpError>,
+    ) -> Result<Answer, McpError> {
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let name = &self.shared.spec.name;
-        match outcome {
-            Ok(result) => {
-                let output = ToolOutput::from_call_result(result);
+        match &outcome {
+            Ok(Answer::Output(output)) => {
                 tracing::info!(
                     server = %name,
                     tool,
@@ -508,20 +596,29 @@ impl ToolClient {
                     "mcp tool call returned"
                 );
                 tracing::debug!(server = %name, tool, shape = %output.shape(), "mcp tool result shape");
-                Ok(output)
             }
+            // What it asks is the server's and the user's: only how many.
+            Ok(Answer::Asks(ask)) => tracing::info!(
+                server = %name,
+                tool,
+                elapsed_ms,
+                requests = ask.requests.len(),
+                nested = ask.nested.is_some(),
+                "mcp tool call asks the user for input"
+            ),
             Err(err) => {
                 tracing::warn!(server = %name, tool, elapsed_ms, error_kind = err.kind(), error = %err, "mcp tool call failed");
-                Err(err)
             }
         }
+        outcome
     }
 
     async fn call_once(
         &self,
         tool: &str,
         args: Map<String, Value>,
-    ) -> Result<CallToolResult, McpError> {
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
         let shared = &self.shared;
         let mut session = shared.ready_session(tool).await?;
         let idle = session.idle();
@@ -531,10 +628,13 @@ impl ToolClient {
             session = shared.ready_session(tool).await?;
         }
         let retry_safe = shared.retry_safe(tool);
-        let failure = match session.call(tool, args.clone(), self.call_timeout).await {
-            Ok(result) => {
+        let sent = session
+            .call(tool, args.clone(), round.clone(), self.call_timeout)
+            .await;
+        let failure = match sent {
+            Ok(reply) => {
                 shared.report(&session, ConnectionEvent::CallOk);
-                return Ok(result);
+                return self.reply(tool, reply);
             }
             Err(f) => f,
         };
@@ -554,10 +654,10 @@ impl ToolClient {
                 "re-sending the call once on the new session: the tool is read-only or retry_safe"
             );
             let session = shared.ready_session(tool).await?;
-            return match session.call(tool, args, self.call_timeout).await {
-                Ok(result) => {
+            return match session.call(tool, args, round, self.call_timeout).await {
+                Ok(reply) => {
                     shared.report(&session, ConnectionEvent::CallOk);
-                    Ok(result)
+                    self.reply(tool, reply)
                 }
                 Err(f) => {
                     // Re-sent once: a second expiry is never re-sent again.
@@ -937,6 +1037,7 @@ impl Shared {
             &self.spec,
             generation,
             self.options.connect_timeout,
+            self.options.input_wait,
             &self.cancel,
             move |reason| {
                 if let Some(shared) = weak.upgrade() {

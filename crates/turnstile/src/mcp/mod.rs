@@ -38,6 +38,7 @@
 
 pub mod client;
 pub mod error;
+pub mod input;
 pub mod normalize;
 pub mod pyliteral;
 pub mod session;
@@ -46,9 +47,11 @@ pub mod url;
 
 pub use client::{
     builtin_connection_table, ClientOptions, ServerStatus, ToolClient, DEFAULT_BACKOFF_INITIAL,
-    DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROBE_AFTER,
+    DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_INPUT_WAIT,
+    DEFAULT_PROBE_AFTER,
 };
 pub use error::McpError;
+pub use input::{Answer, Asked, InputAsk, InputRound, Nested, RequestState};
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
 pub use session::SESSION_META;
 pub use spec::{

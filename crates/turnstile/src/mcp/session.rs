@@ -30,11 +30,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
-    ClientRequest, Implementation, PaginatedRequestParams, PingRequest, RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    ErrorData, FormElicitationCapability, Implementation, PaginatedRequestParams, PingRequest,
+    RequestId, RequestMetaObject, ServerResult, UrlElicitationCapability,
 };
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt};
+use rmcp::service::{InboundStreamOrigin, PeerRequestOptions, RequestContext};
 use rmcp::transport::common::client_side_sse::{BoxedSseResponse, ExponentialBackoff};
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
@@ -47,6 +52,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
+use super::input::{Asked, Elicitation, InputRound, Nested, RequestState};
 use super::spec::{
     Hints, Revision, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION,
     STATELESS_VERSION,
@@ -65,7 +71,7 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A started service, how its expiries are recognised, and its session id.
 type Started = (
-    rmcp::service::RunningService<RoleClient, ClientConfig>,
+    rmcp::service::RunningService<RoleClient, Asker>,
     Option<ExpiryCheck>,
     SessionIdCell,
 );
@@ -168,23 +174,28 @@ pub(crate) struct Session {
     last_used: Mutex<Instant>,
     /// Calls out on this session now: a busy session shows its liveness
     /// by itself and is not pinged by the background watch.
-    in_flight: std::sync::atomic::AtomicUsize,
+    in_flight: Arc<std::sync::atomic::AtomicUsize>,
+    /// Where an `elicitation/create` goes: the open call it arrived in.
+    routes: Routes,
+    /// How long a call may wait for the user's answer to a question its
+    /// server asked inside it (2025-11-25).
+    input_wait: Duration,
     /// The `Mcp-Session-Id` the server issued (HTTP; `None` for stdio).
     session_id: SessionIdCell,
 }
 
 /// Counts one call out on a session for as long as it lives (a call that
 /// times out or is dropped is counted off too).
-struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+struct InFlight(Arc<std::sync::atomic::AtomicUsize>);
 
-impl<'a> InFlight<'a> {
-    fn new(n: &'a std::sync::atomic::AtomicUsize) -> Self {
+impl InFlight {
+    fn new(n: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
         n.fetch_add(1, Ordering::SeqCst);
-        InFlight(n)
+        InFlight(n.clone())
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
@@ -201,8 +212,17 @@ impl std::fmt::Debug for Session {
 
 /// What we announce in `initialize`.
 pub(crate) fn client_config() -> ClientConfig {
+    // Elicitation, both modes, is the one server request a user can
+    // answer here (issue 22 §3): it becomes an interrupt. No sampling, no
+    // roots.
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(
+        ElicitationCapability::new()
+            .with_form(FormElicitationCapability::new().with_schema_validation(true))
+            .with_url(UrlElicitationCapability::new()),
+    );
     ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         Implementation::new("turnstile", env!("CARGO_PKG_VERSION")),
     )
     // ADR 0003: never rmcp's default (`LATEST`, 2026-07-28).
@@ -283,6 +303,7 @@ impl Session {
         spec: &ServerSpec,
         generation: u64,
         timeout: Duration,
+        input_wait: Duration,
         parent: &CancellationToken,
         on_end: impl FnOnce(String) + Send + 'static,
     ) -> Result<Session, McpError> {
@@ -293,7 +314,7 @@ impl Session {
             reason,
         };
         let handshake = async {
-            let first = Self::start(spec, lifecycle(spec.protocol)).await?;
+            let first = Self::start(spec, lifecycle(spec.protocol), input_wait).await?;
             match first {
                 // rmcp's `auto` falls back only when discovery is answered
                 // with a JSON-RPC error; a server that answers it with the
@@ -302,7 +323,7 @@ impl Session {
                     if spec.protocol == Revision::Auto =>
                 {
                     tracing::info!(server = %spec.name, "mcp server offers no 2026-07-28: falling back to initialize (2025-11-25)");
-                    Self::start(spec, ClientLifecycleMode::Initialize).await?
+                    Self::start(spec, ClientLifecycleMode::Initialize, input_wait).await?
                 }
                 other => other,
             }
@@ -318,6 +339,7 @@ impl Session {
             _ = parent.cancelled() => return Err(connect_err("shut down while connecting".into())),
         };
         let peer = running.peer().clone();
+        let routes = running.service().routes.clone();
         // A failing re-fetch must fail, not be answered from a stale cache.
         peer.set_response_cache_config(ClientCacheConfig::disabled())
             .await;
@@ -398,7 +420,9 @@ impl Session {
             stopping,
             ended,
             last_used: Mutex::new(Instant::now()),
-            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            in_flight: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            routes,
+            input_wait,
             session_id,
         })
     }
@@ -409,6 +433,7 @@ impl Session {
     async fn start(
         spec: &ServerSpec,
         mode: ClientLifecycleMode,
+        input_wait: Duration,
     ) -> Result<Result<Started, ClientInitializeError>, McpError> {
         match &spec.transport {
             Transport::Http { url } => {
@@ -421,7 +446,7 @@ impl Session {
                 let session_id = recorder.cell();
                 let transport = StreamableHttpClientTransport::with_client(recorder, config);
                 let check = expiry_check(&transport);
-                Ok(client_config()
+                Ok(Asker::new(input_wait)
                     .serve_with_lifecycle(transport, mode)
                     .await
                     .map(|running| (running, Some(check), session_id)))
@@ -439,7 +464,7 @@ impl Session {
                 if let Some(stderr) = stderr {
                     forward_stderr(spec.name.clone(), stderr);
                 }
-                Ok(client_config()
+                Ok(Asker::new(input_wait)
                     .serve_with_lifecycle(process, mode)
                     .await
                     .map(|running| (running, None, SessionIdCell::default())))
@@ -493,21 +518,29 @@ impl Session {
         }
     }
 
-    /// `tools/call`, once, within `timeout`. Dropping the future on timeout
-    /// drops rmcp's abandoned-request guard, which sends
-    /// `notifications/cancelled` for the request.
+    /// `tools/call`, once, within `timeout`: its result, a 2026-07-28
+    /// `InputRequiredResult`, or (2025-11-25) an `elicitation/create` that
+    /// arrived inside it, with the call left open to wait for the answer
+    /// ([`Reply::Nested`]). `round` carries the answers of a 2026-07-28
+    /// retry. A call that times out is abandoned with
+    /// `notifications/cancelled`.
     pub(crate) async fn call(
         &self,
         tool: &str,
         args: Map<String, Value>,
+        round: Option<InputRound>,
         timeout: Duration,
-    ) -> Result<CallToolResult, Failure> {
+    ) -> Result<Reply, Failure> {
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
         if let Some(id) = self.session_id.get() {
             // The session this call means: the one it is sent on (issue 20).
             let mut meta = RequestMetaObject::new();
             meta.insert(SESSION_META.to_string(), Value::String(id.to_string()));
             params.meta = Some(meta);
+        }
+        if let Some(round) = round {
+            params.input_responses = Some(round.responses);
+            params.request_state = round.request_state.map(RequestState::into_inner);
         }
         if *self.ended.borrow() {
             // The connection ended before this call: it never left.
@@ -517,15 +550,46 @@ impl Session {
                 sent: false,
             });
         }
-        let _out = InFlight::new(&self.in_flight);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let out = InFlight::new(&self.in_flight);
         self.touch();
-        let outcome = tokio::time::timeout(timeout, self.peer.call_tool(params)).await;
+        // The request's own deadline leaves room for a user who is asked
+        // something mid-call (2025-11-25); `wait` applies `timeout` to the
+        // server's part.
+        let options = PeerRequestOptions::with_timeout(timeout + self.input_wait);
+        let handle = match self.peer.send_cancellable_request(request, options).await {
+            Ok(h) => h,
+            Err(e) => return Err(classify(self.expiry, e)),
+        };
+        let id = handle.id.clone();
+        let (asks_tx, asks) = tokio::sync::mpsc::channel(4);
+        self.routes.insert(id.clone(), asks_tx);
+        let (result_tx, result) = tokio::sync::oneshot::channel();
+        let stop = CancellationToken::new();
+        tokio::spawn({
+            let (routes, expiry, stop) = (self.routes.clone(), self.expiry, stop.clone());
+            let id = id.clone();
+            async move {
+                let _out = out;
+                let answer = tokio::select! {
+                    r = handle.await_response() => r,
+                    _ = stop.cancelled() => return routes.remove(&id),
+                };
+                routes.remove(&id);
+                let _ = result_tx.send(answer.map_err(|e| classify(expiry, e)));
+            }
+        });
+        let open = OpenCall {
+            id,
+            result,
+            asks,
+            stop,
+            peer: self.peer.clone(),
+            generation: self.generation,
+        };
+        let reply = open.wait(timeout).await;
         self.touch();
-        match outcome {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => Err(self.classify(e)),
-            Err(_) => Err(Failure::Timeout),
-        }
+        reply
     }
 
     /// `ping`: is the session still there? Used before a call on a session
@@ -537,7 +601,7 @@ impl Session {
         self.touch();
         match outcome {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(self.classify(e)),
+            Ok(Err(e)) => Err(classify(self.expiry, e)),
             Err(_) => Err(Failure::Timeout),
         }
     }
@@ -557,7 +621,7 @@ impl Session {
             self.touch();
             let result = match outcome {
                 Ok(Ok(result)) => result,
-                Ok(Err(e)) => return Err(self.classify(e)),
+                Ok(Err(e)) => return Err(classify(self.expiry, e)),
                 Err(_) => return Err(Failure::Timeout),
             };
             for t in result.tools {
@@ -612,39 +676,204 @@ impl Session {
             "tools/list did not end within {MAX_LIST_PAGES} pages"
         )))
     }
+}
 
-    fn classify(&self, e: ServiceError) -> Failure {
-        if let Some(check) = self.expiry {
-            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
-            while let Some(err) = source {
-                if check(err) {
-                    return Failure::Expired(
-                        "session expired (HTTP 404 for our session id)".to_string(),
-                    );
-                }
-                source = err.source();
+/// A failed request as seen on the wire: an expiry (found by type with
+/// `expiry`), a JSON-RPC error, a timeout, or a transport failure that may
+/// or may not have left.
+fn classify(expiry: Option<ExpiryCheck>, e: ServiceError) -> Failure {
+    if let Some(check) = expiry {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(err) = source {
+            if check(err) {
+                return Failure::Expired(
+                    "session expired (HTTP 404 for our session id)".to_string(),
+                );
+            }
+            source = err.source();
+        }
+    }
+    match e {
+        ServiceError::McpError(data) => Failure::Rpc {
+            code: i64::from(data.code.0),
+            message: data.message.into_owned(),
+        },
+        ServiceError::Timeout { .. } => Failure::Timeout,
+        ServiceError::UnexpectedResponse => Failure::Protocol(
+            "unexpected response (task, input_required, or a result of the wrong kind)".to_string(),
+        ),
+        ServiceError::TransportClosed => Failure::Transport {
+            reason: "transport closed".to_string(),
+            closed: true,
+            sent: true,
+        },
+        other => Failure::Transport {
+            sent: !refused(&other),
+            reason: error_chain(&other),
+            closed: false,
+        },
+    }
+}
+
+/// What a `tools/call` came back with.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// The tool's result.
+    Result(CallToolResult),
+    /// 2026-07-28: the server needs input first; the call is over.
+    Input(rmcp::model::InputRequiredResult),
+    /// 2025-11-25: the server asked inside the open call, which waits.
+    Nested(Nested),
+}
+
+/// A `tools/call` still out (2025-11-25 may ask the user mid-call): its
+/// result to come, and the `elicitation/create`s that arrive in it.
+pub(crate) struct OpenCall {
+    id: RequestId,
+    result: tokio::sync::oneshot::Receiver<Result<ServerResult, Failure>>,
+    asks: tokio::sync::mpsc::Receiver<Elicitation>,
+    /// Abandons the call (its task stops waiting).
+    stop: CancellationToken,
+    peer: Peer<RoleClient>,
+    pub(crate) generation: u64,
+}
+
+impl std::fmt::Debug for OpenCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenCall")
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenCall {
+    /// Waits up to `timeout` for the server: its answer, or a question it
+    /// asks inside the call. A call that does neither in time is abandoned
+    /// with `notifications/cancelled`.
+    pub(crate) async fn wait(mut self, timeout: Duration) -> Result<Reply, Failure> {
+        tokio::select! {
+            answer = &mut self.result => match answer {
+                Ok(Ok(ServerResult::CallToolResult(r))) => Ok(Reply::Result(r)),
+                Ok(Ok(ServerResult::InputRequiredResult(r))) => Ok(Reply::Input(r)),
+                Ok(Ok(ServerResult::CreateTaskResult(_))) => Err(Failure::Protocol(
+                    "the server made the call a task, which this client does not poll".into(),
+                )),
+                Ok(Ok(_)) => Err(Failure::Protocol("a result of the wrong kind".into())),
+                Ok(Err(f)) => Err(f),
+                Err(_) => Err(Failure::Transport {
+                    reason: "the connection ended before the call was answered".into(),
+                    closed: true,
+                    sent: true,
+                }),
+            },
+            Some(asked) = self.asks.recv() => Ok(Reply::Nested(Nested {
+                asked: Asked::of_elicitation(&asked.params),
+                reply: asked.reply,
+                open: self,
+            })),
+            _ = tokio::time::sleep(timeout) => {
+                self.abandon("request timeout").await;
+                Err(Failure::Timeout)
             }
         }
-        match e {
-            ServiceError::McpError(data) => Failure::Rpc {
-                code: i64::from(data.code.0),
-                message: data.message.into_owned(),
-            },
-            ServiceError::Timeout { .. } => Failure::Timeout,
-            ServiceError::UnexpectedResponse => Failure::Protocol(
-                "unexpected response (task, input_required, or a result of the wrong kind)"
-                    .to_string(),
-            ),
-            ServiceError::TransportClosed => Failure::Transport {
-                reason: "transport closed".to_string(),
-                closed: true,
-                sent: true,
-            },
-            other => Failure::Transport {
-                sent: !refused(&other),
-                reason: error_chain(&other),
-                closed: false,
-            },
+    }
+
+    /// Stops waiting and tells the server (`notifications/cancelled`).
+    pub(crate) async fn abandon(&self, reason: &str) {
+        self.stop.cancel();
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some(reason.to_string()),
+        ));
+        let _ = self.peer.send_notification(notification.into()).await;
+    }
+}
+
+/// The calls open on one connection, by request id: where an
+/// `elicitation/create` that arrives in one goes.
+#[derive(Clone, Default)]
+pub(crate) struct Routes(Arc<Mutex<HashMap<RequestId, tokio::sync::mpsc::Sender<Elicitation>>>>);
+
+impl Routes {
+    fn insert(&self, id: RequestId, tx: tokio::sync::mpsc::Sender<Elicitation>) {
+        self.lock().insert(id, tx);
+    }
+
+    fn remove(&self, id: &RequestId) {
+        self.lock().remove(id);
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, tokio::sync::mpsc::Sender<Elicitation>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open call an elicitation belongs to: the one whose POST stream
+    /// carried it (HTTP), or the only call open (stdio, one stream).
+    fn route(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Option<tokio::sync::mpsc::Sender<Elicitation>> {
+        let routes = self.lock();
+        match origin {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => routes.get(id).cloned(),
+            _ if routes.len() == 1 => routes.values().next().cloned(),
+            _ => None,
+        }
+    }
+}
+
+/// turnstile's MCP client handler: what it announces, and the
+/// `elicitation/create`s it routes to the call they arrived in. Nothing is
+/// answered here: the turn shows the question and the user answers
+/// (`mcp::input`). A question that cannot be routed, or is not answered
+/// within the input wait, is answered `cancel`, and says so in the log.
+pub(crate) struct Asker {
+    config: ClientConfig,
+    routes: Routes,
+    wait: Duration,
+}
+
+impl Asker {
+    fn new(wait: Duration) -> Self {
+        Asker {
+            config: client_config(),
+            routes: Routes::default(),
+            wait,
+        }
+    }
+}
+
+impl ClientHandler for Asker {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let origin = context.extensions.get::<InboundStreamOrigin>();
+        let Some(route) = self.routes.route(origin) else {
+            tracing::warn!(
+                "mcp elicitation/create outside any open call we can tell: answered cancel"
+            );
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if route.send(Elicitation { params, reply }).await.is_err() {
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        }
+        match tokio::time::timeout(self.wait, answer).await {
+            Ok(Ok(result)) => Ok(result),
+            // Nobody answered in time, or the question was dropped (an
+            // expiry, a new message, a restart): the call is cancelled.
+            _ => {
+                tracing::info!("mcp elicitation not answered: cancel sent to the server");
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
         }
     }
 }

@@ -177,6 +177,45 @@ pub struct Interrupt {
     pub choices: Vec<String>,
     /// Unix milliseconds; after it the interrupt is denied by default.
     pub expires_at: i64,
+    /// The tool's server asks the user for input (issue 22 §3): a form to
+    /// fill or a URL to open. Its `choices` are then `["accept",
+    /// "decline", "cancel"]`, and an `accept` carries the answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<InputPrompt>,
+}
+
+/// What a tool's server asks the user, as the interrupt shows it. The
+/// server's opaque `requestState` is never part of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputPrompt {
+    /// The server that asks (our name for it).
+    pub server: String,
+    /// Each thing it asks, in the server's order.
+    pub requests: Vec<InputAsked>,
+}
+
+/// One input request: a form (`schema`) or a URL to open (`url`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputAsked {
+    /// The server's key for the request; an answer names it.
+    pub key: String,
+    /// `"form"` or `"url"`.
+    pub mode: String,
+    /// The server's own words: shown as the server's, never as ours.
+    pub message: String,
+    /// Form: the requested schema (an object of primitive properties).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    /// URL: the full URL, never fetched by turnstile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// URL: its host, to be shown highlighted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// URL: the host has a punycode (`xn--`) label, which may imitate
+    /// another domain: warn.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub punycode: bool,
 }
 
 /// The prepared action an interrupt asks about.

@@ -103,6 +103,7 @@ impl Turn<'_> {
             ),
             choices: vec!["approve".into(), "deny".into()],
             expires_at,
+            input: None,
         };
         self.approvals.held = Some(Held {
             interrupt_id,
