@@ -204,7 +204,7 @@ async fn library_cycle(rig: &Rig, i: usize) -> (Duration, Duration) {
     let turn_id = uuid::Uuid::new_v4().to_string();
     let claim = agent.claims.claim(&thread, &turn_id).await.expect("claim");
     let decided = agent
-        .decide(&thread, &id, true)
+        .decide(&thread, &id, turnstile::agent::UserDecision::Approve)
         .await
         .expect("approve wins");
     let (tx, rx) = tokio::sync::mpsc::channel(64);

@@ -498,7 +498,13 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
     let racers = (0..8).map(|n| {
         let agent = agent.clone();
         let (thread, id) = (thread.clone(), i.interrupt_id.clone());
-        tokio::spawn(async move { agent.decide(&thread, &id, n % 2 == 0).await })
+        tokio::spawn(async move {
+            let d = match n % 2 == 0 {
+                true => turnstile::agent::UserDecision::Approve,
+                false => turnstile::agent::UserDecision::Deny,
+            };
+            agent.decide(&thread, &id, d).await
+        })
     });
     let results = futures::future::join_all(racers).await;
     let mut won = 0;

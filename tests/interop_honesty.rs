@@ -1453,6 +1453,7 @@ async fn approval(kind: Kind) {
 
 mod before_call;
 mod licence;
+mod questions;
 mod terminal;
 use terminal::export;
 

@@ -191,6 +191,7 @@ async fn run(case: Case) -> String {
             std::time::Duration::from_secs(30),
         )),
         licences: turnstile::judge::tiers::LicenceMap::open(),
+        parked: Default::default(),
     };
     let thread = store.create_thread(None).await.unwrap();
     let req: TurnRequest = serde_json::from_value(match case.context {

@@ -644,10 +644,31 @@ impl TestServer {
         interrupt_id: &str,
         decision: &str,
     ) -> Result<Vec<Frame>, (u16, Value)> {
+        let body = json!({"interrupt_id": interrupt_id, "decision": decision});
+        self.resume_with(thread, body).await
+    }
+
+    /// Answers a question of a tool's server: `accept` with `answers` (by
+    /// request key), `decline` or `cancel`.
+    pub async fn answer(
+        &self,
+        thread: &str,
+        interrupt_id: &str,
+        decision: &str,
+        answers: Value,
+    ) -> Result<Vec<Frame>, (u16, Value)> {
+        let mut body = json!({"interrupt_id": interrupt_id, "decision": decision});
+        if !answers.is_null() {
+            body["answers"] = answers;
+        }
+        self.resume_with(thread, body).await
+    }
+
+    async fn resume_with(&self, thread: &str, body: Value) -> Result<Vec<Frame>, (u16, Value)> {
         let r = self
             .http
             .post(format!("{}/v1/threads/{thread}/resume", self.base))
-            .json(&json!({"interrupt_id": interrupt_id, "decision": decision}))
+            .json(&body)
             .send()
             .await
             .unwrap();

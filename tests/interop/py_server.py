@@ -9,6 +9,10 @@ Tools:
   fail_tool(reason)    -> raises ToolError: result has isError true, message shown
   crash_tool()         -> raises ValueError: result has isError true, message hidden
   rpc_error(reason)    -> raises MCPError: the call fails with a JSON-RPC error
+  register_visitor(site) -> asks the user (elicitation/create, form mode) for the
+                          visitor's name and company, inside the open call;
+                          registers them on accept
+  visitor_count()      -> how many visitors were registered (exactly-once proof)
 
 Usage: python3 py_server.py --port 8765
 """
@@ -17,7 +21,7 @@ import argparse
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
@@ -53,6 +57,29 @@ def crash_tool() -> str:
 @server.tool(description="Always fails with a JSON-RPC error (-32602).")
 def rpc_error(reason: str) -> str:
     raise MCPError(code=-32602, message=f"rejected on purpose: {reason}")
+
+
+class Visitor(BaseModel):
+    name: str
+    company: str
+
+
+VISITORS: list[dict] = []
+
+
+@server.tool(description="Register a site visitor: asks the user for the visitor's name and company.")
+async def register_visitor(site: str, ctx: Context) -> dict:
+    result = await ctx.elicit(f"Who is visiting {site}?", schema=Visitor)
+    if result.action == "accept":
+        visitor = result.data.model_dump()
+        VISITORS.append({"site": site, **visitor})
+        return {"status": "REGISTERED", "site": site, "visitor": visitor, "registered": len(VISITORS)}
+    return {"status": result.action.upper(), "site": site, "registered": len(VISITORS)}
+
+
+@server.tool(description="How many visitors were registered.")
+def visitor_count() -> int:
+    return len(VISITORS)
 
 
 def main() -> None:

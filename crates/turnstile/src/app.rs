@@ -71,6 +71,12 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
     // says so. Only a spec that can never work, or a tool offered twice,
     // is an error here.
     let connection = tables.bound::<Connection>().map_err(bind)?;
+    // A question asked inside an open call waits as long as an approval
+    // may: the interrupt and the open call expire together.
+    let client = ClientOptions {
+        input_wait: cfg.limits.approval_ttl,
+        ..client
+    };
     let tools = ToolBelt::start(&cfg.servers, connection, client)
         .await
         .with_context(|| "cannot start the MCP tool servers")?;
@@ -85,6 +91,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
         licences: cfg.licences,
+        parked: Default::default(),
     };
     let identity = crate::http::Identity::new(
         cfg.auth,

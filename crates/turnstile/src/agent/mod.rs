@@ -20,4 +20,4 @@ pub use claims::{Claim, ThreadClaims};
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
 pub use tools::{ToolBelt, Tools};
-pub use turn::{Agent, DecideError, Decided, Limits, TurnRequest, TurnTables};
+pub use turn::{Agent, DecideError, Decided, Limits, TurnRequest, TurnTables, UserDecision};

@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 use crate::judge::Contract;
 
 use crate::mcp::{
-    builtin_connection_table, ClientOptions, McpError, ServerSpec, ServerStatus, ToolClient,
-    ToolInfo, ToolOutput, ToolTrust,
+    builtin_connection_table, Answer, ClientOptions, InputRound, McpError, Nested, ServerSpec,
+    ServerStatus, ToolClient, ToolInfo, ToolOutput, ToolTrust,
 };
 use crate::protocols::connection::Connection;
 use crate::protocols::Bound;
@@ -34,6 +34,31 @@ pub trait Tools: Send + Sync {
     fn server_of(&self, tool: &str) -> Option<String>;
     /// Calls `tool`; its result, or how the call failed.
     async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError>;
+    /// Calls `tool` (with a 2026-07-28 round's answers), handing up a
+    /// question its server asks instead of answering. Tools that never ask
+    /// answer as [`Tools::call`] does.
+    async fn call_round(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
+        let _ = round;
+        self.call(tool, args).await.map(Answer::Output)
+    }
+    /// Answers the question asked inside an open 2025-11-25 call of `tool`.
+    async fn answer_nested(
+        &self,
+        tool: &str,
+        nested: Nested,
+        answer: rmcp::model::ElicitResult,
+    ) -> Result<Answer, McpError> {
+        let _ = (nested, answer);
+        Err(McpError::InvalidSpec {
+            server: String::new(),
+            reason: format!("no open call of \"{tool}\" waits for an answer"),
+        })
+    }
     /// The parameter of `tool` that takes a list of item ids, if any.
     fn ids_param(&self, tool: &str, contract: Option<&Contract>) -> Option<String>;
     /// Each server's name and connection state (`GET /readyz`).
@@ -59,6 +84,36 @@ impl Tools for ToolBelt {
     async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
         match self.client_for(tool) {
             Some(client) => client.call(tool, args).await,
+            None => Err(McpError::InvalidSpec {
+                server: String::new(),
+                reason: format!("no server offers the tool \"{tool}\""),
+            }),
+        }
+    }
+
+    async fn call_round(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
+        match self.client_for(tool) {
+            Some(client) => client.call_round(tool, args, round).await,
+            None => Err(McpError::InvalidSpec {
+                server: String::new(),
+                reason: format!("no server offers the tool \"{tool}\""),
+            }),
+        }
+    }
+
+    async fn answer_nested(
+        &self,
+        tool: &str,
+        nested: Nested,
+        answer: rmcp::model::ElicitResult,
+    ) -> Result<Answer, McpError> {
+        match self.client_for(tool) {
+            Some(client) => client.answer_nested(tool, nested, answer).await,
             None => Err(McpError::InvalidSpec {
                 server: String::new(),
                 reason: format!("no server offers the tool \"{tool}\""),
@@ -255,5 +310,34 @@ mod tests {
         assert_eq!(detect_ids_param(&scalar), None);
         let two = json!({"properties": {"a_ids": {"type": "array"}, "b_ids": {"type": "array"}}});
         assert_eq!(detect_ids_param(&two), None);
+    }
+}
+
+/// Calls whose server asked the user something inside them (2025-11-25),
+/// open in this process's memory until the answer, by interrupt id.
+/// Dropping one (an expiry, a new message) answers its server `cancel`; a
+/// process that ends drops them all, and the questions can no longer be
+/// answered (`input_lost`).
+#[derive(Default)]
+pub struct Parked(std::sync::Mutex<std::collections::HashMap<String, Nested>>);
+
+impl Parked {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Nested>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps `nested` open for the interrupt `id`.
+    pub fn park(&self, id: &str, nested: Nested) {
+        self.lock().insert(id.to_string(), nested);
+    }
+
+    /// The open call of interrupt `id`, taken out to be answered.
+    pub fn take(&self, id: &str) -> Option<Nested> {
+        self.lock().remove(id)
+    }
+
+    /// Whether interrupt `id`'s call is open here.
+    pub fn holds(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
     }
 }

@@ -276,13 +276,21 @@ async fn claim_thread(
 pub struct ResumeRequest {
     pub interrupt_id: String,
     pub decision: Decision,
+    /// The answers to a question's forms, by request key (with `accept`).
+    #[serde(default)]
+    pub answers: Option<serde_json::Map<String, Value>>,
 }
 
+/// One of an interrupt's `choices`: `approve` / `deny` for an approval,
+/// `accept` / `decline` / `cancel` for a question of a tool's server.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Approve,
     Deny,
+    Accept,
+    Decline,
+    Cancel,
 }
 
 pub async fn resume(
@@ -312,8 +320,27 @@ pub async fn resume(
         "a turn is running on this thread; decide after its done or error frame",
     )
     .await?;
-    let approve = matches!(req.decision, Decision::Approve);
-    let decided = match st.agent.decide(&id, &req.interrupt_id, approve).await {
+    use crate::agent::UserDecision;
+    let answers = req.answers.unwrap_or_default();
+    let answer = |action| UserDecision::Answer {
+        action,
+        answers: answers.clone(),
+    };
+    let user = match req.decision {
+        Decision::Approve => UserDecision::Approve,
+        Decision::Deny => UserDecision::Deny,
+        Decision::Accept => answer("accept"),
+        Decision::Decline => answer("decline"),
+        Decision::Cancel => answer("cancel"),
+    };
+    if !answers.is_empty() && !matches!(user, UserDecision::Answer { .. }) {
+        claim.release().await;
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "`answers` go with `accept`, to a question of a tool's server",
+        ));
+    }
+    let decided = match st.agent.decide(&id, &req.interrupt_id, user).await {
         Ok(d) => d,
         Err(e) => {
             claim.release().await;
@@ -330,6 +357,9 @@ pub async fn resume(
                 )
                 .with_row("approval", &row_id),
                 DecideError::Restore(m) => ApiError::new(StatusCode::CONFLICT, m),
+                DecideError::Choice(m) | DecideError::Invalid(m) => {
+                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m)
+                }
                 DecideError::Store(e) => e.into(),
             });
         }

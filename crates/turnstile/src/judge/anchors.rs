@@ -335,6 +335,21 @@ pub enum ActionOutcome {
     /// A call that needs approval of itself could not be held now (another
     /// action of the turn has not settled): it was not sent.
     Withheld,
+    /// The tool's server asked the user something; the user's answer
+    /// (accept, decline or cancel) was sent once, and the result is the
+    /// tool's own.
+    Answered,
+    /// The user's answer was sent once, and no success came back.
+    AnswerFailed,
+    /// The question was withdrawn (a new message superseded it): nothing
+    /// was answered.
+    QuestionWithdrawn,
+    /// Nobody answered the question in time: nothing was answered.
+    QuestionExpired,
+    /// The server's question was refused (a form that asks for a secret,
+    /// something this client does not offer): it was not shown, and
+    /// nothing was answered.
+    QuestionRefused,
 }
 
 fn action_text(tool: &str, outcome: ActionOutcome) -> String {
@@ -351,6 +366,11 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::NotSentExpired => "Nobody approved this call in time, so it was never sent and nothing was done. Say it expired and was not done.",
         ActionOutcome::Withheld => "This call needs the user's approval and could not be put to them now, so it was not sent. Say it was not sent and needs approval; do not say the user decided.",
         ActionOutcome::CallFailed => "The user approved this call, and no success came back: it failed, timed out, or its server was gone. Say it did not report success; do not say it was done, and do not say it had no effect.",
+        ActionOutcome::Answered => "The tool's server asked the user a question; the user's answer was sent once, and the result is the tool's own. Say what the result shows, no more; repeat no answer the result does not show.",
+        ActionOutcome::AnswerFailed => "The user's answer was sent once, and no success came back. Say it did not report success; do not say it was done, and do not say it had no effect.",
+        ActionOutcome::QuestionWithdrawn => "The server's question was withdrawn before it was answered; nothing was answered. Say so; do not say the tool ran to completion.",
+        ActionOutcome::QuestionExpired => "Nobody answered the server's question in time; nothing was answered. Say it expired unanswered.",
+        ActionOutcome::QuestionRefused => "The tool's server asked the user something this client refuses to ask (a password, key, token or payment detail, or a request it does not offer), so nothing was asked or answered. Say the tool could not go on; infer nothing about what it would have done.",
     };
     format!("[{tool}] {what}")
 }

@@ -20,6 +20,7 @@ pub mod capability;
 pub mod continuation;
 pub mod contracts;
 pub mod digest;
+pub mod elicitation;
 pub mod emptiness;
 pub mod grade;
 pub mod in_band;

@@ -34,6 +34,11 @@ fn english(anchor: &Anchor) -> String {
             ActionOutcome::NotSentExpired => "Nobody approved it in time, so it was not sent and nothing was done.".into(),
             ActionOutcome::CallFailed => "You approved it, but it did not report success.".into(),
             ActionOutcome::Withheld => "It needs your approval, which could not be asked for now, so it was not sent.".into(),
+            ActionOutcome::Answered => "Your answer was sent once.".into(),
+            ActionOutcome::AnswerFailed => "Your answer was sent once, but the tool did not report success.".into(),
+            ActionOutcome::QuestionWithdrawn => "The question was withdrawn, so nothing was answered.".into(),
+            ActionOutcome::QuestionExpired => "Nobody answered the question in time, so nothing was answered.".into(),
+            ActionOutcome::QuestionRefused => "The tool asked for something I do not ask you for, so nothing was asked or answered and the tool could not go on.".into(),
         },
         Anchor::NarrowingStale => {
             "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
@@ -157,6 +162,11 @@ fn korean_sentence(anchor: &Anchor) -> String {
             ActionOutcome::NotSentExpired => "제때 승인되지 않아 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
             ActionOutcome::CallFailed => "승인하신 요청이 성공했다는 응답은 없었습니다.".into(),
             ActionOutcome::Withheld => "승인이 필요한 요청인데 지금은 승인을 여쭐 수 없어 보내지 않았습니다.".into(),
+            ActionOutcome::Answered => "답변을 한 번 보냈습니다.".into(),
+            ActionOutcome::AnswerFailed => "답변을 한 번 보냈지만 성공했다는 응답은 없었습니다.".into(),
+            ActionOutcome::QuestionWithdrawn => "질문이 철회되어 아무것도 답하지 않았습니다.".into(),
+            ActionOutcome::QuestionExpired => "제때 답하지 않아 아무것도 답하지 않았습니다.".into(),
+            ActionOutcome::QuestionRefused => "도구가 여쭐 수 없는 정보를 요청하여 아무것도 묻거나 답하지 않았고, 도구는 진행하지 못했습니다.".into(),
         },
         Anchor::NarrowingStale => {
             "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()

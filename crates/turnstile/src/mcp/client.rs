@@ -35,8 +35,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::answer::{Answer, InputAsk, Nested};
 use super::error::McpError;
-use super::input::{Answer, InputAsk, InputRound, Nested};
+use super::input::InputRound;
 use super::normalize::ToolOutput;
 use super::session::{self, Failure, Listing, Reply, Session};
 use super::spec::{ServerInfo, ServerSpec, ToolInfo, ToolTrust, Transport};

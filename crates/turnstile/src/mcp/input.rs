@@ -24,8 +24,6 @@ use std::collections::BTreeMap;
 use rmcp::model::{ElicitRequestParams, ElicitResult, InputRequest};
 use serde_json::Value;
 
-use super::normalize::ToolOutput;
-
 /// The largest `requestState` held: it is stored with the interrupt and
 /// echoed back once, so a server cannot make us store (or send) more.
 pub const MAX_REQUEST_STATE: usize = 64 * 1024;
@@ -110,7 +108,7 @@ impl Asked {
         }
     }
 
-    fn of_input_request(request: &InputRequest) -> Asked {
+    pub(crate) fn of_input_request(request: &InputRequest) -> Asked {
         match request {
             InputRequest::Elicitation(e) => Asked::of_elicitation(&e.params),
             InputRequest::CreateMessage(_) => Asked::Unsupported {
@@ -127,43 +125,6 @@ impl Asked {
     }
 }
 
-/// What a server asked before it would answer a call.
-#[derive(Debug)]
-pub struct InputAsk {
-    /// Each request by the server's key, in key order.
-    pub requests: Vec<(String, Asked)>,
-    /// 2026-07-28: the state to echo back with the answers.
-    pub request_state: Option<RequestState>,
-    /// 2025-11-25: the call, still open, waiting for the answer.
-    pub nested: Option<Nested>,
-}
-
-impl InputAsk {
-    /// A 2026-07-28 `InputRequiredResult`, or why it is refused (its
-    /// `requestState` is never part of the reason).
-    pub(crate) fn from_result(r: rmcp::model::InputRequiredResult) -> Result<InputAsk, String> {
-        let requests = r.input_requests.unwrap_or_default();
-        if requests.is_empty() {
-            return Err("the server asked for input without saying what".into());
-        }
-        if requests.len() > MAX_INPUT_REQUESTS {
-            return Err(format!(
-                "the server asked {} things at once, over the {MAX_INPUT_REQUESTS} a client shows",
-                requests.len()
-            ));
-        }
-        let request_state = r.request_state.map(RequestState::new).transpose()?;
-        Ok(InputAsk {
-            requests: requests
-                .iter()
-                .map(|(k, v)| (k.clone(), Asked::of_input_request(v)))
-                .collect(),
-            request_state,
-            nested: None,
-        })
-    }
-}
-
 /// The answers of one 2026-07-28 round: the responses by request key, and
 /// the server's state, echoed back.
 #[derive(Debug, Clone)]
@@ -172,35 +133,12 @@ pub struct InputRound {
     pub request_state: Option<RequestState>,
 }
 
-/// What a call came back with: the tool's answer, or a question for the
-/// user.
-#[derive(Debug)]
-pub enum Answer {
-    Output(ToolOutput),
-    Asks(InputAsk),
-}
-
 /// One `elicitation/create` routed to the call it arrived in (2025-11-25):
 /// what it asks, and where its answer goes.
 #[derive(Debug)]
 pub(crate) struct Elicitation {
     pub(crate) params: ElicitRequestParams,
     pub(crate) reply: tokio::sync::oneshot::Sender<ElicitResult>,
-}
-
-/// A 2025-11-25 call that is open and waits for the user's answer to the
-/// server's `elicitation/create`. Dropping it answers `cancel`.
-pub struct Nested {
-    /// What the server asks.
-    pub asked: Asked,
-    pub(crate) reply: tokio::sync::oneshot::Sender<ElicitResult>,
-    pub(crate) open: super::session::OpenCall,
-}
-
-impl std::fmt::Debug for Nested {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Nested").finish_non_exhaustive()
-    }
 }
 
 #[cfg(test)]

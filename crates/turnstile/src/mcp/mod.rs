@@ -36,6 +36,7 @@
 //! is not live (`INVALID_SESSION`) or not the one it arrived on
 //! (`SESSION_MISMATCH`) instead of falling back to another.
 
+pub mod answer;
 pub mod client;
 pub mod error;
 pub mod input;
@@ -45,13 +46,14 @@ pub mod session;
 pub mod spec;
 pub mod url;
 
+pub use answer::{Answer, InputAsk, Nested};
 pub use client::{
     builtin_connection_table, ClientOptions, ServerStatus, ToolClient, DEFAULT_BACKOFF_INITIAL,
     DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_INPUT_WAIT,
     DEFAULT_PROBE_AFTER,
 };
 pub use error::McpError;
-pub use input::{Answer, Asked, InputAsk, InputRound, Nested, RequestState};
+pub use input::{Asked, InputRound, RequestState};
 pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
 pub use session::SESSION_META;
 pub use spec::{

@@ -52,7 +52,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::error::McpError;
-use super::input::{Asked, Elicitation, InputRound, Nested, RequestState};
+use super::input::{Asked, Elicitation, InputRound, RequestState};
 use super::spec::{
     Hints, Revision, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION,
     STATELESS_VERSION,
@@ -786,6 +786,21 @@ impl OpenCall {
             Some(reason.to_string()),
         ));
         let _ = self.peer.send_notification(notification.into()).await;
+    }
+}
+
+/// A 2025-11-25 call that is open and waits for the user's answer to the
+/// server's `elicitation/create`. Dropping it answers `cancel`.
+pub struct Nested {
+    /// What the server asks.
+    pub asked: Asked,
+    pub(crate) reply: tokio::sync::oneshot::Sender<rmcp::model::ElicitResult>,
+    pub(crate) open: OpenCall,
+}
+
+impl std::fmt::Debug for Nested {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nested").finish_non_exhaustive()
     }
 }
 

@@ -54,6 +54,15 @@ crate::names! {
         HeldCallReturned = "held_call_returned",
         /// The approved held call was sent and failed (or was refused).
         HeldCallFailed = "held_call_failed",
+        /// A tool's server asked the user something before it would
+        /// answer (an `InputRequiredResult`, or an `elicitation/create`
+        /// inside the open call).
+        InputRequired = "input_required",
+        /// The user answered the question: accept (with the answers),
+        /// decline or cancel.
+        Answered = "answered",
+        /// A 2025-11-25 question whose open call died with the process.
+        InputLost = "input_lost",
     }
 }
 

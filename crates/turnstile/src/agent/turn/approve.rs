@@ -164,6 +164,7 @@ impl Turn<'_> {
                 calls_before: 0,
                 step: self.cursor.step,
                 interrupt,
+                input: None,
             },
         });
         Ok(Some(TurnEvent::ApprovalNeeded))
@@ -234,11 +235,12 @@ impl Turn<'_> {
         };
         let event = match (kind, out) {
             (DecisionCall::Cancel, _) => None,
-            // A held call is its own confirm: it ran, or it did not.
-            (DecisionCall::Confirm, Some(_)) if held_kind == ActionKind::Call => {
+            // A held call (or an answered question's call) is its own
+            // confirm: it ran, or it did not.
+            (DecisionCall::Confirm, Some(_)) if held_kind != ActionKind::Prepared => {
                 Some(ApprovalEvent::HeldCallReturned)
             }
-            (DecisionCall::Confirm, None) if held_kind == ActionKind::Call => {
+            (DecisionCall::Confirm, None) if held_kind != ActionKind::Prepared => {
                 Some(ApprovalEvent::HeldCallFailed)
             }
             (DecisionCall::Confirm, Some(out)) => Some(approval::confirm_event(out)),
@@ -268,6 +270,7 @@ impl Turn<'_> {
         let status_args = held.action.status_args.clone();
         let tool = held.action.prepare.clone();
         let outcome = match (held.action.kind, state) {
+            (ActionKind::Input, state) => super::ask::settled(state),
             (ActionKind::Call, ApprovalState::Completed) => ActionOutcome::Ran,
             (ActionKind::Call, ApprovalState::Denied) => ActionOutcome::NotSent,
             (ActionKind::Call, ApprovalState::Expired) => ActionOutcome::NotSentExpired,

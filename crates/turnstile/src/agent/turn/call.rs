@@ -13,7 +13,7 @@ use crate::judge::result::Reading;
 use crate::judge::stitch::Stitcher;
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::mcp::{McpError, ToolOutput};
+use crate::mcp::{Answer, InputAsk, McpError, ToolOutput};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
@@ -48,8 +48,8 @@ impl Turn<'_> {
     /// waits for approval of itself (`None`: held, nothing sent), then its
     /// pages.
     async fn run_call(&mut self, call: &PlannedCall) -> Result<Option<Outcome>, Stop> {
-        if let Some(outcome) = self.run_decided_call().await? {
-            return Ok(Some(outcome));
+        if let Some(ran) = self.run_decided_call().await? {
+            return Ok(ran);
         }
         // One narrowing machine per listing. The scope is applied only if
         // the table's `narrow` row says so (effect `apply-scope`).
@@ -89,14 +89,13 @@ impl Turn<'_> {
             super::hold::Hold::Held => return Ok(None),
             super::hold::Hold::Refused(r) => return self.refuse(call, args, r).await.map(Some),
         }
-        self.fetch(call, &server, args, scoped, gate)
-            .await
-            .map(Some)
+        self.fetch(call, &server, args, scoped, gate).await
     }
 
     /// Runs an admitted call: its first page, and for a stitched listing
     /// (or a continuation of an earlier turn's) the pages the paging table
-    /// lets follow.
+    /// lets follow. `None`: the server asked the user something first, and
+    /// the call is held at an interrupt.
     pub(super) async fn fetch(
         &mut self,
         call: &PlannedCall,
@@ -104,7 +103,7 @@ impl Turn<'_> {
         args: Map<String, Value>,
         scoped: Option<Scope>,
         gate: Gate,
-    ) -> Result<Outcome, Stop> {
+    ) -> Result<Option<Outcome>, Stop> {
         let contract = self.agent.contracts.get(&call.tool).cloned();
         // A call a decision queued is sent once, exactly: never followed
         // by further pages.
@@ -132,10 +131,24 @@ impl Turn<'_> {
             let (out, reading) = match page {
                 Page::Answer(out, reading) => (out, reading),
                 Page::Failed(failure) => {
-                    return Ok(Outcome::Failed {
+                    return Ok(Some(Outcome::Failed {
                         call: self.record_for(call.id.as_deref(), &call.tool, args, failure.0),
                         anchor: failure.1,
-                    })
+                    }))
+                }
+                // The first page asks the user: held, or refused.
+                Page::Asks(ask) if first_page => {
+                    return match self.hold_input(call, server, &args, *ask).await? {
+                        Ok(()) => Ok(None),
+                        Err(reason) => Ok(Some(self.refused_question(call, args, &reason))),
+                    };
+                }
+                // A later page that asks is no page.
+                Page::Asks(_) => {
+                    stitcher
+                        .page_failed("input_required")
+                        .map_err(Stop::Violation)?;
+                    break;
                 }
                 // No page at all: the first page stands alone.
                 Page::Gone(kind) => {
@@ -175,14 +188,14 @@ impl Turn<'_> {
             Box::new(stitcher.finish())
         });
         let digest = Digest::failed(&call.tool, "not judged yet");
-        Ok(Outcome::Returned {
+        Ok(Some(Outcome::Returned {
             call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
             scoped: scoped.map(Box::new),
             gate,
             first: Box::new(first),
             reading: Box::new(reading),
             stitched,
-        })
+        }))
     }
 
     /// The paging machine of one listing and, when the call continues a
@@ -218,10 +231,28 @@ impl Turn<'_> {
         let call_id = self.next_call_id();
         self.emit_call(&call_id, tool, Some(server), args).await?;
         let called = std::time::Instant::now();
-        let answer = self.agent.tools.call(tool, args.clone()).await;
+        let sending = self.sending();
+        let tools = self.agent.tools.clone();
+        let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending).await;
         telemetry::phase(telemetry::Phase::Mcp, called.elapsed());
         let out = match answer {
-            Ok(out) => out,
+            Ok(Answer::Output(out)) => out,
+            Ok(Answer::Asks(ask)) => {
+                // No result: the server asks the user first. What it asks
+                // is the interrupt's to show, not this frame's.
+                let digest = Digest::failed(tool, "asked the user for input");
+                let frame = wire::ToolResult {
+                    call_id,
+                    tool: tool.clone(),
+                    ok: false,
+                    summary: "input_required".to_string(),
+                    shape: None,
+                    conflict: None,
+                    refusal: None,
+                };
+                self.emit_result(frame, args, None, Some(&digest)).await?;
+                return Ok(Page::Asks(Box::new(ask)));
+            }
             Err(e) => {
                 tracing::warn!(tool = %tool, kind = e.kind(), "tool call failed");
                 let digest = Digest::failed(tool, e.kind());
@@ -297,6 +328,8 @@ impl Turn<'_> {
 /// One fetched page.
 enum Page {
     Answer(ToolOutput, Reading),
+    /// The server asked the user something instead of answering.
+    Asks(Box<InputAsk>),
     /// The listing's first page failed: the call's digest and anchor.
     Failed((Digest, Anchor)),
     /// A later page's call failed: no page, of this kind.

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::held::{Action as HeldAction, Decided};
+use super::held::{Action as HeldAction, Decided, UserDecision};
 use super::Agent;
 use crate::fsm::Snapshot;
 use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
@@ -27,6 +27,14 @@ pub enum DecideError {
         why: String,
         state: String,
     },
+    /// The decision is not one this interrupt offers (422): an approve on
+    /// a question, an answer on an approval.
+    #[error("{0}")]
+    Choice(String),
+    /// The answers do not fit what the question asked (422); nothing was
+    /// decided and the question still waits. Never echoes a value.
+    #[error("{0}")]
+    Invalid(String),
     /// The stored machine no longer restores (its table changed).
     #[error("the pending interrupt was stored under another approval table: {0}")]
     Restore(String),
@@ -35,22 +43,24 @@ pub enum DecideError {
 }
 
 impl Agent {
-    /// Decides interrupt `interrupt_id` of `thread_id`: `approve` or not.
+    /// Decides interrupt `interrupt_id` of `thread_id`.
     pub async fn decide(
         &self,
         thread_id: &str,
         interrupt_id: &str,
-        approve: bool,
+        user: UserDecision,
     ) -> Result<Decided, DecideError> {
-        let decision = match approve {
-            true => ApprovalEvent::Approve,
-            false => ApprovalEvent::Deny,
+        let decision = match &user {
+            UserDecision::Approve => ApprovalEvent::Approve,
+            UserDecision::Deny => ApprovalEvent::Deny,
+            UserDecision::Answer { .. } => ApprovalEvent::Answered,
         };
         let stored = match self.store.approval(interrupt_id).await? {
             Some(a) if a.thread_id == thread_id => a,
             // An unknown id, or another thread's: a decision on nothing.
             _ => return Err(self.not_found(decision)),
         };
+        let answer = self.checked_answer(&stored, &user).await?;
         // Two attempts: a lost swap re-reads the state that won and fires
         // the decision on it, which the table then refuses by name.
         let mut stored = stored;
@@ -85,11 +95,9 @@ impl Agent {
                     approval: stored,
                     action,
                     machine,
-                    decision: match approve {
-                        true => "approve",
-                        false => "deny",
-                    },
+                    decision: user.word(),
                     effect,
+                    answer,
                 });
             }
             stored = match self.store.approval(interrupt_id).await? {
@@ -102,6 +110,59 @@ impl Agent {
             why: "another decision on this interrupt won".into(),
             state: stored.state,
         })
+    }
+
+    /// Whether the decision is one the interrupt offers, and an answer's
+    /// content fits what was asked (the round to send). A 2025-11-25
+    /// question whose open call this process no longer holds is lost: it
+    /// is settled as outcome unknown, and the answer refused by that row.
+    async fn checked_answer(
+        &self,
+        stored: &StoredApproval,
+        user: &UserDecision,
+    ) -> Result<Option<crate::mcp::InputRound>, DecideError> {
+        let (mut machine, action) = self.restore_held(stored)?;
+        let asks = action.kind == super::held::ActionKind::Input;
+        let input = match (asks, user, action.input.as_ref()) {
+            (false, UserDecision::Answer { .. }, _) => {
+                return Err(DecideError::Choice(
+                    "this interrupt asks for approval: decide with `approve` or `deny`".into(),
+                ))
+            }
+            (false, _, _) => return Ok(None),
+            (true, UserDecision::Answer { .. }, Some(input)) => input,
+            (true, _, _) => {
+                return Err(DecideError::Choice(
+                    "this interrupt is a question from the tool's server: answer with `accept` (and `answers`), `decline` or `cancel`".into(),
+                ))
+            }
+        };
+        if input.nested
+            && machine.state() == ApprovalState::Awaiting
+            && !self.parked.holds(&stored.interrupt_id)
+        {
+            let from = machine.state();
+            if let Ok(step) = machine.fire(ApprovalEvent::InputLost) {
+                let row_id = machine.row_id(step.row).to_string();
+                self.swap(stored, from, &machine).await?;
+                tracing::warn!("a question's open call is gone: outcome unknown");
+                return Err(DecideError::Refused {
+                    row_id,
+                    why: "the call that asked was open in a process that has since stopped (or another process); it can no longer be answered, and whether it did anything is unknown".into(),
+                    state: machine.state().name().to_string(),
+                });
+            }
+        }
+        let UserDecision::Answer {
+            action: word,
+            answers,
+        } = user
+        else {
+            return Ok(None);
+        };
+        super::ask::answer_round(input, word, answers)
+            .map(Some)
+            .map_err(DecideError::Invalid)
     }
 
     /// A decision on an interrupt this thread does not have: the row a
@@ -232,6 +293,11 @@ impl Agent {
             )
             .await?;
         telemetry::record(machine.snapshot());
+        if won {
+            // A question's open call is let go: its server is answered
+            // `cancel` (2025-11-25); a 2026-07-28 one holds nothing.
+            drop(self.parked.take(&stored.interrupt_id));
+        }
         let cancel = action.cancel_call().filter(|_| won);
         if let Some((tool, args)) = cancel {
             match self.tools.call(tool, args.clone()).await {

@@ -20,7 +20,35 @@ pub enum ActionKind {
     #[default]
     Prepared,
     Call,
+    /// A call whose server asked the user something (issue 22 §3): the
+    /// answer is its confirm; nothing is cancelled at the backend.
+    Input,
 }
+
+/// What a question of a tool's server needs to be answered, stored with
+/// its interrupt. The `requestState` is here and nowhere a frame, a log
+/// line or a model reads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InputHeld {
+    /// The server that asked.
+    pub server: String,
+    /// What it asked, as the interrupt shows it (an answer is validated
+    /// against these).
+    pub requests: Vec<wire::InputAsked>,
+    /// 2026-07-28: the server's state, echoed back once with the answers.
+    #[serde(default)]
+    pub request_state: Option<crate::mcp::RequestState>,
+    /// 2025-11-25: the call is open in this process's memory, waiting.
+    #[serde(default)]
+    pub nested: bool,
+    /// Questions this call asked so far (a server that keeps asking is
+    /// refused after [`MAX_INPUT_ROUNDS`]).
+    #[serde(default)]
+    pub rounds: u32,
+}
+
+/// The most questions one call may ask in a row.
+pub const MAX_INPUT_ROUNDS: u32 = 3;
 
 /// What code needs to settle a held action, stored with its interrupt
 /// (`approvals.action`): the tools and their exact arguments.
@@ -44,6 +72,9 @@ pub struct Action {
     pub step: u32,
     /// The interrupt frame as it was shown.
     pub interrupt: wire::Interrupt,
+    /// The question, when a tool's server asked one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<InputHeld>,
 }
 
 impl Action {
@@ -53,7 +84,32 @@ impl Action {
     pub fn cancel_call(&self) -> Option<(&str, &Map<String, Value>)> {
         match self.kind {
             ActionKind::Prepared => Some((&self.cancel, &self.cancel_args)),
-            ActionKind::Call => None,
+            ActionKind::Call | ActionKind::Input => None,
+        }
+    }
+}
+
+/// What the user decided on an interrupt: an approval's approve or deny,
+/// or the answer to a server's question (accept with the answers by
+/// request key, decline, or cancel).
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserDecision {
+    Approve,
+    Deny,
+    Answer {
+        /// `accept`, `decline` or `cancel`.
+        action: &'static str,
+        answers: Map<String, Value>,
+    },
+}
+
+impl UserDecision {
+    /// As the user said it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            UserDecision::Approve => "approve",
+            UserDecision::Deny => "deny",
+            UserDecision::Answer { action, .. } => action,
         }
     }
 }
@@ -67,6 +123,10 @@ pub struct Decided {
     pub decision: &'static str,
     /// The effect the table gave the decision: `confirm` or `cancel`.
     pub effect: ApprovalEffect,
+    /// An answer to a question: what is sent (2026-07-28: each request's
+    /// response; 2025-11-25: the open call's answer). Never stored, never
+    /// shown to a model.
+    pub answer: Option<crate::mcp::InputRound>,
 }
 
 /// A call queued by a decision, not by the model.
@@ -100,4 +160,7 @@ pub(crate) struct Approvals {
     /// The pending interrupt to insert with the next step.
     pub(crate) write: Option<NewApproval>,
     pub(crate) polls: u32,
+    /// The answer the decided call carries, taken by the call it goes out
+    /// with.
+    pub(crate) answer: Option<crate::mcp::InputRound>,
 }

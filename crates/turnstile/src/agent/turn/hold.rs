@@ -126,15 +126,18 @@ impl Turn<'_> {
                 calls_before: 0,
                 step: self.cursor.step,
                 interrupt,
+                input: None,
             },
         });
     }
 
     /// A decision's call on a held call: approve sends exactly the held
     /// call, once, and its result is judged like any other; deny sends
-    /// nothing and says so in a structured result naming the row.
-    /// `None` for every other call.
-    pub(super) async fn run_decided_call(&mut self) -> Result<Option<Outcome>, Stop> {
+    /// nothing and says so in a structured result naming the row. An
+    /// answered question sends the call (or the open call's answer) once
+    /// with the answer. `None` for every other call; `Some(None)`: the
+    /// call asked again and is held at a new interrupt.
+    pub(super) async fn run_decided_call(&mut self) -> Result<Option<Option<Outcome>>, Stop> {
         let Some(kind) = self.approvals.running else {
             return Ok(None);
         };
@@ -142,7 +145,7 @@ impl Turn<'_> {
             .approvals
             .held
             .as_ref()
-            .filter(|h| h.action.kind == ActionKind::Call)
+            .filter(|h| matches!(h.action.kind, ActionKind::Call | ActionKind::Input))
         else {
             return Ok(None);
         };
@@ -188,7 +191,9 @@ impl Turn<'_> {
                 outcome,
             },
         });
-        self.refuse(&held_call, args, refusal).await.map(Some)
+        self.refuse(&held_call, args, refusal)
+            .await
+            .map(|o| Some(Some(o)))
     }
 }
 

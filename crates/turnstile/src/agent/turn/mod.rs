@@ -28,6 +28,7 @@ use crate::wire;
 
 mod admit;
 mod approve;
+mod ask;
 mod call;
 mod decide;
 mod emit;
@@ -46,7 +47,7 @@ mod state;
 
 pub use decide::DecideError;
 use held::Approvals;
-pub use held::{Action as HeldAction, Decided};
+pub use held::{Action as HeldAction, Decided, UserDecision};
 pub use limits::Limits;
 use state::{Cursor, Evidence, Exports, Ledger, Outcome, ThreadScope};
 
@@ -89,6 +90,8 @@ pub struct Agent {
     /// The one tool → required-tier map: the catalogue filter and the
     /// licence gate before each call read it (`tables/licence.ron`).
     pub licences: LicenceMap,
+    /// 2025-11-25 calls open in memory while their question waits.
+    pub parked: Arc<super::tools::Parked>,
 }
 
 /// How a turn's stream opens: a user message, or a decision on the

@@ -17,6 +17,7 @@ impl Agent {
     pub async fn recover_approvals(&self) -> Result<usize, StoreError> {
         let mut n = 0;
         let now = crate::store::now_unix_ms();
+        n += self.recover_questions().await?;
         let states = [
             ApprovalState::Confirming.name(),
             ApprovalState::Accepted.name(),
@@ -69,6 +70,42 @@ impl Agent {
                 if ask {
                     tokio::time::sleep(STATUS_POLL_GAP).await;
                 }
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Agent {
+    /// Start-up on SQLite (one process by design): every 2025-11-25
+    /// question still pending had its call open in the process that
+    /// ended, so it can no longer be answered: `input_lost`, outcome
+    /// unknown. On PostgreSQL another live process may hold the open call;
+    /// such a question is found lost when it is answered instead
+    /// (`decide`).
+    async fn recover_questions(&self) -> Result<usize, StoreError> {
+        if self.store.backend() != crate::store::Backend::Sqlite {
+            return Ok(0);
+        }
+        let mut n = 0;
+        for stored in self
+            .store
+            .approvals_in(&[ApprovalState::Awaiting.name()])
+            .await?
+        {
+            let Ok((mut machine, action)) = self.restore_held(&stored) else {
+                continue;
+            };
+            if !action.input.as_ref().is_some_and(|i| i.nested) {
+                continue;
+            }
+            let from = machine.state();
+            if machine.fire(ApprovalEvent::InputLost).is_err() {
+                continue;
+            }
+            if self.swap(&stored, from, &machine).await? {
+                n += 1;
+                tracing::warn!("a question's open call ended with the process: outcome unknown");
             }
         }
         Ok(n)

@@ -53,6 +53,7 @@ impl Turn<'_> {
         self.thread.history =
             crate::agent::history::read(store, thread, &self.turn_id, limits.history_bytes).await?;
         let action = d.action;
+        self.approvals.answer = d.answer;
         self.cursor.calls = action.calls_before;
         self.cursor.step = action.step;
         let (kind, tool, args, event) = match d.effect {

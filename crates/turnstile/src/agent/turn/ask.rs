@@ -1,0 +1,338 @@
+//! A tool's server asks the user something before it answers (issue 22 §3,
+//! ADR 0025): the approval table's `input_required` row holds the call at
+//! an interrupt that shows the question, and the turn suspends. The answer
+//! (accept with the answers, decline, or cancel) is a decision like an
+//! approval: one compare-and-swap, then sent once — on 2026-07-28 by
+//! re-sending the call with the answers and the server's `requestState`,
+//! on 2025-11-25 to the call still open in this process. What the user
+//! typed goes to the server only; the planner sees it only if the tool's
+//! result carries it.
+
+use serde_json::{Map, Value};
+
+use super::held::{Action, ActionKind, DecisionCall, Held, InputHeld, MAX_INPUT_ROUNDS};
+use super::{Outcome, Stop, Turn};
+use crate::agent::tools::Tools;
+use crate::judge::anchors::ActionOutcome;
+use crate::judge::digest::Digest;
+use crate::judge::elicitation;
+use crate::judge::Anchor;
+use crate::llm::PlannedCall;
+use crate::mcp::{Answer, Asked, InputAsk, InputRound, McpError};
+use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::protocols::{telemetry, Names};
+use crate::wire;
+
+/// How a call goes out: fresh, or as the answer to its server's question.
+pub(super) enum Sending {
+    Fresh,
+    /// 2026-07-28: the call again, with the answers and the state.
+    Round(InputRound),
+    /// 2025-11-25: the answer to the call still open.
+    Nested(Box<(crate::mcp::Nested, rmcp::model::ElicitResult)>),
+    /// The answer has nowhere to go: the open call is gone.
+    Lost,
+}
+
+impl Turn<'_> {
+    /// How the next call goes out: a decided answer's call carries the
+    /// answer; every other call is sent fresh.
+    pub(super) fn sending(&mut self) -> Sending {
+        let Some(answer) = self.approvals.answer.take() else {
+            return Sending::Fresh;
+        };
+        let Some(held) = self
+            .approvals
+            .held
+            .as_ref()
+            .filter(|h| h.action.kind == ActionKind::Input)
+        else {
+            return Sending::Fresh;
+        };
+        let nested = held.action.input.as_ref().is_some_and(|i| i.nested);
+        if !nested {
+            return Sending::Round(answer);
+        }
+        let reply = answer
+            .responses
+            .into_values()
+            .next()
+            .and_then(|v| serde_json::from_value(v).ok());
+        match (self.agent.parked.take(&held.interrupt_id), reply) {
+            (Some(open), Some(reply)) => Sending::Nested(Box::new((open, reply))),
+            _ => Sending::Lost,
+        }
+    }
+
+    /// A call came back with a question. Held at a new interrupt (`None`:
+    /// the turn suspends), or refused with the reason (`Some`: the call's
+    /// failure): a form that asks for a secret, a request the client does
+    /// not offer, a URL it will not show, or a server that keeps asking.
+    pub(super) async fn hold_input(
+        &mut self,
+        call: &PlannedCall,
+        server: &str,
+        args: &Map<String, Value>,
+        ask: InputAsk,
+    ) -> Result<Result<(), String>, Stop> {
+        // The call that asks again is the decided one: its answer was
+        // delivered, so that machine settles first (a new one holds the
+        // new question).
+        let mut rounds = 0;
+        if self.approvals.running.take() == Some(DecisionCall::Confirm) {
+            if let Some(held) = self.approvals.held.as_mut() {
+                rounds = held.action.input.as_ref().map_or(0, |i| i.rounds);
+                held.machine
+                    .fire(ApprovalEvent::HeldCallReturned)
+                    .map_err(Stop::Violation)?;
+                let to = held.machine.state();
+                let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
+                let from = held.stored.map_or("", Names::name);
+                self.agent
+                    .store
+                    .swap_approval(&held.interrupt_id, from, to.name(), &snap)
+                    .await?;
+                held.stored = Some(to);
+            }
+        }
+        let InputAsk {
+            requests,
+            request_state,
+            nested,
+        } = ask;
+        let is_nested = nested.is_some();
+        if rounds >= MAX_INPUT_ROUNDS {
+            return Ok(Err(format!(
+                "the server asked again after {MAX_INPUT_ROUNDS} answers; the call was not answered"
+            )));
+        }
+        let mut shown = Vec::new();
+        for (key, asked) in requests {
+            match prompt(key, asked) {
+                Ok(p) => shown.push(p),
+                Err(reason) => return Ok(Err(reason)),
+            }
+        }
+        let mut machine = self.agent.tables.approval.machine();
+        let step = match machine.fire(ApprovalEvent::InputRequired) {
+            Ok(step) => step,
+            Err(v) => {
+                telemetry::violation(&v);
+                return Ok(Err(format!(
+                    "the approval table refused to hold it ({})",
+                    v.row_id
+                )));
+            }
+        };
+        if step.effect != Some(ApprovalEffect::Suspend) {
+            return Ok(Err("the approval table does not suspend for it".into()));
+        }
+        telemetry::record(machine.snapshot());
+        let interrupt_id = uuid::Uuid::new_v4().to_string();
+        let now = crate::store::now_unix_ms();
+        // An open call (2025-11-25) waits as long: the MCP client's input
+        // wait is the approval TTL (`app::build_with`).
+        let expires_at = now + self.agent.limits.approval_ttl_ms();
+        let how = match nested.is_some() {
+            true => "the call is open and waits for it",
+            false => "the call is sent again once, with your answer",
+        };
+        let interrupt = wire::Interrupt {
+            interrupt_id: interrupt_id.clone(),
+            tool: call.tool.clone(),
+            args: args.clone(),
+            action: wire::ActionPreview {
+                tool: call.tool.clone(),
+                args: args.clone(),
+                action_id: None,
+            },
+            summary: format!(
+                "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
+                call.tool
+            ),
+            choices: vec!["accept".into(), "decline".into(), "cancel".into()],
+            expires_at,
+            input: Some(wire::InputPrompt {
+                server: server.to_string(),
+                requests: shown.clone(),
+            }),
+        };
+        tracing::info!(tool = %call.tool, requests = shown.len(), nested = nested.is_some(), "call held for the user's input");
+        if let Some(open) = nested {
+            self.agent.parked.park(&interrupt_id, open);
+        }
+        self.approvals.held = Some(Held {
+            interrupt_id,
+            machine,
+            stored: None,
+            action: Action {
+                kind: ActionKind::Input,
+                user_text: self.user_text.clone(),
+                prepare: call.tool.clone(),
+                prepare_args: args.clone(),
+                action_id: 0,
+                confirm: call.tool.clone(),
+                confirm_args: args.clone(),
+                cancel: String::new(),
+                cancel_args: Map::new(),
+                status: None,
+                status_args: Map::new(),
+                calls_before: 0,
+                step: self.cursor.step,
+                interrupt,
+                input: Some(InputHeld {
+                    server: server.to_string(),
+                    requests: shown,
+                    request_state,
+                    nested: is_nested,
+                    rounds: rounds + 1,
+                }),
+            },
+        });
+        Ok(Ok(()))
+    }
+
+    /// A refused question: the call's failure, with the reason as its
+    /// digest and an anchor that claims nothing of what the tool did.
+    pub(super) fn refused_question(
+        &self,
+        call: &PlannedCall,
+        args: Map<String, Value>,
+        reason: &str,
+    ) -> Outcome {
+        tracing::warn!(tool = %call.tool, reason, "a server's question was refused");
+        Outcome::Failed {
+            call: self.record_for(
+                call.id.as_deref(),
+                &call.tool,
+                args,
+                Digest::failed(&call.tool, format!("asked the user, refused: {reason}")),
+            ),
+            anchor: Anchor::Action {
+                tool: call.tool.clone(),
+                outcome: ActionOutcome::QuestionRefused,
+            },
+        }
+    }
+}
+
+/// Sends the call as [`Turn::sending`] says.
+pub(super) async fn send(
+    tools: &dyn Tools,
+    tool: &str,
+    args: Map<String, Value>,
+    sending: Sending,
+) -> Result<Answer, McpError> {
+    match sending {
+        Sending::Fresh => tools.call_round(tool, args, None).await,
+        Sending::Round(round) => tools.call_round(tool, args, Some(round)).await,
+        Sending::Nested(nested) => {
+            let (open, reply) = *nested;
+            tools.answer_nested(tool, open, reply).await
+        }
+        Sending::Lost => Err(McpError::Unanswered {
+            server: String::new(),
+            tool: tool.to_string(),
+            reason: "the call that asked is no longer open in this process".into(),
+        }),
+    }
+}
+
+/// What the interrupt shows of one request, or why it is not shown.
+fn prompt(key: String, asked: Asked) -> Result<wire::InputAsked, String> {
+    match asked {
+        Asked::Form { message, schema } => {
+            elicitation::check_schema(&schema)
+                .map_err(|e| format!("the server's form is not one a client can show: {e}"))?;
+            if let Some(field) = elicitation::secret_field(&schema) {
+                return Err(format!(
+                    "the server's form asks for `{field}`, a password, key, token or payment detail, which a form may not ask for"
+                ));
+            }
+            Ok(wire::InputAsked {
+                key,
+                mode: "form".into(),
+                message,
+                schema: Some(schema),
+                url: None,
+                domain: None,
+                punycode: false,
+            })
+        }
+        Asked::Url { message, url, .. } => {
+            let view = elicitation::url_view(&url)
+                .map_err(|e| format!("the server's URL is not one a client shows: {e}"))?;
+            Ok(wire::InputAsked {
+                key,
+                mode: "url".into(),
+                message,
+                schema: None,
+                url: Some(view.url),
+                domain: Some(view.domain),
+                punycode: view.punycode,
+            })
+        }
+        Asked::Unsupported { method } => Err(format!(
+            "the server asked for {method}, which this client does not offer"
+        )),
+    }
+}
+
+/// The answers of a decision, checked against what the interrupt asked:
+/// one response per request, each form's content valid for its schema.
+/// `Err`: why not (never the value given), and nothing is decided.
+pub fn answer_round(
+    input: &InputHeld,
+    action: &str,
+    answers: &Map<String, Value>,
+) -> Result<InputRound, String> {
+    let accept = action == "accept";
+    if !accept && !answers.is_empty() {
+        return Err(format!("a {action} carries no answers"));
+    }
+    if let Some(extra) = answers
+        .keys()
+        .find(|k| !input.requests.iter().any(|r| &r.key == *k))
+    {
+        return Err(format!(
+            "`answers.{extra}` answers nothing this interrupt asks"
+        ));
+    }
+    let mut responses = std::collections::BTreeMap::new();
+    for request in &input.requests {
+        let mut response = serde_json::json!({ "action": action });
+        if accept && request.mode == "form" {
+            let schema = request.schema.clone().unwrap_or(Value::Null);
+            let given = answers.get(&request.key).ok_or_else(|| {
+                format!(
+                    "`answers.{}`: the form needs an answer to accept",
+                    request.key
+                )
+            })?;
+            let content = elicitation::validate(&schema, given)
+                .map_err(|e| format!("`answers.{}`: {e}", request.key))?;
+            response["content"] = Value::Object(content);
+        } else if answers.contains_key(&request.key) {
+            return Err(format!(
+                "`answers.{}`: a URL is opened by the user, not answered with values",
+                request.key
+            ));
+        }
+        responses.insert(request.key.clone(), response);
+    }
+    Ok(InputRound {
+        responses,
+        request_state: input.request_state.clone(),
+    })
+}
+
+/// The outcome a settled question's anchor names.
+pub(super) fn settled(state: ApprovalState) -> ActionOutcome {
+    match state {
+        ApprovalState::Completed => ActionOutcome::Answered,
+        ApprovalState::Failed => ActionOutcome::AnswerFailed,
+        ApprovalState::Denied => ActionOutcome::QuestionWithdrawn,
+        ApprovalState::Expired => ActionOutcome::QuestionExpired,
+        _ => ActionOutcome::Unknown,
+    }
+}
