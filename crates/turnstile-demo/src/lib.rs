@@ -44,6 +44,32 @@
 //! `confirm_lms_material_export` (its confirm, answering a capability URL),
 //! are the lecture-file export ([`exports`]).
 //!
+//! **Asking the user (input requests as durable interrupts).** Two tools
+//! ask the user something before they act ([`asks`]), on both revisions:
+//! on 2026-07-28 the first call answers `InputRequiredResult` (one input
+//! request under [`CONTACT_KEY`] or [`PORTAL_KEY`], an opaque
+//! `requestState` `rs-<uuid>` kept server-side) and the retry with
+//! `inputResponses` + `requestState` is answered once (a replay is
+//! `REPLAYED`, an unknown state `UNKNOWN_REQUEST_STATE`); on 2025-11-25 the
+//! tool sends `elicitation/create` on the session. A client without the
+//! elicitation capability (the mode asked for) gets `NO_ELICITATION`.
+//!
+//! * `notify_site_contact(issue_id)` — a form: `name`, `email`, `role`
+//!   (site manager, safety officer, foreman), `urgent`. Accepted:
+//!   `{"status": "NOTIFIED", "issue_id", "contact": {"name", "email",
+//!   "role", "urgent"}}` and one [`Notification`] recorded
+//!   ([`DemoServer::notifications`]); declined: `{"status":
+//!   "NOT_NOTIFIED", "reason": "declined", "issue_id"}`; cancelled:
+//!   `{"status": "CANCELLED", "issue_id"}`.
+//! * `open_permit_portal(permit)` — a URL,
+//!   `http://<this server>/permits/<permit>?ticket=<random>`, whose page
+//!   counts its visits ([`DemoServer::permit_visits`]). Accepted is
+//!   consent, not a signature: `{"status": "CONSENTED", "permit", "note"}`;
+//!   else `{"status": "NOT_OPENED" | "CANCELLED", "permit"}`.
+//!
+//! Their faults: `input-huge-state` (a `requestState` over 1 MiB) and
+//! `input-asks-secret` (the form also asks for a password).
+//!
 //! **Identity (issue 20).** The same listener serves a bearer verifier
 //! ([`auth`]): `GET /api/auth/me` with `Authorization: Bearer <token>`
 //! answers 200 `{"subject": "user-ana", "tiers": ["basic"]}` for a valid
@@ -84,7 +110,7 @@
 //! Both list tools can be made to misbehave like real adapters do with
 //! [`Fault`]s (an in-band 502, an auth failure as `{}`, a rejected cursor, a
 //! drifting cursor); the first two also hit `get_panorama`. No fault touches
-//! the reservation tools.
+//! the reservation tools; the asking tools have two of their own.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -96,6 +122,7 @@
 //! ```
 
 pub mod actions;
+pub mod asks;
 pub mod auth;
 pub mod data;
 pub mod exports;
@@ -108,6 +135,7 @@ pub mod slow;
 pub mod tools;
 
 pub use actions::{ActionCounts, ActionStatus, ActionStore, ActionView};
+pub use asks::{Notification, CONTACT_KEY, PORTAL_KEY};
 pub use auth::{DemoUser, Owner, VerifierFault, LICENCE_TIER_META, TIERS};
 pub use data::dataset;
 pub use query::INJECTED_ROW_LIMIT;

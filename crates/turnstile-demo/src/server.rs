@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::actions::{ActionCounts, ActionView};
+use super::asks::{Notification, PERMIT_PATH};
 use super::auth::{DemoUser, VerifierFault, VERIFIER_PATH};
 use super::tools::{DemoOptions, DemoState, DemoTools};
 
@@ -85,6 +86,26 @@ async fn download(
     }
 }
 
+/// `GET /permits/{permit}`: the permit portal's page ([`crate::asks`]),
+/// counted so tests can prove a client never fetched it on its own.
+async fn permit_page(
+    axum::extract::State(state): axum::extract::State<Arc<DemoState>>,
+    axum::extract::Path(permit): axum::extract::Path<String>,
+) -> axum::response::Response {
+    use axum::http::{header, StatusCode};
+    use axum::response::IntoResponse;
+    state.asks().visit_permit();
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        crate::asks::permit_page(&permit),
+    )
+        .into_response()
+}
+
 /// `GET /api/auth/me`: the bearer verifier ([`crate::auth`]).
 async fn me(
     axum::extract::State(state): axum::extract::State<Arc<DemoState>>,
@@ -149,6 +170,7 @@ impl DemoServer {
         );
         let url_addr = advertised(local);
         state.exports().set_origin(&format!("http://{url_addr}"));
+        state.asks().set_origin(&format!("http://{url_addr}"));
         let router = axum::Router::new()
             .nest_service("/mcp", service)
             .route(
@@ -156,6 +178,7 @@ impl DemoServer {
                 axum::routing::get(download),
             )
             .route(VERIFIER_PATH, axum::routing::get(me))
+            .route(PERMIT_PATH, axum::routing::get(permit_page))
             .with_state(state.clone());
         let task = tokio::spawn({
             let cancel = cancel.clone();
@@ -183,6 +206,24 @@ impl DemoServer {
     /// The lecture-file exports (for tests: confirms and downloads).
     pub fn exports(&self) -> &Arc<crate::exports::ExportStore> {
         self.state.exports()
+    }
+
+    /// The notifications `notify_site_contact` recorded, oldest first: one
+    /// per accepted form, none for a decline, a cancel or a refused retry.
+    pub fn notifications(&self) -> Vec<Notification> {
+        self.state.asks().notifications()
+    }
+
+    /// How many times the permit portal's page (`GET /permits/{permit}`)
+    /// was fetched, so tests can prove a client never opens it by itself.
+    pub fn permit_visits(&self) -> u64 {
+        self.state.asks().permit_visits()
+    }
+
+    /// How many 2026-07-28 asks wait for their retry (their request states
+    /// not yet answered).
+    pub fn pending_asks(&self) -> usize {
+        self.state.asks().pending()
     }
 
     /// The bound socket address.

@@ -4,7 +4,8 @@
 //! the detail tool `get_panorama`; and the seat-reservation tools
 //! `prepare_seat_reservation`, `confirm_action`, `cancel_action` and
 //! `get_action` over the server's [`ActionStore`] (no fault applies to
-//! them).
+//! them); and the asking tools `notify_site_contact` and
+//! `open_permit_portal` ([`asks`], with their own two faults).
 //!
 //! Both list tools page with an opaque `cursor` and report their accounting
 //! (`returned`, `total` or `total_lower_bound`, `has_more`, `next_cursor`) in
@@ -28,7 +29,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::tool::{
+    InputResponses as ToolInputResponses, RequestState, ToolCallContext,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -43,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::actions::{ActionError, ActionStore, ActionView, Prepared};
+use super::asks::{self, AskFaults, AskStore, Round};
 use super::auth::{Identities, Owner, Verdict, VerifierFault};
 use super::data::{self, floor_name, Date, Filter, Hit};
 use super::query;
@@ -66,9 +70,11 @@ pub const TOOLS_PAGE_SIZE: usize = 2;
 pub const DRIFT: usize = 3;
 
 /// Failure modes seen in real search adapters, injectable for tests.
-/// All apply to both list tools, `search_photos` and `query_data`; the two
-/// that need no cursor (`Upstream502`, `AuthEmptyObject`) also apply to the
-/// detail tool `get_panorama`, which takes no cursor.
+/// The first four apply to both list tools, `search_photos` and
+/// `query_data`; the two that need no cursor (`Upstream502`,
+/// `AuthEmptyObject`) also apply to the detail tool `get_panorama`, which
+/// takes no cursor. The last two (`InputHugeState`, `InputAsksSecret`)
+/// apply only to the asking tools ([`asks`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fault {
     /// The upstream API failed, and the adapter passed the error text on as a
@@ -86,25 +92,37 @@ pub enum Fault {
     /// grows by [`DRIFT`]. For `query_data` the re-translated SQL also
     /// differs (its `ORDER BY` loses the `p.id` tiebreak).
     CursorDrift,
+    /// The asking tools' 2026-07-28 ask carries a `requestState` of over
+    /// 1 MiB: its `rs-<uuid>` handle followed by
+    /// [`HUGE_STATE_PADDING`](asks::HUGE_STATE_PADDING) `x`s (it
+    /// still names the pending ask).
+    InputHugeState,
+    /// `notify_site_contact`'s form also asks for a required `password`
+    /// (title "Password"), which a client must refuse to show.
+    InputAsksSecret,
 }
 
 impl Fault {
     /// Every fault, in a stable order.
-    pub const ALL: [Fault; 4] = [
+    pub const ALL: [Fault; 6] = [
         Fault::Upstream502,
         Fault::AuthEmptyObject,
         Fault::CursorRejected,
         Fault::CursorDrift,
+        Fault::InputHugeState,
+        Fault::InputAsksSecret,
     ];
 
     /// The CLI name: `upstream-502`, `auth-empty-object`, `cursor-rejected`,
-    /// `cursor-drift`.
+    /// `cursor-drift`, `input-huge-state`, `input-asks-secret`.
     pub fn name(self) -> &'static str {
         match self {
             Fault::Upstream502 => "upstream-502",
             Fault::AuthEmptyObject => "auth-empty-object",
             Fault::CursorRejected => "cursor-rejected",
             Fault::CursorDrift => "cursor-drift",
+            Fault::InputHugeState => "input-huge-state",
+            Fault::InputAsksSecret => "input-asks-secret",
         }
     }
 
@@ -212,6 +230,8 @@ pub struct DemoState {
     /// Private-tool calls that named their session explicitly (refused or
     /// not).
     explicit_session_calls: AtomicU64,
+    /// The asking tools' pending asks, notifications and portal visits.
+    asks: AskStore,
 }
 
 impl Default for DemoState {
@@ -242,7 +262,14 @@ impl DemoState {
             identities,
             sessions: std::sync::OnceLock::new(),
             explicit_session_calls: AtomicU64::new(0),
+            asks: AskStore::default(),
         }
+    }
+
+    /// The asking tools' state: pending 2026 asks, the notifications
+    /// recorded, the permit portal's visits.
+    pub fn asks(&self) -> &AskStore {
+        &self.asks
     }
 
     /// The demo users and the bearer verifier.
@@ -323,6 +350,14 @@ impl DemoState {
 
     fn has(&self, fault: Fault) -> bool {
         self.options.faults.contains(&fault)
+    }
+
+    /// The asking tools' faults, from the injected ones.
+    pub fn ask_faults(&self) -> AskFaults {
+        AskFaults {
+            huge_state: self.has(Fault::InputHugeState),
+            asks_secret: self.has(Fault::InputAsksSecret),
+        }
     }
 
     /// The injected faults.
@@ -436,6 +471,20 @@ pub struct ConfirmActionArgs {
 pub struct ExportIdArgs {
     /// The exportId export_all_lms_materials returned.
     pub export_id: String,
+}
+
+/// Arguments of `notify_site_contact`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct NotifySiteContactArgs {
+    /// The issue to tell someone about, e.g. "PANO-003-0611".
+    pub issue_id: String,
+}
+
+/// Arguments of `open_permit_portal`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct OpenPermitPortalArgs {
+    /// The permit number, e.g. "HW-12" (letters, digits and dashes).
+    pub permit: String,
 }
 
 /// Arguments of `cancel_action` and `get_action`.
@@ -701,6 +750,86 @@ impl DemoTools {
         self.state.enter("get_action").await;
         get_action(&self.state, &self.owner(), args)
     }
+
+    #[tool(
+        description = "Tell a site contact about an issue (e.g. PANO-003-0611). The user is asked, in a form, who should be told: name, email, role (site manager, safety officer or foreman) and whether it is urgent. Answers {\"status\": \"NOTIFIED\", \"issue_id\", \"contact\": {...}} when the user filled it in, {\"status\": \"NOT_NOTIFIED\", \"reason\": \"declined\", \"issue_id\"} when they declined and {\"status\": \"CANCELLED\", \"issue_id\"} when they cancelled; nobody is told then. A client that cannot ask the user gets the error NO_ELICITATION and nothing is done.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false
+        )
+    )]
+    async fn notify_site_contact(
+        &self,
+        Parameters(args): Parameters<NotifySiteContactArgs>,
+        RequestState(request_state): RequestState,
+        ToolInputResponses(input_responses): ToolInputResponses,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        self.state.enter("notify_site_contact").await;
+        let round = Round {
+            request_state,
+            input_responses,
+        };
+        let stateless = speaks_stateless(&context);
+        asks::notify_site_contact(
+            &self.state.asks,
+            self.state.ask_faults(),
+            &args.issue_id,
+            round,
+            stateless,
+            &context,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Ask the user to open the permit portal for a hot-work permit (e.g. HW-12), where the permit is signed. The user is shown the portal's link and asked to open it. Answers {\"status\": \"CONSENTED\", \"permit\", \"note\"} when the user agreed to open it (the permit is signed only when the portal says so, never by this answer), {\"status\": \"NOT_OPENED\", \"permit\"} when they declined and {\"status\": \"CANCELLED\", \"permit\"} when they cancelled. A client that cannot show the user a link gets the error NO_ELICITATION.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false
+        )
+    )]
+    async fn open_permit_portal(
+        &self,
+        Parameters(args): Parameters<OpenPermitPortalArgs>,
+        RequestState(request_state): RequestState,
+        ToolInputResponses(input_responses): ToolInputResponses,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        self.state.enter("open_permit_portal").await;
+        let round = Round {
+            request_state,
+            input_responses,
+        };
+        let stateless = speaks_stateless(&context);
+        asks::open_permit_portal(
+            &self.state.asks,
+            self.state.ask_faults(),
+            &args.permit,
+            round,
+            stateless,
+            &context,
+        )
+        .await
+    }
+}
+
+/// Is the request a 2026-07-28 one (stateless: no session, SEP-2567)? Its
+/// HTTP request says so in `mcp-protocol-version`; without HTTP parts, the
+/// version the request's `_meta` (or the session) names.
+fn speaks_stateless(context: &RequestContext<RoleServer>) -> bool {
+    match context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get("mcp-protocol-version"))
+    {
+        Some(v) => v.as_bytes() == b"2026-07-28",
+        None => context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28),
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -760,11 +889,7 @@ impl ServerHandler for DemoTools {
         // A 2026-07-28 request has no session (SEP-2567), so there is none
         // for a private tool to belong to: it serves the one client of a
         // stateless demo, as a stdio server serves its one client.
-        let stateless = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|p| p.headers.get("mcp-protocol-version"))
-            .is_some_and(|v| v.as_bytes() == b"2026-07-28");
+        let stateless = speaks_stateless(&context);
         if sessions::is_private(&request.name) && !stateless {
             // rmcp moves the request's `_meta` into the context.
             let mut explicit = sessions::explicit(&context.meta.0 .0);
