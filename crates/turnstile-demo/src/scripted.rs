@@ -10,6 +10,13 @@
 //! - "show quality issues on this floor" (floor from the host context)
 //! - "reserve seat 12 at 15:00" / "12번 좌석 15시 예약해줘": prepares the
 //!   reservation and nothing more; confirming it is the user's to approve.
+//! - "notify the site contact about PANO-003-0611" / "tell someone about
+//!   PANO-003-0611" / "PANO-003-0611 현장 담당자에게 알려줘": one
+//!   `notify_site_contact` call; who is told is the user's to fill in, in
+//!   the form the server asks.
+//! - "open the permit portal for HW-12" / "sign permit HW-12" / "HW-12
+//!   허가서 서명할게": one `open_permit_portal` call; the answer says the
+//!   user agreed to open the portal, never that the permit is signed.
 
 use futures::stream;
 use serde_json::{json, Map, Value};
@@ -354,6 +361,53 @@ fn previewed_export(steps: &[Vec<CallRecord>]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// "notify the site contact about …", "tell someone about …", "… 현장
+/// 담당자에게 알려줘".
+fn is_notify(text: &str) -> bool {
+    has_any(
+        text,
+        &[
+            "notify",
+            "tell someone",
+            "let someone know",
+            "site contact",
+            "담당자에게 알려",
+            "담당자한테 알려",
+            "담당자에게 전해",
+        ],
+    )
+}
+
+/// "open the permit portal for HW-12", "sign permit HW-12", "HW-12 허가서
+/// 서명할게".
+fn is_permit(text: &str) -> bool {
+    tokens(text).iter().any(|t| t == "permit" || t == "permits")
+        || has_any(text, &["허가서", "허가증"])
+}
+
+/// A reference as people write one: `PANO-003-0611`, `HW-12` — letters,
+/// then dash-separated groups with a digit among them; upper-cased, and a
+/// Korean particle after it ("HW-12를") is not part of it. Not checked
+/// here: the server says what exists.
+fn reference(text: &str) -> Option<String> {
+    let is_reference = |w: &str| {
+        let mut parts = w.split('-');
+        let head = parts.next().unwrap_or_default();
+        let rest: Vec<&str> = parts.collect();
+        !head.is_empty()
+            && head.chars().all(|c| c.is_ascii_alphabetic())
+            && !rest.is_empty()
+            && rest
+                .iter()
+                .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric()))
+            && rest.iter().any(|p| p.chars().any(|c| c.is_ascii_digit()))
+    };
+    text.split(|c: char| c.is_whitespace() || ",.?!\"'()".contains(c))
+        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
+        .find(|w| is_reference(w))
+        .map(str::to_ascii_uppercase)
+}
+
 fn is_reservation(text: &str) -> bool {
     has_any(text, &["reserve", "reservation", "book ", "예약"])
 }
@@ -586,6 +640,33 @@ impl Scripted {
             );
         }
 
+        // "notify the site contact about PANO-003-0611": one call; the
+        // server asks the user who. The issue goes as read (empty when
+        // missing): the server is the one to refuse.
+        if is_notify(text) && has_tool("notify_site_contact") {
+            let mut args = Map::new();
+            args.insert(
+                "issue_id".into(),
+                json!(reference(text).unwrap_or_default()),
+            );
+            return plan(
+                vec![call("notify_site_contact", args)],
+                "notify the site contact; the user names who in the server's form",
+                false,
+            );
+        }
+        // "sign permit HW-12": one call; the server asks the user to open
+        // its portal, where the signing happens.
+        if is_permit(text) && has_tool("open_permit_portal") {
+            let mut args = Map::new();
+            args.insert("permit".into(), json!(reference(text).unwrap_or_default()));
+            return plan(
+                vec![call("open_permit_portal", args)],
+                "open the permit portal; the signing happens there",
+                false,
+            );
+        }
+
         // "reserve seat 12 at 15:00": prepare it, one call. Seat and time
         // go as read (empty when missing): the server is the one to refuse.
         if is_reservation(text) && has_tool("prepare_seat_reservation") {
@@ -746,6 +827,69 @@ fn record_sentence(req: &RespondRequest, source: &str, korean: bool) -> String {
     }
 }
 
+/// What an asking tool's answer says, from its digest's `status`: no more
+/// than the status does. `CONSENTED` is the user's consent to open the
+/// permit portal, never a signed permit. `None` for other tools.
+fn ask_sentence(req: &RespondRequest, source: &str, korean: bool) -> Option<String> {
+    if !matches!(source, "notify_site_contact" | "open_permit_portal") {
+        return None;
+    }
+    let rec = req
+        .digests
+        .iter()
+        .rev()
+        .find(|d| d.tool == source && d.ok)
+        .and_then(|d| d.items.first());
+    let field = |k: &str| {
+        rec.and_then(|r| r.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (status, issue, permit) = (field("status"), field("issue_id"), field("permit"));
+    let text = match (source, status.as_str(), korean) {
+        ("notify_site_contact", "NOTIFIED", false) => {
+            format!("The contact you entered has been notified about {issue}.")
+        }
+        ("notify_site_contact", "NOTIFIED", true) => {
+            format!("입력하신 담당자에게 {issue} 건을 알렸습니다.")
+        }
+        ("notify_site_contact", "NOT_NOTIFIED", false) => {
+            format!("Nobody was notified about {issue}: you declined the form.")
+        }
+        ("notify_site_contact", "NOT_NOTIFIED", true) => {
+            format!("{issue} 건은 아무에게도 알리지 않았습니다. 양식을 거절하셨습니다.")
+        }
+        ("notify_site_contact", "CANCELLED", false) => {
+            format!("Nobody was notified about {issue}: the request was cancelled.")
+        }
+        ("notify_site_contact", "CANCELLED", true) => {
+            format!("{issue} 건은 아무에게도 알리지 않았습니다. 요청이 취소되었습니다.")
+        }
+        ("open_permit_portal", "CONSENTED", false) => format!(
+            "You agreed to open the permit portal for {permit}. The signing happens there, and the permit counts as signed only when the portal says so."
+        ),
+        ("open_permit_portal", "CONSENTED", true) => format!(
+            "{permit} 허가서 포털을 여는 데 동의하셨습니다. 서명은 포털에서 하며, 허가서는 포털이 서명되었다고 알릴 때에만 서명된 것입니다."
+        ),
+        ("open_permit_portal", "NOT_OPENED", false) => {
+            format!("The permit portal for {permit} was not opened: you declined.")
+        }
+        ("open_permit_portal", "NOT_OPENED", true) => {
+            format!("{permit} 허가서 포털을 열지 않았습니다. 거절하셨습니다.")
+        }
+        ("open_permit_portal", "CANCELLED", false) => {
+            format!("Opening the permit portal for {permit} was cancelled.")
+        }
+        ("open_permit_portal", "CANCELLED", true) => {
+            format!("{permit} 허가서 포털 열기가 취소되었습니다.")
+        }
+        (_, _, false) => "The tool answered, but not in a way this assistant can describe.".into(),
+        (_, _, true) => "도구가 응답했지만, 그 내용을 설명할 수 없습니다.".into(),
+    };
+    Some(text)
+}
+
 fn help(korean: bool) -> String {
     if korean {
         "현장 파노라마를 찾아 드릴 수 있습니다. 예: \"3층 안전 지적사항 보여줘\", \"1999년 사진 보여줘\".".into()
@@ -786,7 +930,8 @@ impl Model for Scripted {
             req.anchors
                 .iter()
                 .map(|a| match a {
-                    Anchor::Record { source, .. } => record_sentence(req, source, korean),
+                    Anchor::Record { source, .. } => ask_sentence(req, source, korean)
+                        .unwrap_or_else(|| record_sentence(req, source, korean)),
                     a => sentence(a, korean),
                 })
                 .filter(|s| !s.is_empty())
@@ -1001,5 +1146,213 @@ mod tests {
                 assert!(p.calls.is_empty(), "{tool}: {text}");
             }
         }
+    }
+
+    fn ask_request(text: &str, steps: Vec<Vec<CallRecord>>) -> PlanRequest {
+        let mut req = desk_request(text, steps);
+        req.tools
+            .extend(["notify_site_contact", "open_permit_portal"].map(tool));
+        req
+    }
+
+    fn calls(p: &Plan) -> Vec<(&str, Value)> {
+        p.calls
+            .iter()
+            .map(|c| (c.tool.as_str(), Value::Object(c.args.clone())))
+            .collect()
+    }
+
+    #[test]
+    fn asks_who_to_notify_and_opens_the_permit_portal() {
+        let cases = [
+            (
+                "notify the site contact about PANO-003-0611",
+                "notify_site_contact",
+                json!({"issue_id": "PANO-003-0611"}),
+            ),
+            (
+                "tell someone about PANO-003-0611",
+                "notify_site_contact",
+                json!({"issue_id": "PANO-003-0611"}),
+            ),
+            (
+                "PANO-003-0611 현장 담당자에게 알려줘",
+                "notify_site_contact",
+                json!({"issue_id": "PANO-003-0611"}),
+            ),
+            (
+                "pano-003-0611에 대해 현장 담당자에게 알려줘",
+                "notify_site_contact",
+                json!({"issue_id": "PANO-003-0611"}),
+            ),
+            // No issue named: passed on empty, for the server to refuse.
+            (
+                "notify the site contact",
+                "notify_site_contact",
+                json!({"issue_id": ""}),
+            ),
+            (
+                "open the permit portal for HW-12",
+                "open_permit_portal",
+                json!({"permit": "HW-12"}),
+            ),
+            (
+                "sign permit HW-12",
+                "open_permit_portal",
+                json!({"permit": "HW-12"}),
+            ),
+            (
+                "HW-12 허가서 서명할게",
+                "open_permit_portal",
+                json!({"permit": "HW-12"}),
+            ),
+            (
+                "sign the hot-work permit hw-12.",
+                "open_permit_portal",
+                json!({"permit": "HW-12"}),
+            ),
+            (
+                "sign my permit",
+                "open_permit_portal",
+                json!({"permit": ""}),
+            ),
+        ];
+        for (text, tool, args) in cases {
+            let p = Scripted::demo().plan_for(&ask_request(text, vec![]));
+            assert_eq!(calls(&p), [(tool, args)], "{text}");
+            assert!(!p.narrows_previous && p.from_context.is_empty(), "{text}");
+        }
+        // Not offered: not planned.
+        for text in [
+            "notify the site contact about PANO-003-0611",
+            "sign permit HW-12",
+        ] {
+            assert!(
+                Scripted::demo()
+                    .plan_for(&desk_request(text, vec![]))
+                    .calls
+                    .is_empty(),
+                "{text}"
+            );
+        }
+        // Once it ran, the model answers: it never asks twice.
+        for tool in ["notify_site_contact", "open_permit_portal"] {
+            let steps = vec![vec![record(tool, json!({}))]];
+            for text in [
+                "notify the site contact about PANO-003-0611",
+                "sign permit HW-12",
+            ] {
+                let p = Scripted::demo().plan_for(&ask_request(text, steps.clone()));
+                assert!(p.calls.is_empty(), "{tool}: {text}");
+            }
+        }
+        // The other prompts are unchanged with the asking tools offered.
+        for (text, tool) in [
+            ("show safety issues on floor 3", "search_photos"),
+            ("reserve seat 12 at 15:00", "prepare_seat_reservation"),
+            ("3층 안전 지적사항 몇 건인지 알려줘", ""),
+        ] {
+            let p = Scripted::demo().plan_for(&ask_request(text, vec![]));
+            let planned: Vec<&str> = p.calls.iter().map(|c| c.tool.as_str()).collect();
+            match tool {
+                "" => assert!(
+                    !planned.contains(&"notify_site_contact"),
+                    "{text}: {planned:?}"
+                ),
+                t => assert_eq!(planned, [t], "{text}"),
+            }
+        }
+    }
+
+    #[test]
+    fn references_as_written() {
+        assert_eq!(
+            reference("about PANO-003-0611."),
+            Some("PANO-003-0611".into())
+        );
+        assert_eq!(reference("HW-12를 서명"), Some("HW-12".into()));
+        assert_eq!(reference("(hw-12)"), Some("HW-12".into()));
+        for none in ["hot-work", "2026-04-01", "15:00", "seat 12", "-12", "HW-"] {
+            assert_eq!(reference(none), None, "{none}");
+        }
+    }
+
+    async fn answer_for(user: &str, tool: &str, result: Value) -> String {
+        use futures::StreamExt;
+        let digest = turnstile::judge::digest::Digest::record(
+            tool,
+            result.as_object().unwrap_or(&Map::new()),
+            turnstile::judge::digest::DigestLimits::default(),
+        );
+        let req = RespondRequest {
+            prompt: Prompt::new(turnstile::llm::prompt::RESPONDER_FIXED),
+            user_text: user.into(),
+            anchors: vec![Anchor::Record {
+                source: tool.into(),
+                id: String::new(),
+            }],
+            digests: vec![digest],
+        };
+        let stream = Scripted::demo()
+            .respond(&req)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        stream
+            .map(|c| c.unwrap_or_default())
+            .collect::<Vec<_>>()
+            .await
+            .concat()
+    }
+
+    #[tokio::test]
+    async fn answers_say_no_more_than_the_status() {
+        let consented = json!({
+            "status": "CONSENTED",
+            "permit": "HW-12",
+            "note": "the user agreed to open the portal; the permit is signed only when the portal says so",
+        });
+        let en = answer_for("sign permit HW-12", "open_permit_portal", consented.clone()).await;
+        assert_eq!(
+            en,
+            "You agreed to open the permit portal for HW-12. The signing happens there, and the permit counts as signed only when the portal says so."
+        );
+        let ko = answer_for("HW-12 허가서 서명할게", "open_permit_portal", consented).await;
+        assert!(ko.contains("동의하셨습니다"), "{ko}");
+        for (tool, result, says) in [
+            (
+                "notify_site_contact",
+                json!({"status": "NOTIFIED", "issue_id": "PANO-003-0611", "contact": {"name": "Mina Park"}}),
+                "The contact you entered has been notified about PANO-003-0611.",
+            ),
+            (
+                "notify_site_contact",
+                json!({"status": "NOT_NOTIFIED", "reason": "declined", "issue_id": "PANO-003-0611"}),
+                "Nobody was notified about PANO-003-0611: you declined the form.",
+            ),
+            (
+                "notify_site_contact",
+                json!({"status": "CANCELLED", "issue_id": "PANO-003-0611"}),
+                "Nobody was notified about PANO-003-0611: the request was cancelled.",
+            ),
+            (
+                "open_permit_portal",
+                json!({"status": "NOT_OPENED", "permit": "HW-12"}),
+                "The permit portal for HW-12 was not opened: you declined.",
+            ),
+            (
+                "open_permit_portal",
+                json!({"status": "CANCELLED", "permit": "HW-12"}),
+                "Opening the permit portal for HW-12 was cancelled.",
+            ),
+        ] {
+            assert_eq!(answer_for("do it", tool, result).await, says);
+        }
+        let ko = answer_for(
+            "PANO-003-0611 현장 담당자에게 알려줘",
+            "notify_site_contact",
+            json!({"status": "NOTIFIED", "issue_id": "PANO-003-0611"}),
+        )
+        .await;
+        assert_eq!(ko, "입력하신 담당자에게 PANO-003-0611 건을 알렸습니다.");
     }
 }
