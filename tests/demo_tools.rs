@@ -588,6 +588,8 @@ async fn tools_list_has_query_data_with_a_cursor() {
             "get_panorama",
             "get_photo",
             "list_projects",
+            "notify_site_contact",
+            "open_permit_portal",
             "prepare_seat_reservation",
             "query_data",
             "search_photos"

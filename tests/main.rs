@@ -40,6 +40,7 @@ mod mcp_revisions;
 mod narration_guard;
 mod openai_adapter;
 mod own_sentences;
+mod questions;
 mod secrets;
 mod show_more;
 mod store;

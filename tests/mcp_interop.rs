@@ -148,7 +148,7 @@ async fn demo_handshake_and_paginated_tool_list() {
     assert_eq!(client.name(), "demo");
     assert_eq!(client.protocol_version(), PROTOCOL_VERSION.as_str());
 
-    // The demo pages tools/list two at a time: twelve tools means we followed five cursors.
+    // The demo pages tools/list two at a time: fourteen tools means we followed six cursors.
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -163,6 +163,8 @@ async fn demo_handshake_and_paginated_tool_list() {
             "get_panorama",
             "get_photo",
             "list_projects",
+            "notify_site_contact",
+            "open_permit_portal",
             "prepare_seat_reservation",
             "query_data",
             "search_photos"

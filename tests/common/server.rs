@@ -381,7 +381,15 @@ impl Builder {
         };
         // The browser has its session before a test sends requests at once
         // (each cookie-less request would be issued a session of its own).
-        let _ = http.get(format!("{base}/v1/threads")).send().await;
+        // One at a time: the jar is the whole process's, and cookies know
+        // no port, so two servers that both issued a first session at once
+        // would leave the jar with one and a thread of the other's
+        // invisible to it.
+        static FIRST: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        {
+            let _one = FIRST.lock().await;
+            let _ = http.get(format!("{base}/v1/threads")).send().await;
+        }
         Ok(TestServer {
             base,
             addr,
