@@ -140,7 +140,10 @@ async fn answered_once(revision: Revision) {
 }
 
 async fn declined_or_cancelled(revision: Revision) {
-    for (word, status) in [("decline", "NOT_NOTIFIED"), ("cancel", "CANCELLED")] {
+    for (word, said) in [
+        ("decline", "you declined the form"),
+        ("cancel", "the request was cancelled"),
+    ] {
         let s = server(revision, vec![]).await;
         let t = s.new_thread().await;
         let i = ask(&s, &t).await;
@@ -149,10 +152,12 @@ async fn declined_or_cancelled(revision: Revision) {
             .await
             .unwrap_or_else(|e| panic!("{word}: refused: {e:?}"));
         assert!(is_done(&frames), "{word}: {}", stable(&frames));
-        assert!(
-            format!("{frames:?}").contains(status) || answer(&frames).len() > 0,
-            "{word}"
-        );
+        // The tool's own record says what became of it; code's sentence
+        // says the answer went once.
+        let text = answer(&frames);
+        assert!(text.contains("Your answer was sent once"), "{word}: {text}");
+        assert!(text.contains(said), "{word}: {text}");
+        assert!(text.contains("Nobody was notified"), "{word}: {text}");
         assert!(demo(&s).notifications().is_empty(), "{word}: nothing sent");
         s.pass();
     }
@@ -314,7 +319,10 @@ async fn a_url_question_is_consent_not_completion() {
         assert!(is_done(&frames), "{}", stable(&frames));
         assert_eq!(demo(&s).permit_visits(), 0, "turnstile never opens the URL");
         let text = answer(&frames).to_lowercase();
-        assert!(!text.contains("signed"), "{revision:?}: {text}");
+        assert!(text.contains("agreed to open"), "{revision:?}: {text}");
+        for claim in ["is signed", "was signed", "signed it", "permit signed"] {
+            assert!(!text.contains(claim), "{revision:?}: {text}");
+        }
         s.pass();
     }
 }

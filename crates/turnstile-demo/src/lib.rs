@@ -198,6 +198,25 @@ pub fn contracts() -> turnstile::judge::Contracts {
             ..Contract::default()
         },
     );
+    // The tools that ask the user answer, like `get_panorama`, with ONE
+    // record in structured content (`{"status", …}`): what was done is
+    // that record's to say, never a count or "none".
+    for (tool, id_field) in [
+        ("notify_site_contact", "issue_id"),
+        ("open_permit_portal", "permit"),
+    ] {
+        let shape = turnstile::judge::contracts::Shape {
+            id_field: Some(id_field.into()),
+            ..Default::default()
+        };
+        c.insert(
+            tool,
+            Contract {
+                shape,
+                ..Contract::default()
+            },
+        );
+    }
     c
 }
 
