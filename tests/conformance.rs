@@ -28,6 +28,17 @@ use turnstile_demo::{DemoOptions, DemoServer};
 /// The client scenarios CI runs; each must pass.
 const CLIENT_SCENARIOS: &[&str] = &["initialize", "tools_call", "sse-retry"];
 
+/// The client scenarios of revision 2026-07-28 (the suite's 0.2 alpha,
+/// installed as `conformance-next`) that `turnstile mcp --protocol
+/// 2026-07-28` must pass: the stateless lifecycle's per-request metadata,
+/// its standard HTTP headers, a tool call, and a schema kept as sent.
+const CLIENT_SCENARIOS_2026: &[&str] = &[
+    "tools_call",
+    "request-metadata",
+    "http-standard-headers",
+    "json-schema-ref-no-deref",
+];
+
 /// The server scenarios that apply to the demo tool server (it has tools,
 /// no prompts, resources, logging or completions); each must pass.
 const SERVER_SCENARIOS: &[&str] = &[
@@ -72,6 +83,19 @@ fn node_major(node: &Path) -> Option<u32> {
 fn suite() -> Suite {
     find_suite()
         .unwrap_or_else(|why| panic!("needs the MCP conformance suite, which is missing: {why}"))
+}
+
+/// The suite's 0.2 alpha (`conformance-next`), for the 2026-07-28
+/// scenarios, with the same Node.
+fn next_suite() -> Suite {
+    let Suite { node, .. } = suite();
+    let cli = conformance_dir().join("node_modules/conformance-next/dist/index.js");
+    assert!(
+        cli.is_file(),
+        "needs the MCP conformance suite's 0.2 alpha, which is missing (run scripts/test-deps, or cd {} && npm ci)",
+        conformance_dir().display()
+    );
+    Suite { node, cli }
 }
 
 /// The installed suite, or why it cannot run. Node: the one npm installed
@@ -377,6 +401,38 @@ async fn server_scenarios_pass_against_the_demo_tool_server() {
         started.elapsed(),
     );
     server.shutdown().await;
+    for v in &results {
+        assert!(v.passed(), "{}\n--- suite output ---\n{}", v.line(), v.log);
+    }
+}
+
+/// The 2026-07-28 client scenarios: `turnstile mcp --protocol 2026-07-28`
+/// (stateless: `server/discover`, no session) against the 0.2 alpha's
+/// servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the MCP conformance suite: scripts/test-deps, run with --include-ignored"]
+async fn client_scenarios_of_2026_07_28_pass_with_turnstile_mcp() {
+    let suite = next_suite();
+    let command = format!("env TURNSTILE_MCP_PROTOCOL=2026-07-28 {}", client_command());
+    let mode = [
+        "client",
+        "--command",
+        command.as_str(),
+        "--spec-version",
+        "2026-07-28",
+        "--timeout",
+        "60000",
+    ];
+    let started = Instant::now();
+    let mut results = Vec::new();
+    for name in CLIENT_SCENARIOS_2026 {
+        results.push(scenario(&suite, &mode, name).await);
+    }
+    report(
+        "client scenarios of 2026-07-28 (turnstile mcp --protocol 2026-07-28)",
+        &results,
+        started.elapsed(),
+    );
     for v in &results {
         assert!(v.passed(), "{}\n--- suite output ---\n{}", v.line(), v.log);
     }

@@ -602,7 +602,15 @@ async fn python_sdk_server_over_streamable_http() {
     names.sort_unstable();
     assert_eq!(
         names,
-        ["add", "crash_tool", "fail_tool", "rpc_error", "weather"]
+        [
+            "add",
+            "crash_tool",
+            "fail_tool",
+            "register_visitor",
+            "rpc_error",
+            "visitor_count",
+            "weather"
+        ]
     );
 
     let sum = client

@@ -51,3 +51,63 @@ impl InputAsk {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::input::MAX_REQUEST_STATE;
+    use super::*;
+
+    fn result(state: Value) -> rmcp::model::InputRequiredResult {
+        serde_json::from_value(serde_json::json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "q": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Who?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                }}
+            },
+            "requestState": state
+        }))
+        .expect("an InputRequiredResult")
+    }
+
+    use serde_json::Value;
+
+    /// A state of control characters, NULs and non-ASCII is opaque: held
+    /// byte for byte, round-tripped through the store's JSON, and its
+    /// `Debug` shows only its length.
+    #[test]
+    fn a_binary_request_state_is_held_opaque() {
+        let raw = "\u{0}\u{1}\u{7f}\u{fffd}é\"\\\n";
+        let ask = InputAsk::from_result(result(Value::String(raw.into()))).unwrap();
+        let state = ask.request_state.expect("a state");
+        assert!(!format!("{state:?}").contains('é'));
+        let stored = serde_json::to_string(&state).unwrap();
+        let back: RequestState = serde_json::from_str(&stored).unwrap();
+        assert_eq!(back.into_inner(), raw);
+    }
+
+    /// A state that is not a string is not an `InputRequiredResult` at all:
+    /// rmcp refuses it before anything holds it.
+    #[test]
+    fn a_request_state_that_is_not_a_string_is_refused() {
+        let parsed: Result<rmcp::model::InputRequiredResult, _> =
+            serde_json::from_value(serde_json::json!({
+                "resultType": "input_required",
+                "inputRequests": {},
+                "requestState": [1, 2, 3]
+            }));
+        assert!(parsed.is_err());
+    }
+
+    #[test]
+    fn a_huge_request_state_is_refused_by_its_length_only() {
+        let huge = "A".repeat(MAX_REQUEST_STATE + 10);
+        let err = InputAsk::from_result(result(Value::String(huge))).unwrap_err();
+        assert!(
+            err.contains(&format!("{} bytes", MAX_REQUEST_STATE + 10)),
+            "{err}"
+        );
+        assert!(!err.contains("AAAA"), "{err}");
+    }
+}
