@@ -39,6 +39,16 @@ impl Drop for Served {
     }
 }
 
+/// A browser of this test's own: cookies know no port, and the servers
+/// these tests start in parallel would each issue the shared jar a session
+/// of their own.
+fn own_browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("an HTTP client")
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -47,7 +57,14 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn config(dir: &Path, port: u16, db: &Path, fake: &FakeOpenAi, tools: &DemoServer) -> String {
+fn config(
+    dir: &Path,
+    port: u16,
+    db: &Path,
+    fake: &FakeOpenAi,
+    tools: &DemoServer,
+    protocol: &str,
+) -> String {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
     let src = format!(
         r#"addr = {addr}
@@ -66,6 +83,7 @@ turn_lease_secs = {LEASE_SECS}
 [[mcp_servers]]
 name = "demo"
 url = {url}
+protocol = {protocol}
 
 [mcp_servers.tools.prepare_seat_reservation]
 approval = "prepare"
@@ -80,6 +98,7 @@ status = "get_action"
         name = q(FAKE_MODEL),
         key = q(KEY),
         url = q(&tools.url),
+        protocol = q(protocol),
     );
     let path = dir.join(format!("serve-{port}.toml"));
     std::fs::write(&path, src).unwrap();
@@ -94,8 +113,20 @@ impl Served {
         tools: &DemoServer,
         http: &reqwest::Client,
     ) -> Served {
+        Served::speaking(dir, db, fake, tools, http, "2025-11-25").await
+    }
+
+    /// As [`Served::start`], speaking `protocol` to the demo tool server.
+    async fn speaking(
+        dir: &Path,
+        db: &Path,
+        fake: &FakeOpenAi,
+        tools: &DemoServer,
+        http: &reqwest::Client,
+        protocol: &str,
+    ) -> Served {
         let port = free_port();
-        let cfg = config(dir, port, db, fake, tools);
+        let cfg = config(dir, port, db, fake, tools, protocol);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -217,7 +248,7 @@ async fn reserve(s: &Served, fake: &FakeOpenAi, http: &reqwest::Client) -> (Stri
 async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("kill.db");
-    let http = crate::common::browser();
+    let http = own_browser();
     let fake = FakeOpenAi::start().await;
     let options = DemoOptions {
         action_worker_delay: Duration::from_millis(20),
@@ -261,7 +292,7 @@ async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
 async fn a_sigkill_with_the_confirm_out_is_recovered_without_resending_it() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("kill.db");
-    let http = crate::common::browser();
+    let http = own_browser();
     let fake = FakeOpenAi::start().await;
     // Every call is held a while at the server, so the kill lands while the
     // confirm is out.
@@ -324,4 +355,89 @@ async fn a_sigkill_with_the_confirm_out_is_recovered_without_resending_it() {
     assert!(tools.calls("get_action") >= 1);
     second.kill();
     tools.shutdown().await;
+}
+
+/// A question of the tool server pending at a SIGKILL (issue 22 §3). On
+/// 2026-07-28 the interrupt holds everything the answer's re-send needs: the
+/// restarted server sends it once, and the demo records one notification.
+/// On 2025-11-25 the call that asked was open in the killed process: the
+/// restarted server settles the question as outcome unknown, and an answer
+/// is refused by that row; nothing is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_pending_at_a_sigkill() {
+    for (protocol, survives) in [("2026-07-28", true), ("2025-11-25", false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("kill.db");
+        let http = own_browser();
+        let fake = FakeOpenAi::start().await;
+        let options = DemoOptions {
+            stateless: true,
+            ..DemoOptions::default()
+        };
+        let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .unwrap();
+        let first = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let created: Value = first
+            .post(&http, "/v1/threads", json!({}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let thread = created["thread_id"].as_str().unwrap().to_string();
+        let args = json!({"issue_id": "PANO-003-0611"}).to_string();
+        fake.on(
+            Role::Planner,
+            Action::ToolCalls(vec![("notify_site_contact".into(), args)]),
+        );
+        let r = first
+            .post(
+                &http,
+                &format!("/v1/threads/{thread}/messages"),
+                json!({"text": "notify the site contact about PANO-003-0611"}),
+            )
+            .await;
+        let frames = read_all(r).await;
+        let i = frames
+            .iter()
+            .find_map(|f| match f {
+                Frame::Interrupt(i) => Some(i.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{protocol}: no interrupt: {frames:?}"));
+        let key = i.input.as_ref().expect("a question").requests[0]
+            .key
+            .clone();
+        first.kill();
+
+        let second = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let answer = json!({
+            "interrupt_id": i.interrupt_id,
+            "decision": "accept",
+            "answers": {key: {"name": "Ana Kim", "email": "ana@example.com", "role": "foreman"}}
+        });
+        let path = format!("/v1/threads/{thread}/resume");
+        let r = second.post(&http, &path, answer.clone()).await;
+        if survives {
+            assert_eq!(r.status().as_u16(), 200, "{protocol}");
+            let frames = read_all(r).await;
+            assert!(is_done(&frames), "{frames:?}");
+            assert_eq!(tools.notifications().len(), 1, "{protocol}: sent once");
+            let again = second.post(&http, &path, answer).await;
+            assert_eq!(again.status().as_u16(), 409);
+            assert_eq!(tools.notifications().len(), 1, "{protocol}: not twice");
+        } else {
+            assert_eq!(
+                approval_state(&second.thread(&http, &thread).await, &i.interrupt_id),
+                "Unknown",
+                "{protocol}: the lost question is outcome unknown"
+            );
+            assert_eq!(r.status().as_u16(), 409, "{protocol}");
+            let body: Value = r.json().await.unwrap();
+            assert_eq!(body["row_id"], "answer-while-unknown", "{body}");
+            assert!(tools.notifications().is_empty(), "{protocol}: nothing sent");
+        }
+        second.kill();
+        tools.shutdown().await;
+    }
 }
