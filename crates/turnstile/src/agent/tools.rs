@@ -84,10 +84,7 @@ impl Tools for ToolBelt {
     async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
         match self.client_for(tool) {
             Some(client) => client.call(tool, args).await,
-            None => Err(McpError::InvalidSpec {
-                server: String::new(),
-                reason: format!("no server offers the tool \"{tool}\""),
-            }),
+            None => Err(nobody_offers(tool)),
         }
     }
 
@@ -99,10 +96,7 @@ impl Tools for ToolBelt {
     ) -> Result<Answer, McpError> {
         match self.client_for(tool) {
             Some(client) => client.call_round(tool, args, round).await,
-            None => Err(McpError::InvalidSpec {
-                server: String::new(),
-                reason: format!("no server offers the tool \"{tool}\""),
-            }),
+            None => Err(nobody_offers(tool)),
         }
     }
 
@@ -114,10 +108,7 @@ impl Tools for ToolBelt {
     ) -> Result<Answer, McpError> {
         match self.client_for(tool) {
             Some(client) => client.answer_nested(tool, nested, answer).await,
-            None => Err(McpError::InvalidSpec {
-                server: String::new(),
-                reason: format!("no server offers the tool \"{tool}\""),
-            }),
+            None => Err(nobody_offers(tool)),
         }
     }
 
@@ -132,6 +123,14 @@ impl Tools for ToolBelt {
     fn trust(&self, tool: &str) -> ToolTrust {
         self.client_for(tool)
             .map_or_else(ToolTrust::default, |c| c.trust(tool))
+    }
+}
+
+/// A call of a tool no connected server offers.
+fn nobody_offers(tool: &str) -> McpError {
+    McpError::InvalidSpec {
+        server: String::new(),
+        reason: format!("no server offers the tool \"{tool}\""),
     }
 }
 
