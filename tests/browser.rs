@@ -21,6 +21,10 @@
 //! - "Show more": a listing card extended in place by its continuations,
 //!   or lowered by one that found the data changed, live and after a
 //!   reload. Driven by tests/browser/show_more.mjs.
+//! - A question a tool's server asks (a form, a URL to open), answered in
+//!   the page against the demo tools on both MCP revisions, and every kind
+//!   of field against a hand-made question. Driven by
+//!   tests/browser/questions.mjs.
 //!
 //! Needs `chromium` (`TURNSTILE_CHROMIUM`) and `node` 20+ (`NODE`), so every
 //! test is `#[ignore = "needs Chromium and node: …"]`; run with
@@ -43,7 +47,8 @@ use axum::{Json, Router};
 use common::server::{databases, TestServer};
 use serde_json::{json, Map, Value};
 use turnstile::wire::{
-    CapabilityLink, Citation, Delta, Done, Frame, Replaced, Start, ToolCall, ToolResult,
+    ActionPreview, CapabilityLink, Citation, Delta, Done, Frame, InputAsked, InputPrompt,
+    Interrupt, Replaced, Start, ToolCall, ToolResult,
 };
 
 /// What drives the page: Chromium and node; fails the test without them.
@@ -313,6 +318,228 @@ async fn show_more_extends_the_same_card_in_chromium() {
 async fn a_drifted_continuation_lowers_the_card_in_chromium() {
     let server = TestServer::builder().faults(vec![turnstile_demo::Fault::CursorDrift]);
     drive_page(server, "tests/browser/show_more.mjs", &["drift"]).await;
+}
+
+/// A question of the demo's tool server in the page, on `revision`:
+/// "notify the site contact about PANO-003-0611" stops at a form card;
+/// nothing is sent until the required fields are filled, an email the
+/// server refuses (422) leaves the card waiting with every value, the good
+/// answer is sent once and the resumed turn shows below; a decline is one
+/// too. "open the permit portal for HW-12" shows the URL as text with its
+/// domain, and nothing fetches it until "Open and agree" opens it in a new
+/// tab. The demo recorded exactly the one notification the form sent, and
+/// its portal page was fetched once: by that tab.
+async fn a_question_is_answered_in_the_page(revision: turnstile::mcp::Revision) {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .revision(revision)
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    drive(&browser, "tests/browser/questions.mjs", &["demo", &base]).await;
+    let demo = s.demo.as_ref().expect("the demo tool server runs");
+    let told: Vec<_> = demo
+        .notifications()
+        .into_iter()
+        .map(|n| (n.issue_id, n.name, n.email, n.role, n.urgent))
+        .collect();
+    assert_eq!(
+        told,
+        [(
+            "PANO-003-0611".to_string(),
+            "Ana Kim".to_string(),
+            "ana.kim@example.com".to_string(),
+            "safety officer".to_string(),
+            true
+        )],
+        "one notification, as the form sent it (the refused and the declined answers told nobody)"
+    );
+    assert_eq!(
+        demo.permit_visits(),
+        1,
+        "the portal was fetched once: by the tab the click opened"
+    );
+    s.pass();
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_question_card_is_answered_once_in_chromium() {
+    a_question_is_answered_in_the_page(turnstile::mcp::Revision::Sessions).await;
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_question_card_is_answered_once_on_2026_07_28_in_chromium() {
+    a_question_is_answered_in_the_page(turnstile::mcp::Revision::Stateless).await;
+}
+
+/// Every kind of form field, against a hand-made question: each property
+/// rendered by its type (text, url, date, date-time, integer and number
+/// with their bounds, boolean, enum with enumNames, oneOf, multi-select),
+/// the server's words and name kept as text, a punycode URL warned about;
+/// the browser's own checks stop a bad answer, the answer sent carries
+/// each value in its schema's type; the stub's 422 marks the field it
+/// names and keeps the values, its 409 shows the card decided. The page,
+/// the table and threads are the real server's.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_page_renders_every_kind_of_question_field() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let stub = Stub {
+        real: s.base.clone(),
+        http: crate::common::browser(),
+        answered: Arc::new(AtomicUsize::new(0)),
+    };
+    let app = Router::new()
+        .route("/v1/threads/{id}/messages", post(question_stream))
+        .route("/v1/threads/{id}/resume", post(question_resume))
+        .fallback(pass_through)
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    drive(&browser, "tests/browser/questions.mjs", &["stub", &base]).await;
+    assert_eq!(
+        stub.answered.load(Ordering::SeqCst),
+        3,
+        "one question streamed, and two answers reached the stub (the browser stopped the bad one)"
+    );
+    task.abort();
+    s.pass();
+}
+
+/// The one stream of the question check: a call whose server asks for a
+/// form with every kind of field and a punycode URL.
+async fn question_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response {
+    const TURN: &str = "stub-turn";
+    if body["text"].as_str() != Some("ask everything") {
+        return (
+            StatusCode::BAD_REQUEST,
+            "the stub only asks \"ask everything\"",
+        )
+            .into_response();
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "nick": {"type": "string", "title": "Nickname", "minLength": 3, "maxLength": 20, "default": "crane"},
+            "site": {"type": "string", "title": "Site page", "format": "uri"},
+            "day": {"type": "string", "title": "Day", "format": "date", "default": "2026-12-03"},
+            "at": {"type": "string", "title": "Start", "format": "date-time"},
+            "count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 10, "default": 2},
+            "ratio": {"type": "number"},
+            "agree": {"type": "boolean", "title": "Agree", "description": "Tick to agree"},
+            "level": {"type": "string", "title": "Level", "enum": ["lo", "hi"], "enumNames": ["Low", "High"]},
+            "crew": {"type": "string", "title": "Crew", "oneOf": [{"const": "c1", "title": "Crew one"}, {"const": "c2", "title": "Crew two"}]},
+            "tags": {"type": "array", "title": "Sides", "items": {"anyOf": [
+                {"const": "North", "title": "North"}, {"const": "South", "title": "South"}, {"const": "East", "title": "East"}]},
+                "maxItems": 2, "default": ["South"]},
+        },
+        "required": ["count", "agree"],
+    });
+    let args = Map::from_iter([("what".to_string(), json!("everything"))]);
+    let frames = vec![
+        Frame::Start(Start {
+            thread_id: "stub".into(),
+            turn_id: TURN.into(),
+        }),
+        Frame::ToolCall(ToolCall {
+            call_id: format!("{TURN}-1"),
+            tool: "ask_everything".into(),
+            server: Some("stub-server".into()),
+            args: args.clone(),
+        }),
+        Frame::ToolResult(ToolResult {
+            call_id: format!("{TURN}-1"),
+            tool: "ask_everything".into(),
+            ok: false,
+            summary: "input_required".into(),
+            shape: None,
+            conflict: None,
+            refusal: None,
+        }),
+        Frame::Interrupt(Interrupt {
+            interrupt_id: "stub-question".into(),
+            tool: "ask_everything".into(),
+            args: args.clone(),
+            action: ActionPreview {
+                tool: "ask_everything".into(),
+                args,
+                action_id: None,
+            },
+            summary: "stub-server asks you something before ask_everything can go on.".into(),
+            choices: vec!["accept".into(), "decline".into(), "cancel".into()],
+            expires_at: i64::try_from(
+                (SystemTime::now() + Duration::from_secs(3600))
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis(),
+            )
+            .unwrap(),
+            input: Some(InputPrompt {
+                server: "stub-server <b>x</b>".into(),
+                requests: vec![
+                    InputAsked {
+                        key: "form".into(),
+                        mode: "form".into(),
+                        message: "Fill this in <img src=x data-pwned=1> and [click here](https://evil.example/) **now**".into(),
+                        schema: Some(schema),
+                        url: None,
+                        domain: None,
+                        punycode: false,
+                    },
+                    InputAsked {
+                        key: "portal".into(),
+                        mode: "url".into(),
+                        message: "Log in at https://evil.example/login".into(),
+                        schema: None,
+                        url: Some("https://xn--pple-43d.example/login?next=/home".into()),
+                        domain: Some("xn--pple-43d.example".into()),
+                        punycode: true,
+                    },
+                ],
+            }),
+        }),
+        Frame::Done(Done {
+            turn_id: TURN.into(),
+        }),
+    ];
+    st.answered.fetch_add(1, Ordering::SeqCst);
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        sse(&frames),
+    )
+        .into_response()
+}
+
+/// The stub's answers to the question's answers: the first does not fit
+/// (422, naming a field), the second comes after it was decided (409).
+async fn question_resume(State(st): State<Stub>, Json(body): Json<Value>) -> Response {
+    assert_eq!(body["interrupt_id"], "stub-question", "{body}");
+    match st.answered.fetch_add(1, Ordering::SeqCst) {
+        1 => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"error": "`answers.form`: `count`: expected a number of at most 2"})),
+        )
+            .into_response(),
+        _ => (
+            StatusCode::CONFLICT,
+            Json(json!({"error": "the question was answered already", "table": "approval", "row_id": "second-answer"})),
+        )
+            .into_response(),
+    }
 }
 
 #[derive(Clone)]

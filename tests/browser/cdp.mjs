@@ -44,10 +44,14 @@ export async function launch(name, timeoutMs) {
   let nid = 0;
   const pending = new Map();
   const errors = [];
+  // `on(method, fn)`: fn(params) for each event of the page's session.
+  const listeners = new Map();
+  const on = (method, fn) => { listeners.set(method, [...(listeners.get(method) || []), fn]); };
   ws.addEventListener("message", (m) => {
     const d = JSON.parse(m.data);
     if (d.id && pending.has(d.id)) { pending.get(d.id)(d); pending.delete(d.id); }
     if (d.method === "Runtime.exceptionThrown") errors.push(JSON.stringify(d.params.exceptionDetails).slice(0, 300));
+    for (const fn of listeners.get(d.method) || []) fn(d.params);
   });
   const cmd = (method, params = {}) => new Promise((r) => { const id = ++nid; pending.set(id, r); ws.send(JSON.stringify({ id, method, params })); });
   const ev = async (expr) => (await cmd("Runtime.evaluate", { expression: expr, awaitPromise: true, returnByValue: true })).result.result.value;
@@ -66,5 +70,5 @@ export async function launch(name, timeoutMs) {
     await sleep(100);
     await idle();
   };
-  return { cmd, ev, idle, say, check, finish, errors, failed: () => failed };
+  return { cmd, ev, idle, say, check, finish, errors, on, failed: () => failed };
 }
