@@ -1,7 +1,9 @@
 //! `turnstile chat URL "message"`: streams one turn's frames to the terminal,
 //! checking their order against the local `frame` table as it goes.
 //! `turnstile resume URL THREAD INTERRUPT approve|deny` decides an approval
-//! the turn asked for and streams the resumed turn with the same printer.
+//! the turn asked for, and `… accept|decline|cancel` answers a question a
+//! tool's server asked (`--field NAME=VALUE` / `--answers JSON` fill its
+//! form), then streams the resumed turn with the same printer.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use serde_json::{json, Value};
 use turnstile::fsm::schema::{RawRow, RawTable};
 use turnstile::fsm::{Machine, Table};
 use turnstile::wire::sse::{SseDecoder, SseEvent};
-use turnstile::wire::{Citation, Figure, Frame, Interrupt};
+use turnstile::wire::{Citation, Figure, Frame, InputAsked, Interrupt};
 
 /// One frame as a terminal line; `None` for text deltas, which are printed
 /// as they come.
@@ -33,7 +35,11 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
             Some(server) => format!("· calling {} on {server}", c.tool),
             None => format!("· calling {}", c.tool),
         },
-        // A refusal is not a failure of the tool: it was never sent.
+        // A refusal is not a failure of the tool: it was never sent. Nor
+        // is a question of its server: the interrupt below asks it.
+        Frame::ToolResult(r) if !r.ok && r.refusal.is_none() && r.summary == "input_required" => {
+            format!("· {}: its server asks you first", r.tool)
+        }
         Frame::ToolResult(r) => match &r.refusal {
             Some(refusal) => format!(
                 "· {} refused, not sent ({} row `{}`)",
@@ -83,6 +89,9 @@ fn figure(f: &Figure) -> String {
 /// the action it confirms, when the question expires (and, given the clock,
 /// whether it has), and the commands that answer it.
 fn interrupt(i: &Interrupt, now_ms: Option<i64>, hint: Option<&ResumeHint>) -> String {
+    if let Some(input) = &i.input {
+        return question(i, &input.server, &input.requests, now_ms, hint);
+    }
     let json = |m: &serde_json::Map<String, Value>| Value::Object(m.clone()).to_string();
     let mut out = format!(
         "? approval requested: {} (interrupt {})",
@@ -117,6 +126,316 @@ fn interrupt(i: &Interrupt, now_ms: Option<i64>, hint: Option<&ResumeHint>) -> S
         }
     }
     out
+}
+
+/// A question a tool's server asks: "? SERVER asks: MESSAGE" (its words,
+/// never ours), each form's fields with their type, whether they are
+/// required and their choices, each URL whole with its domain (and a
+/// warning when the domain is punycode), the expiry, and the commands
+/// that answer it.
+fn question(
+    i: &Interrupt,
+    server: &str,
+    requests: &[InputAsked],
+    now_ms: Option<i64>,
+    hint: Option<&ResumeHint>,
+) -> String {
+    let server = said(server);
+    let mut out = match requests {
+        [one] => format!("? {server} asks: {}", said_block(&one.message, "  ")),
+        _ => format!("? {server} asks {} things:", requests.len()),
+    };
+    out += &format!(
+        "\n  (the server's words; interrupt {}, during {} {})",
+        said(&i.interrupt_id),
+        said(&i.tool),
+        said(&Value::Object(i.args.clone()).to_string())
+    );
+    for (n, r) in requests.iter().enumerate() {
+        if requests.len() > 1 {
+            out += &format!("\n  {}. {}", n + 1, said_block(&r.message, "     "));
+        }
+        match r.mode.as_str() {
+            "url" => {
+                let url = r.url.as_deref().unwrap_or("");
+                out += &format!("\n  url {}: {}", quoted(&r.key), said(url));
+                if let Some(domain) = &r.domain {
+                    out += &format!("\n    domain: {}", said(domain));
+                }
+                if r.punycode {
+                    out += "\n    ⚠ this address uses punycode; it may imitate another site";
+                }
+                out += "\n    nothing has opened it: open it yourself; accept says you agree to open it, not that anything there is done";
+            }
+            _ => {
+                out += &format!("\n  form {}:", quoted(&r.key));
+                let fields = form_fields(r.schema.as_ref());
+                let width = fields
+                    .iter()
+                    .map(|f| f.name.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                for f in &fields {
+                    let name = said(&f.name);
+                    out += &format!("\n    {name:<width$}  {}", f.describe());
+                }
+                if fields.is_empty() {
+                    out += "\n    (no fields)";
+                }
+            }
+        }
+    }
+    out += &format!("\n  expires: {}", utc(i.expires_at));
+    if let Some(now) = now_ms {
+        out += &format!(" ({})", until(i.expires_at, now));
+    }
+    if let Some(hint) = hint {
+        let offered: Vec<Decision> = [Decision::Accept, Decision::Decline, Decision::Cancel]
+            .into_iter()
+            .filter(|d| i.choices.is_empty() || i.choices.iter().any(|c| c == d.as_str()))
+            .collect();
+        let forms: Vec<&InputAsked> = requests.iter().filter(|r| r.mode != "url").collect();
+        for d in offered {
+            let mut line = hint.command(&i.interrupt_id, d);
+            if d == Decision::Accept {
+                // The required fields, each to be filled in; a form of
+                // several requests names its request.
+                for r in &forms {
+                    for f in form_fields(r.schema.as_ref()).iter().filter(|f| f.required) {
+                        let name = match forms.len() {
+                            1 => f.name.clone(),
+                            _ => format!("{}.{}", r.key, f.name),
+                        };
+                        line += &format!(" --field {}", super::shell_word(&format!("{name}=...")));
+                    }
+                }
+            }
+            out += &format!("\n  {:<9}{line}", format!("{}:", d.as_str()));
+        }
+        if !forms.is_empty() {
+            out += "\n  (replace each ... with your answer; `--field NAME=VALUE` for the optional fields too)";
+        }
+    }
+    out
+}
+
+/// A server's text for the terminal: control characters and bidi
+/// overrides escaped, so it cannot move the cursor, recolour the screen or
+/// reorder what follows it.
+fn said(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            c if c.is_control()
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c) =>
+            {
+                c.escape_unicode().to_string()
+            }
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// [`said`], with each line break kept and the next line indented.
+fn said_block(text: &str, indent: &str) -> String {
+    text.split('\n')
+        .map(|line| said(line.strip_suffix('\r').unwrap_or(line)))
+        .collect::<Vec<_>>()
+        .join(&format!("\n{indent}"))
+}
+
+/// A key or a value in double quotes, escaped.
+fn quoted(text: &str) -> String {
+    Value::String(text.to_string()).to_string()
+}
+
+/// One field of a question's form, as the terminal describes it and as
+/// `--field` reads a value for it.
+#[derive(Debug, Clone, PartialEq)]
+struct FormField {
+    name: String,
+    required: bool,
+    schema: serde_json::Map<String, Value>,
+}
+
+/// The fields of a form's `requestedSchema`, in its order.
+fn form_fields(schema: Option<&Value>) -> Vec<FormField> {
+    let schema = schema.and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, p)| FormField {
+                    name: name.clone(),
+                    required: required.contains(&name.as_str()),
+                    schema: p.as_object().cloned().unwrap_or_default(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl FormField {
+    fn ty(&self) -> &str {
+        self.schema
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("string")
+    }
+
+    /// The choices a single or multiple choice offers: (value, title).
+    fn choices(&self) -> Option<Vec<(String, Option<String>)>> {
+        let s = &self.schema;
+        let items = s.get("items").and_then(Value::as_object);
+        let const_titles = |list: &Value| -> Vec<(String, Option<String>)> {
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .map(|o| {
+                    let text = |k| o.get(k).and_then(Value::as_str).map(str::to_string);
+                    (text("const").unwrap_or_default(), text("title"))
+                })
+                .collect()
+        };
+        let plain = |list: &Value, names: Option<&Value>| -> Vec<(String, Option<String>)> {
+            let names: Vec<Option<String>> = names
+                .and_then(Value::as_array)
+                .map(|n| n.iter().map(|v| v.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, v)| {
+                    let value = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                    (value, names.get(i).cloned().flatten())
+                })
+                .collect()
+        };
+        match self.ty() {
+            "array" => items.map(|items| match items.get("anyOf") {
+                Some(any_of) => const_titles(any_of),
+                None => plain(items.get("enum").unwrap_or(&Value::Null), None),
+            }),
+            _ => match (s.get("enum"), s.get("oneOf")) {
+                (Some(values), _) => Some(plain(values, s.get("enumNames"))),
+                (None, Some(one_of)) => Some(const_titles(one_of)),
+                (None, None) => None,
+            },
+        }
+    }
+
+    /// "string (email), required, 1 to 20 characters · Title — description".
+    fn describe(&self) -> String {
+        let s = &self.schema;
+        let num = |k: &str| s.get(k).filter(|v| v.is_number()).map(Value::to_string);
+        let listed = self.choices().map(|choices| {
+            let listed: Vec<String> = choices
+                .iter()
+                .map(|(v, title)| match title {
+                    Some(t) if t != v => format!("{} ({})", quoted(v), said(t)),
+                    _ => quoted(v),
+                })
+                .collect();
+            listed.join(", ")
+        });
+        let mut parts = vec![
+            match (self.ty(), s.get("format").and_then(Value::as_str), listed) {
+                ("array", _, Some(listed)) => format!("any of {listed}"),
+                (_, _, Some(listed)) => format!("one of {listed}"),
+                (ty, Some(format), None) => format!("{} ({})", said(ty), said(format)),
+                (ty, None, None) => said(ty),
+            },
+        ];
+        if self.required {
+            parts.push("required".into());
+        }
+        let range = |lo: Option<String>, hi: Option<String>, unit: &str| match (lo, hi) {
+            (Some(lo), Some(hi)) => Some(format!("{lo} to {hi}{unit}")),
+            (Some(lo), None) => Some(format!("at least {lo}{unit}")),
+            (None, Some(hi)) => Some(format!("at most {hi}{unit}")),
+            (None, None) => None,
+        };
+        let chars = match num("maxLength").or(num("minLength")).as_deref() {
+            Some("1") => " character",
+            _ => " characters",
+        };
+        parts.extend(range(num("minLength"), num("maxLength"), chars));
+        parts.extend(range(num("minimum"), num("maximum"), ""));
+        parts.extend(range(num("minItems"), num("maxItems"), " chosen"));
+        if let Some(d) = s.get("default") {
+            parts.push(format!("default {}", said(&d.to_string())));
+        }
+        let mut out = parts.join(", ");
+        let title = s.get("title").and_then(Value::as_str);
+        let description = s.get("description").and_then(Value::as_str);
+        match (title, description) {
+            (Some(t), Some(d)) => out += &format!(" · {} — {}", said(t), said(d)),
+            (Some(t), None) => out += &format!(" · {}", said(t)),
+            (None, Some(d)) => out += &format!(" · {}", said(d)),
+            (None, None) => {}
+        }
+        out
+    }
+
+    /// A value typed for this field, as its schema's type: an integer, a
+    /// number, true or false, or text (a choice may be given by its title).
+    fn coerce(&self, text: &str) -> anyhow::Result<Value> {
+        let name = said(&self.name);
+        match self.ty() {
+            "integer" => {
+                text.trim().parse::<i64>().map(Value::from).map_err(|_| {
+                    anyhow::anyhow!("--field {name}: an integer, not `{}`", said(text))
+                })
+            }
+            "number" => {
+                let t = text.trim();
+                if let Ok(n) = t.parse::<i64>() {
+                    return Ok(Value::from(n));
+                }
+                t.parse::<f64>()
+                    .ok()
+                    .and_then(serde_json::Number::from_f64)
+                    .map(Value::Number)
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("--field {name}: a number, not `{}`", said(text))
+                    })
+            }
+            "boolean" => match text.trim().to_ascii_lowercase().as_str() {
+                "true" | "yes" | "y" | "on" | "1" => Ok(Value::Bool(true)),
+                "false" | "no" | "n" | "off" | "0" => Ok(Value::Bool(false)),
+                _ => bail!("--field {name}: true or false, not `{}`", said(text)),
+            },
+            _ => Ok(Value::String(self.choice_value(text))),
+        }
+    }
+
+    /// A choice by its value, or by its title when no value is spelt so;
+    /// any other text as it is.
+    fn choice_value(&self, text: &str) -> String {
+        let choices = self.choices().unwrap_or_default();
+        if choices.iter().any(|(v, _)| v == text) {
+            return text.to_string();
+        }
+        choices
+            .into_iter()
+            .find(|(_, t)| t.as_deref() == Some(text))
+            .map_or_else(|| text.to_string(), |(v, _)| v)
+    }
+}
+
+/// Whether the form `r` has a field named `name`.
+fn has_field(r: &InputAsked, name: &str) -> bool {
+    form_fields(r.schema.as_ref())
+        .iter()
+        .any(|f| f.name == name)
 }
 
 /// Unix milliseconds as a UTC date and time, to the second.
@@ -648,11 +967,15 @@ async fn stream<W: Write>(
     Ok(())
 }
 
-/// A human's answer to an approval request.
+/// A human's answer to an interrupt: an approval's `approve` or `deny`, or
+/// a question's `accept`, `decline` or `cancel`.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Approve,
     Deny,
+    Accept,
+    Decline,
+    Cancel,
 }
 
 impl Decision {
@@ -661,22 +984,41 @@ impl Decision {
         match self {
             Decision::Approve => "approve",
             Decision::Deny => "deny",
+            Decision::Accept => "accept",
+            Decision::Decline => "decline",
+            Decision::Cancel => "cancel",
         }
     }
 }
 
 /// What `turnstile resume` was asked for.
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+#[command(after_long_help = RESUME_HELP)]
 pub struct ResumeArgs {
     /// Server base URL, e.g. http://127.0.0.1:8080/
     pub url: String,
-    /// The thread the approval was requested on (chat's first line).
+    /// The thread the interrupt was shown on (chat's first line).
     pub thread: String,
-    /// The interrupt to decide (printed with the approval request).
+    /// The interrupt to decide (printed with the approval request or the
+    /// question).
     pub interrupt_id: String,
-    /// `approve` sends the prepared action's confirm (once); `deny` cancels it.
+    /// An approval: `approve` sends the prepared action's confirm (once);
+    /// `deny` cancels it. A question of a tool's server: `accept` sends
+    /// your answers (once); `decline` and `cancel` tell the server no.
     #[arg(value_enum)]
     pub decision: Decision,
+    /// With `accept`: one value of the question's form, `NAME=VALUE`
+    /// (repeatable). Typed by the form's schema: an integer, a number,
+    /// true/false, a choice by its value or title; a multi-select's field
+    /// once per choice. `NAME:=JSON` sends the JSON as it is. A question
+    /// with several forms: `REQUEST.NAME=VALUE`.
+    #[arg(long = "field", value_name = "NAME=VALUE")]
+    pub fields: Vec<String>,
+    /// With `accept`: the answers as JSON, by request key, sent as given
+    /// ('{"contact": {"name": "Ana", "urgent": true}}'); each `--field`
+    /// goes over it.
+    #[arg(long, value_name = "JSON")]
+    pub answers: Option<String>,
     /// How many rows of each card to print: a number or `all`.
     #[arg(long, default_value = "all")]
     pub rows: Rows,
@@ -685,6 +1027,20 @@ pub struct ResumeArgs {
     #[arg(long, env = "TURNSTILE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 }
+
+/// `turnstile resume --help`'s closing words: how a question is answered.
+const RESUME_HELP: &str = "\
+Answering a question of a tool's server (`turnstile chat` prints it with these lines filled in):
+  turnstile resume URL THREAD INTERRUPT accept --field name=Ana --field email=ana@example.com
+  turnstile resume URL THREAD INTERRUPT accept --answers '{\"contact\": {\"name\": \"Ana\"}}'
+  turnstile resume URL THREAD INTERRUPT decline
+  turnstile resume URL THREAD INTERRUPT cancel
+`--field` values are typed by the question's form, which is read from the thread: `--field count=3` \
+sends the number 3 to an integer field, `--field urgent=yes` true to a boolean one. When the form \
+cannot be read, name the request (`--field contact.name=Ana`): values are then sent as text, and \
+`NAME:=JSON` sends JSON (`--field contact.urgent:=true`). A URL question takes no values: open the \
+URL yourself; `accept` says you agree to open it, not that anything there is done. The server checks \
+the answers against the form: a refusal (422) sends nothing and the question still waits.";
 
 /// Sends one decision and streams the resumed turn like `chat` does; returns
 /// an error if the server refused the decision (its status, reason and
@@ -711,9 +1067,10 @@ async fn resumed_with<W: Write>(
     args: &ResumeArgs,
 ) -> anyhow::Result<()> {
     let thread = &args.thread;
+    let answers = answers(http, base, args).await?;
     let resp = http
         .post(format!("{base}/v1/threads/{thread}/resume"))
-        .json(&resume_body(args))
+        .json(&resume_body(args, answers))
         .send()
         .await
         .with_context(|| format!("cannot reach {base}"))?;
@@ -730,9 +1087,204 @@ async fn resumed_with<W: Write>(
     stream(printer, http, base, resp).await
 }
 
-/// `POST /v1/threads/{id}/resume`'s body.
-fn resume_body(args: &ResumeArgs) -> Value {
-    json!({"interrupt_id": args.interrupt_id, "decision": args.decision.as_str()})
+/// `POST /v1/threads/{id}/resume`'s body: with `answers`, an accept's.
+fn resume_body(args: &ResumeArgs, answers: Option<Value>) -> Value {
+    let mut body = json!({"interrupt_id": args.interrupt_id, "decision": args.decision.as_str()});
+    if let Some(answers) = answers {
+        body["answers"] = answers;
+    }
+    body
+}
+
+/// The answers an `accept` sends: `--answers` as given, each `--field`
+/// over it, typed by the question's form when the thread shows it. `None`
+/// when neither was given.
+async fn answers(
+    http: &reqwest::Client,
+    base: &str,
+    args: &ResumeArgs,
+) -> anyhow::Result<Option<Value>> {
+    if args.fields.is_empty() && args.answers.is_none() {
+        return Ok(None);
+    }
+    if args.decision != Decision::Accept {
+        bail!(
+            "--field and --answers go with accept; {} sends no answers",
+            args.decision.as_str()
+        );
+    }
+    let mut answers = match &args.answers {
+        Some(text) => match serde_json::from_str::<Value>(text).context("--answers is not JSON")? {
+            Value::Object(m) => m,
+            _ => bail!("--answers must be a JSON object by request key, such as '{{\"contact\": {{\"name\": \"Ana\"}}}}'"),
+        },
+        None => serde_json::Map::new(),
+    };
+    if !args.fields.is_empty() {
+        let asked = asked(http, base, &args.thread, &args.interrupt_id).await;
+        fill(&mut answers, &args.fields, asked.as_deref())?;
+    }
+    Ok(Some(Value::Object(answers)))
+}
+
+/// What the question `interrupt_id` asks, as the thread's stored interrupt
+/// shows it; `Err`: why the CLI cannot say.
+async fn asked(
+    http: &reqwest::Client,
+    base: &str,
+    thread: &str,
+    interrupt_id: &str,
+) -> Result<Vec<InputAsked>, String> {
+    let resp = http
+        .get(format!("{base}/v1/threads/{thread}"))
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach {base}: {e}"))?;
+    if !resp.status().is_success() {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        return Err(format!(
+            "reading the thread: {}",
+            error_answer(status, &body)
+        ));
+    }
+    let thread: Value = resp
+        .json()
+        .await
+        .map_err(|e| format!("the thread is not JSON: {e}"))?;
+    asked_in(&thread, interrupt_id)
+}
+
+/// [`asked`] over a thread as `GET /v1/threads/{id}` answers it.
+fn asked_in(thread: &Value, interrupt_id: &str) -> Result<Vec<InputAsked>, String> {
+    let found = thread["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| &m["body"])
+        .filter(|b| b["kind"] == "interrupt")
+        .map(|b| {
+            if b.get("interrupt_id").is_some() {
+                b
+            } else {
+                &b["interrupt"]
+            }
+        })
+        .find(|b| b["interrupt_id"] == interrupt_id)
+        .ok_or_else(|| format!("the thread shows no interrupt {interrupt_id}"))?;
+    let shown: Interrupt = serde_json::from_value(found.clone())
+        .map_err(|e| format!("its interrupt does not read: {e}"))?;
+    shown
+        .input
+        .map(|i| i.requests)
+        .ok_or_else(|| "it is an approval, not a question: decide it with approve or deny".into())
+}
+
+/// Each `--field` into `answers`: `[REQUEST.]NAME=VALUE` typed by its
+/// field in the question's forms (`asked`), or as text when the forms are
+/// unknown (the request then named); `NAME:=JSON` as JSON. A field given
+/// twice, or a multi-select's, collects its values into a list.
+fn fill(
+    answers: &mut serde_json::Map<String, Value>,
+    fields: &[String],
+    asked: Result<&[InputAsked], &String>,
+) -> anyhow::Result<()> {
+    let forms: Option<Vec<&InputAsked>> = asked
+        .ok()
+        .map(|a| a.iter().filter(|r| r.mode != "url").collect());
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for arg in fields {
+        let Some((left, text)) = arg.split_once('=') else {
+            bail!("--field {}: NAME=VALUE", said(arg));
+        };
+        let (left, raw) = match left.strip_suffix(':') {
+            Some(l) => (l, true),
+            None => (left, false),
+        };
+        let (key, name, field) = match &forms {
+            Some(forms) => {
+                let (form, name): (&InputAsked, String) = match forms.as_slice() {
+                    [] => bail!("--field {}: this question has no form to fill (a URL: accept it without --field)", said(left)),
+                    [one] => match left.strip_prefix(&format!("{}.", one.key)) {
+                        Some(name) if !has_field(one, left) => (one, name.to_string()),
+                        _ => (one, left.to_string()),
+                    },
+                    many => many
+                        .iter()
+                        .find_map(|r| {
+                            left.strip_prefix(&format!("{}.", r.key))
+                                .map(|n| (*r, n.to_string()))
+                        })
+                        .ok_or_else(|| {
+                            let keys: Vec<String> = many.iter().map(|r| quoted(&r.key)).collect();
+                            anyhow::anyhow!(
+                                "--field {}: this question has several forms ({}); name one: REQUEST.NAME=VALUE",
+                                said(left),
+                                keys.join(", ")
+                            )
+                        })?,
+                };
+                let key = form.key.clone();
+                let all = form_fields(form.schema.as_ref());
+                let Some(field) = all.iter().find(|f| f.name == name).cloned() else {
+                    let names: Vec<String> = all.iter().map(|f| said(&f.name)).collect();
+                    bail!(
+                        "--field {}: the form {} has no such field (its fields: {})",
+                        said(&name),
+                        quoted(&key),
+                        names.join(", ")
+                    );
+                };
+                (key, name, Some(field))
+            }
+            None => {
+                let why = asked.err().map(String::as_str).unwrap_or_default();
+                let Some((key, name)) = left.split_once('.') else {
+                    bail!(
+                        "--field {}: the question's form cannot be read ({why}); name its request, --field REQUEST.NAME=VALUE, or give --answers JSON",
+                        said(left)
+                    );
+                };
+                (key.to_string(), name.to_string(), None)
+            }
+        };
+        let value = match (raw, &field) {
+            (true, _) => serde_json::from_str(text)
+                .with_context(|| format!("--field {}:=…: not JSON", said(&name)))?,
+            // A multi-select's choice, by its value or title.
+            (false, Some(f)) if f.ty() == "array" => Value::String(f.choice_value(text)),
+            (false, Some(f)) => f.coerce(text)?,
+            (false, None) => Value::String(text.to_string()),
+        };
+        let again = seen.contains(&(key.clone(), name.clone()));
+        let multi = field.as_ref().map(|f| f.ty() == "array");
+        if again && !raw && multi == Some(false) {
+            bail!(
+                "--field {}: given twice; the field takes one value",
+                said(&name)
+            );
+        }
+        let collect = !raw && (multi == Some(true) || again);
+        let form = answers.entry(key.clone()).or_insert_with(|| json!({}));
+        let Some(form) = form.as_object_mut() else {
+            bail!("--answers: {} is not an object of fields", quoted(&key));
+        };
+        match form.get_mut(&name) {
+            Some(Value::Array(items)) if collect && again => items.push(value),
+            Some(old) if collect && again => {
+                let first = old.take();
+                *old = Value::Array(vec![first, value]);
+            }
+            _ if collect => {
+                form.insert(name.clone(), Value::Array(vec![value]));
+            }
+            _ => {
+                form.insert(name.clone(), value);
+            }
+        }
+        seen.push((key, name));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1142,12 +1694,14 @@ mod tests {
                 thread: "th-1".into(),
                 interrupt_id: "i-1".into(),
                 decision: Decision::Approve,
+                fields: vec![],
+                answers: None,
                 rows: Rows::All,
                 token: None,
             }
         );
         assert_eq!(
-            resume_body(&args),
+            resume_body(&args, None),
             json!({"interrupt_id": "i-1", "decision": "approve"})
         );
         let deny = parse(&["http://h:1/", "th-1", "i-1", "deny", "--rows", "3"]).unwrap();
@@ -1157,6 +1711,306 @@ mod tests {
         );
         assert!(parse(&["http://h:1/", "th-1", "i-1", "maybe"]).is_err());
         assert!(parse(&["http://h:1/", "th-1", "approve"]).is_err());
+        // A question's answers.
+        let accept = parse(&[
+            "http://h:1/",
+            "th-1",
+            "i-1",
+            "accept",
+            "--field",
+            "name=Ana",
+            "--field",
+            "urgent=yes",
+            "--answers",
+            r#"{"contact": {"email": "a@b.co"}}"#,
+        ])
+        .unwrap();
+        assert_eq!(accept.decision, Decision::Accept);
+        assert_eq!(accept.fields, ["name=Ana", "urgent=yes"]);
+        assert_eq!(
+            accept.answers.as_deref(),
+            Some(r#"{"contact": {"email": "a@b.co"}}"#)
+        );
+        assert_eq!(
+            resume_body(&accept, Some(json!({"contact": {"name": "Ana"}}))),
+            json!({"interrupt_id": "i-1", "decision": "accept", "answers": {"contact": {"name": "Ana"}}})
+        );
+        for word in ["decline", "cancel"] {
+            let d = parse(&["http://h:1/", "th-1", "i-1", word]).unwrap();
+            assert_eq!(d.decision.as_str(), word);
+            assert_eq!(
+                resume_body(&d, None),
+                json!({"interrupt_id": "i-1", "decision": word})
+            );
+        }
+    }
+
+    /// The demo's `notify_site_contact` question, as its interrupt frame
+    /// carries it (2026-07-28: the request key is the server's).
+    fn question_fixture() -> Interrupt {
+        serde_json::from_value(json!({
+            "interrupt_id": "q-1", "tool": "notify_site_contact", "args": {"issue_id": "PANO-003-0611"},
+            "action": {"tool": "notify_site_contact", "args": {"issue_id": "PANO-003-0611"}},
+            "summary": "demo asks you something before notify_site_contact can go on.",
+            "choices": ["accept", "decline", "cancel"], "expires_at": 1_764_000_000_000_i64,
+            "input": {"server": "demo", "requests": [{
+                "key": "contact", "mode": "form", "message": "Who should be told about PANO-003-0611?",
+                "schema": {"type": "object", "properties": {
+                    "email": {"type": "string", "title": "Email", "description": "Where to reach them", "format": "email"},
+                    "name": {"type": "string", "title": "Name", "minLength": 1},
+                    "role": {"type": "string", "title": "Role", "enum": ["site manager", "safety officer", "foreman"]},
+                    "urgent": {"type": "boolean", "title": "Urgent", "default": false}
+                }, "required": ["name", "email", "role"]}
+            }]}
+        }))
+        .unwrap()
+    }
+
+    fn form_of(schema: Value) -> InputAsked {
+        serde_json::from_value(
+            json!({"key": "contact", "mode": "form", "message": "m", "schema": schema}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_question_prints_the_servers_words_its_form_and_the_commands_that_answer_it() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        p.resume = Some(hint());
+        p.clock = || 1_764_000_000_000 - 599_500;
+        p.frame(&Frame::ToolResult(
+            serde_json::from_value(json!({"call_id": "c", "tool": "notify_site_contact",
+                "ok": false, "summary": "input_required"}))
+            .unwrap(),
+        ))
+        .unwrap();
+        p.frame(&Frame::Interrupt(question_fixture())).unwrap();
+        p.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(p.out).unwrap(),
+            "· notify_site_contact: its server asks you first\n\
+             ? demo asks: Who should be told about PANO-003-0611?\n\
+             \x20 (the server's words; interrupt q-1, during notify_site_contact {\"issue_id\":\"PANO-003-0611\"})\n\
+             \x20 form \"contact\":\n\
+             \x20   email   string (email), required · Email — Where to reach them\n\
+             \x20   name    string, required, at least 1 character · Name\n\
+             \x20   role    one of \"site manager\", \"safety officer\", \"foreman\", required · Role\n\
+             \x20   urgent  boolean, default false · Urgent\n\
+             \x20 expires: 2025-11-24 16:00:00 UTC (in 10 min)\n\
+             \x20 accept:  turnstile resume http://127.0.0.1:8080/ th-1 q-1 accept --field email=... --field name=... --field role=...\n\
+             \x20 decline: turnstile resume http://127.0.0.1:8080/ th-1 q-1 decline\n\
+             \x20 cancel:  turnstile resume http://127.0.0.1:8080/ th-1 q-1 cancel\n\
+             \x20 (replace each ... with your answer; `--field NAME=VALUE` for the optional fields too)\n"
+        );
+        // Without a thread (`describe`): the question alone, no commands.
+        let bare = describe_all(&Frame::Interrupt(question_fixture())).unwrap();
+        assert!(
+            bare.ends_with("  expires: 2025-11-24 16:00:00 UTC"),
+            "{bare}"
+        );
+        assert!(!bare.contains("resume"), "{bare}");
+    }
+
+    #[test]
+    fn a_url_question_prints_the_url_its_domain_and_a_punycode_warning() {
+        let mut q = question_fixture();
+        let input = q.input.as_mut().unwrap();
+        input.requests = vec![serde_json::from_value(json!({
+            "key": "portal", "mode": "url",
+            "message": "Sign \u{1b}[2Jhere\u{202e}txt.exe\nthen come back",
+            "url": "https://xn--pple-43d.example/login", "domain": "xn--pple-43d.example", "punycode": true
+        }))
+        .unwrap()];
+        let card = interrupt(&q, None, Some(&hint()));
+        let lines: Vec<&str> = card.lines().collect();
+        // The server's control characters and bidi overrides are escaped; a
+        // line break is kept, indented.
+        assert_eq!(lines[0], r"? demo asks: Sign \u{1b}[2Jhere\u{202e}txt.exe");
+        assert_eq!(lines[1], "  then come back");
+        assert_eq!(
+            lines[3],
+            r#"  url "portal": https://xn--pple-43d.example/login"#
+        );
+        assert_eq!(lines[4], "    domain: xn--pple-43d.example");
+        assert_eq!(
+            lines[5],
+            "    ⚠ this address uses punycode; it may imitate another site"
+        );
+        assert!(
+            lines[6].contains("accept says you agree to open it, not that anything there is done")
+        );
+        // A URL takes no values: accept is the bare command.
+        assert_eq!(
+            lines[8],
+            "  accept:  turnstile resume http://127.0.0.1:8080/ th-1 q-1 accept"
+        );
+        assert!(
+            !card.contains("--field") && !card.contains("replace each"),
+            "{card}"
+        );
+        assert!(!card.contains('\u{1b}') && !card.contains('\u{202e}'));
+    }
+
+    #[test]
+    fn a_question_of_several_forms_names_each_request() {
+        let mut q = question_fixture();
+        let input = q.input.as_mut().unwrap();
+        let mut second = form_of(json!({"type": "object",
+            "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 10}}, "required": ["count"]}));
+        second.key = "crew".into();
+        second.message = "How many?".into();
+        input.requests.push(second);
+        let card = interrupt(&q, None, Some(&hint()));
+        assert!(card.starts_with("? demo asks 2 things:\n"), "{card}");
+        assert!(
+            card.contains(
+                "\n  2. How many?\n  form \"crew\":\n    count  integer, required, 1 to 10\n"
+            ),
+            "{card}"
+        );
+        assert!(
+            card.contains("accept --field contact.email=... --field contact.name=... --field contact.role=... --field crew.count=...\n"),
+            "{card}"
+        );
+    }
+
+    #[test]
+    fn a_field_is_typed_by_its_form() {
+        let q = question_fixture();
+        let requests = q.input.unwrap().requests;
+        let fill_in = |fields: &[&str]| {
+            let mut answers = serde_json::Map::new();
+            let fields: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+            fill(&mut answers, &fields, Ok(&requests)).map(|()| Value::Object(answers))
+        };
+        assert_eq!(
+            fill_in(&["name=Ana Kim", "email=a@b.co", "role=foreman", "urgent=yes"]).unwrap(),
+            json!({"contact": {"name": "Ana Kim", "email": "a@b.co", "role": "foreman", "urgent": true}})
+        );
+        // The request may be named; a value may hold `=`; JSON as it is.
+        assert_eq!(
+            fill_in(&["contact.name=a=b", "urgent:=false"]).unwrap(),
+            json!({"contact": {"name": "a=b", "urgent": false}})
+        );
+        let err = |fields: &[&str]| fill_in(fields).unwrap_err().to_string();
+        assert_eq!(
+            err(&["urgent=maybe"]),
+            "--field urgent: true or false, not `maybe`"
+        );
+        assert_eq!(
+            err(&["emial=x"]),
+            r#"--field emial: the form "contact" has no such field (its fields: email, name, role, urgent)"#
+        );
+        assert_eq!(
+            err(&["name=A", "name=B"]),
+            "--field name: given twice; the field takes one value"
+        );
+        assert_eq!(err(&["name"]), "--field name: NAME=VALUE");
+        assert_eq!(err(&["urgent:=yes"]), "--field urgent:=…: not JSON");
+
+        // Integers, numbers, choices by title, a multi-select.
+        let schema = json!({"type": "object", "properties": {
+            "count": {"type": "integer"}, "ratio": {"type": "number"},
+            "level": {"type": "string", "enum": ["lo", "hi"], "enumNames": ["Low", "High"]},
+            "crew": {"type": "string", "oneOf": [{"const": "c1", "title": "Crew one"}]},
+            "sides": {"type": "array", "items": {"anyOf": [{"const": "N", "title": "North"}, {"const": "S", "title": "South"}]}}
+        }});
+        let forms = [form_of(schema)];
+        let mut answers = serde_json::Map::new();
+        let fields: Vec<String> = [
+            "count=3",
+            "ratio=0.5",
+            "level=High",
+            "crew=c1",
+            "sides=North",
+            "sides=S",
+        ]
+        .map(String::from)
+        .into();
+        fill(&mut answers, &fields, Ok(&forms)).unwrap();
+        assert_eq!(
+            Value::Object(answers),
+            json!({"contact": {"count": 3, "ratio": 0.5, "level": "hi", "crew": "c1", "sides": ["N", "S"]}})
+        );
+        let mut answers = serde_json::Map::new();
+        let one = ["sides=North".to_string(), "ratio=2".to_string()];
+        fill(&mut answers, &one, Ok(&forms)).unwrap();
+        assert_eq!(
+            Value::Object(answers),
+            json!({"contact": {"sides": ["N"], "ratio": 2}})
+        );
+        let bad = ["count=2.5".to_string()];
+        assert_eq!(
+            fill(&mut serde_json::Map::new(), &bad, Ok(&forms))
+                .unwrap_err()
+                .to_string(),
+            "--field count: an integer, not `2.5`"
+        );
+        // A URL question has no form to fill.
+        let url: InputAsked = serde_json::from_value(json!({"key": "portal", "mode": "url",
+            "message": "m", "url": "https://h.example/", "domain": "h.example"}))
+        .unwrap();
+        let x = ["x=1".to_string()];
+        assert!(fill(&mut serde_json::Map::new(), &x, Ok(&[url]))
+            .unwrap_err()
+            .to_string()
+            .contains("no form to fill"));
+    }
+
+    #[test]
+    fn without_the_form_a_field_names_its_request_and_goes_as_text() {
+        let why = "the thread shows no interrupt q-9".to_string();
+        let mut answers = serde_json::Map::new();
+        answers.insert("contact".into(), json!({"email": "a@b.co", "name": "old"}));
+        let fields: Vec<String> = [
+            "contact.name=Ana",
+            "contact.count=3",
+            "contact.urgent:=true",
+            "contact.tag=a",
+            "contact.tag=b",
+        ]
+        .map(String::from)
+        .into();
+        fill(&mut answers, &fields, Err(&why)).unwrap();
+        assert_eq!(
+            Value::Object(answers),
+            json!({"contact": {"email": "a@b.co", "name": "Ana", "count": "3", "urgent": true, "tag": ["a", "b"]}})
+        );
+        let err = fill(
+            &mut serde_json::Map::new(),
+            &["name=Ana".to_string()],
+            Err(&why),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "--field name: the question's form cannot be read (the thread shows no interrupt q-9); \
+             name its request, --field REQUEST.NAME=VALUE, or give --answers JSON"
+        );
+    }
+
+    #[test]
+    fn the_question_is_read_from_the_stored_thread() {
+        let q = serde_json::to_value(question_fixture()).unwrap();
+        let mut body = q.clone();
+        body["kind"] = json!("interrupt");
+        let approval = json!({"kind": "interrupt", "interrupt": serde_json::to_value(approval_fixture()).unwrap()});
+        let thread = json!({"messages": [
+            {"role": "user", "body": {"kind": "user", "text": "notify"}},
+            {"role": "assistant", "body": approval},
+            {"role": "assistant", "body": body},
+        ]});
+        let asked = asked_in(&thread, "q-1").unwrap();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].key, "contact");
+        assert_eq!(
+            asked_in(&thread, "q-2").unwrap_err(),
+            "the thread shows no interrupt q-2"
+        );
+        assert!(asked_in(&thread, "i-1")
+            .unwrap_err()
+            .contains("an approval, not a question"));
     }
 
     fn describe_card_fixture() -> Frame {
