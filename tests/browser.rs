@@ -417,6 +417,128 @@ async fn the_page_renders_every_kind_of_question_field() {
     s.pass();
 }
 
+/// A stored thread's questions after a reload, one per way the approval
+/// table ends one (outcome unknown, expired, withdrawn, answered and
+/// failed, cancelled): each card says its state and what the user
+/// answered, and none can be answered again. The thread is the stub's; the
+/// page and the table are the real server's.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_stored_question_shows_how_it_ended_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let stub = Stub {
+        real: s.base.clone(),
+        http: crate::common::browser(),
+        answered: Arc::new(AtomicUsize::new(0)),
+    };
+    let app = Router::new()
+        .route("/v1/threads/{id}", axum::routing::get(stored_questions))
+        .fallback(pass_through)
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    drive(&browser, "tests/browser/questions.mjs", &["stored", &base]).await;
+    assert_eq!(
+        stub.answered.load(Ordering::SeqCst),
+        1,
+        "the thread came from the stub"
+    );
+    task.abort();
+    s.pass();
+}
+
+/// The stub's stored thread: five questions, each ended another way.
+async fn stored_questions(
+    State(st): State<Stub>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    if id != "stub-thread" {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "thread not found"})),
+        )
+            .into_response();
+    }
+    let question = |interrupt_id: &str| {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+        let mut body = serde_json::to_value(Interrupt {
+            interrupt_id: interrupt_id.into(),
+            tool: "ask".into(),
+            args: Map::new(),
+            action: ActionPreview {
+                tool: "ask".into(),
+                args: Map::new(),
+                action_id: None,
+            },
+            summary: "stub asks you something.".into(),
+            choices: vec!["accept".into(), "decline".into(), "cancel".into()],
+            expires_at: 1_764_000_000_000,
+            input: Some(InputPrompt {
+                server: "stub".into(),
+                requests: vec![InputAsked {
+                    key: "form".into(),
+                    mode: "form".into(),
+                    message: "Who?".into(),
+                    schema: Some(schema),
+                    url: None,
+                    domain: None,
+                    punycode: false,
+                }],
+            }),
+        })
+        .unwrap();
+        body["kind"] = json!("interrupt");
+        body
+    };
+    let mut messages = Vec::new();
+    let mut say = |turn: &str, role: &str, body: Value| {
+        let seq = messages.len() + 1;
+        messages.push(json!({"seq": seq, "turn_id": turn, "role": role, "body": body}));
+    };
+    let states = [
+        ("q-unknown", "Unknown", None),
+        ("q-expired", "Expired", None),
+        ("q-denied", "Denied", None),
+        ("q-failed", "Failed", Some("accept")),
+        ("q-cancelled", "Completed", Some("cancel")),
+    ];
+    for (id, _, decision) in states {
+        let turn = format!("turn-{id}");
+        say(
+            &turn,
+            "user",
+            json!({"kind": "user", "text": format!("ask {id}")}),
+        );
+        say(&turn, "assistant", question(id));
+        if let Some(decision) = decision {
+            say(
+                &turn,
+                "user",
+                json!({"kind": "decision", "interrupt_id": id, "decision": decision, "state": "Confirming"}),
+            );
+            say(
+                &turn,
+                "assistant",
+                json!({"kind": "answer", "text": format!("After {id}.")}),
+            );
+        }
+    }
+    let approvals: Vec<Value> = states
+        .iter()
+        .map(|(id, state, _)| json!({"interrupt_id": id, "turn_id": format!("turn-{id}"), "state": state, "expires_at": 1_764_000_000_000_i64}))
+        .collect();
+    st.answered.fetch_add(1, Ordering::SeqCst);
+    Json(json!({"thread": {"id": id}, "messages": messages, "turns": [], "approvals": approvals, "licence_audit": []}))
+        .into_response()
+}
+
 /// The one stream of the question check: a call whose server asks for a
 /// form with every kind of field and a punycode URL.
 async fn question_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response {

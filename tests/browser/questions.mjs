@@ -20,6 +20,9 @@
 //         the browser's own checks (bounds, lengths, counts) stop a bad
 //         answer; the answer sent carries each value in its schema's type.
 //         The stub answers the resume 422 naming a field, then 409.
+//   stored  a stored thread (the stub's) whose questions ended every way
+//         the approval table can end one: each card shows its state and
+//         what the user answered, none can be answered, none has inputs.
 // Exits 0 when every check passed; prints what it saw either way.
 import { launch, sleep } from "./cdp.mjs";
 
@@ -341,6 +344,34 @@ async function stub() {
   check(early.length === 0, `the page never fetched the URL itself: ${JSON.stringify(early)}`);
 }
 
+async function stored() {
+  await cmd("Page.navigate", { url: new URL("?thread=stub-thread", BASE).href });
+  await idle();
+  const cards = await ev(`[...document.querySelectorAll('[data-testid=question]')].map((c) => ({
+    id: c.dataset.interruptId, state: c.dataset.state, decision: c.dataset.decision ?? null,
+    outcome: c.querySelector('[data-testid=question-outcome]').textContent,
+    inputs: c.querySelectorAll('input, select').length,
+    enabled: [...c.querySelectorAll('button')].filter((b) => !b.disabled).length,
+  }))`);
+  console.log(`     stored: ${JSON.stringify(cards)}`);
+  const by = Object.fromEntries(cards.map((c) => [c.id, c]));
+  const want = {
+    "q-unknown": [null, "Interrupted: whether it ran is unknown."],
+    "q-expired": [null, "Expired: it was not answered in time."],
+    "q-denied": [null, "Withdrawn: a new message was sent before it was answered."],
+    "q-failed": ["accept", "Answered; the call then failed (you accepted)."],
+    "q-cancelled": ["cancel", "Answered (you cancelled)."],
+  };
+  check(cards.length === 5, `five question cards: ${cards.length}`);
+  for (const [id, [decision, outcome]] of Object.entries(want)) {
+    const c = by[id];
+    check(!!c && c.decision === decision && c.outcome.trim() === outcome && c.inputs === 0 && c.enabled === 0,
+      `${id}: ${c && c.outcome}`);
+  }
+  const subs = await ev(`[...document.querySelectorAll('.asst .sub')].map((n) => n.textContent)`);
+  check(JSON.stringify(subs) === JSON.stringify(["After your answer", "After you cancelled"]), `the blocks after answers are titled by them: ${JSON.stringify(subs)}`);
+}
+
 try {
   await cmd("Runtime.enable");
   await cmd("Page.enable");
@@ -354,6 +385,7 @@ try {
   });
   if (MODE === "demo") await demo();
   else if (MODE === "stub") await stub();
+  else if (MODE === "stored") await stored();
   else check(false, `unknown mode ${MODE}`);
   const csp = await ev("window.__csp");
   check(Array.isArray(csp) && csp.length === 0, `no CSP violation: ${JSON.stringify(csp)}`);
