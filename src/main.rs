@@ -115,11 +115,14 @@ enum Command {
         #[arg(long, env = "TURNSTILE_TOKEN", hide_env_values = true)]
         token: Option<String>,
     },
-    /// Approve or deny an approval a turn asked for, and stream the resumed turn.
+    /// Decide an interrupt a turn ended at, and stream the resumed turn:
+    /// approve or deny an approval, or answer a tool server's question
+    /// (accept with --field / --answers, decline, cancel).
     ///
-    /// `turnstile chat` prints the approval request with this command filled
-    /// in. A refused decision (an unknown interrupt, or one decided already)
-    /// prints the server's status, reason and table row and exits non-zero.
+    /// `turnstile chat` prints the interrupt with these commands filled in.
+    /// A refused decision (an unknown interrupt, one decided already, an
+    /// answer that does not fit the form) prints the server's status,
+    /// reason and table row and exits non-zero.
     Resume(cli::chat::ResumeArgs),
     /// Connect to one MCP server, list its tools, and optionally call one.
     ///
