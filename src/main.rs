@@ -165,6 +165,10 @@ enum TablesCommand {
     Diff { old: String, new: String },
 }
 
+/// The most rmcp may log: info (its debug and trace lines carry message
+/// bodies).
+const RMCP_CEILING: &str = "rmcp=info";
+
 fn main() -> ExitCode {
     // `turnstile … | head -1`: a closed stdout ends the process quietly.
     cli::quiet_on_closed_stdout();
@@ -176,11 +180,15 @@ fn main() -> ExitCode {
         Command::Mcp(_) => "off",
         _ => "warn,turnstile=info",
     };
+    // rmcp logs whole JSON-RPC messages at debug and trace: a server's
+    // requestState and the user's answers to its questions among them. They
+    // are never logged (ADR 0025), whatever RUST_LOG asks of rmcp.
+    let filter = match tracing_subscriber::EnvFilter::try_from_default_env() {
+        Ok(asked) => asked.add_directive(RMCP_CEILING.parse().expect("a valid directive")),
+        Err(_) => default_filter.into(),
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_filter.into()),
-        )
+        .with_env_filter(filter)
         // Every log line, ours and the libraries' (rmcp logs a transport
         // error with the full URL), has its URLs cut to scheme, host and path.
         .with_writer(|| ScrubbedLine(Vec::new()))

@@ -547,8 +547,22 @@ impl ToolClient {
         let started = Instant::now();
         let Nested { reply, open, .. } = nested;
         let generation = open.generation;
-        // A call whose question was dropped meanwhile was cancelled.
-        let _ = reply.send(answer);
+        if reply.send(answer).is_err() {
+            // The server's question stopped waiting (its wait ran out, or
+            // the server withdrew it): it was answered `cancel`, and this
+            // answer never left.
+            return self.answered(
+                tool,
+                started,
+                Err(McpError::Unanswered {
+                    server: self.shared.spec.name.clone(),
+                    tool: tool.to_string(),
+                    reason:
+                        "the server's question had stopped waiting; your answer was not delivered"
+                            .into(),
+                }),
+            );
+        }
         let outcome = match open.wait(self.call_timeout).await {
             Ok(reply) => {
                 self.shared
@@ -628,7 +642,9 @@ impl ToolClient {
             // way. This call was not sent, so it goes on the next session.
             session = shared.ready_session(tool).await?;
         }
-        let retry_safe = shared.retry_safe(tool);
+        // An answer to a question is the user's, sent once under the
+        // approval table's swap: never re-sent below it, whatever the tool.
+        let retry_safe = shared.retry_safe(tool) && round.is_none();
         let sent = session
             .call(tool, args.clone(), round.clone(), self.call_timeout)
             .await;

@@ -446,7 +446,7 @@ impl Session {
                 let session_id = recorder.cell();
                 let transport = StreamableHttpClientTransport::with_client(recorder, config);
                 let check = expiry_check(&transport);
-                Ok(Asker::new(input_wait)
+                Ok(Asker::new(input_wait, false)
                     .serve_with_lifecycle(transport, mode)
                     .await
                     .map(|running| (running, Some(check), session_id)))
@@ -464,7 +464,7 @@ impl Session {
                 if let Some(stderr) = stderr {
                     forward_stderr(spec.name.clone(), stderr);
                 }
-                Ok(Asker::new(input_wait)
+                Ok(Asker::new(input_wait, true)
                     .serve_with_lifecycle(process, mode)
                     .await
                     .map(|running| (running, None, SessionIdCell::default())))
@@ -559,7 +559,17 @@ impl Session {
         let options = PeerRequestOptions::with_timeout(timeout + self.input_wait);
         let handle = match self.peer.send_cancellable_request(request, options).await {
             Ok(h) => h,
-            Err(e) => return Err(classify(self.expiry, e)),
+            // The service took nothing: the request never left.
+            Err(e) => {
+                return Err(match classify(self.expiry, e) {
+                    Failure::Transport { reason, closed, .. } => Failure::Transport {
+                        reason,
+                        closed,
+                        sent: false,
+                    },
+                    other => other,
+                })
+            }
         };
         let id = handle.id.clone();
         let (asks_tx, asks) = tokio::sync::mpsc::channel(4);
@@ -738,6 +748,33 @@ pub(crate) struct OpenCall {
     pub(crate) generation: u64,
 }
 
+/// A call dropped while it is still out — its turn ended (the client left,
+/// the lease was lost), or its question was let go — is abandoned: its task
+/// stops waiting and the server is told (`notifications/cancelled`), as a
+/// dropped `call_tool` future did.
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        let out = matches!(
+            self.result.try_recv(),
+            Err(tokio::sync::oneshot::error::TryRecvError::Empty)
+        );
+        if !out || self.stop.is_cancelled() {
+            return;
+        }
+        self.stop.cancel();
+        let (peer, id) = (self.peer.clone(), self.id.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("abandoned".to_string()),
+                ));
+                let _ = peer.send_notification(notification.into()).await;
+            });
+        }
+    }
+}
+
 impl std::fmt::Debug for OpenCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenCall")
@@ -754,6 +791,8 @@ impl OpenCall {
         tokio::select! {
             answer = &mut self.result => match answer {
                 Ok(Ok(ServerResult::CallToolResult(r))) => Ok(Reply::Result(r)),
+                // A result without `content` decodes as an empty one.
+                Ok(Ok(ServerResult::EmptyResult(_))) => Ok(Reply::Result(CallToolResult::default())),
                 Ok(Ok(ServerResult::InputRequiredResult(r))) => Ok(Reply::Input(r)),
                 Ok(Ok(ServerResult::CreateTaskResult(_))) => Err(Failure::Protocol(
                     "the server made the call a task, which this client does not poll".into(),
@@ -807,7 +846,12 @@ impl std::fmt::Debug for Nested {
 /// The calls open on one connection, by request id: where an
 /// `elicitation/create` that arrives in one goes.
 #[derive(Clone, Default)]
-pub(crate) struct Routes(Arc<Mutex<HashMap<RequestId, tokio::sync::mpsc::Sender<Elicitation>>>>);
+pub(crate) struct Routes {
+    open: Arc<Mutex<HashMap<RequestId, tokio::sync::mpsc::Sender<Elicitation>>>>,
+    /// One stream carries everything (stdio): a question with no origin
+    /// belongs to the one call open, if there is exactly one.
+    stdio: bool,
+}
 
 impl Routes {
     fn insert(&self, id: RequestId, tx: tokio::sync::mpsc::Sender<Elicitation>) {
@@ -821,11 +865,13 @@ impl Routes {
     fn lock(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<RequestId, tokio::sync::mpsc::Sender<Elicitation>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The open call an elicitation belongs to: the one whose POST stream
-    /// carried it (HTTP), or the only call open (stdio, one stream).
+    /// carried it (HTTP), or the only call open (stdio, one stream). A
+    /// question on HTTP's standalone stream belongs to no call we can name:
+    /// never to whichever call happens to be open.
     fn route(
         &self,
         origin: Option<&InboundStreamOrigin>,
@@ -833,7 +879,7 @@ impl Routes {
         let routes = self.lock();
         match origin {
             Some(InboundStreamOrigin::OutboundRequest(id)) => routes.get(id).cloned(),
-            _ if routes.len() == 1 => routes.values().next().cloned(),
+            _ if self.stdio && routes.len() == 1 => routes.values().next().cloned(),
             _ => None,
         }
     }
@@ -851,10 +897,13 @@ pub(crate) struct Asker {
 }
 
 impl Asker {
-    fn new(wait: Duration) -> Self {
+    fn new(wait: Duration, stdio: bool) -> Self {
         Asker {
             config: client_config(),
-            routes: Routes::default(),
+            routes: Routes {
+                stdio,
+                ..Routes::default()
+            },
             wait,
         }
     }
@@ -878,11 +927,16 @@ impl ClientHandler for Asker {
             return Ok(ElicitResult::new(ElicitationAction::Cancel));
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
-        if route.send(Elicitation { params, reply }).await.is_err() {
-            return Ok(ElicitResult::new(ElicitationAction::Cancel));
-        }
-        match tokio::time::timeout(self.wait, answer).await {
-            Ok(Ok(result)) => Ok(result),
+        let asked = async {
+            route.send(Elicitation { params, reply }).await.ok()?;
+            tokio::select! {
+                answer = answer => answer.ok(),
+                // The server withdrew its own question.
+                _ = context.ct.cancelled() => None,
+            }
+        };
+        match tokio::time::timeout(self.wait, asked).await {
+            Ok(Some(result)) => Ok(result),
             // Nobody answered in time, or the question was dropped (an
             // expiry, a new message, a restart): the call is cancelled.
             _ => {

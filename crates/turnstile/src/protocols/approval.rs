@@ -54,6 +54,9 @@ crate::names! {
         HeldCallReturned = "held_call_returned",
         /// The approved held call was sent and failed (or was refused).
         HeldCallFailed = "held_call_failed",
+        /// It (or an answered question's call) went out and no answer came
+        /// back: outcome unknown.
+        HeldCallUnanswered = "held_call_unanswered",
         /// A tool's server asked the user something before it would
         /// answer (an `InputRequiredResult`, or an `elicitation/create`
         /// inside the open call).

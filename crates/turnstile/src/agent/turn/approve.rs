@@ -230,6 +230,13 @@ impl Turn<'_> {
             Outcome::Returned { first, .. } => Some(first.as_ref()),
             _ => None,
         };
+        let unanswered = matches!(
+            outcome,
+            Outcome::Failed {
+                anchor: Anchor::OutcomeUnknown { .. },
+                ..
+            }
+        );
         let Some(held_kind) = self.approvals.held.as_ref().map(|h| h.action.kind) else {
             return Ok(());
         };
@@ -239,6 +246,10 @@ impl Turn<'_> {
             // confirm: it ran, or it did not.
             (DecisionCall::Confirm, Some(_)) if held_kind != ActionKind::Prepared => {
                 Some(ApprovalEvent::HeldCallReturned)
+            }
+            // It went out and no answer came back: not a failure.
+            (DecisionCall::Confirm, None) if held_kind != ActionKind::Prepared && unanswered => {
+                Some(ApprovalEvent::HeldCallUnanswered)
             }
             (DecisionCall::Confirm, None) if held_kind != ActionKind::Prepared => {
                 Some(ApprovalEvent::HeldCallFailed)

@@ -35,18 +35,21 @@ pub(super) enum Sending {
 }
 
 impl Turn<'_> {
-    /// How the next call goes out: a decided answer's call carries the
-    /// answer; every other call is sent fresh.
-    pub(super) fn sending(&mut self) -> Sending {
-        let Some(answer) = self.approvals.answer.take() else {
+    /// How the call of `tool` with `args` goes out: the decided answer's
+    /// own call — the question's exact call, queued by the decision —
+    /// carries the answer; every other call is sent fresh, and never with
+    /// an answer meant for another.
+    pub(super) fn sending(&mut self, tool: &str, args: &Map<String, Value>) -> Sending {
+        let decided = self.approvals.running == Some(DecisionCall::Confirm);
+        let Some(held) = self.approvals.held.as_ref().filter(|h| {
+            decided
+                && h.action.kind == ActionKind::Input
+                && h.action.confirm == tool
+                && &h.action.confirm_args == args
+        }) else {
             return Sending::Fresh;
         };
-        let Some(held) = self
-            .approvals
-            .held
-            .as_ref()
-            .filter(|h| h.action.kind == ActionKind::Input)
-        else {
+        let Some(answer) = self.approvals.answer.take() else {
             return Sending::Fresh;
         };
         let nested = held.action.input.as_ref().is_some_and(|i| i.nested);
@@ -75,11 +78,36 @@ impl Turn<'_> {
         args: &Map<String, Value>,
         ask: InputAsk,
     ) -> Result<Result<(), String>, Stop> {
-        // The call that asks again is the decided one: its answer was
-        // delivered, so that machine settles first (a new one holds the
-        // new question).
+        let InputAsk {
+            requests,
+            request_state,
+            nested,
+        } = ask;
+        let is_nested = nested.is_some();
+        // What it asks is checked before anything settles: a refused
+        // question is the call's failure, which settles a decided call as
+        // any failure does.
+        let mut shown = Vec::new();
+        for (key, asked) in requests {
+            match prompt(key, asked) {
+                Ok(p) => shown.push(p),
+                Err(reason) => return Ok(Err(reason)),
+            }
+        }
+        let decided = self.approvals.running == Some(DecisionCall::Confirm);
+        let decided_kind = self.approvals.held.as_ref().map(|h| h.action.kind);
+        if decided && decided_kind == Some(ActionKind::Prepared) {
+            return Ok(Err(
+                "an approved action's confirm asked a question, which this client does not hold"
+                    .into(),
+            ));
+        }
+        // The call that asks again is the decided one: its answer (or its
+        // approval) was delivered, so that machine settles first, as a
+        // call that returned; a new one holds the new question.
         let mut rounds = 0;
-        if self.approvals.running.take() == Some(DecisionCall::Confirm) {
+        if decided {
+            self.approvals.running = None;
             if let Some(held) = self.approvals.held.as_mut() {
                 rounds = held.action.input.as_ref().map_or(0, |i| i.rounds);
                 held.machine
@@ -95,23 +123,10 @@ impl Turn<'_> {
                 held.stored = Some(to);
             }
         }
-        let InputAsk {
-            requests,
-            request_state,
-            nested,
-        } = ask;
-        let is_nested = nested.is_some();
         if rounds >= MAX_INPUT_ROUNDS {
             return Ok(Err(format!(
                 "the server asked again after {MAX_INPUT_ROUNDS} answers; the call was not answered"
             )));
-        }
-        let mut shown = Vec::new();
-        for (key, asked) in requests {
-            match prompt(key, asked) {
-                Ok(p) => shown.push(p),
-                Err(reason) => return Ok(Err(reason)),
-            }
         }
         let mut machine = self.agent.tables.approval.machine();
         let step = match machine.fire(ApprovalEvent::InputRequired) {

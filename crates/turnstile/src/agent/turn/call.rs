@@ -231,7 +231,7 @@ impl Turn<'_> {
         let call_id = self.next_call_id();
         self.emit_call(&call_id, tool, Some(server), args).await?;
         let called = std::time::Instant::now();
-        let sending = self.sending();
+        let sending = self.sending(tool, args);
         let tools = self.agent.tools.clone();
         let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending).await;
         telemetry::phase(telemetry::Phase::Mcp, called.elapsed());

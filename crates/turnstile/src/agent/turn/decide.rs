@@ -144,7 +144,11 @@ impl Agent {
             let from = machine.state();
             if let Ok(step) = machine.fire(ApprovalEvent::InputLost) {
                 let row_id = machine.row_id(step.row).to_string();
-                self.swap(stored, from, &machine).await?;
+                if !self.swap(stored, from, &machine).await? {
+                    // Another decision settled it first: the table's
+                    // verdict on the state that won is the answer's.
+                    return Ok(None);
+                }
                 tracing::warn!("a question's open call is gone: outcome unknown");
                 return Err(DecideError::Refused {
                     row_id,

@@ -165,6 +165,14 @@ impl Turn<'_> {
             .unwrap_or_default()
             .to_string();
         let server = self.agent.tools.server_of(&held_call.tool);
+        if !matches!((kind, &server), (DecisionCall::Confirm, Some(_))) {
+            // The decided call is not sent: its answer goes nowhere, and a
+            // question's open call is let go (its server is answered
+            // `cancel`).
+            self.approvals.answer = None;
+            let id = held.interrupt_id.clone();
+            drop(self.agent.parked.take(&id));
+        }
         let (detail, outcome) = match (kind, server) {
             (DecisionCall::Confirm, Some(server)) => {
                 let gate = Gate::new(&self.agent.tables.narrowing);
