@@ -325,9 +325,13 @@ impl Parked {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Keeps `nested` open for the interrupt `id`.
+    /// Keeps `nested` open for the interrupt `id`. Calls whose server
+    /// stopped waiting meanwhile (the input wait ran out: it was answered
+    /// `cancel`) are let go here, so the map holds live questions only.
     pub fn park(&self, id: &str, nested: Nested) {
-        self.lock().insert(id.to_string(), nested);
+        let mut parked = self.lock();
+        parked.retain(|_, n| n.waiting());
+        parked.insert(id.to_string(), nested);
     }
 
     /// The open call of interrupt `id`, taken out to be answered.

@@ -837,6 +837,13 @@ pub struct Nested {
     pub(crate) open: OpenCall,
 }
 
+impl Nested {
+    /// Whether the server still waits for the answer.
+    pub fn waiting(&self) -> bool {
+        !self.reply.is_closed()
+    }
+}
+
 impl std::fmt::Debug for Nested {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Nested").finish_non_exhaustive()
