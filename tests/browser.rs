@@ -174,18 +174,8 @@ async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
         .database(&databases(&tmp)[0])
         .start()
         .await;
-    let stub = Stub {
-        real: s.base.clone(),
-        http: crate::common::browser(),
-        answered: Arc::new(AtomicUsize::new(0)),
-    };
-    let app = Router::new()
-        .route("/v1/threads/{id}/messages", post(bad_stream))
-        .fallback(pass_through)
-        .with_state(stub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let routes = Router::new().route("/v1/threads/{id}/messages", post(bad_stream));
+    let (stub, base, task) = serve_stub(&s, routes).await;
 
     drive(&browser, "tests/browser/violations.mjs", &[&base]).await;
     assert_eq!(
@@ -259,18 +249,8 @@ async fn the_page_makes_buttons_only_of_listed_capabilities() {
         .database(&databases(&tmp)[0])
         .start()
         .await;
-    let stub = Stub {
-        real: s.base.clone(),
-        http: crate::common::browser(),
-        answered: Arc::new(AtomicUsize::new(0)),
-    };
-    let app = Router::new()
-        .route("/v1/threads/{id}/messages", post(link_stream))
-        .fallback(pass_through)
-        .with_state(stub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let routes = Router::new().route("/v1/threads/{id}/messages", post(link_stream));
+    let (stub, base, task) = serve_stub(&s, routes).await;
 
     drive(&browser, "tests/browser/export.mjs", &["links", &base]).await;
     assert_eq!(
@@ -393,19 +373,10 @@ async fn the_page_renders_every_kind_of_question_field() {
         .database(&databases(&tmp)[0])
         .start()
         .await;
-    let stub = Stub {
-        real: s.base.clone(),
-        http: crate::common::browser(),
-        answered: Arc::new(AtomicUsize::new(0)),
-    };
-    let app = Router::new()
+    let routes = Router::new()
         .route("/v1/threads/{id}/messages", post(question_stream))
-        .route("/v1/threads/{id}/resume", post(question_resume))
-        .fallback(pass_through)
-        .with_state(stub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+        .route("/v1/threads/{id}/resume", post(question_resume));
+    let (stub, base, task) = serve_stub(&s, routes).await;
 
     drive(&browser, "tests/browser/questions.mjs", &["stub", &base]).await;
     assert_eq!(
@@ -431,18 +402,8 @@ async fn a_stored_question_shows_how_it_ended_in_chromium() {
         .database(&databases(&tmp)[0])
         .start()
         .await;
-    let stub = Stub {
-        real: s.base.clone(),
-        http: crate::common::browser(),
-        answered: Arc::new(AtomicUsize::new(0)),
-    };
-    let app = Router::new()
-        .route("/v1/threads/{id}", axum::routing::get(stored_questions))
-        .fallback(pass_through)
-        .with_state(stub.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let routes = Router::new().route("/v1/threads/{id}", axum::routing::get(stored_questions));
+    let (stub, base, task) = serve_stub(&s, routes).await;
 
     drive(&browser, "tests/browser/questions.mjs", &["stored", &base]).await;
     assert_eq!(
@@ -662,6 +623,24 @@ async fn question_resume(State(st): State<Stub>, Json(body): Json<Value>) -> Res
         )
             .into_response(),
     }
+}
+
+/// Serves `routes` in front of the real server `s` (everything else passes
+/// through to it): the stub, its base URL, and its task.
+async fn serve_stub(
+    s: &TestServer,
+    routes: Router<Stub>,
+) -> (Stub, String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let stub = Stub {
+        real: s.base.clone(),
+        http: crate::common::browser(),
+        answered: Arc::new(AtomicUsize::new(0)),
+    };
+    let app = routes.fallback(pass_through).with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    (stub, base, task)
 }
 
 #[derive(Clone)]
