@@ -181,20 +181,6 @@ impl Turn<'_> {
             machine,
             stored: None,
             action: Action {
-                kind: ActionKind::Input,
-                user_text: self.user_text.clone(),
-                prepare: call.tool.clone(),
-                prepare_args: args.clone(),
-                action_id: 0,
-                confirm: call.tool.clone(),
-                confirm_args: args.clone(),
-                cancel: String::new(),
-                cancel_args: Map::new(),
-                status: None,
-                status_args: Map::new(),
-                calls_before: 0,
-                step: self.cursor.step,
-                interrupt,
                 input: Some(InputHeld {
                     server: server.to_string(),
                     requests: shown,
@@ -202,6 +188,14 @@ impl Turn<'_> {
                     nested: is_nested,
                     rounds: rounds + 1,
                 }),
+                ..Action::of_call(
+                    ActionKind::Input,
+                    &self.user_text,
+                    &call.tool,
+                    args,
+                    self.cursor.step,
+                    interrupt,
+                )
             },
         });
         Ok(Ok(()))

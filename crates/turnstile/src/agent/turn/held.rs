@@ -78,6 +78,35 @@ pub struct Action {
 }
 
 impl Action {
+    /// A call held before it is answered: it is its own confirm, and it has
+    /// no cancel (a denial or a withdrawn question sends nothing further).
+    pub(crate) fn of_call(
+        kind: ActionKind,
+        user_text: &str,
+        tool: &str,
+        args: &Map<String, Value>,
+        step: u32,
+        interrupt: wire::Interrupt,
+    ) -> Action {
+        Action {
+            kind,
+            user_text: user_text.to_string(),
+            prepare: tool.to_string(),
+            prepare_args: args.clone(),
+            action_id: 0,
+            confirm: tool.to_string(),
+            confirm_args: args.clone(),
+            cancel: String::new(),
+            cancel_args: Map::new(),
+            status: None,
+            status_args: Map::new(),
+            calls_before: 0,
+            step,
+            interrupt,
+            input: None,
+        }
+    }
+
     /// The call that withdraws the action at the backend on a denial or an
     /// expiry: the cancel tool, or nothing for a held call (nothing was
     /// sent).

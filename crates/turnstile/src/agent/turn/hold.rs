@@ -109,25 +109,15 @@ impl Turn<'_> {
             interrupt_id,
             machine,
             stored: None,
-            action: Action {
-                kind: ActionKind::Call,
-                user_text: self.user_text.clone(),
-                prepare: call.tool.clone(),
-                prepare_args: args.clone(),
-                action_id: 0,
-                // The call is its own confirm. It has no cancel: a denial
-                // sends nothing (`run_decided_call` shows it not sent).
-                confirm: call.tool.clone(),
-                confirm_args: args.clone(),
-                cancel: String::new(),
-                cancel_args: Map::new(),
-                status: None,
-                status_args: Map::new(),
-                calls_before: 0,
-                step: self.cursor.step,
+            // A denial sends nothing (`run_decided_call` shows it not sent).
+            action: Action::of_call(
+                ActionKind::Call,
+                &self.user_text,
+                &call.tool,
+                args,
+                self.cursor.step,
                 interrupt,
-                input: None,
-            },
+            ),
         });
     }
 
