@@ -206,7 +206,19 @@ fn question(
                             1 => f.name.clone(),
                             _ => format!("{}.{}", r.key, f.name),
                         };
-                        line += &format!(" --field {}", super::shell_word(&format!("{name}=...")));
+                        // A name the terminal would not show as written
+                        // (control, bidi) or `--field` cannot carry (`=`,
+                        // a trailing `:`) is never printed raw: --answers.
+                        let plain = said(&name) == name
+                            && !name.contains('=')
+                            && !name.ends_with(':')
+                            && !name.starts_with('-');
+                        line += &match plain {
+                            true => {
+                                format!(" --field {}", super::shell_word(&format!("{name}=...")))
+                            }
+                            false => " --answers '{…}'".to_string(),
+                        };
                     }
                 }
             }
@@ -1197,6 +1209,12 @@ fn fill(
         let Some((left, text)) = arg.split_once('=') else {
             bail!("--field {}: NAME=VALUE", said(arg));
         };
+        if text == "..." {
+            bail!(
+                "--field {}: replace `...` with your answer (an accept is sent once)",
+                said(left)
+            );
+        }
         let (left, raw) = match left.strip_suffix(':') {
             Some(l) => (l, true),
             None => (left, false),
@@ -1906,6 +1924,11 @@ mod tests {
             "--field name: given twice; the field takes one value"
         );
         assert_eq!(err(&["name"]), "--field name: NAME=VALUE");
+        // The printed placeholder pasted as it is sends nothing.
+        assert_eq!(
+            err(&["name=..."]),
+            "--field name: replace `...` with your answer (an accept is sent once)"
+        );
         assert_eq!(err(&["urgent:=yes"]), "--field urgent:=…: not JSON");
 
         // Integers, numbers, choices by title, a multi-select.

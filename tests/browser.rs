@@ -520,6 +520,9 @@ async fn question_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Res
             "at": {"type": "string", "title": "Start", "format": "date-time"},
             "count": {"type": "integer", "title": "Count", "minimum": 1, "maximum": 10, "default": 2},
             "ratio": {"type": "number"},
+            // Names a page must not trip over: a form method, a prototype key.
+            "addEventListener": {"type": "string"},
+            "__proto__": {"type": "string"},
             "agree": {"type": "boolean", "title": "Agree", "description": "Tick to agree"},
             "level": {"type": "string", "title": "Level", "enum": ["lo", "hi"], "enumNames": ["Low", "High"]},
             "crew": {"type": "string", "title": "Crew", "oneOf": [{"const": "c1", "title": "Crew one"}, {"const": "c2", "title": "Crew two"}]},

@@ -320,6 +320,8 @@ async function stub() {
   await type("ratio", "0.5");
   await pick("at", "2026-12-03T09:30");
   await select("level", "hi");
+  await type("addEventListener", "x1");
+  await type("__proto__", "x2");
   await press("accept");
   c = await card();
   const body = JSON.parse(resumes().at(-1).body);
@@ -328,7 +330,8 @@ async function stub() {
   const at = new Date("2026-12-03T09:30").toISOString();
   check(body.decision === "accept" && a && a.count === 3 && a.ratio === 0.5 && a.agree === false && a.nick === "crane-7"
     && a.day === "2026-12-03" && a.at === at && a.level === "hi" && !("crew" in a) && !("site" in a)
-    && JSON.stringify(a.tags) === JSON.stringify(["North", "South"]) && Object.keys(body.answers).length === 1,
+    && JSON.stringify(a.tags) === JSON.stringify(["North", "South"]) && Object.keys(body.answers).length === 1
+    && a.addEventListener === "x1" && Object.prototype.hasOwnProperty.call(a, "__proto__") && a["__proto__"] === "x2",
   `each value in its schema's type, the empty optional ones left out, the URL request unanswered: ${JSON.stringify(body)}`);
   check(c.state === "Awaiting" && c.error && c.error.includes("count") && c.fields.find((x) => x.name === "count").invalid,
     `the stub's 422 names a field, which is marked: ${c.error}`);
