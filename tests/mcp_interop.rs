@@ -606,6 +606,7 @@ async fn python_sdk_server_over_streamable_http() {
             "add",
             "crash_tool",
             "fail_tool",
+            "issue_badge",
             "register_visitor",
             "rpc_error",
             "visitor_count",

@@ -12,16 +12,21 @@ Tools:
   register_visitor(site) -> asks the user (elicitation/create, form mode) for the
                           visitor's name and company, inside the open call;
                           registers them on accept
+  issue_badge(site)    -> asks for the visitor through the SDK's own resolver
+                          (`Resolve(...)` returning `Elicit`): mid-call on
+                          2025-11-25, an InputRequiredResult with the SDK's
+                          requestState on 2026-07-28; registers on accept
   visitor_count()      -> how many visitors were registered (exactly-once proof)
 
 Usage: python3 py_server.py --port 8765
 """
 
 import argparse
+from typing import Annotated
 
 from pydantic import BaseModel
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
@@ -75,6 +80,21 @@ async def register_visitor(site: str, ctx: Context) -> dict:
         VISITORS.append({"site": site, **visitor})
         return {"status": "REGISTERED", "site": site, "visitor": visitor, "registered": len(VISITORS)}
     return {"status": result.action.upper(), "site": site, "registered": len(VISITORS)}
+
+
+def ask_badge(site: str) -> Elicit[Visitor]:
+    return Elicit(f"Who needs a badge for {site}?", Visitor)
+
+
+@server.tool(description="Issue a site badge: asks the user who the visitor is.")
+async def issue_badge(
+    site: str, visitor: Annotated[ElicitationResult[Visitor], Resolve(ask_badge)]
+) -> dict:
+    if visitor.action == "accept":
+        data = visitor.data.model_dump()
+        VISITORS.append({"site": site, **data})
+        return {"status": "BADGED", "site": site, "visitor": data, "registered": len(VISITORS)}
+    return {"status": visitor.action.upper(), "site": site, "registered": len(VISITORS)}
 
 
 @server.tool(description="How many visitors were registered.")

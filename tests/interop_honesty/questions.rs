@@ -147,3 +147,65 @@ async fn a_python_sdk_form_is_declined_or_cancelled() {
         rig.done();
     }
 }
+
+/// The durable path against a server we did not write: the Python SDK's
+/// own resolver (`Resolve` returning `Elicit`) spoken to in 2026-07-28
+/// answers the first `tools/call` with an `InputRequiredResult` carrying
+/// the SDK's own `requestState`; turnstile holds it at an interrupt and
+/// re-sends the call once with the answer. A second answer is 409 and the
+/// server's own count stays at one.
+#[tokio::test]
+#[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
+async fn a_python_sdk_resolver_asks_on_2026_07_28() {
+    let extra = Extra {
+        server_keys: "protocol = \"2026-07-28\"",
+        tools: "",
+    };
+    let rig = Rig::start_with(Kind::PySdk, extra).await;
+    let (status, body) = rig.app.get("/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["servers"][0]["protocol"], "2026-07-28", "{body}");
+    assert_eq!(body["servers"][0]["state"], "Stateless", "{body}");
+    let frames = rig
+        .turn(
+            "issue a badge for tower-a",
+            &[("issue_badge", json!({"site": "tower-a"}))],
+        )
+        .await;
+    let i = interrupt_of(&frames).unwrap_or_else(|| panic!("no interrupt:\n{}", stable(&frames)));
+    let input = i.input.clone().expect("a question");
+    assert_eq!(input.requests.len(), 1);
+    let form = &input.requests[0];
+    assert!(
+        form.message.contains("Who needs a badge for tower-a?"),
+        "{form:?}"
+    );
+    // Named by the server's InputRequiredResult, not the one question an
+    // open 2025-11-25 call asks.
+    assert_ne!(form.key, turnstile::mcp::client::NESTED_KEY, "{form:?}");
+    assert_eq!(visitors(&rig).await, 0);
+    let answers = json!({ form.key.clone(): {"name": "Bo Lee", "company": "Delta Steel"} });
+    let frames = rig
+        .app
+        .answer(&rig.thread, &i.interrupt_id, "accept", answers.clone())
+        .await
+        .unwrap_or_else(|e| panic!("the answer is refused: {e:?}"));
+    assert!(is_done(&frames), "{}", stable(&frames));
+    let result = frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::ToolResult(r) if r.tool == "issue_badge" => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the re-sent call's result");
+    assert!(result.ok, "{}", stable(&frames));
+    assert_eq!(visitors(&rig).await, 1, "one badge");
+    let (status, body) = rig
+        .app
+        .answer(&rig.thread, &i.interrupt_id, "accept", answers)
+        .await
+        .unwrap_err();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(visitors(&rig).await, 1, "still one badge");
+    rig.done();
+}
