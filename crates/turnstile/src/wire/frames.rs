@@ -218,6 +218,34 @@ pub struct InputAsked {
     pub punycode: bool,
 }
 
+impl Interrupt {
+    /// An interrupt about one call, held before it is sent or answered: the
+    /// call is what runs, and its own preview (no action id).
+    pub fn of_call(
+        interrupt_id: &str,
+        tool: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+        summary: String,
+        choices: &[&str],
+        expires_at: i64,
+    ) -> Interrupt {
+        Interrupt {
+            interrupt_id: interrupt_id.to_string(),
+            tool: tool.to_string(),
+            args: args.clone(),
+            action: ActionPreview {
+                tool: tool.to_string(),
+                args: args.clone(),
+                action_id: None,
+            },
+            summary,
+            choices: choices.iter().map(|c| c.to_string()).collect(),
+            expires_at,
+            input: None,
+        }
+    }
+}
+
 /// The prepared action an interrupt asks about.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActionPreview {

@@ -96,11 +96,23 @@ impl Turn<'_> {
         }
         let decided = self.approvals.running == Some(DecisionCall::Confirm);
         let decided_kind = self.approvals.held.as_ref().map(|h| h.action.kind);
-        if decided && decided_kind == Some(ActionKind::Prepared) {
-            return Ok(Err(
-                "an approved action's confirm asked a question, which this client does not hold"
-                    .into(),
-            ));
+        // An approved action's confirm that asks: its own machine is out
+        // (Confirming), and the table says whether a question may be held
+        // beside it (`second-question-while-confirming`).
+        if let Some(h) = self
+            .approvals
+            .held
+            .as_ref()
+            .filter(|_| decided && decided_kind == Some(ActionKind::Prepared))
+        {
+            let mut beside = h.machine.clone();
+            return Ok(Err(match beside.fire(ApprovalEvent::InputRequired) {
+                Err(v) => {
+                    telemetry::violation(&v);
+                    format!("{} (approval row `{}`)", v.why, v.row_id)
+                }
+                Ok(_) => "an approved action's confirm asked a question, which is not held".into(),
+            }));
         }
         // The call that asks again is the decided one: its answer (or its
         // approval) was delivered, so that machine settles first, as a
@@ -152,25 +164,23 @@ impl Turn<'_> {
             true => "the call is open and waits for it",
             false => "the call is sent again once, with your answer",
         };
+        let summary = format!(
+            "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
+            call.tool
+        );
         let interrupt = wire::Interrupt {
-            interrupt_id: interrupt_id.clone(),
-            tool: call.tool.clone(),
-            args: args.clone(),
-            action: wire::ActionPreview {
-                tool: call.tool.clone(),
-                args: args.clone(),
-                action_id: None,
-            },
-            summary: format!(
-                "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
-                call.tool
-            ),
-            choices: vec!["accept".into(), "decline".into(), "cancel".into()],
-            expires_at,
             input: Some(wire::InputPrompt {
                 server: server.to_string(),
                 requests: shown.clone(),
             }),
+            ..wire::Interrupt::of_call(
+                &interrupt_id,
+                &call.tool,
+                args,
+                summary,
+                &["accept", "decline", "cancel"],
+                expires_at,
+            )
         };
         tracing::info!(tool = %call.tool, requests = shown.len(), nested = nested.is_some(), "call held for the user's input");
         if let Some(open) = nested {

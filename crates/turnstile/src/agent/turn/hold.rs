@@ -87,24 +87,19 @@ impl Turn<'_> {
         tracing::info!(tool = %call.tool, reason = ?reason, "call held for approval");
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let expires_at = crate::store::now_unix_ms() + self.agent.limits.approval_ttl_ms();
-        let interrupt = wire::Interrupt {
-            interrupt_id: interrupt_id.clone(),
-            tool: call.tool.clone(),
-            args: args.clone(),
-            action: wire::ActionPreview {
-                tool: call.tool.clone(),
-                args: args.clone(),
-                action_id: None,
-            },
-            summary: format!(
-                "Approve {}: nothing has been sent; on approval it runs once with the arguments shown ({}).",
-                call.tool,
-                reason.why()
-            ),
-            choices: vec!["approve".into(), "deny".into()],
+        let summary = format!(
+            "Approve {}: nothing has been sent; on approval it runs once with the arguments shown ({}).",
+            call.tool,
+            reason.why()
+        );
+        let interrupt = wire::Interrupt::of_call(
+            &interrupt_id,
+            &call.tool,
+            args,
+            summary,
+            &["approve", "deny"],
             expires_at,
-            input: None,
-        };
+        );
         self.approvals.held = Some(Held {
             interrupt_id,
             machine,
