@@ -116,28 +116,7 @@ async fn aggregate(revision: Revision) {
     s.pass();
 }
 
-macro_rules! side_by_side {
-    ($($flow:ident),* $(,)?) => {
-        mod sessions {
-            $(
-                #[tokio::test]
-                async fn $flow() {
-                    super::$flow(turnstile::mcp::Revision::Sessions).await
-                }
-            )*
-        }
-        mod stateless {
-            $(
-                #[tokio::test]
-                async fn $flow() {
-                    super::$flow(turnstile::mcp::Revision::Stateless).await
-                }
-            )*
-        }
-    };
-}
-
-side_by_side!(
+crate::on_both_revisions!(
     lower_bound,
     counted_listing,
     accounted_zero,

@@ -164,28 +164,7 @@ async fn declined_or_cancelled(revision: Revision) {
     }
 }
 
-macro_rules! both {
-    ($($flow:ident),* $(,)?) => {
-        mod sessions {
-            $(
-                #[tokio::test]
-                async fn $flow() {
-                    super::$flow(turnstile::mcp::Revision::Sessions).await
-                }
-            )*
-        }
-        mod stateless {
-            $(
-                #[tokio::test]
-                async fn $flow() {
-                    super::$flow(turnstile::mcp::Revision::Stateless).await
-                }
-            )*
-        }
-    };
-}
-
-both!(answered_once, declined_or_cancelled);
+crate::on_both_revisions!(answered_once, declined_or_cancelled);
 
 /// A restart with a question pending. 2026-07-28: the interrupt holds all
 /// the re-send needs, so the answer works after the restart, once.

@@ -1,6 +1,31 @@
 //! Shared test helpers.
 #![allow(dead_code)]
 
+/// One test per flow and per MCP revision: `mod sessions` (2025-11-25)
+/// and `mod stateless` (2026-07-28), each calling `super::flow(revision)`,
+/// so the same flow is seen side by side on both.
+#[macro_export]
+macro_rules! on_both_revisions {
+    ($($flow:ident),* $(,)?) => {
+        mod sessions {
+            $(
+                #[tokio::test]
+                async fn $flow() {
+                    super::$flow(turnstile::mcp::Revision::Sessions).await
+                }
+            )*
+        }
+        mod stateless {
+            $(
+                #[tokio::test]
+                async fn $flow() {
+                    super::$flow(turnstile::mcp::Revision::Stateless).await
+                }
+            )*
+        }
+    };
+}
+
 /// insta settings that keep every snapshot under the top-level `snapshots/`,
 /// named `all__<test file>__<name>.snap` (the module path in the `all`
 /// binary).
