@@ -17,7 +17,6 @@ impl Agent {
     pub async fn recover_approvals(&self) -> Result<usize, StoreError> {
         let mut n = 0;
         let now = crate::store::now_unix_ms();
-        n += self.recover_questions().await?;
         let states = [
             ApprovalState::Confirming.name(),
             ApprovalState::Accepted.name(),
@@ -72,6 +71,9 @@ impl Agent {
                 }
             }
         }
+        // After the confirms: a lost question becomes Unknown, and is not
+        // then mistaken for a confirm in flight.
+        n += self.recover_questions().await?;
         Ok(n)
     }
 }
