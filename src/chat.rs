@@ -58,6 +58,21 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
         Frame::Figure(f) => figure(f),
         Frame::Delta(_) => return None,
         Frame::Interrupt(i) => interrupt(i, None, None),
+        // The server's own words on its task, quoted as its.
+        Frame::Progress(p) => match &p.message {
+            Some(m) => format!(
+                "· {} {} ({:.1} s): server says \"{m}\"",
+                p.tool,
+                p.status.replace('_', " "),
+                p.elapsed_ms as f64 / 1000.0
+            ),
+            None => format!(
+                "· {} {} ({:.1} s)",
+                p.tool,
+                p.status.replace('_', " "),
+                p.elapsed_ms as f64 / 1000.0
+            ),
+        },
         Frame::Done(_) => "· done".into(),
         Frame::Error(e) => format!(
             "✗ error: {}{}",

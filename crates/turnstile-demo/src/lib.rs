@@ -128,6 +128,7 @@ pub mod data;
 pub mod exports;
 pub mod lying;
 pub mod query;
+pub mod reports;
 pub mod scripted;
 pub mod server;
 pub mod sessions;
@@ -201,9 +202,11 @@ pub fn contracts() -> turnstile::judge::Contracts {
     // The tools that ask the user answer, like `get_panorama`, with ONE
     // record in structured content (`{"status", …}`): what was done is
     // that record's to say, never a count or "none".
+    // So does the long `compile_site_report` (a task): one report record.
     for (tool, id_field) in [
         ("notify_site_contact", "issue_id"),
         ("open_permit_portal", "permit"),
+        ("compile_site_report", "project"),
     ] {
         let shape = turnstile::judge::contracts::Shape {
             id_field: Some(id_field.into()),

@@ -17,6 +17,8 @@
 //! - "open the permit portal for HW-12" / "sign permit HW-12" / "HW-12
 //!   허가서 서명할게": one `open_permit_portal` call; the answer says the
 //!   user agreed to open the portal, never that the permit is signed.
+//! - "compile the site report for tower-a" / "annex 현장 보고서 만들어줘":
+//!   one `compile_site_report` call, which the demo server makes a task.
 
 use futures::stream;
 use serde_json::{json, Map, Value};
@@ -319,6 +321,20 @@ fn is_export(text: &str) -> bool {
         text,
         &["lecture file", "lecture material", "강의 파일", "강의 자료"],
     )
+}
+
+/// "compile the site report for tower-a", "annex 현장 보고서 만들어줘".
+fn is_site_report(text: &str) -> bool {
+    has_any(
+        text,
+        &["site report", "weekly report", "현장 보고서", "주간 보고서"],
+    )
+}
+
+/// The demo project a sentence names, as written: `tower-a` or `annex`.
+fn project(text: &str) -> Option<&'static str> {
+    let t = text.to_lowercase();
+    ["tower-a", "annex"].into_iter().find(|p| t.contains(p))
 }
 
 /// "show more", "next page", "더 보여줘": more of the list shown last.
@@ -640,6 +656,18 @@ impl Scripted {
             );
         }
 
+        // "compile the site report for tower-a": one call; the server may
+        // make it a task, which turnstile follows with progress.
+        if is_site_report(text) && has_tool("compile_site_report") {
+            let mut args = Map::new();
+            args.insert("project".into(), json!(project(text).unwrap_or_default()));
+            return plan(
+                vec![call("compile_site_report", args)],
+                "compile the site report; a long call, followed as a task",
+                false,
+            );
+        }
+
         // "notify the site contact about PANO-003-0611": one call; the
         // server asks the user who. The issue goes as read (empty when
         // missing): the server is the one to refuse.
@@ -831,7 +859,10 @@ fn record_sentence(req: &RespondRequest, source: &str, korean: bool) -> String {
 /// than the status does. `CONSENTED` is the user's consent to open the
 /// permit portal, never a signed permit. `None` for other tools.
 fn ask_sentence(req: &RespondRequest, source: &str, korean: bool) -> Option<String> {
-    if !matches!(source, "notify_site_contact" | "open_permit_portal") {
+    if !matches!(
+        source,
+        "notify_site_contact" | "open_permit_portal" | "compile_site_report"
+    ) {
         return None;
     }
     let rec = req
@@ -847,7 +878,14 @@ fn ask_sentence(req: &RespondRequest, source: &str, korean: bool) -> Option<Stri
             .to_string()
     };
     let (status, issue, permit) = (field("status"), field("issue_id"), field("permit"));
+    let project = field("project");
     let text = match (source, status.as_str(), korean) {
+        ("compile_site_report", "COMPILED", false) => {
+            format!("The site report for {project} is compiled; it is shown above.")
+        }
+        ("compile_site_report", "COMPILED", true) => {
+            format!("{project} 현장 보고서를 작성했습니다. 위에 표시했습니다.")
+        }
         ("notify_site_contact", "NOTIFIED", false) => {
             format!("The contact you entered has been notified about {issue}.")
         }

@@ -220,6 +220,13 @@ impl DemoServer {
         self.state.asks().permit_visits()
     }
 
+    /// `compile_site_report`'s tasks: how many runs of the work started,
+    /// `tasks/get` and `tasks/cancel` requests reached the server, and
+    /// tasks still running.
+    pub fn reports(&self) -> &crate::reports::Reports {
+        self.state.reports()
+    }
+
     /// How many 2026-07-28 asks wait for their retry (their request states
     /// not yet answered).
     pub fn pending_asks(&self) -> usize {

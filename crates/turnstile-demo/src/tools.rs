@@ -232,6 +232,8 @@ pub struct DemoState {
     explicit_session_calls: AtomicU64,
     /// The asking tools' pending asks, notifications and portal visits.
     asks: AskStore,
+    /// `compile_site_report`'s tasks, shared by every session.
+    reports: super::reports::Reports,
 }
 
 impl Default for DemoState {
@@ -263,7 +265,13 @@ impl DemoState {
             sessions: std::sync::OnceLock::new(),
             explicit_session_calls: AtomicU64::new(0),
             asks: AskStore::default(),
+            reports: super::reports::Reports::new(super::reports::DEFAULT_STEP),
         }
+    }
+
+    /// `compile_site_report`'s tasks and counters.
+    pub fn reports(&self) -> &super::reports::Reports {
+        &self.reports
     }
 
     /// The asking tools' state: pending 2026 asks, the notifications
@@ -784,6 +792,28 @@ impl DemoTools {
     }
 
     #[tool(
+        description = "Compile the weekly site report for a project (\"tower-a\" or \"annex\") and file it. It takes a few seconds: a client that follows MCP tasks gets a task and its progress. Answers {\"status\": \"COMPILED\", \"project\", \"captures\", \"annotations\", \"steps\"}; an unknown project is the error UNKNOWN_PROJECT.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false
+        )
+    )]
+    async fn compile_site_report(
+        &self,
+        Parameters(args): Parameters<CompileSiteReportArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        self.state.enter("compile_site_report").await;
+        // A task only for a client that said it follows tasks (SEP-2663):
+        // in the request's `_meta` (2026-07-28) or at `initialize`.
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        self.state.reports.compile(args.project, tasks).await
+    }
+
+    #[tool(
         description = "Ask the user to open the permit portal for a hot-work permit (e.g. HW-12), where the permit is signed. The user is shown the portal's link and asked to open it. Answers {\"status\": \"CONSENTED\", \"permit\", \"note\"} when the user agreed to open it (the permit is signed only when the portal says so, never by this answer), {\"status\": \"NOT_OPENED\", \"permit\"} when they declined and {\"status\": \"CANCELLED\", \"permit\"} when they cancelled. A client that cannot show the user a link gets the error NO_ELICITATION.",
         annotations(
             read_only_hint = false,
@@ -816,6 +846,13 @@ impl DemoTools {
     }
 }
 
+/// Arguments of `compile_site_report`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct CompileSiteReportArgs {
+    /// The project: "tower-a" or "annex".
+    pub project: String,
+}
+
 /// Is the request a 2026-07-28 one (stateless: no session, SEP-2567)? Its
 /// HTTP request says so in `mcp-protocol-version`; without HTTP parts, the
 /// version the request's `_meta` (or the session) names.
@@ -835,7 +872,7 @@ fn speaks_stateless(context: &RequestContext<RoleServer>) -> bool {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for DemoTools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new(
                 "turnstile-demo",
                 env!("CARGO_PKG_VERSION"),
@@ -924,6 +961,25 @@ impl ServerHandler for DemoTools {
         }
         let tcc = ToolCallContext::new(self, request, context);
         self.tool_router.call(tcc).await
+    }
+
+    /// `tasks/get` for `compile_site_report`'s tasks.
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let task = self.state.reports.get(&request.task_id)?;
+        Ok(rmcp::model::GetTaskResult::new(task))
+    }
+
+    /// `tasks/cancel`: cooperative; the report stops between two steps.
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state.reports.cancel(&request.task_id)
     }
 
     /// Like today's deployed servers, the demo speaks revisions up to

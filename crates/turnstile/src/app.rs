@@ -109,6 +109,21 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
             Ok(n) => tracing::warn!(approvals = n, "approvals in flight at a restart recovered"),
             Err(e) => tracing::warn!(error = %e, "recovering approvals in flight"),
         }
+        // Tasks a dead process was following: followed again by their
+        // stored ids, each in its own background follower.
+        let a = &recovering;
+        let recovered = crate::agent::tasks::recover_tasks(
+            a.tools.clone(),
+            &a.store,
+            &a.tables.task,
+            a.limits.task_wait,
+        )
+        .await;
+        match recovered {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(tasks = n, "tasks unsettled at a restart followed again"),
+            Err(e) => tracing::warn!(error = %e, "recovering unsettled tasks"),
+        }
     });
     Ok(AppState {
         agent,

@@ -175,6 +175,7 @@ struct FileLimits {
     digest_items: Option<usize>,
     digest_bytes: Option<usize>,
     approval_ttl_secs: Option<u64>,
+    task_wait_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -339,6 +340,9 @@ pub struct LimitsConfig {
     /// Seconds an interrupt waits for a decision before it is denied by
     /// default.
     pub approval_ttl_secs: u64,
+    /// Seconds a turn follows a call its server made a task before it asks
+    /// the server to cancel it.
+    pub task_wait_secs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -356,6 +360,7 @@ impl Default for LimitsConfig {
             digest_items: agent.digest.items,
             digest_bytes: agent.digest.bytes,
             approval_ttl_secs: agent.approval_ttl.as_secs(),
+            task_wait_secs: agent.task_wait.as_secs(),
         }
     }
 }
@@ -376,6 +381,7 @@ impl LimitsConfig {
         base.digest.items = self.digest_items;
         base.digest.bytes = self.digest_bytes;
         base.approval_ttl = Duration::from_secs(self.approval_ttl_secs);
+        base.task_wait = Duration::from_secs(self.task_wait_secs);
         base
     }
 }
@@ -1360,6 +1366,11 @@ impl Validator {
                 l.approval_ttl_secs,
                 d.approval_ttl_secs,
             ),
+            task_wait_secs: self.positive(
+                "limits.task_wait_secs",
+                l.task_wait_secs,
+                d.task_wait_secs,
+            ),
             digest_items: usize_positive(
                 self,
                 "limits.digest_items",
@@ -1709,6 +1720,7 @@ name = "gpt-test"
                 digest_items: 5,
                 digest_bytes: 2048,
                 approval_ttl_secs: 600,
+                task_wait_secs: 900,
             }
         );
         assert_eq!(c.turn_lease(), Duration::from_secs(30));

@@ -21,6 +21,7 @@ pub fn event_of(frame: &wire::Frame) -> FrameEvent {
         wire::Frame::ToolResult(_) => FrameEvent::ToolResult,
         wire::Frame::Citation(_) => FrameEvent::Citation,
         wire::Frame::Figure(_) => FrameEvent::Figure,
+        wire::Frame::Progress(_) => FrameEvent::Progress,
         wire::Frame::Delta(_) => FrameEvent::Delta,
         wire::Frame::Interrupt(_) => FrameEvent::Interrupt,
         wire::Frame::Done(_) => FrameEvent::Done,

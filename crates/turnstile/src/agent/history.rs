@@ -76,6 +76,11 @@ fn build_from<'m>(
                 turn.answer = redact(&text);
                 *answered = true;
             }
+            // What a task said after its turn ended: the next turn's
+            // planner knows it came back.
+            Stored::TaskSettled { tool, text } => turn.cards.push(redact(&format!(
+                "{tool} (a task that ended after the turn): {text}"
+            ))),
             Stored::Error { message } if turn.answer.is_empty() => {
                 turn.answer = format!("(failed: {})", redact(&message));
             }

@@ -12,6 +12,7 @@ pub mod history;
 pub mod records;
 pub mod recovery;
 pub mod tables;
+pub mod tasks;
 pub mod tools;
 pub mod turn;
 

@@ -107,6 +107,20 @@ pub enum Record<'a> {
     Licence {
         decisions: &'a [crate::store::LicenceAudit],
     },
+    /// A long call's task still runs, as the progress frame shows it.
+    Progress(&'a wire::Progress),
+    /// A task that ended after its turn did (the client left, or the
+    /// process restarted): what became of it, appended to its turn. An
+    /// assistant record: later turns' history shows it.
+    TaskSettled {
+        call_id: &'a str,
+        tool: &'a str,
+        /// The task machine's settled state.
+        state: &'a str,
+        /// What the user is told, in code's words.
+        text: &'a str,
+        result: Option<&'a ToolOutput>,
+    },
     /// The human's decision, which the resumed stream starts with.
     Decision {
         interrupt_id: &'a str,
@@ -120,7 +134,10 @@ impl Record<'_> {
     pub fn message(&self) -> NewMessage {
         let role = match self {
             Record::User { .. } | Record::Decision { .. } => Role::User,
-            Record::Call(_) | Record::Result { .. } | Record::Licence { .. } => Role::Tool,
+            Record::Call(_)
+            | Record::Result { .. }
+            | Record::Licence { .. }
+            | Record::Progress(_) => Role::Tool,
             _ => Role::Assistant,
         };
         // The records `last_population` and `last_delivery` stop at: the
@@ -191,6 +208,10 @@ pub enum Stored {
         machine: Option<crate::fsm::Snapshot>,
     },
     Cut,
+    TaskSettled {
+        tool: String,
+        text: String,
+    },
     #[serde(other)]
     Other,
 }

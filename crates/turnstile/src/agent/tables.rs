@@ -9,6 +9,7 @@ use crate::protocols::licence::Licence;
 use crate::protocols::narration::Narration;
 use crate::protocols::narrowing::Narrowing;
 use crate::protocols::paging::Paging;
+use crate::protocols::task::Task;
 use crate::protocols::turn::Turn;
 use crate::protocols::{Bound, LoadError, TableSet};
 
@@ -22,6 +23,7 @@ pub struct TurnTables {
     pub licence: Bound<Licence>,
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,
+    pub task: Bound<Task>,
     pub turn: Bound<Turn>,
     pub narration: Bound<Narration>,
 }
@@ -37,6 +39,7 @@ impl TurnTables {
             licence: set.bound()?,
             narrowing: set.bound()?,
             paging: set.bound()?,
+            task: set.bound()?,
             turn: set.bound()?,
             narration: set.bound()?,
         })

@@ -17,7 +17,7 @@ use crate::judge::Contract;
 
 use crate::mcp::{
     builtin_connection_table, Answer, ClientOptions, InputRound, McpError, Nested, ServerSpec,
-    ServerStatus, ToolClient, ToolInfo, ToolOutput, ToolTrust,
+    ServerStatus, TaskId, TaskPoll, TaskPoller, ToolClient, ToolInfo, ToolOutput, ToolTrust,
 };
 use crate::protocols::connection::Connection;
 use crate::protocols::Bound;
@@ -58,6 +58,16 @@ pub trait Tools: Send + Sync {
             server: String::new(),
             reason: format!("no open call of \"{tool}\" waits for an answer"),
         })
+    }
+    /// `tasks/get` on the server of `tool`, for a call it made a task.
+    async fn task_get(&self, tool: &str, id: &TaskId) -> Result<TaskPoll, McpError> {
+        let _ = id;
+        Err(nobody_offers(tool))
+    }
+    /// `tasks/cancel` on the server of `tool`.
+    async fn task_cancel(&self, tool: &str, id: &TaskId) -> Result<(), McpError> {
+        let _ = id;
+        Err(nobody_offers(tool))
     }
     /// The parameter of `tool` that takes a list of item ids, if any.
     fn ids_param(&self, tool: &str, contract: Option<&Contract>) -> Option<String>;
@@ -108,6 +118,20 @@ impl Tools for ToolBelt {
     ) -> Result<Answer, McpError> {
         match self.client_for(tool) {
             Some(client) => client.answer_nested(tool, nested, answer).await,
+            None => Err(nobody_offers(tool)),
+        }
+    }
+
+    async fn task_get(&self, tool: &str, id: &TaskId) -> Result<TaskPoll, McpError> {
+        match self.client_for(tool) {
+            Some(client) => client.task_get(id).await,
+            None => Err(nobody_offers(tool)),
+        }
+    }
+
+    async fn task_cancel(&self, tool: &str, id: &TaskId) -> Result<(), McpError> {
+        match self.client_for(tool) {
+            Some(client) => client.task_cancel(id).await,
             None => Err(nobody_offers(tool)),
         }
     }
@@ -309,6 +333,22 @@ mod tests {
         assert_eq!(detect_ids_param(&scalar), None);
         let two = json!({"properties": {"a_ids": {"type": "array"}, "b_ids": {"type": "array"}}});
         assert_eq!(detect_ids_param(&two), None);
+    }
+}
+
+/// The tasks of `tool`'s server, as a follower asks them.
+pub struct ToolTasks<'a> {
+    pub tools: &'a dyn Tools,
+    pub tool: &'a str,
+}
+
+#[async_trait::async_trait]
+impl TaskPoller for ToolTasks<'_> {
+    async fn task_get(&self, id: &TaskId) -> Result<TaskPoll, McpError> {
+        self.tools.task_get(self.tool, id).await
+    }
+    async fn task_cancel(&self, id: &TaskId) -> Result<(), McpError> {
+        self.tools.task_cancel(self.tool, id).await
     }
 }
 

@@ -144,8 +144,10 @@ pub async fn get_thread(
                 })
         })
         .collect();
+    // Each call a server made a task: how it settled (never its task id).
+    let tasks = crate::agent::tasks::view(&st.store.tasks(&id).await?);
     Ok(caller.respond(Json(
-        json!({"thread": thread, "messages": messages, "turns": turns, "approvals": approvals, "licence_audit": audit}),
+        json!({"thread": thread, "messages": messages, "turns": turns, "approvals": approvals, "tasks": tasks, "licence_audit": audit}),
     )))
 }
 

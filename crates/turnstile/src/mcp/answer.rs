@@ -6,6 +6,7 @@
 use super::input::{Asked, RequestState, MAX_INPUT_REQUESTS};
 use super::normalize::ToolOutput;
 pub use super::session::Nested;
+use super::task::TaskTicket;
 
 /// What a call came back with: the tool's answer, or a question for the
 /// user.
@@ -13,6 +14,9 @@ pub use super::session::Nested;
 pub enum Answer {
     Output(ToolOutput),
     Asks(InputAsk),
+    /// The server made the call a task: its result comes by `tasks/get`
+    /// (`mcp::task`).
+    Task(TaskTicket),
 }
 
 /// What a server asked before it would answer a call.

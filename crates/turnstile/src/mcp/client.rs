@@ -41,6 +41,7 @@ use super::input::InputRound;
 use super::normalize::ToolOutput;
 use super::session::{self, Failure, Listing, Reply, Session};
 use super::spec::{ServerInfo, ServerSpec, ToolInfo, ToolTrust, Transport};
+use super::task::{Follow, Settled, TaskId, TaskPoll, TaskPoller, TaskTicket};
 // Where `cli::mcp`, `llm::openai` and `main` have always found them.
 pub use super::spec::shown_command;
 pub use super::url::{redact_url, scrub_urls};
@@ -77,6 +78,10 @@ enum Request {
 /// Default [`ClientOptions::input_wait`]: ten minutes, the approval TTL's
 /// default.
 pub const DEFAULT_INPUT_WAIT: Duration = Duration::from_secs(600);
+
+/// How long a call that became a task is followed before cancel is asked,
+/// when no turn says otherwise (`limits.task_wait_secs` does for a turn).
+pub const DEFAULT_TASK_WAIT: Duration = Duration::from_secs(900);
 
 /// Default timeout for one `tools/call` (and for each `tools/list` page).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -183,6 +188,45 @@ pub fn builtin_connection_table() -> Result<Bound<Connection>, McpError> {
             server: "(all)".into(),
             reason: format!("the connection table does not load: {reason}"),
         })
+}
+
+/// The compiled-in `tables/task.ron`, bound once.
+pub fn builtin_task_table() -> Result<Bound<crate::protocols::task::Task>, McpError> {
+    static TABLE: OnceLock<Result<Bound<crate::protocols::task::Task>, String>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            TableSet::builtin()
+                .and_then(|t| t.bound())
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|reason| McpError::InvalidSpec {
+            server: "(all)".into(),
+            reason: format!("the task table does not load: {reason}"),
+        })
+}
+
+#[async_trait::async_trait]
+impl TaskPoller for ToolClient {
+    async fn task_get(&self, id: &TaskId) -> Result<TaskPoll, McpError> {
+        let got = self
+            .task_request("tasks/get", |s, t| async move {
+                s.get_task(id.as_str(), t).await
+            })
+            .await?;
+        TaskPoll::from_detailed(got.task).map_err(|reason| McpError::Protocol {
+            server: self.shared.spec.name.clone(),
+            tool: "tasks/get".into(),
+            reason,
+        })
+    }
+
+    async fn task_cancel(&self, id: &TaskId) -> Result<(), McpError> {
+        self.task_request("tasks/cancel", |s, t| async move {
+            s.cancel_task(id.as_str(), t).await
+        })
+        .await
+    }
 }
 
 /// One MCP server. `Send + Sync`; share it via `Arc`. Concurrent calls are
@@ -513,6 +557,8 @@ impl ToolClient {
     pub async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
         match self.call_round(tool, args, None).await? {
             Answer::Output(out) => Ok(out),
+            // A task is followed to its end here, by the built-in table.
+            Answer::Task(ticket) => self.follow(tool, ticket).await,
             Answer::Asks(_) => Err(McpError::Protocol {
                 server: self.shared.spec.name.clone(),
                 tool: tool.to_string(),
@@ -589,7 +635,64 @@ impl ToolClient {
                 request_state: None,
                 nested: Some(n),
             }),
+            Reply::Task(t) => Answer::Task(TaskTicket::from_task(t).map_err(protocol)?),
         })
+    }
+
+    /// Follows the task a call of `tool` became to its end, without
+    /// progress (`tables/task.ron`, the built-in table; a turn follows its
+    /// tasks with the configured one and shows progress). A task that did
+    /// not complete is an error that says how it ended.
+    async fn follow(&self, tool: &str, ticket: TaskTicket) -> Result<ToolOutput, McpError> {
+        let table = builtin_task_table()?;
+        let protocol = |reason: String| McpError::Protocol {
+            server: self.shared.spec.name.clone(),
+            tool: tool.to_string(),
+            reason,
+        };
+        let (mut follow, next) = Follow::start(&table, ticket, DEFAULT_TASK_WAIT)
+            .map_err(|v| protocol(v.to_string()))?;
+        match crate::mcp::task::drive(self, &mut follow, next)
+            .await
+            .map_err(|v| protocol(v.to_string()))?
+        {
+            Settled::Completed(out) => Ok(*out),
+            Settled::Failed(reason) => Err(McpError::Rpc {
+                server: self.shared.spec.name.clone(),
+                tool: tool.to_string(),
+                code: 0,
+                message: format!("the task failed: {reason}"),
+            }),
+            Settled::Cancelled => Err(protocol("the task was cancelled".into())),
+            Settled::Unknown(reason) => Err(McpError::Unanswered {
+                server: self.shared.spec.name.clone(),
+                tool: tool.to_string(),
+                reason,
+            }),
+        }
+    }
+
+    /// One request about a task (`tasks/get`, `tasks/cancel`) on the ready
+    /// session. Never re-sent here: the follower polls again.
+    async fn task_request<T, F, Fut>(&self, method: &str, send: F) -> Result<T, McpError>
+    where
+        F: FnOnce(Arc<Session>, Duration) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Failure>>,
+    {
+        let shared = &self.shared;
+        let session = shared.ready_session(method).await?;
+        match send(session.clone(), self.call_timeout).await {
+            Ok(r) => {
+                shared.report(&session, ConnectionEvent::CallOk);
+                Ok(r)
+            }
+            Err(f) => {
+                if let Some(event) = shared.event_for(&session, &f, Request::Other) {
+                    shared.report(&session, event);
+                }
+                Err(shared.error_for(f, method))
+            }
+        }
     }
 
     fn answered(
@@ -612,6 +715,14 @@ impl ToolClient {
                 );
                 tracing::debug!(server = %name, tool, shape = %output.shape(), "mcp tool result shape");
             }
+            // The task id is the server's: never in a log.
+            Ok(Answer::Task(ticket)) => tracing::info!(
+                server = %name,
+                tool,
+                elapsed_ms,
+                poll_ms = ticket.poll_every.map(|d| d.as_millis() as u64),
+                "mcp tool call became a task"
+            ),
             // What it asks is the server's and the user's: only how many.
             Ok(Answer::Asks(ask)) => tracing::info!(
                 server = %name,

@@ -44,13 +44,14 @@ pub mod normalize;
 pub mod pyliteral;
 pub mod session;
 pub mod spec;
+pub mod task;
 pub mod url;
 
 pub use answer::{Answer, InputAsk, Nested};
 pub use client::{
-    builtin_connection_table, ClientOptions, ServerStatus, ToolClient, DEFAULT_BACKOFF_INITIAL,
-    DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_INPUT_WAIT,
-    DEFAULT_PROBE_AFTER,
+    builtin_connection_table, builtin_task_table, ClientOptions, ServerStatus, ToolClient,
+    DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_INPUT_WAIT, DEFAULT_PROBE_AFTER, DEFAULT_TASK_WAIT,
 };
 pub use error::McpError;
 pub use input::{Asked, InputRound, RequestState};
@@ -60,3 +61,4 @@ pub use spec::{
     Hints, Revision, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, ToolTrust, Transport,
     PROTOCOL_VERSION, STATELESS_VERSION,
 };
+pub use task::{Follow, Next, Progress, Settled, TaskId, TaskPoll, TaskPoller, TaskTicket};

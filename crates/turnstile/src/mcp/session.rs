@@ -35,8 +35,9 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientJsonRpcMessage,
     ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    ErrorData, FormElicitationCapability, Implementation, PaginatedRequestParams, PingRequest,
-    RequestId, RequestMetaObject, ServerResult, UrlElicitationCapability,
+    ErrorData, ExtensionCapabilities, FormElicitationCapability, Implementation, JsonObject,
+    PaginatedRequestParams, PingRequest, RequestId, RequestMetaObject, ServerResult,
+    UrlElicitationCapability, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{InboundStreamOrigin, PeerRequestOptions, RequestContext};
@@ -214,13 +215,17 @@ impl std::fmt::Debug for Session {
 pub(crate) fn client_config() -> ClientConfig {
     // Elicitation, both modes, is the one server request a user can
     // answer here (issue 22 §3): it becomes an interrupt. No sampling, no
-    // roots.
+    // roots. Tasks (§4): a long call may come back as a task, followed by
+    // `tasks/get` (`mcp::task`).
     let mut capabilities = ClientCapabilities::default();
     capabilities.elicitation = Some(
         ElicitationCapability::new()
             .with_form(FormElicitationCapability::new().with_schema_validation(true))
             .with_url(UrlElicitationCapability::new()),
     );
+    let mut extensions = ExtensionCapabilities::new();
+    extensions.insert(TASKS_EXTENSION_ID.to_string(), JsonObject::new());
+    capabilities.extensions = Some(extensions);
     ClientConfig::new(
         capabilities,
         Implementation::new("turnstile", env!("CARGO_PKG_VERSION")),
@@ -616,6 +621,36 @@ impl Session {
         }
     }
 
+    /// `tasks/get`: what the task `id` says now.
+    pub(crate) async fn get_task(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<rmcp::model::GetTaskResult, Failure> {
+        self.touch();
+        let params = rmcp::model::GetTaskParams::new(id);
+        let outcome = tokio::time::timeout(timeout, self.peer.get_task(params)).await;
+        self.touch();
+        match outcome {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(classify(self.expiry, e)),
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
+    /// `tasks/cancel`: asks the server to stop the task `id` (cooperative).
+    pub(crate) async fn cancel_task(&self, id: &str, timeout: Duration) -> Result<(), Failure> {
+        self.touch();
+        let params = rmcp::model::CancelTaskParams::new(id);
+        let outcome = tokio::time::timeout(timeout, self.peer.cancel_task(params)).await;
+        self.touch();
+        match outcome {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(classify(self.expiry, e)),
+            Err(_) => Err(Failure::Timeout),
+        }
+    }
+
     /// All tools, following `nextCursor` until the server stops sending one;
     /// each page within `timeout`.
     pub(crate) async fn list_tools(&self, timeout: Duration) -> Result<Listing, Failure> {
@@ -734,6 +769,8 @@ pub(crate) enum Reply {
     Input(rmcp::model::InputRequiredResult),
     /// 2025-11-25: the server asked inside the open call, which waits.
     Nested(Nested),
+    /// The server made the call a task (`mcp::task`); the call is over.
+    Task(rmcp::model::Task),
 }
 
 /// A `tools/call` still out (2025-11-25 may ask the user mid-call): its
@@ -794,9 +831,7 @@ impl OpenCall {
                 // A result without `content` decodes as an empty one.
                 Ok(Ok(ServerResult::EmptyResult(_))) => Ok(Reply::Result(CallToolResult::default())),
                 Ok(Ok(ServerResult::InputRequiredResult(r))) => Ok(Reply::Input(r)),
-                Ok(Ok(ServerResult::CreateTaskResult(_))) => Err(Failure::Protocol(
-                    "the server made the call a task, which this client does not poll".into(),
-                )),
+                Ok(Ok(ServerResult::CreateTaskResult(r))) => Ok(Reply::Task(r.task)),
                 Ok(Ok(_)) => Err(Failure::Protocol("a result of the wrong kind".into())),
                 Ok(Err(f)) => Err(f),
                 Err(_) => Err(Failure::Transport {

@@ -27,6 +27,8 @@ crate::names! {
         Done = "done",
         Error = "error",
         Close = "close",
+        /// A long call's task still runs (issue 22 §4).
+        Progress = "progress",
     }
 }
 

@@ -20,6 +20,7 @@ pub mod narrowing;
 pub mod ownership;
 pub mod paging;
 mod registry;
+pub mod task;
 pub mod telemetry;
 pub mod turn;
 

@@ -10,7 +10,7 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 use super::{
     admission::Admission, approval::Approval, connection::Connection, export::Export, frame::Frame,
     licence::Licence, narration::Narration, narrowing::Narrowing, ownership::Ownership,
-    paging::Paging, turn::Turn, Protocol,
+    paging::Paging, task::Task, turn::Turn, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -66,6 +66,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../../tables/ownership.ron"),
     ),
     (
+        "task",
+        "task.ron",
+        include_str!("../../../../tables/task.ron"),
+    ),
+    (
         "narration",
         "narration.ron",
         include_str!("../../../../tables/narration.ron"),
@@ -86,6 +91,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Narration::NAME => Some(Narration::binding()),
         Licence::NAME => Some(Licence::binding()),
         Ownership::NAME => Some(Ownership::binding()),
+        Task::NAME => Some(Task::binding()),
         _ => None,
     }
 }

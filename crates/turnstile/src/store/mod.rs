@@ -48,6 +48,7 @@ mod model;
 mod owners;
 mod recovery;
 mod sql;
+mod task;
 mod writer;
 
 use std::borrow::Cow;
@@ -69,6 +70,7 @@ pub use model::{
 pub use owners::{LicenceAudit, Owner, OwnerKind, Ownership};
 pub use recovery::TurnMachines;
 use sql::now_ms;
+pub use task::{NewTask, StoredTask};
 
 /// The migrations under `migrations/`, embedded at compile time:
 /// `(version, description, sql)`. A new file there must be added here too
@@ -103,6 +105,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         6,
         "ownership",
         include_str!("../../../../migrations/0006_ownership.sql"),
+    ),
+    (
+        7,
+        "tasks",
+        include_str!("../../../../migrations/0007_tasks.sql"),
     ),
 ];
 

@@ -118,6 +118,25 @@ pub struct Figure {
     pub query: Map<String, Value>,
 }
 
+/// `progress`: a call the server made a task still runs (issue 22 §4).
+/// Sent when what the server says of it changes; the call's `tool_result`
+/// follows when the task ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The `tool_call` this is about.
+    pub call_id: String,
+    pub tool: String,
+    /// `working`, `input_required` or `cancelling`.
+    pub status: String,
+    /// The server's own status message, cleaned; its words, not ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `tasks/get` requests made so far.
+    pub polls: u32,
+    /// Since the call went out.
+    pub elapsed_ms: u64,
+}
+
 /// `delta`: a piece of the answer's text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Delta {
@@ -287,6 +306,7 @@ pub enum Frame {
     Interrupt(Interrupt),
     Done(Done),
     Error(Error),
+    Progress(Progress),
 }
 
 /// A frame that could not be read: an unknown kind or a body that does not
@@ -316,6 +336,7 @@ impl Frame {
             Frame::Interrupt(_) => "interrupt",
             Frame::Done(_) => "done",
             Frame::Error(_) => "error",
+            Frame::Progress(_) => "progress",
         }
     }
 
@@ -332,6 +353,7 @@ impl Frame {
             Frame::Interrupt(f) => serde_json::to_value(f),
             Frame::Done(f) => serde_json::to_value(f),
             Frame::Error(f) => serde_json::to_value(f),
+            Frame::Progress(f) => serde_json::to_value(f),
         };
         // These types hold only strings, numbers, maps and JSON values:
         // serialising them cannot fail.
@@ -353,6 +375,7 @@ impl Frame {
             "tool_result" => Frame::ToolResult(body(kind, data)?),
             "citation" => Frame::Citation(body(kind, data)?),
             "figure" => Frame::Figure(body(kind, data)?),
+            "progress" => Frame::Progress(body(kind, data)?),
             "delta" => Frame::Delta(body(kind, data)?),
             "interrupt" => Frame::Interrupt(body(kind, data)?),
             "done" => Frame::Done(body(kind, data)?),

@@ -234,9 +234,20 @@ impl Turn<'_> {
         let sending = self.sending(tool, args);
         let tools = self.agent.tools.clone();
         let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending).await;
+        // A call the server made a task is followed here to its end: its
+        // progress shown, its result (or how it ended) this page's.
+        let answer = match answer {
+            Ok(Answer::Task(ticket)) => self
+                .follow_task(&call_id, tool, server, ticket, called)
+                .await?
+                .map(Answer::Output),
+            other => other,
+        };
         telemetry::phase(telemetry::Phase::Mcp, called.elapsed());
         let out = match answer {
             Ok(Answer::Output(out)) => out,
+            // Followed above: a task's answer is its output or an error.
+            Ok(Answer::Task(_)) => unreachable!("a task is followed to its end above"),
             Ok(Answer::Asks(ask)) => {
                 // No result: the server asks the user first. What it asks
                 // is the interrupt's to show, not this frame's.

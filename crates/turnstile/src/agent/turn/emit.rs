@@ -265,6 +265,12 @@ impl Turn<'_> {
         self.step(wire::Frame::ToolCall(frame), vec![record]).await
     }
 
+    /// A long call's task still runs: what its server says of it now.
+    pub(super) async fn emit_progress(&mut self, frame: wire::Progress) -> Result<(), Stop> {
+        let record = Record::Progress(&frame).message();
+        self.step(wire::Frame::Progress(frame), vec![record]).await
+    }
+
     pub(super) async fn emit_result(
         &mut self,
         frame: wire::ToolResult,

@@ -24,6 +24,9 @@ pub struct Limits {
     /// How long an interrupt waits for a decision before it is denied by
     /// default (its cancel runs).
     pub approval_ttl: std::time::Duration,
+    /// How long a turn follows a call its server made a task before it
+    /// asks the server to cancel it (`tables/task.ron`'s `deadline`).
+    pub task_wait: std::time::Duration,
 }
 
 impl Limits {
@@ -43,6 +46,7 @@ impl Default for Limits {
             digest: DigestLimits::default(),
             history_bytes: 4096,
             approval_ttl: std::time::Duration::from_secs(600),
+            task_wait: crate::mcp::DEFAULT_TASK_WAIT,
         }
     }
 }

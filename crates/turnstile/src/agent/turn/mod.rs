@@ -44,6 +44,7 @@ mod respond;
 mod resume;
 mod start;
 mod state;
+mod task;
 
 pub use decide::DecideError;
 use held::Approvals;

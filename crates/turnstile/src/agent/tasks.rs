@@ -1,0 +1,259 @@
+//! Calls a server made tasks, followed to their end (issue 22 §4,
+//! `tables/task.ron`).
+//!
+//! A turn follows its task and shows progress (`turn::task`). The task is
+//! stored before the first poll; if the turn stops first (its client left,
+//! the process died), the task is followed here instead, by its stored id:
+//! the [`Following`] a dropped turn leaves behind hands itself to a
+//! background follower, and start-up follows every task a dead process left
+//! unsettled ([`recover_tasks`]). Settling is one compare-and-swap on the
+//! stored state, so the user is told once; a task that ended after its turn
+//! is appended to that turn as a `task_settled` record. Nothing is ever
+//! re-sent: the call went out once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::records::Record;
+use super::tools::{ToolTasks, Tools};
+use crate::mcp::task::drive;
+use crate::mcp::{Follow, Next, Settled, TaskId, TaskTicket, ToolOutput};
+use crate::protocols::task::{Task, TaskState};
+use crate::protocols::{Bound, Names};
+use crate::store::{Store, StoreError, StoredTask};
+
+/// Where a task is stored and followed.
+#[derive(Clone)]
+pub struct TaskPlace {
+    pub tools: Arc<dyn Tools>,
+    pub store: Store,
+    pub table: Bound<Task>,
+    pub wait: Duration,
+    pub key: String,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub call_id: String,
+    pub tool: String,
+}
+
+/// A task being followed, with its state as stored. Dropped before it
+/// settled (the turn stopped), it hands itself to a background follower.
+pub struct Following {
+    place: TaskPlace,
+    pub follow: Option<Follow>,
+    /// The state the store holds (the compare-and-swap's `from`).
+    pub stored: TaskState,
+    /// What to do next, if the turn stopped between two steps.
+    pub next: Option<Next>,
+}
+
+impl Following {
+    pub fn new(place: TaskPlace, follow: Follow, stored: TaskState) -> Following {
+        Following {
+            place,
+            follow: Some(follow),
+            stored,
+            next: None,
+        }
+    }
+
+    /// Stores the settled task (if no other follower did first): what the
+    /// user was told. `false`: another follower settled it.
+    pub async fn settle(&mut self, settled: &Settled) -> Result<bool, StoreError> {
+        let Some(follow) = self.follow.take() else {
+            return Ok(false);
+        };
+        store_settled(&self.place, &follow, self.stored, settled).await
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let Some(follow) = self.follow.take() else {
+            return;
+        };
+        let next = self.next.take().unwrap_or(Next::Poll(Duration::ZERO));
+        let (place, stored) = (self.place.clone(), self.stored);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            tracing::info!(tool = %place.tool, "the turn stopped; its task is followed on");
+            runtime.spawn(follow_to_end(place, follow, next, stored));
+        }
+    }
+}
+
+/// Follows a task with no one watching, and tells its turn how it ended.
+async fn follow_to_end(place: TaskPlace, follow: Follow, next: Next, stored: TaskState) {
+    let poller = ToolTasks {
+        tools: place.tools.as_ref(),
+        tool: &place.tool,
+    };
+    let mut follow = follow;
+    let settled = match drive(&poller, &mut follow, next).await {
+        Ok(s) => s,
+        Err(reason) => {
+            tracing::warn!(%reason, "a task could not be followed to its end");
+            return;
+        }
+    };
+    match store_settled(&place, &follow, stored, &settled).await {
+        Ok(true) => {
+            let (text, result) = told(&settled);
+            let record = Record::TaskSettled {
+                call_id: &place.call_id,
+                tool: &place.tool,
+                state: follow.state().name(),
+                text: &text,
+                result,
+            }
+            .message();
+            let machine = (format!("task#{}", place.call_id), json!(follow.snapshot()));
+            let written = place
+                .store
+                .step(
+                    &place.thread_id,
+                    &place.turn_id,
+                    &[record],
+                    &[(machine.0.as_str(), machine.1)],
+                )
+                .await;
+            if let Err(e) = written {
+                tracing::warn!(error = %e, "a settled task could not be appended to its turn");
+            }
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "a settled task could not be stored"),
+    }
+}
+
+/// The compare-and-swap that settles a stored task.
+async fn store_settled(
+    place: &TaskPlace,
+    follow: &Follow,
+    stored: TaskState,
+    settled: &Settled,
+) -> Result<bool, StoreError> {
+    let (text, _) = told(settled);
+    let outcome = json!({"state": follow.state().name(), "text": text});
+    let won = place
+        .store
+        .swap_task(
+            &place.key,
+            stored.name(),
+            follow.state().name(),
+            &json!(follow.snapshot()),
+            Some(&outcome),
+        )
+        .await?;
+    if won {
+        tracing::info!(tool = %place.tool, state = follow.state().name(), "task settled");
+    }
+    Ok(won)
+}
+
+/// What the user is told of a settled task, in code's words: only what the
+/// task machine's state and the server's answer show. The tool's result,
+/// if it returned one.
+pub fn told(settled: &Settled) -> (String, Option<&ToolOutput>) {
+    match settled {
+        Settled::Completed(out) if out.is_error => (
+            "the task ended, and the tool answered with an error".into(),
+            Some(out.as_ref()),
+        ),
+        Settled::Completed(out) => (
+            "the task ended, and the tool returned a result".into(),
+            Some(out.as_ref()),
+        ),
+        Settled::Failed(reason) => (format!("the task failed ({reason})"), None),
+        Settled::Cancelled => (
+            "the task was cancelled; whether it had an effect is not known".into(),
+            None,
+        ),
+        Settled::Unknown(reason) => (
+            format!("whether the task ran is unknown ({reason}); the call was not sent again"),
+            None,
+        ),
+    }
+}
+
+/// Start-up: every task a dead process left unsettled, on a thread no
+/// live turn holds, is followed again by its stored id (`restart`), in the
+/// background. The call is never sent again.
+pub async fn recover_tasks(
+    tools: Arc<dyn Tools>,
+    store: &Store,
+    table: &Bound<Task>,
+    wait: Duration,
+) -> Result<usize, StoreError> {
+    let now = crate::store::now_unix_ms();
+    let states = [TaskState::Working.name(), TaskState::Cancelling.name()];
+    let mut n = 0;
+    for stored in store.tasks_in(&states).await? {
+        let held = store.turn_lease(&stored.thread_id).await?;
+        if held.is_some_and(|l| l.is_live_at(now)) {
+            continue;
+        }
+        match restore(&stored, table, wait) {
+            Ok((follow, next, state)) => {
+                let place = TaskPlace {
+                    tools: tools.clone(),
+                    store: store.clone(),
+                    table: table.clone(),
+                    wait,
+                    key: stored.task_key.clone(),
+                    thread_id: stored.thread_id.clone(),
+                    turn_id: stored.turn_id.clone(),
+                    call_id: stored.call_id.clone(),
+                    tool: stored.tool.clone(),
+                };
+                tracing::warn!(tool = %stored.tool, "a task was unsettled at a restart: followed again by its stored id");
+                tokio::spawn(follow_to_end(place, follow, next, state));
+                n += 1;
+            }
+            Err(reason) => {
+                tracing::warn!(%reason, "a stored task cannot be followed again");
+            }
+        }
+    }
+    Ok(n)
+}
+
+fn restore(
+    stored: &StoredTask,
+    table: &Bound<Task>,
+    wait: Duration,
+) -> Result<(Follow, Next, TaskState), String> {
+    let snapshot = serde_json::from_value(stored.machine.clone()).map_err(|e| e.to_string())?;
+    let ticket = TaskTicket {
+        id: TaskId::new(stored.task_id.clone())?,
+        poll_every: None,
+        message: None,
+    };
+    let state = TaskState::ALL
+        .iter()
+        .copied()
+        .find(|s| s.name() == stored.state)
+        .ok_or_else(|| format!("unknown stored task state {}", stored.state))?;
+    let (follow, next) = Follow::restore(table, &snapshot, ticket, wait)?;
+    Ok((follow, next, state))
+}
+
+/// The stored outcome of each of a thread's tasks (`GET /v1/threads/{id}`);
+/// never the server's task id.
+pub fn view(tasks: &[StoredTask]) -> Vec<Value> {
+    tasks
+        .iter()
+        .map(|t| {
+            json!({
+                "call_id": t.call_id,
+                "turn_id": t.turn_id,
+                "tool": t.tool,
+                "state": t.state,
+                "outcome": t.outcome,
+                "created_at": t.created_at,
+                "updated_at": t.updated_at,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,158 @@
+//! A call the server made a task, followed inside its turn (issue 22 §4):
+//! stored before the first poll, polled at the server's interval with a
+//! `progress` frame whenever what the server says of it changes, and
+//! settled as `tables/task.ron` says. A turn that stops before the task
+//! ends leaves it to a background follower (`agent::tasks`).
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::{Stop, Turn};
+use crate::agent::tasks::{Following, TaskPlace};
+use crate::mcp::{Follow, McpError, Next, Progress, Settled, TaskTicket, ToolOutput};
+use crate::protocols::task::TaskState;
+use crate::protocols::{telemetry, Names};
+use crate::store::NewTask;
+use crate::wire;
+
+impl Turn<'_> {
+    /// Follows the task a call of `tool` became to its end: the tool's
+    /// output, or the error that says how it ended without one.
+    pub(super) async fn follow_task(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        server: &str,
+        ticket: TaskTicket,
+        called: Instant,
+    ) -> Result<Result<ToolOutput, McpError>, Stop> {
+        let agent = self.agent;
+        let (follow, next) = Follow::start(&agent.tables.task, ticket, agent.limits.task_wait)
+            .map_err(Stop::Violation)?;
+        let key = format!("{}#{call_id}", self.turn_id);
+        agent
+            .store
+            .insert_task(&NewTask {
+                task_key: &key,
+                thread_id: &self.thread_id,
+                turn_id: &self.turn_id,
+                call_id,
+                server,
+                tool,
+                task_id: follow.ticket.id.as_str(),
+                state: follow.state().name(),
+                machine: &json!(follow.snapshot()),
+            })
+            .await?;
+        let place = TaskPlace {
+            tools: agent.tools.clone(),
+            store: agent.store.clone(),
+            table: agent.tables.task.clone(),
+            wait: agent.limits.task_wait,
+            key,
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+        };
+        let mut following = Following::new(place, follow, TaskState::Working);
+        let mut shown: Option<Progress> = None;
+        let mut next = next;
+        let settled = loop {
+            // Between two steps the follower holds what comes next, so a
+            // turn dropped here hands on exactly where it stood.
+            next = match next {
+                Next::Settled(s) => break s,
+                Next::Poll(after) => {
+                    following.next = Some(Next::Poll(after));
+                    tokio::time::sleep(after).await;
+                    let Some(follow) = following.follow.as_mut() else {
+                        break Settled::Unknown("the task was handed on".into());
+                    };
+                    let poll = agent.tools.task_get(tool, &follow.ticket.id).await;
+                    let next = follow.seen(poll).map_err(Stop::Violation)?;
+                    let progress = follow.progress();
+                    following.next = Some(resume_point(&next));
+                    // A frame when what the server says changes, not per poll.
+                    let changed = shown.as_ref().is_none_or(|s| {
+                        (s.status, &s.message) != (progress.status, &progress.message)
+                    });
+                    if !matches!(next, Next::Settled(_)) && changed {
+                        let polls = progress.polls;
+                        let frame = wire::Progress {
+                            call_id: call_id.to_string(),
+                            tool: tool.to_string(),
+                            status: progress.status.to_string(),
+                            message: progress.message.clone(),
+                            polls,
+                            elapsed_ms: u64::try_from(called.elapsed().as_millis())
+                                .unwrap_or(u64::MAX),
+                        };
+                        shown = Some(progress);
+                        self.emit_progress(frame).await?;
+                    }
+                    next
+                }
+                Next::Cancel => {
+                    following.next = Some(Next::Cancel);
+                    let Some(follow) = following.follow.as_mut() else {
+                        break Settled::Unknown("the task was handed on".into());
+                    };
+                    if let Err(e) = agent.tools.task_cancel(tool, &follow.ticket.id).await {
+                        tracing::warn!(tool, error_kind = e.kind(), "tasks/cancel failed");
+                    }
+                    follow.cancel_sent()
+                }
+            };
+        };
+        following.next = None;
+        if let Some(follow) = following.follow.as_ref() {
+            let snapshot = follow.snapshot();
+            telemetry::record(snapshot.clone());
+            self.ledger
+                .dirty
+                .push((format!("task#{call_id}"), snapshot));
+        }
+        // The turn shows the result; the store says it settled. Another
+        // follower that won the swap first changes nothing the turn shows.
+        following.settle(&settled).await?;
+        Ok(as_output(server, tool, settled))
+    }
+}
+
+/// Where a follower that takes over picks up: the same poll or cancel (a
+/// settled task is not handed on).
+fn resume_point(next: &Next) -> Next {
+    match next {
+        Next::Poll(after) => Next::Poll(*after),
+        Next::Cancel => Next::Cancel,
+        Next::Settled(_) => Next::Poll(std::time::Duration::ZERO),
+    }
+}
+
+/// A settled task as a call's outcome: the tool's output, or the error
+/// that says how it ended without one.
+fn as_output(server: &str, tool: &str, settled: Settled) -> Result<ToolOutput, McpError> {
+    let (server, tool) = (server.to_string(), tool.to_string());
+    match settled {
+        Settled::Completed(out) => Ok(*out),
+        Settled::Failed(reason) => Err(McpError::Rpc {
+            server,
+            tool,
+            code: 0,
+            message: format!("the task failed: {reason}"),
+        }),
+        // A cancelled task may have done part of its work: unknown.
+        Settled::Cancelled => Err(McpError::Unanswered {
+            server,
+            tool,
+            reason: "the task was cancelled".into(),
+        }),
+        Settled::Unknown(reason) => Err(McpError::Unanswered {
+            server,
+            tool,
+            reason,
+        }),
+    }
+}
