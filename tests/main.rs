@@ -47,6 +47,7 @@ mod store;
 mod table_machines;
 mod table_tooling;
 mod table_validation;
+mod tasks;
 mod turn_loop;
 mod turn_script;
 mod verifier;

@@ -148,6 +148,12 @@ fn line(f: &Frame) -> String {
             format!("plan {}", steps.join(" ; "))
         }
         Frame::ToolCall(c) => format!("call {} on {}", c.tool, c.server.as_deref().unwrap_or("-")),
+        Frame::Progress(p) => format!(
+            "progress {} {}: {}",
+            p.tool,
+            p.status,
+            p.message.as_deref().unwrap_or("-")
+        ),
         Frame::ToolResult(r) => format!(
             "result {} {}: {}",
             r.tool,

@@ -118,6 +118,7 @@ pub enum FrameKind {
     Interrupt,
     Done,
     Error,
+    Progress,
 }
 
 impl FrameKind {
@@ -135,6 +136,7 @@ impl FrameKind {
             Frame::Interrupt(_) => FrameKind::Interrupt,
             Frame::Done(_) => FrameKind::Done,
             Frame::Error(_) => FrameKind::Error,
+            Frame::Progress(_) => FrameKind::Progress,
         }
     }
 
@@ -152,6 +154,7 @@ impl FrameKind {
             FrameKind::Interrupt => "interrupt",
             FrameKind::Done => "done",
             FrameKind::Error => "error",
+            FrameKind::Progress => "progress",
         }
     }
 

@@ -170,6 +170,17 @@ pub enum Record {
     Licence {
         decisions: Vec<Value>,
     },
+    /// A long call's task still ran, as the progress frame showed it.
+    Progress(wire::Progress),
+    /// A task that ended after its turn did.
+    TaskSettled {
+        call_id: String,
+        tool: String,
+        state: String,
+        text: String,
+        #[serde(default)]
+        result: Option<Value>,
+    },
     /// The suspended stream's `done`: the turn waits for this decision.
     Awaiting {
         interrupt_id: String,
@@ -247,6 +258,8 @@ pub enum RecordKind {
     Decision,
     Delivery,
     Licence,
+    Progress,
+    TaskSettled,
 }
 
 impl Record {
@@ -275,6 +288,8 @@ impl Record {
             Record::Decision { .. } => RecordKind::Decision,
             Record::Delivery { .. } => RecordKind::Delivery,
             Record::Licence { .. } => RecordKind::Licence,
+            Record::Progress(_) => RecordKind::Progress,
+            Record::TaskSettled { .. } => RecordKind::TaskSettled,
         }
     }
 

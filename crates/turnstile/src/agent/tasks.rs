@@ -177,46 +177,78 @@ pub fn told(settled: &Settled) -> (String, Option<&ToolOutput>) {
     }
 }
 
-/// Start-up: every task a dead process left unsettled, on a thread no
-/// live turn holds, is followed again by its stored id (`restart`), in the
-/// background. The call is never sent again.
+/// Start-up: every task a dead process left unsettled is followed again by
+/// its stored id (`restart`), in the background. A thread whose lease is
+/// still live (its turn may run in another process, or the dead one's
+/// lease has not expired yet) is waited for; a task settled meanwhile is
+/// left alone. The call is never sent again.
 pub async fn recover_tasks(
     tools: Arc<dyn Tools>,
     store: &Store,
     table: &Bound<Task>,
     wait: Duration,
 ) -> Result<usize, StoreError> {
-    let now = crate::store::now_unix_ms();
     let states = [TaskState::Working.name(), TaskState::Cancelling.name()];
-    let mut n = 0;
-    for stored in store.tasks_in(&states).await? {
-        let held = store.turn_lease(&stored.thread_id).await?;
-        if held.is_some_and(|l| l.is_live_at(now)) {
-            continue;
-        }
-        match restore(&stored, table, wait) {
-            Ok((follow, next, state)) => {
-                let place = TaskPlace {
-                    tools: tools.clone(),
-                    store: store.clone(),
-                    table: table.clone(),
-                    wait,
-                    key: stored.task_key.clone(),
-                    thread_id: stored.thread_id.clone(),
-                    turn_id: stored.turn_id.clone(),
-                    call_id: stored.call_id.clone(),
-                    tool: stored.tool.clone(),
-                };
-                tracing::warn!(tool = %stored.tool, "a task was unsettled at a restart: followed again by its stored id");
-                tokio::spawn(follow_to_end(place, follow, next, state));
-                n += 1;
+    let stored = store.tasks_in(&states).await?;
+    let n = stored.len();
+    for task in stored {
+        let (tools, store, table) = (tools.clone(), store.clone(), table.clone());
+        tokio::spawn(async move {
+            if let Err(e) = recover_one(tools, store, table, wait, task).await {
+                tracing::warn!(error = %e, "a stored task cannot be followed again");
             }
-            Err(reason) => {
-                tracing::warn!(%reason, "a stored task cannot be followed again");
-            }
-        }
+        });
     }
     Ok(n)
+}
+
+/// One unsettled task: once no live turn holds its thread, followed again
+/// if it is still unsettled.
+async fn recover_one(
+    tools: Arc<dyn Tools>,
+    store: Store,
+    table: Bound<Task>,
+    wait: Duration,
+    task: StoredTask,
+) -> Result<(), StoreError> {
+    loop {
+        let now = crate::store::now_unix_ms();
+        match store.turn_lease(&task.thread_id).await? {
+            Some(l) if l.is_live_at(now) => {
+                let left = u64::try_from(l.expires_at - now).unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(left.clamp(50, 5_000))).await;
+            }
+            _ => break,
+        }
+    }
+    let states = [TaskState::Working.name(), TaskState::Cancelling.name()];
+    let Some(stored) = store
+        .tasks(&task.thread_id)
+        .await?
+        .into_iter()
+        .find(|t| t.task_key == task.task_key && states.contains(&t.state.as_str()))
+    else {
+        return Ok(());
+    };
+    match restore(&stored, &table, wait) {
+        Ok((follow, next, state)) => {
+            let place = TaskPlace {
+                tools,
+                store,
+                table,
+                wait,
+                key: stored.task_key.clone(),
+                thread_id: stored.thread_id.clone(),
+                turn_id: stored.turn_id.clone(),
+                call_id: stored.call_id.clone(),
+                tool: stored.tool.clone(),
+            };
+            tracing::warn!(tool = %stored.tool, "a task was unsettled at a restart: followed again by its stored id");
+            follow_to_end(place, follow, next, state).await;
+        }
+        Err(reason) => tracing::warn!(%reason, "a stored task cannot be followed again"),
+    }
+    Ok(())
 }
 
 fn restore(
