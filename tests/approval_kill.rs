@@ -441,3 +441,91 @@ async fn a_question_pending_at_a_sigkill() {
         tools.shutdown().await;
     }
 }
+
+/// A long call the tool server made a task, running when `turnstile serve`
+/// is SIGKILLed (issue 22 §4): the task's id was stored before the first
+/// poll, so the restarted server follows the same task by that id, stores
+/// how it ended and appends it to the cut turn. The tool server ran the
+/// work once and got the call once: nothing was re-sent. On both
+/// revisions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_running_at_a_sigkill_is_followed_after_restart() {
+    for protocol in ["2025-11-25", "2026-07-28"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("kill.db");
+        let http = own_browser();
+        let fake = FakeOpenAi::start().await;
+        let options = DemoOptions {
+            stateless: true,
+            ..DemoOptions::default()
+        };
+        let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .unwrap();
+        let first = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let created: Value = first
+            .post(&http, "/v1/threads", json!({}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let thread = created["thread_id"].as_str().unwrap().to_string();
+        let args = json!({"project": "tower-a"}).to_string();
+        fake.on(
+            Role::Planner,
+            Action::ToolCalls(vec![("compile_site_report".into(), args)]),
+        );
+        let r = first
+            .post(
+                &http,
+                &format!("/v1/threads/{thread}/messages"),
+                json!({"text": "compile the site report for tower-a"}),
+            )
+            .await;
+        // Read until the first progress frame: the task is stored and runs.
+        let mut reader = FrameReader::new();
+        let mut body = r.bytes_stream();
+        while !reader
+            .frames()
+            .iter()
+            .any(|f| FrameKind::of(f) == FrameKind::Progress)
+        {
+            let chunk = body.next().await.expect("the stream is open").unwrap();
+            reader.push(&chunk);
+        }
+        first.kill();
+        drop(body);
+        assert_eq!(tools.reports().runs(), 1, "{protocol}");
+
+        let second = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let view = loop {
+            let v = second.thread(&http, &thread).await;
+            let settled = v["tasks"][0]["state"] == "Completed"
+                && v["messages"].to_string().contains("task_settled");
+            if settled {
+                break v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{protocol}: the task was not followed after the restart: {v:#}; see {}",
+                tmp.path().join("serve.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let text = &view["tasks"][0]["outcome"]["text"];
+        assert_eq!(
+            text, "the task ended, and the tool returned a result",
+            "{protocol}"
+        );
+        assert_eq!(tools.reports().runs(), 1, "{protocol}: the work ran once");
+        assert_eq!(
+            tools.tool_calls("compile_site_report"),
+            1,
+            "{protocol}: the call was never re-sent"
+        );
+        assert!(tools.reports().polls() >= 2, "{protocol}");
+        second.kill();
+        tools.shutdown().await;
+    }
+}
