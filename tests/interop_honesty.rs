@@ -1454,6 +1454,7 @@ async fn approval(kind: Kind) {
 mod before_call;
 mod licence;
 mod questions;
+mod tasks;
 mod terminal;
 use terminal::export;
 

@@ -148,7 +148,7 @@ async fn demo_handshake_and_paginated_tool_list() {
     assert_eq!(client.name(), "demo");
     assert_eq!(client.protocol_version(), PROTOCOL_VERSION.as_str());
 
-    // The demo pages tools/list two at a time: fourteen tools means we followed six cursors.
+    // The demo pages tools/list two at a time: fifteen tools means we followed seven cursors.
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -156,6 +156,7 @@ async fn demo_handshake_and_paginated_tool_list() {
         [
             "archive_query",
             "cancel_action",
+            "compile_site_report",
             "confirm_action",
             "confirm_lms_material_export",
             "export_all_lms_materials",
@@ -606,9 +607,11 @@ async fn python_sdk_server_over_streamable_http() {
             "add",
             "crash_tool",
             "fail_tool",
+            "inspect_site",
             "issue_badge",
             "register_visitor",
             "rpc_error",
+            "task_counts",
             "visitor_count",
             "weather"
         ]

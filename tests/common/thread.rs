@@ -29,6 +29,21 @@ pub struct ThreadView {
     pub approvals: Vec<ApprovalView>,
     /// The licence gate's decisions on this thread's calls, in order.
     pub licence_audit: Vec<LicenceAuditView>,
+    /// Each call a server made a task, and how it settled.
+    pub tasks: Vec<TaskView>,
+}
+
+/// One call a server made a task, as the thread shows it (never its id).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskView {
+    pub call_id: String,
+    pub turn_id: String,
+    pub tool: String,
+    pub state: String,
+    pub outcome: Option<Value>,
+    pub created_at: i64,
+    pub updated_at: i64,
 }
 
 /// One licence decision (`tables/licence.ron`) as the thread shows it.

@@ -17,6 +17,13 @@ Tools:
                           2025-11-25, an InputRequiredResult with the SDK's
                           requestState on 2026-07-28; registers on accept
   visitor_count()      -> how many visitors were registered (exactly-once proof)
+  inspect_site(site, fail) -> a long call (~1.5 s, three steps with a status
+                          message each): a task (py_tasks.py, the tasks
+                          extension) for a 2026-07-28 client that declared it,
+                          an answer in the call otherwise; `fail` makes the
+                          task fail with a JSON-RPC error
+  task_counts()        -> {"runs", "gets", "cancels"}: inspections started,
+                          tasks/get and tasks/cancel received
 
 Usage: python3 py_server.py --port 8765
 """
@@ -30,7 +37,16 @@ from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 
-server = MCPServer("turnstile-py-interop", version="1.0.0")
+import asyncio
+
+from py_tasks import COUNTS, TasksExtension, set_status_message
+
+server = MCPServer(
+    "turnstile-py-interop",
+    version="1.0.0",
+    extensions=[TasksExtension({"inspect_site"})],
+)
+INSPECTIONS = {"runs": 0}
 
 
 class Weather(BaseModel):
@@ -100,6 +116,22 @@ async def issue_badge(
 @server.tool(description="How many visitors were registered.")
 def visitor_count() -> int:
     return len(VISITORS)
+
+
+@server.tool(description="Inspect a site (takes a while): a task for a client that follows tasks.")
+async def inspect_site(site: str, fail: bool = False) -> dict:
+    INSPECTIONS["runs"] += 1
+    for n, what in enumerate(["walking the floors", "checking the scaffolds", "writing up"], 1):
+        set_status_message(f"{what} at {site} ({n}/3)")
+        await asyncio.sleep(0.5)
+    if fail:
+        raise MCPError(code=-32603, message=f"the inspection of {site} could not be written up")
+    return {"site": site, "status": "INSPECTED", "findings": 2}
+
+
+@server.tool(description="How many inspections ran, and the tasks requests received.")
+def task_counts() -> dict:
+    return {"runs": INSPECTIONS["runs"], **COUNTS}
 
 
 def main() -> None:
