@@ -581,6 +581,7 @@ async fn tools_list_has_query_data_with_a_cursor() {
         [
             "archive_query",
             "cancel_action",
+            "compile_site_report",
             "confirm_action",
             "confirm_lms_material_export",
             "export_all_lms_materials",

@@ -380,7 +380,7 @@ async fn a_server_down_at_start_is_retried_in_the_background() {
         "{:?}",
         client.trace()
     );
-    assert_eq!(client.tools().len(), 14);
+    assert_eq!(client.tools().len(), 15);
     client
         .call("search_photos", safety_floor3())
         .await

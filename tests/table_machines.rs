@@ -96,7 +96,7 @@ fn the_seed_table_sizes_hold() {
     let frame = set.get("frame").unwrap();
     assert_eq!(
         (frame.states.len(), frame.events.len(), frame.rows.len()),
-        (6, 11, 66)
+        (6, 12, 72)
     );
     let harness = &common::harness_table::table();
     assert_eq!(

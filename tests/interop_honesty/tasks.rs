@@ -120,10 +120,16 @@ async fn on_2025_11_25_the_same_tool_answers_in_the_call() {
         )
         .await;
     assert!(progress(&frames).is_empty(), "{}", stable(&frames));
-    let ok = frames.iter().any(|f| matches!(f, Frame::ToolResult(r) if r.tool == "inspect_site" && r.ok));
+    let ok = frames
+        .iter()
+        .any(|f| matches!(f, Frame::ToolResult(r) if r.tool == "inspect_site" && r.ok));
     assert!(ok, "{}", stable(&frames));
     let c = counts(&rig).await;
-    assert_eq!((c["runs"].as_u64(), c["gets"].as_u64()), (Some(1), Some(0)), "{c}");
+    assert_eq!(
+        (c["runs"].as_u64(), c["gets"].as_u64()),
+        (Some(1), Some(0)),
+        "{c}"
+    );
     let thread = rig.app.thread_json(&rig.thread).await;
     assert_eq!(thread["tasks"], json!([]), "{thread:#}");
     rig.done();

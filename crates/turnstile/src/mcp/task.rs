@@ -315,10 +315,11 @@ impl Follow {
             }
             // The server answered, and not with the task: it does not know
             // it (SEP-2663: -32602), or does not serve `tasks/get` at all.
-            Err(McpError::Rpc { code, message, .. }) => {
+            // Its message is left out: servers name the task id in it
+            // ("Unknown taskId …"), and this reason is shown and stored.
+            Err(McpError::Rpc { code, .. }) => {
                 self.unknown_reason = Some(format!(
-                    "the server no longer knows the task (JSON-RPC error {code}: {})",
-                    clean_message(&message).unwrap_or_default()
+                    "the server no longer knows the task (JSON-RPC error {code})"
                 ));
                 TaskEvent::TaskUnknown
             }
