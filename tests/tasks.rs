@@ -183,8 +183,10 @@ async fn a_client_that_leaves_does_not_lose_the_task(revision: Revision) {
 /// `cancelled`. The call's result is outcome unknown, never "failed", and
 /// nothing is sent again.
 async fn a_task_that_outlasts_its_wait_is_cancelled(revision: Revision) {
-    let mut limits = turnstile::agent::Limits::default();
-    limits.task_wait = Duration::from_millis(700);
+    let limits = turnstile::agent::Limits {
+        task_wait: Duration::from_millis(700),
+        ..Default::default()
+    };
     let s = TestServer::builder()
         .revision(revision)
         .limits(limits)
