@@ -190,6 +190,76 @@ impl Served {
     }
 }
 
+/// A first `turnstile serve` speaking `protocol` to a demo tool server (2026-07-28
+/// offered too) that outlives it, with a thread, ready to be killed.
+struct Killable {
+    tmp: tempfile::TempDir,
+    db: std::path::PathBuf,
+    http: reqwest::Client,
+    fake: FakeOpenAi,
+    tools: DemoServer,
+    first: Served,
+    thread: String,
+}
+
+impl Killable {
+    async fn start(protocol: &str) -> Killable {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("kill.db");
+        let http = own_browser();
+        let fake = FakeOpenAi::start().await;
+        let options = DemoOptions {
+            stateless: true,
+            ..DemoOptions::default()
+        };
+        let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+            .await
+            .unwrap();
+        let first = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let created: Value = first
+            .post(&http, "/v1/threads", json!({}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let thread = created["thread_id"].as_str().unwrap().to_string();
+        Killable {
+            tmp,
+            db,
+            http,
+            fake,
+            tools,
+            first,
+            thread,
+        }
+    }
+}
+
+impl Served {
+    /// A turn whose planner calls `tool` with `args`; its response, still
+    /// streaming.
+    async fn turn(
+        &self,
+        http: &reqwest::Client,
+        fake: &FakeOpenAi,
+        thread: &str,
+        text: &str,
+        tool: &str,
+        args: Value,
+    ) -> reqwest::Response {
+        fake.on(
+            Role::Planner,
+            Action::ToolCalls(vec![(tool.into(), args.to_string())]),
+        );
+        self.post(
+            http,
+            &format!("/v1/threads/{thread}/messages"),
+            json!({ "text": text }),
+        )
+        .await
+    }
+}
+
 async fn read_all(r: reqwest::Response) -> Vec<Frame> {
     let mut reader = FrameReader::new();
     let mut body = r.bytes_stream();
@@ -366,35 +436,23 @@ async fn a_sigkill_with_the_confirm_out_is_recovered_without_resending_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_pending_at_a_sigkill() {
     for (protocol, survives) in [("2026-07-28", true), ("2025-11-25", false)] {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("kill.db");
-        let http = own_browser();
-        let fake = FakeOpenAi::start().await;
-        let options = DemoOptions {
-            stateless: true,
-            ..DemoOptions::default()
-        };
-        let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
-            .await
-            .unwrap();
-        let first = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
-        let created: Value = first
-            .post(&http, "/v1/threads", json!({}))
-            .await
-            .json()
-            .await
-            .unwrap();
-        let thread = created["thread_id"].as_str().unwrap().to_string();
-        let args = json!({"issue_id": "PANO-003-0611"}).to_string();
-        fake.on(
-            Role::Planner,
-            Action::ToolCalls(vec![("notify_site_contact".into(), args)]),
-        );
+        let Killable {
+            tmp,
+            db,
+            http,
+            fake,
+            tools,
+            first,
+            thread,
+        } = Killable::start(protocol).await;
         let r = first
-            .post(
+            .turn(
                 &http,
-                &format!("/v1/threads/{thread}/messages"),
-                json!({"text": "notify the site contact about PANO-003-0611"}),
+                &fake,
+                &thread,
+                "notify the site contact about PANO-003-0611",
+                "notify_site_contact",
+                json!({"issue_id": "PANO-003-0611"}),
             )
             .await;
         let frames = read_all(r).await;
@@ -451,35 +509,23 @@ async fn a_question_pending_at_a_sigkill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_running_at_a_sigkill_is_followed_after_restart() {
     for protocol in ["2025-11-25", "2026-07-28"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let db = tmp.path().join("kill.db");
-        let http = own_browser();
-        let fake = FakeOpenAi::start().await;
-        let options = DemoOptions {
-            stateless: true,
-            ..DemoOptions::default()
-        };
-        let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
-            .await
-            .unwrap();
-        let first = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
-        let created: Value = first
-            .post(&http, "/v1/threads", json!({}))
-            .await
-            .json()
-            .await
-            .unwrap();
-        let thread = created["thread_id"].as_str().unwrap().to_string();
-        let args = json!({"project": "tower-a"}).to_string();
-        fake.on(
-            Role::Planner,
-            Action::ToolCalls(vec![("compile_site_report".into(), args)]),
-        );
+        let Killable {
+            tmp,
+            db,
+            http,
+            fake,
+            tools,
+            first,
+            thread,
+        } = Killable::start(protocol).await;
         let r = first
-            .post(
+            .turn(
                 &http,
-                &format!("/v1/threads/{thread}/messages"),
-                json!({"text": "compile the site report for tower-a"}),
+                &fake,
+                &thread,
+                "compile the site report for tower-a",
+                "compile_site_report",
+                json!({"project": "tower-a"}),
             )
             .await;
         // Read until the first progress frame: the task is stored and runs.

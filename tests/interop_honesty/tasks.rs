@@ -30,6 +30,16 @@ fn progress(frames: &[Frame]) -> Vec<turnstile::wire::Progress> {
         .collect()
 }
 
+fn result_of(frames: &[Frame], tool: &str) -> turnstile::wire::ToolResult {
+    frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::ToolResult(r) if r.tool == tool => Some(r.clone()),
+            _ => None,
+        })
+        .expect("the call's result")
+}
+
 fn stateless() -> Extra {
     Extra {
         server_keys: "protocol = \"2026-07-28\"",
@@ -61,13 +71,7 @@ async fn a_python_sdk_task_is_followed_with_its_progress() {
             "{step:?} not shown: {messages:?}"
         );
     }
-    let result = frames
-        .iter()
-        .find_map(|f| match f {
-            Frame::ToolResult(r) if r.tool == "inspect_site" => Some(r.clone()),
-            _ => None,
-        })
-        .expect("the task's result");
+    let result = result_of(&frames, "inspect_site");
     assert!(result.ok, "{}", stable(&frames));
     let c = counts(&rig).await;
     assert_eq!(c["runs"], 1, "{c}");
@@ -91,13 +95,7 @@ async fn a_python_sdk_task_that_fails_is_a_failed_call() {
         )
         .await;
     assert!(!progress(&frames).is_empty(), "{}", stable(&frames));
-    let result = frames
-        .iter()
-        .find_map(|f| match f {
-            Frame::ToolResult(r) if r.tool == "inspect_site" => Some(r.clone()),
-            _ => None,
-        })
-        .expect("the task's result");
+    let result = result_of(&frames, "inspect_site");
     assert!(!result.ok, "{}", stable(&frames));
     assert_eq!(result.summary, "rpc", "{}", stable(&frames));
     let thread = rig.app.thread_json(&rig.thread).await;
