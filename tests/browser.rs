@@ -25,6 +25,10 @@
 //!   the page against the demo tools on both MCP revisions, and every kind
 //!   of field against a hand-made question. Driven by
 //!   tests/browser/questions.mjs.
+//! - A long call its server makes a task: one progress line under the
+//!   call's row, updated in place, replaced by its result; a task that
+//!   ended after its turn is told under its call after a reload. Driven by
+//!   tests/browser/tasks.mjs.
 //!
 //! Needs `chromium` (`TURNSTILE_CHROMIUM`) and `node` 20+ (`NODE`), so every
 //! test is `#[ignore = "needs Chromium and node: …"]`; run with
@@ -298,6 +302,48 @@ async fn show_more_extends_the_same_card_in_chromium() {
 async fn a_drifted_continuation_lowers_the_card_in_chromium() {
     let server = TestServer::builder().faults(vec![turnstile_demo::Fault::CursorDrift]);
     drive_page(server, "tests/browser/show_more.mjs", &["drift"]).await;
+}
+
+/// A long call in the page: "compile the site report for tower-a" is one
+/// `compile_site_report` call, which the demo's tool server makes a task of
+/// four steps. While it runs, one progress line under the call's row shows
+/// the server's message as its words ("step 1 of 4", then later steps),
+/// updated in place; the result replaces it and the answer follows; a
+/// reload shows the result and no progress line. The report ran once.
+/// Then a client that leaves after the first progress frame: a reload shows
+/// the last report marked as still running when the turn ended, and once
+/// the task has ended on its own, a line saying so under the call's row.
+/// That second call ran once too, and nothing was cancelled.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_task_shows_progress_in_the_page() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    drive(&browser, "tests/browser/tasks.mjs", &["live", &base]).await;
+    let reports = s
+        .demo
+        .as_ref()
+        .expect("the demo tool server runs")
+        .reports();
+    assert_eq!(
+        reports.runs(),
+        1,
+        "the report ran once: the call went out once and its task was polled"
+    );
+    drive(&browser, "tests/browser/tasks.mjs", &["left", &base]).await;
+    assert_eq!(
+        reports.runs(),
+        2,
+        "the second message's report ran once: a client that left sends nothing again"
+    );
+    assert_eq!(reports.cancels(), 0, "a client that left cancels nothing");
+    assert_eq!(reports.running(), 0, "every report's work has ended");
+    s.pass();
 }
 
 /// A question of the demo's tool server in the page, on `revision`:
