@@ -27,8 +27,9 @@
 //!   tests/browser/questions.mjs.
 //! - A long call its server makes a task: one progress line under the
 //!   call's row, updated in place, replaced by its result; a task that
-//!   ended after its turn is told under its call after a reload. Driven by
-//!   tests/browser/tasks.mjs.
+//!   ended after its turn is told under its call after a reload; a
+//!   hand-made stream's progress (every status, markup in the server's
+//!   words, a stream that ends mid-task). Driven by tests/browser/tasks.mjs.
 //!
 //! Needs `chromium` (`TURNSTILE_CHROMIUM`) and `node` 20+ (`NODE`), so every
 //! test is `#[ignore = "needs Chromium and node: …"]`; run with
@@ -49,10 +50,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use common::server::{databases, TestServer};
+use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use turnstile::wire::{
-    ActionPreview, CapabilityLink, Citation, Delta, Done, Frame, InputAsked, InputPrompt,
-    Interrupt, Replaced, Start, ToolCall, ToolResult,
+    ActionPreview, CapabilityLink, Citation, Delta, Done, Error, Frame, InputAsked, InputPrompt,
+    Interrupt, Progress, Replaced, Start, ToolCall, ToolResult,
 };
 
 /// What drives the page: Chromium and node; fails the test without them.
@@ -343,6 +345,34 @@ async fn a_task_shows_progress_in_the_page() {
     );
     assert_eq!(reports.cancels(), 0, "a client that left cancels nothing");
     assert_eq!(reports.running(), 0, "every report's work has ended");
+    s.pass();
+}
+
+/// Progress in a hand-made stream, paced like a task: each status
+/// (`working`, `input_required`, `cancelling`) in the page's words, the
+/// server's message as text even when it holds markup and a Markdown link,
+/// no line for a call that already has its result, and a stream that ends
+/// before the task did leaves the last report marked so. The page, the
+/// table and threads are the real server's.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_tasks_progress_from_a_hand_made_stream_stays_text_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let routes = Router::new().route("/v1/threads/{id}/messages", post(progress_stream));
+    let (stub, base, task) = serve_stub(&s, routes).await;
+
+    drive(&browser, "tests/browser/tasks.mjs", &["stub", &base]).await;
+    assert_eq!(
+        stub.answered.load(Ordering::SeqCst),
+        1,
+        "the stream came from the stub"
+    );
+    task.abort();
     s.pass();
 }
 
@@ -710,6 +740,117 @@ fn sse(frames: &[Frame]) -> String {
         .enumerate()
         .map(|(i, f)| format!("id: {}\nevent: {}\ndata: {}\n\n", i + 1, f.kind(), f.data()))
         .collect()
+}
+
+/// The one stream of the stub's task (tests/browser/tasks.mjs, mode
+/// `stub`): a quick call, a late progress frame for it, then a long call
+/// whose progress frames come 400 ms apart, and an error before its
+/// result. Each frame's pause comes before it.
+async fn progress_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response {
+    const TURN: &str = "stub-turn";
+    if body["text"].as_str() != Some("long call") {
+        return (
+            StatusCode::BAD_REQUEST,
+            "the stub only streams \"long call\"",
+        )
+            .into_response();
+    }
+    let call = |n: u32, tool: &str| {
+        Frame::ToolCall(ToolCall {
+            call_id: format!("{TURN}-{n}"),
+            tool: tool.into(),
+            server: Some("stub-server".into()),
+            args: Map::new(),
+        })
+    };
+    let progress = |n: u32, tool: &str, status: &str, message: Option<&str>, polls, elapsed_ms| {
+        Frame::Progress(Progress {
+            call_id: format!("{TURN}-{n}"),
+            tool: tool.into(),
+            status: status.into(),
+            message: message.map(Into::into),
+            polls,
+            elapsed_ms,
+        })
+    };
+    let pause = Duration::from_millis(400);
+    let frames = vec![
+        (
+            Duration::ZERO,
+            Frame::Start(Start {
+                thread_id: "stub".into(),
+                turn_id: TURN.into(),
+            }),
+        ),
+        (Duration::ZERO, call(1, "quick_tool")),
+        (
+            Duration::ZERO,
+            Frame::ToolResult(ToolResult {
+                call_id: format!("{TURN}-1"),
+                tool: "quick_tool".into(),
+                ok: true,
+                summary: "done".into(),
+                shape: None,
+                conflict: None,
+                refusal: None,
+            }),
+        ),
+        // After its result: the page shows no progress for it.
+        (
+            Duration::ZERO,
+            progress(1, "quick_tool", "working", Some("LATE-REPORT"), 1, 100),
+        ),
+        (Duration::ZERO, call(2, "long_tool")),
+        (
+            Duration::ZERO,
+            progress(
+                2,
+                "long_tool",
+                "working",
+                Some("<img src=x data-pwned=1> step [1](https://evil.example/) of 2"),
+                1,
+                300,
+            ),
+        ),
+        (
+            pause,
+            progress(
+                2,
+                "long_tool",
+                "input_required",
+                Some("Waiting for the site office"),
+                3,
+                900,
+            ),
+        ),
+        (pause, progress(2, "long_tool", "cancelling", None, 5, 1500)),
+        (
+            pause,
+            Frame::Error(Error {
+                message: "the stub stops here".into(),
+                tool: None,
+                table: None,
+                row_id: None,
+            }),
+        ),
+    ];
+    st.answered.fetch_add(1, Ordering::SeqCst);
+    let chunks = frames.into_iter().enumerate().map(|(i, (pause, f))| {
+        let text = format!("id: {}\nevent: {}\ndata: {}\n\n", i + 1, f.kind(), f.data());
+        (pause, text)
+    });
+    let body = futures::stream::iter(chunks).then(|(pause, text)| async move {
+        tokio::time::sleep(pause).await;
+        Ok::<_, std::convert::Infallible>(Bytes::from(text))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// Answers a message with the stream its text names.

@@ -17,6 +17,11 @@
 //         ended; once the task has ended on its own, a reload shows a line
 //         under the call's row with the tool and code's sentence on how it
 //         ended.
+//   stub  a hand-made stream (the message route is a stub's), paced like a
+//         task: each status in the page's words, the server's message kept
+//         as text (markup, a Markdown link), no line for a call that has
+//         its result, and a stream that ends before the task did leaves
+//         the last report marked so.
 // Exits 0 when every check passed; prints what it saw either way.
 import { launch, sleep } from "./cdp.mjs";
 
@@ -210,6 +215,47 @@ async function left() {
     `the turn says it was cut off; nothing else went wrong: ${JSON.stringify(p.errors)}`);
 }
 
+async function stub() {
+  await cmd("Page.navigate", { url: BASE });
+  await idle();
+  // Whether anything of the server's words ever became an element.
+  await ev(`(() => {
+    window.__made = [];
+    new MutationObserver(() => {
+      for (const n of document.querySelectorAll('[data-pwned], img, a[href*="evil.example"]')) window.__made.push(n.outerHTML);
+    }).observe(document.getElementById('log'), { childList: true, subtree: true });
+    return true;
+  })()`);
+  const samples = await watch("long call");
+  const end = samples.at(-1);
+  const lines = samples.flatMap((p) => p.lines);
+  const by = (status) => lines.filter((l) => l.status === status && l.state === "live");
+  const [working, asking, cancelling] = ["working", "input_required", "cancelling"].map(by);
+  console.log(`     seen: ${JSON.stringify([working[0], asking[0], cancelling[0]])}`);
+  console.log(`     end: ${JSON.stringify(end)}`);
+  const HOSTILE = "<img src=x data-pwned=1> step [1](https://evil.example/) of 2";
+  check(working.length > 0 && working.every((l) => l.message === HOSTILE && l.messageElements === 0
+    && l.text.includes(`long_tool — working, `) && l.text.includes(`server stub-server says: “${HOSTILE}”`)),
+  "working: the server's words as text, markup and Markdown included");
+  check(asking.length > 0 && asking.every((l) => l.message === "Waiting for the site office"
+    && l.text.includes("long_tool — waiting: its server asks for input, ")), "input_required: in the page's words, with the server's message");
+  check(cancelling.length > 0 && cancelling.every((l) => l.message === null && l.text.includes("long_tool — being cancelled, ") && !l.text.includes("says")),
+    "cancelling: in the page's words; no message, no quote");
+  check(samples.every((p) => p.lines.length <= 1) && lines.every((l) => l.callId === "stub-turn-2" && l.underRow),
+    "one line, under the long call's row only: none for the call that had its result");
+  check(!lines.some((l) => l.text.includes("LATE-REPORT")), "a report after a call's result is not shown");
+  const made = await ev("window.__made");
+  check(made.length === 0 && (await ev(`document.querySelectorAll('[data-pwned], a[href*="evil.example"]').length`)) === 0,
+    `nothing in the server's words became an element: ${JSON.stringify(made)}`);
+  const last = end.lines[0];
+  check(end.lines.length === 1 && last.state === "stopped" && last.status === "cancelling" && last.elapsed === "1.5 s"
+    && last.text.includes("long_tool — still running when this turn ended (last report at 1.5 s)"),
+  `the stream ended before the task: its last report stays, marked: ${JSON.stringify(last)}`);
+  check(JSON.stringify(end.rows.map((r) => r.state)) === JSON.stringify(["ok", "lost"]), `the long call has no result: ${JSON.stringify(end.rows)}`);
+  check(end.errors.length === 1 && end.errors[0].includes("the stub stops here") && end.violations.length === 0 && !end.junk,
+    `the stream's error is shown; no violation: ${JSON.stringify(end.errors)}`);
+}
+
 try {
   await cmd("Runtime.enable");
   await cmd("Page.enable");
@@ -222,6 +268,7 @@ try {
   });
   if (MODE === "live") await live();
   else if (MODE === "left") await left();
+  else if (MODE === "stub") await stub();
   else check(false, `unknown mode ${MODE}`);
   const csp = await ev("window.__csp");
   check(Array.isArray(csp) && csp.length === 0, `no CSP violation: ${JSON.stringify(csp)}`);
