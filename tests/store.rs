@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use turnstile::store::{Backend, NewMessage, Role, Store, StoreError};
+use turnstile::store::{Backend, NewMessage, NewTask, Role, Store, StoreError};
 
 use crate::common::needs;
 
@@ -94,6 +94,7 @@ suite!(
     recent_said_pages_newest_first_without_tool_records,
     a_failing_step_among_concurrent_ones_fails_alone,
     a_step_of_a_turn_that_lost_its_lease_writes_nothing,
+    a_task_settles_once_by_compare_and_swap,
 );
 
 /// A PostgreSQL check never passes without PostgreSQL: a plain run lists it
@@ -852,6 +853,66 @@ async fn lease_claim_renew_release(db: &Db) {
 
 /// A holder that stops renewing (a crashed process) loses the thread when
 /// its lease expires, and cannot renew or release the new holder's lease.
+/// A stored task (migration 0007) round-trips; of two followers settling
+/// it from two pools at once, exactly one wins; a settled task is no longer
+/// among the unsettled ones a restart follows.
+async fn a_task_settles_once_by_compare_and_swap(db: &Db) {
+    let one = db.open().await;
+    let two = db.open().await;
+    let thread = one.create_thread(None).await.expect("create").id;
+    let key = format!("{}#c1", random_id());
+    let machine = json!({"table": "task", "state": "Working", "trace": ["follow-created-task"]});
+    one.insert_task(&NewTask {
+        task_key: &key,
+        thread_id: &thread,
+        turn_id: "turn-1",
+        call_id: "c1",
+        server: "demo",
+        tool: "compile_site_report",
+        task_id: "7f3a-opaque",
+        state: "Working",
+        machine: &machine,
+    })
+    .await
+    .expect("insert");
+    let stored = two.tasks(&thread).await.expect("read");
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        (
+            stored[0].task_id.as_str(),
+            stored[0].state.as_str(),
+            &stored[0].outcome
+        ),
+        ("7f3a-opaque", "Working", &None)
+    );
+    assert!(
+        !format!("{:?}", stored[0]).contains("7f3a"),
+        "Debug leaves the id out"
+    );
+    let unsettled = two
+        .tasks_in(&["Working", "Cancelling"])
+        .await
+        .expect("read");
+    assert!(unsettled.iter().any(|t| t.task_key == key));
+
+    let outcome = json!({"state": "Completed", "text": "the task ended"});
+    let settled = json!({"table": "task", "state": "Completed"});
+    let (a, b) = tokio::join!(
+        one.swap_task(&key, "Working", "Completed", &settled, Some(&outcome)),
+        two.swap_task(&key, "Working", "Unknown", &settled, Some(&outcome)),
+    );
+    let wins = [a.expect("swap"), b.expect("swap")];
+    assert_eq!(wins.iter().filter(|w| **w).count(), 1, "{wins:?}");
+    let after = one.tasks(&thread).await.expect("read");
+    assert!(["Completed", "Unknown"].contains(&after[0].state.as_str()));
+    assert_eq!(after[0].outcome.as_ref(), Some(&outcome));
+    let unsettled = one
+        .tasks_in(&["Working", "Cancelling"])
+        .await
+        .expect("read");
+    assert!(!unsettled.iter().any(|t| t.task_key == key));
+}
+
 async fn expired_lease_is_taken_over(db: &Db) {
     let one = db.open().await;
     let two = db.open().await;

@@ -132,6 +132,22 @@ async fn a_long_call_is_followed_with_progress(revision: Revision) {
 /// once.
 async fn a_client_that_leaves_does_not_lose_the_task(revision: Revision) {
     let s = TestServer::builder().revision(revision).start().await;
+    a_client_that_leaves_does_not_lose_the_task_on(s).await;
+}
+
+/// The same on PostgreSQL, where the hand-off's swap and record are the
+/// other backend's statements.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn a_client_that_leaves_does_not_lose_the_task_on_postgres() {
+    let s = TestServer::builder()
+        .database(common::needs::postgres())
+        .start()
+        .await;
+    a_client_that_leaves_does_not_lose_the_task_on(s).await;
+}
+
+async fn a_client_that_leaves_does_not_lose_the_task_on(s: TestServer) {
     let t = s.new_thread().await;
     let open = s.turn_until(&t, REPORT, FrameKind::Progress).await;
     drop(open);
