@@ -42,6 +42,8 @@ pub struct Reports {
     runs: Arc<AtomicU64>,
     polls: AtomicU64,
     cancels: AtomicU64,
+    /// When each `tasks/get` arrived, so tests can see the interval kept.
+    polled_at: std::sync::Mutex<Vec<std::time::Instant>>,
 }
 
 impl std::fmt::Debug for Reports {
@@ -61,6 +63,7 @@ impl Reports {
             runs: Arc::new(AtomicU64::new(0)),
             polls: AtomicU64::new(0),
             cancels: AtomicU64::new(0),
+            polled_at: Default::default(),
         }
     }
 
@@ -72,6 +75,12 @@ impl Reports {
     /// How many `tasks/get` requests reached the server.
     pub fn polls(&self) -> u64 {
         self.polls.load(Ordering::SeqCst)
+    }
+
+    /// The time between each two `tasks/get` requests, in arrival order.
+    pub fn poll_gaps(&self) -> Vec<Duration> {
+        let at = self.polled_at.lock().unwrap_or_else(|p| p.into_inner());
+        at.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
     /// How many `tasks/cancel` requests reached the server.
@@ -109,6 +118,7 @@ impl Reports {
     /// `tasks/get`.
     pub fn get(&self, task_id: &str) -> Result<DetailedTask, ErrorData> {
         self.polls.fetch_add(1, Ordering::SeqCst);
+        (self.polled_at.lock().unwrap_or_else(|p| p.into_inner())).push(std::time::Instant::now());
         self.manager.get_task(task_id)
     }
 

@@ -109,14 +109,20 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
             Ok(n) => tracing::warn!(approvals = n, "approvals in flight at a restart recovered"),
             Err(e) => tracing::warn!(error = %e, "recovering approvals in flight"),
         }
-        // Tasks a dead process was following: followed again by their
-        // stored ids, each in its own background follower.
-        let a = &recovering;
+    });
+    // Tasks a dead process was following: followed again by their stored
+    // ids, each in its own background follower, beside the approvals (a
+    // status tool that is slow to answer holds up neither).
+    let started = crate::store::now_unix_ms();
+    let following = agent.clone();
+    tokio::spawn(async move {
+        let a = &following;
         let recovered = crate::agent::tasks::recover_tasks(
             a.tools.clone(),
             &a.store,
             &a.tables.task,
             a.limits.task_wait,
+            started,
         )
         .await;
         match recovered {

@@ -54,6 +54,15 @@ fn build_from<'m>(
 ) -> (Vec<HistoryTurn>, bool) {
     let mut turns: Vec<(String, HistoryTurn, bool)> = Vec::new();
     for m in messages.filter(|m| m.turn_id != current) {
+        // A task that ended after its turn is appended later, maybe after
+        // newer turns: it belongs to its own turn's group.
+        if let Stored::TaskSettled { tool, text } = Stored::read(&m.body) {
+            let own = turns.iter_mut().rev().find(|(id, _, _)| *id == m.turn_id);
+            if let Some((_, turn, _)) = own {
+                turn.cards.push(settled_line(&tool, &text));
+                continue;
+            }
+        }
         if turns.last().is_none_or(|(id, _, _)| *id != m.turn_id) {
             let empty = HistoryTurn {
                 user: String::new(),
@@ -78,9 +87,7 @@ fn build_from<'m>(
             }
             // What a task said after its turn ended: the next turn's
             // planner knows it came back.
-            Stored::TaskSettled { tool, text } => turn.cards.push(redact(&format!(
-                "{tool} (a task that ended after the turn): {text}"
-            ))),
+            Stored::TaskSettled { tool, text } => turn.cards.push(settled_line(&tool, &text)),
             Stored::Error { message } if turn.answer.is_empty() => {
                 turn.answer = format!("(failed: {})", redact(&message));
             }
@@ -118,6 +125,13 @@ fn build_from<'m>(
 
 /// URLs are redacted the way digests redact them.
 pub use crate::judge::digest::redact_urls as redact;
+
+/// The line a task that ended after its turn adds to that turn.
+fn settled_line(tool: &str, text: &str) -> String {
+    redact(&format!(
+        "{tool} (a task that ended after the turn): {text}"
+    ))
+}
 
 #[cfg(test)]
 mod tests {
@@ -160,6 +174,45 @@ mod tests {
             assert!(t.answer.contains("[link]"));
         }
         assert!(h.iter().all(|t| t.user != "current"));
+    }
+
+    /// A task that ended after newer turns ran is shown with its own turn,
+    /// not lost as a turn with no user line.
+    #[test]
+    fn a_task_settled_late_joins_its_own_turn() {
+        let ms = vec![
+            msg(
+                "a",
+                Role::User,
+                json!({"kind": "user", "text": "compile the report"}),
+            ),
+            msg("a", Role::Assistant, json!({"kind": "cut"})),
+            msg(
+                "b",
+                Role::User,
+                json!({"kind": "user", "text": "anything else?"}),
+            ),
+            msg(
+                "b",
+                Role::Assistant,
+                json!({"kind": "answer", "text": "no"}),
+            ),
+            msg(
+                "a",
+                Role::Assistant,
+                json!({"kind": "task_settled", "call_id": "c1",
+                "tool": "compile_site_report", "state": "Completed",
+                "text": "the task ended, and the tool returned a result", "result": null}),
+            ),
+        ];
+        let h = build(&ms, "now", 4096);
+        assert_eq!(h.len(), 2, "{h:?}");
+        assert_eq!(h[0].user, "compile the report");
+        assert_eq!(
+            h[0].cards,
+            ["compile_site_report (a task that ended after the turn): the task ended, and the tool returned a result"]
+        );
+        assert!(h[1].cards.is_empty());
     }
 
     #[test]

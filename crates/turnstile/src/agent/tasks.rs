@@ -22,7 +22,7 @@ use crate::mcp::task::drive;
 use crate::mcp::{Follow, Next, Settled, TaskId, TaskTicket, ToolOutput};
 use crate::protocols::task::{Task, TaskState};
 use crate::protocols::{Bound, Names};
-use crate::store::{Store, StoreError, StoredTask};
+use crate::store::{NewTask, Store, StoreError, StoredTask};
 
 /// Where a task is stored and followed.
 #[derive(Clone)]
@@ -35,52 +35,178 @@ pub struct TaskPlace {
     pub thread_id: String,
     pub turn_id: String,
     pub call_id: String,
+    pub server: String,
     pub tool: String,
 }
 
-/// A task being followed, with its state as stored. Dropped before it
-/// settled (the turn stopped), it hands itself to a background follower.
+/// A task a turn follows, and how far the store and the user have come
+/// with it. Dropped before the user was told (the turn stopped at any
+/// await), it hands what is left to a background task: storing it, if that
+/// had not happened; following it, if it had not settled; settling it, if
+/// the swap had not landed; telling the turn, if its result was not shown.
 pub struct Following {
     place: TaskPlace,
+    /// `None` once the settling swap landed (or another follower's did).
     pub follow: Option<Follow>,
-    /// The state the store holds (the compare-and-swap's `from`).
-    pub stored: TaskState,
+    /// The state the store holds (the compare-and-swap's `from`); `None`:
+    /// not stored yet.
+    pub stored: Option<TaskState>,
     /// What to do next, if the turn stopped between two steps.
     pub next: Option<Next>,
+    /// How the task ended, once it did.
+    settled: Option<Settled>,
+    /// Whether the turn showed the call's result.
+    shown: bool,
 }
 
 impl Following {
-    pub fn new(place: TaskPlace, follow: Follow, stored: TaskState) -> Following {
+    pub fn new(place: TaskPlace, follow: Follow) -> Following {
         Following {
             place,
             follow: Some(follow),
-            stored,
+            stored: None,
             next: None,
+            settled: None,
+            shown: false,
         }
     }
 
-    /// Stores the settled task (if no other follower did first): what the
-    /// user was told. `false`: another follower settled it.
-    pub async fn settle(&mut self, settled: &Settled) -> Result<bool, StoreError> {
-        let Some(follow) = self.follow.take() else {
+    /// Stores the task before it is polled.
+    pub async fn store(&mut self) -> Result<(), StoreError> {
+        if let Some(follow) = self.follow.as_ref() {
+            insert(&self.place, follow).await?;
+            self.stored = Some(follow.state());
+        }
+        Ok(())
+    }
+
+    /// Stores that cancel was asked for (so a restart gives it the grace,
+    /// not a new wait, and no second cancel).
+    pub async fn store_cancelling(&mut self) -> Result<(), StoreError> {
+        let (Some(follow), Some(from)) = (self.follow.as_ref(), self.stored) else {
+            return Ok(());
+        };
+        let to = follow.state();
+        if to != from
+            && self
+                .place
+                .store
+                .swap_task(
+                    &self.place.key,
+                    from.name(),
+                    to.name(),
+                    &json!(follow.snapshot()),
+                    None,
+                )
+                .await?
+        {
+            self.stored = Some(to);
+        }
+        Ok(())
+    }
+
+    /// Settles the stored task as `settled` (if no other follower did
+    /// first). `false`: another follower settled it. The follower is let
+    /// go only once the swap has landed.
+    pub async fn settle(&mut self, settled: Settled) -> Result<bool, StoreError> {
+        self.settled = Some(settled);
+        let (Some(follow), Some(stored), Some(settled)) =
+            (self.follow.as_ref(), self.stored, self.settled.as_ref())
+        else {
             return Ok(false);
         };
-        store_settled(&self.place, &follow, self.stored, settled).await
+        let won = store_settled(&self.place, follow, stored, settled).await?;
+        self.follow = None;
+        Ok(won)
+    }
+
+    /// How the task ended, as settled.
+    pub fn settled(&self) -> Option<&Settled> {
+        self.settled.as_ref()
+    }
+
+    /// The turn showed the call's result: nothing is left to tell.
+    pub fn shown(&mut self) {
+        self.shown = true;
     }
 }
 
 impl Drop for Following {
     fn drop(&mut self) {
-        let Some(follow) = self.follow.take() else {
+        if self.shown {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let next = self.next.take().unwrap_or(Next::Poll(Duration::ZERO));
-        let (place, stored) = (self.place.clone(), self.stored);
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            tracing::info!(tool = %place.tool, "the turn stopped; its task is followed on");
-            runtime.spawn(follow_to_end(place, follow, next, stored));
+        let place = self.place.clone();
+        let left = match (self.follow.take(), self.settled.take()) {
+            // Settled and swapped: only the telling is left.
+            (None, Some(settled)) => Left::Tell(settled),
+            (Some(follow), Some(settled)) => Left::Settle(follow, settled),
+            (Some(follow), None) => Left::Follow(
+                follow,
+                self.next.take().unwrap_or(Next::Poll(Duration::ZERO)),
+            ),
+            (None, None) => return,
+        };
+        let stored = self.stored;
+        tracing::info!(tool = %place.tool, "the turn stopped; its task is handed on");
+        runtime.spawn(hand_on(place, stored, left));
+    }
+}
+
+/// What a stopped turn left to do for its task.
+enum Left {
+    Follow(Follow, Next),
+    Settle(Follow, Settled),
+    Tell(Settled),
+}
+
+async fn hand_on(place: TaskPlace, stored: Option<TaskState>, left: Left) {
+    let stored = match (stored, &left) {
+        (Some(s), _) => s,
+        (None, Left::Follow(follow, _) | Left::Settle(follow, _)) => {
+            if let Err(e) = insert(&place, follow).await {
+                tracing::warn!(error = %e, "a task could not be stored");
+                return;
+            }
+            follow.state()
+        }
+        (None, Left::Tell(_)) => return,
+    };
+    match left {
+        Left::Follow(follow, next) => follow_to_end(place, follow, next, stored).await,
+        Left::Settle(follow, settled) => {
+            match store_settled(&place, &follow, stored, &settled).await {
+                Ok(true) => tell(&place, &follow, &settled).await,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "a settled task could not be stored"),
+            }
+        }
+        Left::Tell(settled) => {
+            let state = settled_state(&settled);
+            tell_as(&place, state, None, &settled).await
         }
     }
+}
+
+/// Stores a task that was just created, before it is polled.
+async fn insert(place: &TaskPlace, follow: &Follow) -> Result<(), StoreError> {
+    place
+        .store
+        .insert_task(&NewTask {
+            task_key: &place.key,
+            thread_id: &place.thread_id,
+            turn_id: &place.turn_id,
+            call_id: &place.call_id,
+            server: &place.server,
+            tool: &place.tool,
+            task_id: follow.ticket.id.as_str(),
+            state: follow.state().name(),
+            machine: &json!(follow.snapshot()),
+        })
+        .await
 }
 
 /// Follows a task with no one watching, and tells its turn how it ended.
@@ -98,32 +224,47 @@ async fn follow_to_end(place: TaskPlace, follow: Follow, next: Next, stored: Tas
         }
     };
     match store_settled(&place, &follow, stored, &settled).await {
-        Ok(true) => {
-            let (text, result) = told(&settled);
-            let record = Record::TaskSettled {
-                call_id: &place.call_id,
-                tool: &place.tool,
-                state: follow.state().name(),
-                text: &text,
-                result,
-            }
-            .message();
-            let machine = (format!("task#{}", place.call_id), json!(follow.snapshot()));
-            let written = place
-                .store
-                .step(
-                    &place.thread_id,
-                    &place.turn_id,
-                    &[record],
-                    &[(machine.0.as_str(), machine.1)],
-                )
-                .await;
-            if let Err(e) = written {
-                tracing::warn!(error = %e, "a settled task could not be appended to its turn");
-            }
-        }
+        Ok(true) => tell(&place, &follow, &settled).await,
         Ok(false) => {}
         Err(e) => tracing::warn!(error = %e, "a settled task could not be stored"),
+    }
+}
+
+/// The state a settled task is stored in.
+fn settled_state(settled: &Settled) -> TaskState {
+    match settled {
+        Settled::Completed(_) => TaskState::Completed,
+        Settled::Failed(_) => TaskState::Failed,
+        Settled::Cancelled => TaskState::Cancelled,
+        Settled::Unknown(_) => TaskState::Unknown,
+    }
+}
+
+/// Appends how the task ended to its turn, with its machine.
+async fn tell(place: &TaskPlace, follow: &Follow, settled: &Settled) {
+    tell_as(place, follow.state(), Some(follow), settled).await
+}
+
+async fn tell_as(place: &TaskPlace, state: TaskState, follow: Option<&Follow>, settled: &Settled) {
+    let (text, result) = told(settled);
+    let record = Record::TaskSettled {
+        call_id: &place.call_id,
+        tool: &place.tool,
+        state: state.name(),
+        text: &text,
+        result,
+    }
+    .message();
+    let name = format!("task#{}", place.call_id);
+    let machines: Vec<(&str, Value)> = follow
+        .map(|f| vec![(name.as_str(), json!(f.snapshot()))])
+        .unwrap_or_default();
+    let written = place
+        .store
+        .step(&place.thread_id, &place.turn_id, &[record], &machines)
+        .await;
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "a settled task could not be appended to its turn");
     }
 }
 
@@ -135,7 +276,7 @@ async fn store_settled(
     settled: &Settled,
 ) -> Result<bool, StoreError> {
     let (text, _) = told(settled);
-    let outcome = json!({"state": follow.state().name(), "text": text});
+    let outcome = json!({"state": follow.state().name(), "text": text, "reason": reason(settled)});
     let won = place
         .store
         .swap_task(
@@ -153,8 +294,9 @@ async fn store_settled(
 }
 
 /// What the user is told of a settled task, in code's words: only what the
-/// task machine's state and the server's answer show. The tool's result,
-/// if it returned one.
+/// task machine's state shows (the server's own failure text is kept in
+/// the stored outcome's `reason`, never in this sentence, which later
+/// turns' planners read). The tool's result, if it returned one.
 pub fn told(settled: &Settled) -> (String, Option<&ToolOutput>) {
     match settled {
         Settled::Completed(out) if out.is_error => (
@@ -165,31 +307,44 @@ pub fn told(settled: &Settled) -> (String, Option<&ToolOutput>) {
             "the task ended, and the tool returned a result".into(),
             Some(out.as_ref()),
         ),
-        Settled::Failed(reason) => (format!("the task failed ({reason})"), None),
+        Settled::Failed(_) => ("the task failed with an error from its server".into(), None),
         Settled::Cancelled => (
             "the task was cancelled; whether it had an effect is not known".into(),
             None,
         ),
-        Settled::Unknown(reason) => (
-            format!("whether the task ran is unknown ({reason}); the call was not sent again"),
+        Settled::Unknown(_) => (
+            "whether the task ran is unknown; the call was not sent again".into(),
             None,
         ),
     }
 }
 
-/// Start-up: every task a dead process left unsettled is followed again by
-/// its stored id (`restart`), in the background. A thread whose lease is
-/// still live (its turn may run in another process, or the dead one's
-/// lease has not expired yet) is waited for; a task settled meanwhile is
-/// left alone. The call is never sent again.
+/// Why, in the stored outcome: the server's failure (task id taken out),
+/// or code's reason for an unknown outcome.
+fn reason(settled: &Settled) -> Option<&str> {
+    match settled {
+        Settled::Failed(r) | Settled::Unknown(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// Start-up: every task a dead process left unsettled — stored before
+/// `started` (unix ms), so never one a turn of this process follows — is
+/// followed again by its stored id (`restart`), in the background. A
+/// thread whose lease is still live (its turn may run in another process,
+/// or the dead one's lease has not expired yet) is waited for; a task
+/// settled meanwhile is left alone. The call is never sent again.
 pub async fn recover_tasks(
     tools: Arc<dyn Tools>,
     store: &Store,
     table: &Bound<Task>,
     wait: Duration,
+    started: i64,
 ) -> Result<usize, StoreError> {
     let states = [TaskState::Working.name(), TaskState::Cancelling.name()];
-    let stored = store.tasks_in(&states).await?;
+    let stored: Vec<StoredTask> = (store.tasks_in(&states).await?.into_iter())
+        .filter(|t| t.created_at < started)
+        .collect();
     let n = stored.len();
     for task in stored {
         let (tools, store, table) = (tools.clone(), store.clone(), table.clone());
@@ -241,6 +396,7 @@ async fn recover_one(
                 thread_id: stored.thread_id.clone(),
                 turn_id: stored.turn_id.clone(),
                 call_id: stored.call_id.clone(),
+                server: stored.server.clone(),
                 tool: stored.tool.clone(),
             };
             tracing::warn!(tool = %stored.tool, "a task was unsettled at a restart: followed again by its stored id");

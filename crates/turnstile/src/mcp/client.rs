@@ -640,8 +640,9 @@ impl ToolClient {
     }
 
     /// Follows the task a call of `tool` became to its end, without
-    /// progress (`tables/task.ron`, the built-in table; a turn follows its
-    /// tasks with the configured one and shows progress). A task that did
+    /// progress, for as long as a call may take (`tables/task.ron`, the
+    /// built-in table; a turn follows its tasks with the configured one,
+    /// for `limits.task_wait_secs`, and shows progress). A task that did
     /// not complete is an error that says how it ended.
     async fn follow(&self, tool: &str, ticket: TaskTicket) -> Result<ToolOutput, McpError> {
         let table = builtin_task_table()?;
@@ -650,7 +651,9 @@ impl ToolClient {
             tool: tool.to_string(),
             reason,
         };
-        let (mut follow, next) = Follow::start(&table, ticket, DEFAULT_TASK_WAIT)
+        // A caller with no user to show progress to (a status or cancel
+        // tool, `turnstile mcp`) waits no longer than for a call.
+        let (mut follow, next) = Follow::start(&table, ticket, self.call_timeout)
             .map_err(|v| protocol(v.to_string()))?;
         match crate::mcp::task::drive(self, &mut follow, next)
             .await

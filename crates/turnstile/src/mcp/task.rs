@@ -40,6 +40,11 @@ pub const UNREACHABLE_AFTER: Duration = Duration::from_secs(60);
 pub const CANCEL_GRACE: Duration = Duration::from_secs(30);
 /// The longest status message shown.
 pub const MAX_STATUS_MESSAGE: usize = 300;
+/// The JSON-RPC error a server answers for a task id it does not know
+/// (SEP-2663: invalid params).
+pub const UNKNOWN_TASK: i64 = -32602;
+/// What stands for the task id wherever a server's text names it.
+const TASK_ID_SHOWN: &str = "<task>";
 
 /// A server's task id: opaque. `Debug` prints its length only.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +253,12 @@ impl Follow {
         wait: Duration,
     ) -> Result<(Follow, Next), String> {
         let machine = table.restore(snapshot).map_err(|e| e.to_string())?;
+        // A task cancel was asked for gets what is left of its grace, not a
+        // new wait (and no second cancel: its restart row polls).
+        let wait = match machine.state() {
+            TaskState::Cancelling => CANCEL_GRACE,
+            _ => wait,
+        };
         Self::from_machine(machine, TaskEvent::Restart, ticket, wait).map_err(|v| v.to_string())
     }
 
@@ -257,7 +268,7 @@ impl Follow {
         ticket: TaskTicket,
         wait: Duration,
     ) -> Result<(Follow, Next), Box<Violation>> {
-        let message = ticket.message.clone();
+        let message = ticket.message.as_deref().map(|m| scrub(m, &ticket.id));
         let mut follow = Follow {
             machine,
             poll_every: clamp(ticket.poll_every),
@@ -301,33 +312,36 @@ impl Follow {
         }
     }
 
-    /// Classifies one `tasks/get` (or its failure) and fires it; a wait
-    /// that ran out is fired first instead.
+    /// Classifies one `tasks/get` (or its failure) and fires it. The
+    /// server's word on how the task ended is taken even past the wait; a
+    /// task still running (or a poll that failed) past it fires `deadline`
+    /// instead.
     pub fn seen(&mut self, poll: Result<TaskPoll, McpError>) -> Result<Next, Box<Violation>> {
         self.polls += 1;
-        if Instant::now() >= self.deadline {
-            return self.deadline_passed();
-        }
         let event = match poll {
             Ok(poll) => {
                 self.failing_since = None;
                 self.classify(poll)
             }
-            // The server answered, and not with the task: it does not know
-            // it (SEP-2663: -32602), or does not serve `tasks/get` at all.
-            // Its message is left out: servers name the task id in it
+            // SEP-2663: a task id the server does not know is -32602. Its
+            // message is left out: servers name the task id in it
             // ("Unknown taskId …"), and this reason is shown and stored.
-            Err(McpError::Rpc { code, .. }) => {
+            Err(McpError::Rpc {
+                code: UNKNOWN_TASK, ..
+            }) => {
                 self.unknown_reason = Some(format!(
-                    "the server no longer knows the task (JSON-RPC error {code})"
+                    "the server no longer knows the task (JSON-RPC error {UNKNOWN_TASK})"
                 ));
                 TaskEvent::TaskUnknown
             }
+            // Any other failure (another JSON-RPC error, a transport error,
+            // a timeout, an answer that does not parse) is a poll that
+            // failed, polled again within the budget.
             Err(e) => {
                 let since = *self.failing_since.get_or_insert_with(Instant::now);
                 if since.elapsed() >= UNREACHABLE_AFTER {
                     self.unknown_reason = Some(format!(
-                        "the task's server could not be asked for {} s ({})",
+                        "the task's server gave no usable answer for {} s ({})",
                         UNREACHABLE_AFTER.as_secs(),
                         e.kind()
                     ));
@@ -337,6 +351,13 @@ impl Follow {
                 }
             }
         };
+        let running = matches!(
+            event,
+            TaskEvent::Working | TaskEvent::InputRequired | TaskEvent::PollFailed
+        );
+        if running && Instant::now() >= self.deadline {
+            return self.deadline_passed();
+        }
         self.fire(event)
     }
 
@@ -373,6 +394,7 @@ impl Follow {
                 if poll_every.is_some() {
                     self.poll_every = clamp(poll_every);
                 }
+                let message = message.map(|m| scrub(&m, &self.ticket.id));
                 self.message = message.or(self.message.take());
                 self.last_status = "working";
                 TaskEvent::Working
@@ -386,7 +408,7 @@ impl Follow {
                 TaskEvent::Completed
             }
             TaskPoll::Failed { reason } => {
-                self.pending = Some(Settled::Failed(reason));
+                self.pending = Some(Settled::Failed(scrub(&reason, &self.ticket.id)));
                 TaskEvent::Failed
             }
             TaskPoll::Cancelled => TaskEvent::Cancelled,
@@ -427,6 +449,12 @@ impl Follow {
             ),
         }
     }
+}
+
+/// A server's text with the task id taken out: servers name it in their
+/// messages, and these are shown and stored.
+fn scrub(text: &str, id: &TaskId) -> String {
+    text.replace(id.as_str(), TASK_ID_SHOWN)
 }
 
 /// The server's interval, within [`MIN_POLL`]..=[`MAX_POLL`].
@@ -574,6 +602,68 @@ mod tests {
             f.seen(Ok(working)).unwrap(),
             Next::Settled(Settled::Unknown(r)) if r.contains("cancel was asked")
         ));
+    }
+
+    /// The server's last word is taken even past the wait: a task that
+    /// says it completed after the grace ran out is completed, not unknown.
+    #[test]
+    fn an_ending_the_server_reports_late_is_still_taken() {
+        let (mut f, _) = Follow::start(&table(), ticket(), Duration::ZERO).unwrap();
+        let working = TaskPoll::Working {
+            message: None,
+            poll_every: None,
+        };
+        assert!(matches!(f.seen(Ok(working)).unwrap(), Next::Cancel));
+        f.cancel_sent();
+        f.deadline = Instant::now();
+        let done = TaskPoll::Completed(Box::default());
+        assert!(matches!(
+            f.seen(Ok(done)).unwrap(),
+            Next::Settled(Settled::Completed(_))
+        ));
+        assert_eq!(
+            f.trace(),
+            [
+                "follow-created-task",
+                "deadline-asks-cancel",
+                "completed-despite-cancel"
+            ]
+        );
+    }
+
+    /// Only -32602 says the server forgot the task; another JSON-RPC error
+    /// is a poll that failed, polled again.
+    #[test]
+    fn only_an_unknown_task_error_forgets_the_task() {
+        let (mut f, _) = Follow::start(&table(), ticket(), Duration::from_secs(60)).unwrap();
+        let busy = McpError::Rpc {
+            server: "s".into(),
+            tool: "tasks/get".into(),
+            code: -32603,
+            message: "internal error".into(),
+        };
+        assert!(matches!(f.seen(Err(busy)).unwrap(), Next::Poll(_)));
+        assert_eq!(f.state(), TaskState::Working);
+    }
+
+    /// A server that names the task id in its words has it taken out of
+    /// what is shown and stored.
+    #[test]
+    fn the_task_id_is_taken_out_of_the_servers_words() {
+        let ticket = TaskTicket {
+            id: TaskId::new("tid-9c1e".into()).unwrap(),
+            poll_every: None,
+            message: Some("task tid-9c1e queued".into()),
+        };
+        let (mut f, _) = Follow::start(&table(), ticket, Duration::from_secs(60)).unwrap();
+        assert_eq!(f.progress().message.as_deref(), Some("task <task> queued"));
+        let failed = TaskPoll::Failed {
+            reason: "tid-9c1e ran out of disk".into(),
+        };
+        match f.seen(Ok(failed)).unwrap() {
+            Next::Settled(Settled::Failed(r)) => assert_eq!(r, "<task> ran out of disk"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

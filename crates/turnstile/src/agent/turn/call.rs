@@ -236,11 +236,17 @@ impl Turn<'_> {
         let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending).await;
         // A call the server made a task is followed here to its end: its
         // progress shown, its result (or how it ended) this page's.
+        // Held until the result below is shown: a turn stopped before that
+        // hands the telling on (`agent::tasks`).
+        let mut following = None;
         let answer = match answer {
-            Ok(Answer::Task(ticket)) => self
-                .follow_task(&call_id, tool, server, ticket, called)
-                .await?
-                .map(Answer::Output),
+            Ok(Answer::Task(ticket)) => {
+                let (out, f) = self
+                    .follow_task(&call_id, tool, server, ticket, called)
+                    .await?;
+                following = Some(f);
+                out.map(Answer::Output)
+            }
             other => other,
         };
         telemetry::phase(telemetry::Phase::Mcp, called.elapsed());
@@ -277,6 +283,7 @@ impl Turn<'_> {
                     refusal: None,
                 };
                 self.emit_result(frame, args, None, Some(&digest)).await?;
+                following.iter_mut().for_each(|f| f.shown());
                 return Ok(match first_page {
                     true => {
                         let tool = tool.clone();
@@ -324,6 +331,7 @@ impl Turn<'_> {
         // stored with its card.
         self.emit_result(frame, args, Some(&out), digest.as_ref())
             .await?;
+        following.iter_mut().for_each(|f| f.shown());
         Ok(match (failed, digest) {
             (Some(f), Some(d)) => {
                 if let Anchor::InBandFailure { .. } = f.anchor {

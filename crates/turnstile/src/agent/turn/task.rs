@@ -6,19 +6,17 @@
 
 use std::time::Instant;
 
-use serde_json::json;
-
 use super::{Stop, Turn};
 use crate::agent::tasks::{Following, TaskPlace};
 use crate::mcp::{Follow, McpError, Next, Progress, Settled, TaskTicket, ToolOutput};
-use crate::protocols::task::TaskState;
-use crate::protocols::{telemetry, Names};
-use crate::store::NewTask;
+use crate::protocols::telemetry;
 use crate::wire;
 
 impl Turn<'_> {
     /// Follows the task a call of `tool` became to its end: the tool's
-    /// output, or the error that says how it ended without one.
+    /// output, or the error that says how it ended without one; and the
+    /// [`Following`], to be told once the result is shown (until then a
+    /// stopped turn hands the telling on).
     pub(super) async fn follow_task(
         &mut self,
         call_id: &str,
@@ -26,37 +24,27 @@ impl Turn<'_> {
         server: &str,
         ticket: TaskTicket,
         called: Instant,
-    ) -> Result<Result<ToolOutput, McpError>, Stop> {
+    ) -> Result<(Result<ToolOutput, McpError>, Following), Stop> {
         let agent = self.agent;
         let (follow, next) = Follow::start(&agent.tables.task, ticket, agent.limits.task_wait)
             .map_err(Stop::Violation)?;
-        let key = format!("{}#{call_id}", self.turn_id);
-        agent
-            .store
-            .insert_task(&NewTask {
-                task_key: &key,
-                thread_id: &self.thread_id,
-                turn_id: &self.turn_id,
-                call_id,
-                server,
-                tool,
-                task_id: follow.ticket.id.as_str(),
-                state: follow.state().name(),
-                machine: &json!(follow.snapshot()),
-            })
-            .await?;
         let place = TaskPlace {
             tools: agent.tools.clone(),
             store: agent.store.clone(),
             table: agent.tables.task.clone(),
             wait: agent.limits.task_wait,
-            key,
+            key: format!("{}#{call_id}", self.turn_id),
             thread_id: self.thread_id.clone(),
             turn_id: self.turn_id.clone(),
             call_id: call_id.to_string(),
+            server: server.to_string(),
             tool: tool.to_string(),
         };
-        let mut following = Following::new(place, follow, TaskState::Working);
+        // Held from here: a turn dropped even while the task is being
+        // stored hands it on.
+        let mut following = Following::new(place, follow);
+        following.next = Some(resume_point(&next));
+        following.store().await?;
         let mut shown: Option<Progress> = None;
         let mut next = next;
         let settled = loop {
@@ -79,13 +67,12 @@ impl Turn<'_> {
                         (s.status, &s.message) != (progress.status, &progress.message)
                     });
                     if !matches!(next, Next::Settled(_)) && changed {
-                        let polls = progress.polls;
                         let frame = wire::Progress {
                             call_id: call_id.to_string(),
                             tool: tool.to_string(),
                             status: progress.status.to_string(),
                             message: progress.message.clone(),
-                            polls,
+                            polls: progress.polls,
                             elapsed_ms: u64::try_from(called.elapsed().as_millis())
                                 .unwrap_or(u64::MAX),
                         };
@@ -102,7 +89,10 @@ impl Turn<'_> {
                     if let Err(e) = agent.tools.task_cancel(tool, &follow.ticket.id).await {
                         tracing::warn!(tool, error_kind = e.kind(), "tasks/cancel failed");
                     }
-                    follow.cancel_sent()
+                    let next = follow.cancel_sent();
+                    following.next = Some(resume_point(&next));
+                    following.store_cancelling().await?;
+                    next
                 }
             };
         };
@@ -114,10 +104,21 @@ impl Turn<'_> {
                 .dirty
                 .push((format!("task#{call_id}"), snapshot));
         }
-        // The turn shows the result; the store says it settled. Another
-        // follower that won the swap first changes nothing the turn shows.
-        following.settle(&settled).await?;
-        Ok(as_output(server, tool, settled))
+        // The store says it settled before the turn shows it; another
+        // follower that won the swap first is logged (two processes on
+        // one database), and the turn shows what it saw.
+        if !following.settle(settled).await? {
+            tracing::warn!(tool, "another follower settled this task first");
+        }
+        let out = match following.settled() {
+            Some(s) => as_output(server, tool, s.clone()),
+            None => Err(McpError::Unanswered {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                reason: "the task was handed on".into(),
+            }),
+        };
+        Ok((out, following))
     }
 }
 
