@@ -126,7 +126,9 @@ pub struct Progress {
     /// The `tool_call` this is about.
     pub call_id: String,
     pub tool: String,
-    /// `working`, `input_required` or `cancelling`.
+    /// `working`, or `cancelling` once cancel was asked (the wait ran out,
+    /// or the task asked for input, which turnstile does not answer in a
+    /// task).
     pub status: String,
     /// The server's own status message, cleaned; its words, not ours.
     #[serde(default, skip_serializing_if = "Option::is_none")]
