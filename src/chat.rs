@@ -1806,6 +1806,28 @@ mod tests {
         .unwrap()
     }
 
+    /// A task's progress: the tool, its status and time, and the server's
+    /// message quoted as the server's; without one, no quote at all.
+    #[test]
+    fn a_tasks_progress_quotes_the_server() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        for body in [
+            json!({"call_id": "c", "tool": "compile_site_report", "status": "working",
+                "message": "step 2 of 4: counting open issues by floor", "polls": 3, "elapsed_ms": 812}),
+            json!({"call_id": "c", "tool": "compile_site_report", "status": "cancelling",
+                "polls": 5, "elapsed_ms": 1500}),
+        ] {
+            p.frame(&Frame::Progress(serde_json::from_value(body).unwrap()))
+                .unwrap();
+        }
+        p.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(p.out).unwrap(),
+            "· compile_site_report working (0.8 s): server says \"step 2 of 4: counting open issues by floor\"\n\
+             · compile_site_report cancelling (1.5 s)\n"
+        );
+    }
+
     #[test]
     fn a_question_prints_the_servers_words_its_form_and_the_commands_that_answer_it() {
         let mut p = Printer::new(Vec::new(), Rows::All);
