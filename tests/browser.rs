@@ -174,23 +174,15 @@ async fn the_page_marks_sentences_the_guard_replaced() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_stops_a_stream_that_breaks_the_frame_table() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
     let routes = Router::new().route("/v1/threads/{id}/messages", post(bad_stream));
-    let (stub, base, task) = serve_stub(&s, routes).await;
-
-    drive(&browser, "tests/browser/violations.mjs", &[&base]).await;
-    assert_eq!(
-        stub.answered.load(Ordering::SeqCst),
+    drive_stub(
+        routes,
+        "tests/browser/violations.mjs",
+        None,
         3,
-        "every scenario's stream came from the stub"
-    );
-    task.abort();
-    s.pass();
+        "every scenario's stream came from the stub",
+    )
+    .await;
 }
 
 /// The export flow in the page: "download all my lecture files" (English
@@ -249,23 +241,15 @@ async fn a_link_the_model_wrote_is_never_a_download_button() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_makes_buttons_only_of_listed_capabilities() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
     let routes = Router::new().route("/v1/threads/{id}/messages", post(link_stream));
-    let (stub, base, task) = serve_stub(&s, routes).await;
-
-    drive(&browser, "tests/browser/export.mjs", &["links", &base]).await;
-    assert_eq!(
-        stub.answered.load(Ordering::SeqCst),
+    drive_stub(
+        routes,
+        "tests/browser/export.mjs",
+        Some("links"),
         1,
-        "the stream came from the stub"
-    );
-    task.abort();
-    s.pass();
+        "the stream came from the stub",
+    )
+    .await;
 }
 
 /// Human approval in the page: "reserve seat 12 at 15:00" stops at a card;
@@ -357,23 +341,15 @@ async fn a_task_shows_progress_in_the_page() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn a_tasks_progress_from_a_hand_made_stream_stays_text_in_chromium() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
     let routes = Router::new().route("/v1/threads/{id}/messages", post(progress_stream));
-    let (stub, base, task) = serve_stub(&s, routes).await;
-
-    drive(&browser, "tests/browser/tasks.mjs", &["stub", &base]).await;
-    assert_eq!(
-        stub.answered.load(Ordering::SeqCst),
+    drive_stub(
+        routes,
+        "tests/browser/tasks.mjs",
+        Some("stub"),
         1,
-        "the stream came from the stub"
-    );
-    task.abort();
-    s.pass();
+        "the stream came from the stub",
+    )
+    .await;
 }
 
 /// A question of the demo's tool server in the page, on `revision`:
@@ -443,25 +419,17 @@ async fn a_question_card_is_answered_once_on_2026_07_28_in_chromium() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_renders_every_kind_of_question_field() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
     let routes = Router::new()
         .route("/v1/threads/{id}/messages", post(question_stream))
         .route("/v1/threads/{id}/resume", post(question_resume));
-    let (stub, base, task) = serve_stub(&s, routes).await;
-
-    drive(&browser, "tests/browser/questions.mjs", &["stub", &base]).await;
-    assert_eq!(
-        stub.answered.load(Ordering::SeqCst),
+    drive_stub(
+        routes,
+        "tests/browser/questions.mjs",
+        Some("stub"),
         3,
-        "one question streamed, and two answers reached the stub (the browser stopped the bad one)"
-    );
-    task.abort();
-    s.pass();
+        "one question streamed, and two answers reached the stub (the browser stopped the bad one)",
+    )
+    .await;
 }
 
 /// A stored thread's questions after a reload, one per way the approval
@@ -472,23 +440,15 @@ async fn the_page_renders_every_kind_of_question_field() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn a_stored_question_shows_how_it_ended_in_chromium() {
-    let browser = browser();
-    let tmp = tempfile::tempdir().unwrap();
-    let s = TestServer::builder()
-        .database(&databases(&tmp)[0])
-        .start()
-        .await;
     let routes = Router::new().route("/v1/threads/{id}", axum::routing::get(stored_questions));
-    let (stub, base, task) = serve_stub(&s, routes).await;
-
-    drive(&browser, "tests/browser/questions.mjs", &["stored", &base]).await;
-    assert_eq!(
-        stub.answered.load(Ordering::SeqCst),
+    drive_stub(
+        routes,
+        "tests/browser/questions.mjs",
+        Some("stored"),
         1,
-        "the thread came from the stub"
-    );
-    task.abort();
-    s.pass();
+        "the thread came from the stub",
+    )
+    .await;
 }
 
 /// The stub's stored thread: five questions, each ended another way.
@@ -706,6 +666,30 @@ async fn question_resume(State(st): State<Stub>, Json(body): Json<Value>) -> Res
 
 /// Serves `routes` in front of the real server `s` (everything else passes
 /// through to it): the stub, its base URL, and its task.
+/// A page test against a stub in front of the real server: `routes`
+/// answer in its place, everything else passes through. `script` runs in
+/// `mode` (if any) against the stub; the stub answered `answered` times.
+async fn drive_stub(
+    routes: Router<Stub>,
+    script: &str,
+    mode: Option<&str>,
+    answered: usize,
+    why: &str,
+) {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let (stub, base, task) = serve_stub(&s, routes).await;
+    let args: Vec<&str> = mode.into_iter().chain([base.as_str()]).collect();
+    drive(&browser, script, &args).await;
+    assert_eq!(stub.answered.load(Ordering::SeqCst), answered, "{why}");
+    task.abort();
+    s.pass();
+}
+
 async fn serve_stub(
     s: &TestServer,
     routes: Router<Stub>,
