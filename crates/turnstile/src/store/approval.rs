@@ -57,19 +57,7 @@ impl Store {
     /// whose confirm was sent).
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn approvals_in(&self, states: &[&str]) -> Result<Vec<StoredApproval>, StoreError> {
-        let mut out = Vec::new();
-        for state in states {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS} FROM approvals WHERE state = $1 ORDER BY created_at"
-            )))
-            .bind(*state)
-            .fetch_all(&self.pool)
-            .await?;
-            for r in &rows {
-                out.push(from_row(r)?);
-            }
-        }
-        Ok(out)
+        super::sql::rows_in_states(&self.pool, "approvals", COLUMNS, states, from_row).await
     }
 
     /// The turn of the thread's latest user-side message (a user message or

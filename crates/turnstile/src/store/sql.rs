@@ -60,3 +60,27 @@ pub(super) fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
+
+/// Every row of `table` whose `state` is one of `states`, oldest first,
+/// read by `from_row` (the approvals and tasks a start-up picks up).
+pub(super) async fn rows_in_states<T>(
+    pool: &sqlx::AnyPool,
+    table: &str,
+    columns: &str,
+    states: &[&str],
+    from_row: fn(&sqlx::any::AnyRow) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut out = Vec::new();
+    for state in states {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {columns} FROM {table} WHERE state = $1 ORDER BY created_at"
+        )))
+        .bind(*state)
+        .fetch_all(pool)
+        .await?;
+        for r in &rows {
+            out.push(from_row(r)?);
+        }
+    }
+    Ok(out)
+}

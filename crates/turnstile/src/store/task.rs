@@ -114,19 +114,7 @@ impl Store {
     /// Every task in one of `states` (start-up follows the unsettled ones).
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn tasks_in(&self, states: &[&str]) -> Result<Vec<StoredTask>, StoreError> {
-        let mut out = Vec::new();
-        for state in states {
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS} FROM tasks WHERE state = $1 ORDER BY created_at"
-            )))
-            .bind(*state)
-            .fetch_all(&self.pool)
-            .await?;
-            for r in &rows {
-                out.push(from_row(r)?);
-            }
-        }
-        Ok(out)
+        super::sql::rows_in_states(&self.pool, "tasks", COLUMNS, states, from_row).await
     }
 
     /// Moves the task from `from` to `to` with its machine's snapshot (and,
