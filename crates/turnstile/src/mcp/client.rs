@@ -41,7 +41,7 @@ use super::input::InputRound;
 use super::normalize::ToolOutput;
 use super::session::{self, Failure, Listing, Reply, Session};
 use super::spec::{ServerInfo, ServerSpec, ToolInfo, ToolTrust, Transport};
-use super::task::{Follow, Settled, TaskId, TaskPoll, TaskPoller, TaskTicket};
+use super::task::{Follow, TaskId, TaskPoll, TaskPoller, TaskTicket};
 // Where `cli::mcp`, `llm::openai` and `main` have always found them.
 pub use super::spec::shown_command;
 pub use super::url::{redact_url, scrub_urls};
@@ -655,24 +655,10 @@ impl ToolClient {
         // tool, `turnstile mcp`) waits no longer than for a call.
         let (mut follow, next) = Follow::start(&table, ticket, self.call_timeout)
             .map_err(|v| protocol(v.to_string()))?;
-        match crate::mcp::task::drive(self, &mut follow, next)
+        crate::mcp::task::drive(self, &mut follow, next)
             .await
             .map_err(|v| protocol(v.to_string()))?
-        {
-            Settled::Completed(out) => Ok(*out),
-            Settled::Failed(reason) => Err(McpError::Rpc {
-                server: self.shared.spec.name.clone(),
-                tool: tool.to_string(),
-                code: 0,
-                message: format!("the task failed: {reason}"),
-            }),
-            Settled::Cancelled => Err(protocol("the task was cancelled".into())),
-            Settled::Unknown(reason) => Err(McpError::Unanswered {
-                server: self.shared.spec.name.clone(),
-                tool: tool.to_string(),
-                reason,
-            }),
-        }
+            .into_output(&self.shared.spec.name, tool)
     }
 
     /// One request about a task (`tasks/get`, `tasks/cancel`) on the ready

@@ -197,6 +197,34 @@ pub enum Settled {
     Unknown(String),
 }
 
+impl Settled {
+    /// The call's outcome: the tool's output, or the error that says how
+    /// the task ended without one. A cancelled task may have done part of
+    /// its work, so it is outcome unknown, like one the server forgot.
+    pub fn into_output(self, server: &str, tool: &str) -> Result<ToolOutput, McpError> {
+        let (server, tool) = (server.to_string(), tool.to_string());
+        match self {
+            Settled::Completed(out) => Ok(*out),
+            Settled::Failed(reason) => Err(McpError::Rpc {
+                server,
+                tool,
+                code: 0,
+                message: format!("the task failed: {reason}"),
+            }),
+            Settled::Cancelled => Err(McpError::Unanswered {
+                server,
+                tool,
+                reason: "the task was cancelled".into(),
+            }),
+            Settled::Unknown(reason) => Err(McpError::Unanswered {
+                server,
+                tool,
+                reason,
+            }),
+        }
+    }
+}
+
 /// What the last poll showed, for a progress line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {

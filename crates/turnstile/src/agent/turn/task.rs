@@ -111,7 +111,7 @@ impl Turn<'_> {
             tracing::warn!(tool, "another follower settled this task first");
         }
         let out = match following.settled() {
-            Some(s) => as_output(server, tool, s.clone()),
+            Some(s) => s.clone().into_output(server, tool),
             None => Err(McpError::Unanswered {
                 server: server.to_string(),
                 tool: tool.to_string(),
@@ -129,31 +129,5 @@ fn resume_point(next: &Next) -> Next {
         Next::Poll(after) => Next::Poll(*after),
         Next::Cancel => Next::Cancel,
         Next::Settled(_) => Next::Poll(std::time::Duration::ZERO),
-    }
-}
-
-/// A settled task as a call's outcome: the tool's output, or the error
-/// that says how it ended without one.
-fn as_output(server: &str, tool: &str, settled: Settled) -> Result<ToolOutput, McpError> {
-    let (server, tool) = (server.to_string(), tool.to_string());
-    match settled {
-        Settled::Completed(out) => Ok(*out),
-        Settled::Failed(reason) => Err(McpError::Rpc {
-            server,
-            tool,
-            code: 0,
-            message: format!("the task failed: {reason}"),
-        }),
-        // A cancelled task may have done part of its work: unknown.
-        Settled::Cancelled => Err(McpError::Unanswered {
-            server,
-            tool,
-            reason: "the task was cancelled".into(),
-        }),
-        Settled::Unknown(reason) => Err(McpError::Unanswered {
-            server,
-            tool,
-            reason,
-        }),
     }
 }
