@@ -46,15 +46,17 @@ pub struct TaskPlace {
 /// the swap had not landed; telling the turn, if its result was not shown.
 pub struct Following {
     place: TaskPlace,
-    /// `None` once the settling swap landed (or another follower's did).
-    pub follow: Option<Follow>,
+    pub follow: Follow,
     /// The state the store holds (the compare-and-swap's `from`); `None`:
     /// not stored yet.
-    pub stored: Option<TaskState>,
+    stored: Option<TaskState>,
     /// What to do next, if the turn stopped between two steps.
     pub next: Option<Next>,
     /// How the task ended, once it did.
     settled: Option<Settled>,
+    /// Whether the settling swap was made (won, or lost to another
+    /// follower's).
+    swapped: bool,
     /// Whether the turn showed the call's result.
     shown: bool,
 }
@@ -63,41 +65,33 @@ impl Following {
     pub fn new(place: TaskPlace, follow: Follow) -> Following {
         Following {
             place,
-            follow: Some(follow),
+            follow,
             stored: None,
             next: None,
             settled: None,
+            swapped: false,
             shown: false,
         }
     }
 
     /// Stores the task before it is polled.
     pub async fn store(&mut self) -> Result<(), StoreError> {
-        if let Some(follow) = self.follow.as_ref() {
-            insert(&self.place, follow).await?;
-            self.stored = Some(follow.state());
-        }
+        insert(&self.place, &self.follow).await?;
+        self.stored = Some(self.follow.state());
         Ok(())
     }
 
     /// Stores that cancel was asked for (so a restart gives it the grace,
     /// not a new wait, and no second cancel).
     pub async fn store_cancelling(&mut self) -> Result<(), StoreError> {
-        let (Some(follow), Some(from)) = (self.follow.as_ref(), self.stored) else {
+        let (follow, Some(from)) = (&self.follow, self.stored) else {
             return Ok(());
         };
         let to = follow.state();
+        let snapshot = json!(follow.snapshot());
         if to != from
-            && self
-                .place
-                .store
-                .swap_task(
-                    &self.place.key,
-                    from.name(),
-                    to.name(),
-                    &json!(follow.snapshot()),
-                    None,
-                )
+            && (self.place.store)
+                .swap_task(&self.place.key, from.name(), to.name(), &snapshot, None)
                 .await?
         {
             self.stored = Some(to);
@@ -106,23 +100,16 @@ impl Following {
     }
 
     /// Settles the stored task as `settled` (if no other follower did
-    /// first). `false`: another follower settled it. The follower is let
-    /// go only once the swap has landed.
+    /// first). `false`: another follower settled it. A turn stopped before
+    /// the swap landed leaves it to [`Drop`].
     pub async fn settle(&mut self, settled: Settled) -> Result<bool, StoreError> {
-        self.settled = Some(settled);
-        let (Some(follow), Some(stored), Some(settled)) =
-            (self.follow.as_ref(), self.stored, self.settled.as_ref())
-        else {
+        let settled = self.settled.insert(settled);
+        let Some(stored) = self.stored else {
             return Ok(false);
         };
-        let won = store_settled(&self.place, follow, stored, settled).await?;
-        self.follow = None;
+        let won = store_settled(&self.place, &self.follow, stored, settled).await?;
+        self.swapped = true;
         Ok(won)
-    }
-
-    /// How the task ended, as settled.
-    pub fn settled(&self) -> Option<&Settled> {
-        self.settled.as_ref()
     }
 
     /// The turn showed the call's result: nothing is left to tell.
@@ -139,16 +126,15 @@ impl Drop for Following {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let place = self.place.clone();
-        let left = match (self.follow.take(), self.settled.take()) {
+        let (place, follow) = (self.place.clone(), self.follow.clone());
+        let left = match (self.settled.take(), self.swapped) {
             // Settled and swapped: only the telling is left.
-            (None, Some(settled)) => Left::Tell(settled),
-            (Some(follow), Some(settled)) => Left::Settle(follow, settled),
-            (Some(follow), None) => Left::Follow(
+            (Some(settled), true) => Left::Tell(follow, settled),
+            (Some(settled), false) => Left::Settle(follow, settled),
+            (None, _) => Left::Follow(
                 follow,
                 self.next.take().unwrap_or(Next::Poll(Duration::ZERO)),
             ),
-            (None, None) => return,
         };
         let stored = self.stored;
         tracing::info!(tool = %place.tool, "the turn stopped; its task is handed on");
@@ -160,7 +146,7 @@ impl Drop for Following {
 enum Left {
     Follow(Follow, Next),
     Settle(Follow, Settled),
-    Tell(Settled),
+    Tell(Follow, Settled),
 }
 
 async fn hand_on(place: TaskPlace, stored: Option<TaskState>, left: Left) {
@@ -173,7 +159,8 @@ async fn hand_on(place: TaskPlace, stored: Option<TaskState>, left: Left) {
             }
             follow.state()
         }
-        (None, Left::Tell(_)) => return,
+        // Swapped means stored.
+        (None, Left::Tell(..)) => return,
     };
     match left {
         Left::Follow(follow, next) => follow_to_end(place, follow, next, stored).await,
@@ -184,10 +171,7 @@ async fn hand_on(place: TaskPlace, stored: Option<TaskState>, left: Left) {
                 Err(e) => tracing::warn!(error = %e, "a settled task could not be stored"),
             }
         }
-        Left::Tell(settled) => {
-            let state = settled_state(&settled);
-            tell_as(&place, state, None, &settled).await
-        }
+        Left::Tell(follow, settled) => tell(&place, &follow, &settled).await,
     }
 }
 
@@ -230,38 +214,22 @@ async fn follow_to_end(place: TaskPlace, follow: Follow, next: Next, stored: Tas
     }
 }
 
-/// The state a settled task is stored in.
-fn settled_state(settled: &Settled) -> TaskState {
-    match settled {
-        Settled::Completed(_) => TaskState::Completed,
-        Settled::Failed(_) => TaskState::Failed,
-        Settled::Cancelled => TaskState::Cancelled,
-        Settled::Unknown(_) => TaskState::Unknown,
-    }
-}
-
 /// Appends how the task ended to its turn, with its machine.
 async fn tell(place: &TaskPlace, follow: &Follow, settled: &Settled) {
-    tell_as(place, follow.state(), Some(follow), settled).await
-}
-
-async fn tell_as(place: &TaskPlace, state: TaskState, follow: Option<&Follow>, settled: &Settled) {
     let (text, result) = told(settled);
     let record = Record::TaskSettled {
         call_id: &place.call_id,
         tool: &place.tool,
-        state: state.name(),
+        state: follow.state().name(),
         text: &text,
         result,
     }
     .message();
     let name = format!("task#{}", place.call_id);
-    let machines: Vec<(&str, Value)> = follow
-        .map(|f| vec![(name.as_str(), json!(f.snapshot()))])
-        .unwrap_or_default();
+    let machine = [(name.as_str(), json!(follow.snapshot()))];
     let written = place
         .store
-        .step(&place.thread_id, &place.turn_id, &[record], &machines)
+        .step(&place.thread_id, &place.turn_id, &[record], &machine)
         .await;
     if let Err(e) = written {
         tracing::warn!(error = %e, "a settled task could not be appended to its turn");

@@ -236,6 +236,7 @@ pub struct Progress {
 }
 
 /// One task's machine of `tables/task.ron` and its clocks.
+#[derive(Clone)]
 pub struct Follow {
     machine: Typed<Task>,
     pub ticket: TaskTicket,

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::{Stop, Turn};
 use crate::agent::tasks::{Following, TaskPlace};
-use crate::mcp::{Follow, McpError, Next, Progress, Settled, TaskTicket, ToolOutput};
+use crate::mcp::{Follow, McpError, Next, Progress, TaskTicket, ToolOutput};
 use crate::protocols::telemetry;
 use crate::wire;
 
@@ -55,9 +55,7 @@ impl Turn<'_> {
                 Next::Poll(after) => {
                     following.next = Some(Next::Poll(after));
                     tokio::time::sleep(after).await;
-                    let Some(follow) = following.follow.as_mut() else {
-                        break Settled::Unknown("the task was handed on".into());
-                    };
+                    let follow = &mut following.follow;
                     let poll = agent.tools.task_get(tool, &follow.ticket.id).await;
                     let next = follow.seen(poll).map_err(Stop::Violation)?;
                     let progress = follow.progress();
@@ -83,9 +81,7 @@ impl Turn<'_> {
                 }
                 Next::Cancel => {
                     following.next = Some(Next::Cancel);
-                    let Some(follow) = following.follow.as_mut() else {
-                        break Settled::Unknown("the task was handed on".into());
-                    };
+                    let follow = &mut following.follow;
                     if let Err(e) = agent.tools.task_cancel(tool, &follow.ticket.id).await {
                         tracing::warn!(tool, error_kind = e.kind(), "tasks/cancel failed");
                     }
@@ -97,27 +93,18 @@ impl Turn<'_> {
             };
         };
         following.next = None;
-        if let Some(follow) = following.follow.as_ref() {
-            let snapshot = follow.snapshot();
-            telemetry::record(snapshot.clone());
-            self.ledger
-                .dirty
-                .push((format!("task#{call_id}"), snapshot));
-        }
+        let snapshot = following.follow.snapshot();
+        telemetry::record(snapshot.clone());
+        self.ledger
+            .dirty
+            .push((format!("task#{call_id}"), snapshot));
+        let out = settled.clone().into_output(server, tool);
         // The store says it settled before the turn shows it; another
         // follower that won the swap first is logged (two processes on
         // one database), and the turn shows what it saw.
         if !following.settle(settled).await? {
             tracing::warn!(tool, "another follower settled this task first");
         }
-        let out = match following.settled() {
-            Some(s) => s.clone().into_output(server, tool),
-            None => Err(McpError::Unanswered {
-                server: server.to_string(),
-                tool: tool.to_string(),
-                reason: "the task was handed on".into(),
-            }),
-        };
         Ok((out, following))
     }
 }
