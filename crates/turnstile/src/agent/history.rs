@@ -56,10 +56,11 @@ fn build_from<'m>(
     for m in messages.filter(|m| m.turn_id != current) {
         // A task that ended after its turn is appended later, maybe after
         // newer turns: it belongs to its own turn's group.
-        if let Stored::TaskSettled { tool, text } = Stored::read(&m.body) {
+        let stored = Stored::read(&m.body);
+        if let Stored::TaskSettled { tool, text } = &stored {
             let own = turns.iter_mut().rev().find(|(id, _, _)| *id == m.turn_id);
             if let Some((_, turn, _)) = own {
-                turn.cards.push(settled_line(&tool, &text));
+                turn.cards.push(settled_line(tool, text));
                 continue;
             }
         }
@@ -74,7 +75,7 @@ fn build_from<'m>(
         let Some((_, turn, answered)) = turns.last_mut() else {
             continue;
         };
-        match Stored::read(&m.body) {
+        match stored {
             Stored::User { text } => turn.user = redact(&text),
             Stored::Card { citation, .. } => turn.cards.push(redact(&card_line(&citation))),
             // Batches until the answer record replaces them whole; joined
