@@ -62,7 +62,7 @@ fn config(
     port: u16,
     db: &Path,
     fake: &FakeOpenAi,
-    tools: &DemoServer,
+    url: &str,
     protocol: &str,
 ) -> String {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
@@ -97,7 +97,7 @@ status = "get_action"
         base = q(&fake.base_url),
         name = q(FAKE_MODEL),
         key = q(KEY),
-        url = q(&tools.url),
+        url = q(url),
         protocol = q(protocol),
     );
     let path = dir.join(format!("serve-{port}.toml"));
@@ -113,20 +113,21 @@ impl Served {
         tools: &DemoServer,
         http: &reqwest::Client,
     ) -> Served {
-        Served::speaking(dir, db, fake, tools, http, "2025-11-25").await
+        Served::speaking(dir, db, fake, &tools.url, http, "2025-11-25").await
     }
 
-    /// As [`Served::start`], speaking `protocol` to the demo tool server.
+    /// As [`Served::start`], speaking `protocol` to the tool server at
+    /// `url`.
     async fn speaking(
         dir: &Path,
         db: &Path,
         fake: &FakeOpenAi,
-        tools: &DemoServer,
+        url: &str,
         http: &reqwest::Client,
         protocol: &str,
     ) -> Served {
         let port = free_port();
-        let cfg = config(dir, port, db, fake, tools, protocol);
+        let cfg = config(dir, port, db, fake, url, protocol);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -215,7 +216,7 @@ impl Killable {
         let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
             .await
             .unwrap();
-        let first = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let first = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, protocol).await;
         let created: Value = first
             .post(&http, "/v1/threads", json!({}))
             .await
@@ -468,7 +469,7 @@ async fn a_question_pending_at_a_sigkill() {
             .clone();
         first.kill();
 
-        let second = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
+        let second = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, protocol).await;
         let answer = json!({
             "interrupt_id": i.interrupt_id,
             "decision": "accept",
@@ -528,42 +529,11 @@ async fn a_task_running_at_a_sigkill_is_followed_after_restart() {
                 json!({"project": "tower-a"}),
             )
             .await;
-        // Read until the first progress frame: the task is stored and runs.
-        let mut reader = FrameReader::new();
-        let mut body = r.bytes_stream();
-        while !reader
-            .frames()
-            .iter()
-            .any(|f| FrameKind::of(f) == FrameKind::Progress)
-        {
-            let chunk = body.next().await.expect("the stream is open").unwrap();
-            reader.push(&chunk);
-        }
-        first.kill();
-        drop(body);
+        until_progress(r, first).await;
         assert_eq!(tools.reports().runs(), 1, "{protocol}");
 
-        let second = Served::speaking(tmp.path(), &db, &fake, &tools, &http, protocol).await;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let view = loop {
-            let v = second.thread(&http, &thread).await;
-            let settled = v["tasks"][0]["state"] == "Completed"
-                && v["messages"].to_string().contains("task_settled");
-            if settled {
-                break v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{protocol}: the task was not followed after the restart: {v:#}; see {}",
-                tmp.path().join("serve.log").display()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
-        let text = &view["tasks"][0]["outcome"]["text"];
-        assert_eq!(
-            text, "the task ended, and the tool returned a result",
-            "{protocol}"
-        );
+        let second = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, protocol).await;
+        completed_after_restart(&second, &http, &thread, tmp.path(), protocol).await;
         assert_eq!(tools.reports().runs(), 1, "{protocol}: the work ran once");
         assert_eq!(
             tools.tool_calls("compile_site_report"),
@@ -574,4 +544,102 @@ async fn a_task_running_at_a_sigkill_is_followed_after_restart() {
         second.kill();
         tools.shutdown().await;
     }
+}
+
+/// Reads a turn's stream until its first progress frame (the task is
+/// stored and runs), then SIGKILLs the process serving it.
+async fn until_progress(r: reqwest::Response, served: Served) {
+    let mut reader = FrameReader::new();
+    let mut body = r.bytes_stream();
+    while !reader
+        .frames()
+        .iter()
+        .any(|f| FrameKind::of(f) == FrameKind::Progress)
+    {
+        let chunk = body.next().await.expect("the stream is open").unwrap();
+        reader.push(&chunk);
+    }
+    served.kill();
+}
+
+/// Waits (30 s at most) until the restarted process has followed the
+/// thread's task to `Completed` and appended it to the cut turn.
+async fn completed_after_restart(
+    served: &Served,
+    http: &reqwest::Client,
+    thread: &str,
+    dir: &Path,
+    label: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let view = loop {
+        let v = served.thread(http, thread).await;
+        let settled = v["tasks"][0]["state"] == "Completed"
+            && v["messages"].to_string().contains("task_settled");
+        if settled {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{label}: the task was not followed after the restart: {v:#}; see {}",
+            dir.join("serve.log").display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        view["tasks"][0]["outcome"]["text"], "the task ended, and the tool returned a result",
+        "{label}"
+    );
+}
+
+/// The same kill against a server we did not write the SDK of: the
+/// official Python SDK's `py_server.py`, whose `inspect_site` is a task on
+/// 2026-07-28 (`py_tasks.py`). The restarted process follows the SDK's
+/// task by its stored id to `Completed`; the server ran the inspection
+/// once: the call was never re-sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the npm/PyPI MCP servers: scripts/test-deps, run with --include-ignored"]
+async fn a_python_sdk_task_running_at_a_sigkill_is_followed_after_restart() {
+    let py = crate::mcp_interop::start_py_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("kill.db");
+    let http = own_browser();
+    let fake = FakeOpenAi::start().await;
+    let protocol = "2026-07-28";
+    let first = Served::speaking(tmp.path(), &db, &fake, &py.url, &http, protocol).await;
+    let created: Value = first
+        .post(&http, "/v1/threads", json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let thread = created["thread_id"].as_str().unwrap().to_string();
+    let r = first
+        .turn(
+            &http,
+            &fake,
+            &thread,
+            "inspect tower-a",
+            "inspect_site",
+            json!({"site": "tower-a"}),
+        )
+        .await;
+    until_progress(r, first).await;
+    let second = Served::speaking(tmp.path(), &db, &fake, &py.url, &http, protocol).await;
+    completed_after_restart(&second, &http, &thread, tmp.path(), "python").await;
+    let client = turnstile::mcp::ToolClient::connect(&turnstile::mcp::ServerSpec::http(
+        "python",
+        py.url.clone(),
+    ))
+    .await
+    .expect("connect to the python server");
+    let out = client
+        .call("task_counts", serde_json::Map::new())
+        .await
+        .expect("task_counts");
+    let counts: Value = serde_json::from_str(out.text().trim()).expect("the counts as JSON");
+    assert_eq!(counts["runs"], 1, "the inspection ran once: {counts}");
+    assert_eq!(counts["cancels"], 0, "{counts}");
+    client.close().await;
+    second.kill();
 }

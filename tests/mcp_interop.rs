@@ -538,9 +538,9 @@ async fn npm_server_everything_over_stdio() {
 
 // ------------------------------------------------ official Python SDK server --
 
-struct PyServer {
+pub(crate) struct PyServer {
     child: tokio::process::Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 fn free_port() -> u16 {
@@ -550,7 +550,7 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
-async fn start_py_server() -> PyServer {
+pub(crate) async fn start_py_server() -> PyServer {
     let py = needs::python_sdk();
     let port = free_port();
     let mut child = tokio::process::Command::new(&py)
