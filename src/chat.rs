@@ -58,13 +58,15 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
         Frame::Figure(f) => figure(f),
         Frame::Delta(_) => return None,
         Frame::Interrupt(i) => interrupt(i, None, None),
-        // The server's own words on its task, quoted as its.
+        // The server's own words on its task, quoted as its (and escaped
+        // as any server's text for the terminal).
         Frame::Progress(p) => match &p.message {
             Some(m) => format!(
-                "· {} {} ({:.1} s): server says \"{m}\"",
+                "· {} {} ({:.1} s): server says \"{}\"",
                 p.tool,
                 p.status.replace('_', " "),
-                p.elapsed_ms as f64 / 1000.0
+                p.elapsed_ms as f64 / 1000.0,
+                said(m)
             ),
             None => format!(
                 "· {} {} ({:.1} s)",
@@ -1816,6 +1818,8 @@ mod tests {
                 "message": "step 2 of 4: counting open issues by floor", "polls": 3, "elapsed_ms": 812}),
             json!({"call_id": "c", "tool": "compile_site_report", "status": "cancelling",
                 "polls": 5, "elapsed_ms": 1500}),
+            json!({"call_id": "c", "tool": "compile_site_report", "status": "working",
+                "message": "done\u{202e}txt.exe", "polls": 6, "elapsed_ms": 1800}),
         ] {
             p.frame(&Frame::Progress(serde_json::from_value(body).unwrap()))
                 .unwrap();
@@ -1824,7 +1828,8 @@ mod tests {
         assert_eq!(
             String::from_utf8(p.out).unwrap(),
             "· compile_site_report working (0.8 s): server says \"step 2 of 4: counting open issues by floor\"\n\
-             · compile_site_report cancelling (1.5 s)\n"
+             · compile_site_report cancelling (1.5 s)\n\
+             · compile_site_report working (1.8 s): server says \"done\\u{202e}txt.exe\"\n"
         );
     }
 
