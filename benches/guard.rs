@@ -282,6 +282,8 @@ fn guard(table: &Bound<Narration>, c: &Case) -> Guard {
         cards: &c.cards,
         user_text: c.user,
         args: c.args.as_object().into_iter().collect(),
+        links: Vec::new(),
+        link_origins: &[],
     };
     let l = Licences::of_turn(facts, vocab::vocab(lang));
     let replacement = turnstile::guard::check::primary_anchor(&c.anchors)

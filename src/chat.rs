@@ -817,7 +817,7 @@ impl<W: Write> Printer<W> {
                 // A refused sentence whose replacement was said already:
                 // nothing takes its place, and the mark says so.
                 Some(r) => write!(self.out, "[removed: {}] ", r.row_id)?,
-                None => write!(self.out, "{}", d.text)?,
+                None => write!(self.out, "{}", inert_urls(d))?,
             }
             // A capability the server validated: the link on its own
             // line, whole, so a terminal can open it.
@@ -1322,6 +1322,21 @@ fn fill(
     Ok(())
 }
 
+/// A delta's text with every URL that the server did not list (as a
+/// delivered capability or a link of an allowed origin) defanged
+/// (`https[:]//…`), so that a terminal does not offer it as a link: a
+/// model's own URL is text, never one click away (issue 33).
+fn inert_urls(d: &turnstile::wire::Delta) -> String {
+    turnstile::mcp::url::replace_urls(&d.text, |url| {
+        let listed =
+            d.capabilities.iter().any(|c| c.url == url) || d.links.iter().any(|l| l == url);
+        match listed {
+            true => url.to_string(),
+            false => url.replacen("://", "[:]//", 1),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1506,6 +1521,34 @@ mod tests {
              PANO-11 · floor 3 · d · \n    \
              ⋯ more: turnstile chat http://127.0.0.1:8080 --thread t1 --more\n"
         );
+    }
+
+    /// A URL the server did not list is defanged, so no terminal offers it
+    /// as a link; a listed capability and an allowed link stay whole.
+    #[test]
+    fn only_listed_urls_stay_links() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        let cap = "http://127.0.0.1:8090/api/lms/exports/J1/download?token=abc";
+        let doc = "https://docs.example.com/guide";
+        let text = format!("Made up: https://lms.example.com/x?token=g. Docs: {doc}. Yours: {cap}");
+        p.frame(&Frame::Delta(
+            serde_json::from_value(json!({
+                "text": text,
+                "capabilities": [{"url": cap, "label": "Download"}],
+                "links": [doc],
+            }))
+            .unwrap(),
+        ))
+        .unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert!(
+            out.contains("Made up: https[:]//lms.example.com/x?token=g."),
+            "{out}"
+        );
+        assert!(!out.contains("https://lms.example.com"), "{out}");
+        assert!(out.contains(&format!("Docs: {doc}.")), "{out}");
+        assert!(out.contains(&format!("Yours: {cap}")), "{out}");
     }
 
     /// A delivered capability is printed whole on a line of its own, with

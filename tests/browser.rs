@@ -234,10 +234,10 @@ async fn a_link_the_model_wrote_is_never_a_download_button() {
 
 /// The page's link allowlist against hand-made streams: only a URL that its
 /// own frame lists in `capabilities` becomes a download button (named by the
-/// label, "link expired" once past its expiry); other http(s) links are
-/// plain anchors without their query on screen, a URL split across deltas
-/// is linked at `done`, other schemes stay text, a replaced sentence keeps
-/// its marker. The page, the table and threads are the real server's.
+/// label, "link expired" once past its expiry), one it lists in `links` a
+/// plain anchor; every other http(s) URL is inert text without its query
+/// (issue 33), other schemes stay text, a replaced sentence keeps its
+/// marker. The page, the table and threads are the real server's.
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_page_makes_buttons_only_of_listed_capabilities() {
@@ -852,6 +852,7 @@ async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response
             text: t.into(),
             replaced: None,
             capabilities: vec![],
+            links: vec![],
         })
     };
     let call = Frame::ToolCall(ToolCall {
@@ -993,6 +994,7 @@ async fn link_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Respons
             text: text.into(),
             replaced: None,
             capabilities,
+            links: vec![],
         })
     };
     let hour = now + Duration::from_secs(3600);
@@ -1005,11 +1007,16 @@ async fn link_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Respons
             thread_id: "stub".into(),
             turn_id: TURN.into(),
         }),
-        delta(
-            "Docs: [the guide](https://docs.example.com/guide?token=SECRET1) and \
-             https://example.org/a/b?token=SECRET2. ",
-            vec![],
-        ),
+        // The guide is of an origin the operator allows (`links`); the
+        // other URL is listed by no frame.
+        Frame::Delta(Delta {
+            text: "Docs: [the guide](https://docs.example.com/guide?token=SECRET1) and \
+                   https://example.org/a/b?token=SECRET2. "
+                .into(),
+            replaced: None,
+            capabilities: vec![],
+            links: vec!["https://docs.example.com/guide?token=SECRET1".into()],
+        }),
         delta(
             "Not links: javascript:alert(1) [x](javascript:alert(1)) [d](data:text/html,hi) \
              [v](vbscript:msgbox) [f](file:///etc/passwd) [r](/relative) [u](HTTPS:no-slashes. ",
@@ -1045,6 +1052,7 @@ async fn link_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Respons
                 claim: "count".into(),
             }),
             capabilities: vec![],
+            links: vec![],
         }),
         delta("\nSplit: https://split.exa", vec![]),
         delta("mple.com/path?token=T now.", vec![]),

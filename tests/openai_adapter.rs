@@ -732,7 +732,10 @@ async fn split_tool_calls_several_in_one_response_and_bad_arguments() {
         .unwrap();
     let lines = directives(responder.system());
     assert_eq!(
-        lines.iter().filter(|l| l.contains("tool failed")).count(),
+        lines
+            .iter()
+            .filter(|l| l.contains("was refused before it was sent"))
+            .count(),
         2,
         "{lines:?}"
     );

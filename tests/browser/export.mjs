@@ -57,6 +57,7 @@ const lastAnswer = () => ev(`(() => {
       testid: a.dataset.testid ?? null, href: a.getAttribute('href'), text: a.textContent,
       rel: a.getAttribute('rel'), target: a.getAttribute('target') })),
     downloads: b.querySelectorAll('[data-testid=download]').length,
+    inert: [...answer.querySelectorAll('[data-testid=inert-url]')].map((n) => n.textContent),
     expired: [...b.querySelectorAll('[data-testid=download-expired]')].map((n) => ({
       tag: n.tagName, text: n.textContent, href: n.getAttribute('href'), disabled: n.getAttribute('aria-disabled') })),
     replaced: [...answer.querySelectorAll('[data-testid=replaced]')].map((n) => ({ row: n.dataset.row, text: n.textContent })),
@@ -200,8 +201,8 @@ const lyingMode = async () => {
   console.log(`     no delivery: ${JSON.stringify(a)}`);
   check(a.downloads === 0 && a.anchors.every((x) => x.testid !== "download"), "a made-up link is never a download button");
   check(a.anchors.every((x) => !x.text.includes("token") && !x.text.includes("guessed")), "no anchor shows a token");
-  const survived = a.text.includes("lms.example.com") || a.anchors.some((x) => (x.href ?? "").includes("lms.example.com"));
-  console.log(`     the made-up link ${survived ? "survived the guard, as a plain anchor" : "was replaced by the guard"}`);
+  check(!a.anchors.some((x) => (x.href ?? "").includes("lms.example.com")), "the made-up link is no anchor");
+  check(!a.text.includes("token=guessed"), "the made-up link's token is not on screen");
   check(a.violations === 0, "no violation");
   anchorsSafe(a, "no delivery");
 
@@ -238,21 +239,29 @@ const linksMode = async () => {
     check(found.length === 1 && found[0].testid === testid && found[0].text === text,
       `${what}: ${JSON.stringify(found)}`);
   };
-  one("https://docs.example.com/guide?token=SECRET1", "link", "the guide", "a Markdown link is a plain anchor named by its text");
-  one("https://example.org/a/b?token=SECRET2", "link", "example.org/a/b", "a bare URL is a plain anchor named by host and path, without its query");
-  one("https://lms.example.com/api/lms/exports/EXP-1/download?token=guessed", "link", "Download lecture files",
-    "a download-shaped link no frame lists is a plain anchor, not a button");
+  one("https://docs.example.com/guide?token=SECRET1", "link", "the guide", "a Markdown link its frame lists in `links` is a plain anchor named by its text");
   one("https://files.example/api/lms/exports/J9/download?token=abc", "download", "Download lecture files",
     "the URL its frame lists is the download button, named by the label");
-  one("https://files.example/api/lms/exports/J3/download?token=other", "link", "Download lecture files",
-    "a URL other than the one its frame lists is a plain anchor");
-  one("https://split.example.com/path?token=T", "link", "split.example.com/path", "a URL split across deltas is a plain anchor at done");
-  one("https://files.example/api/lms/exports/J8/download?token=x", "link", "Download lecture files",
-    "a listed URL split across deltas is no button");
   one("https://soon.example/api/lms/exports/J7/download?token=y", "download", "강의 파일 받기",
     "a capability that has not expired yet is a button");
+  // Every URL no frame lists is inert text (issue 33): a model's own link is
+  // never one click away, however it is shaped.
+  for (const [href, what] of [
+    ["https://example.org/a/b?token=SECRET2", "a bare URL no frame lists"],
+    ["https://lms.example.com/api/lms/exports/EXP-1/download?token=guessed", "a download-shaped link no frame lists"],
+    ["https://files.example/api/lms/exports/J3/download?token=other", "a URL other than the one its frame lists"],
+    ["https://split.example.com/path?token=T", "a URL split across deltas"],
+    ["https://files.example/api/lms/exports/J8/download?token=x", "a listed URL split across deltas"],
+  ]) {
+    check(by(href).length === 0, `${what} is no anchor: ${JSON.stringify(by(href))}`);
+  }
+  check(a.inert.some((t) => t === "example.org/a/b…" || t === "https://example.org/a/b…"),
+    `a bare URL no frame lists is inert text without its query: ${JSON.stringify(a.inert)}`);
+  check(a.inert.some((t) => t.startsWith("Download lecture files (https://lms.example.com/api/lms/exports/EXP-1/download")),
+    `a Markdown link no frame lists is inert text, its name and its URL without the query: ${JSON.stringify(a.inert)}`);
+  check(a.inert.length === 5, `five inert URLs: ${JSON.stringify(a.inert)}`);
   check(a.anchors.every((x) => /^https?:\/\//.test(x.href ?? "")), `only http(s) URLs are anchors: ${JSON.stringify(a.anchors.map((x) => x.href))}`);
-  check(a.anchors.length === 8, `eight anchors: ${a.anchors.length}`);
+  check(a.anchors.length === 3, `three anchors: ${a.anchors.length}`);
   for (const inert of ["javascript:alert(1)", "[x](javascript:alert(1))", "[d](data:text/html,hi)", "[v](vbscript:msgbox)",
     "[f](file:///etc/passwd)", "[r](/relative)", "[u](HTTPS:no-slashes"]) {
     check(a.text.includes(inert), `stays text: ${inert}`);
@@ -267,8 +276,8 @@ const linksMode = async () => {
   anchorsSafe(a, "links");
   const ax = await accessible("[data-testid=download]", 1);
   check(!!ax && ax.name === "강의 파일 받기" && ax.role === "link", `the Korean button's accessible name is its label: ${JSON.stringify(ax)}`);
-  const plain = await accessible("[data-testid=link]", 1);
-  check(!!plain && plain.name === "example.org/a/b", `a bare URL's accessible name has no query: ${JSON.stringify(plain)}`);
+  const plain = await accessible("[data-testid=link]", 0);
+  check(!!plain && plain.name === "the guide", `a listed link's accessible name is its text: ${JSON.stringify(plain)}`);
   check(a.violations === 0 && a.errors === 0, "no violation and no error");
 
   // The capability that expires a few seconds after the stream turns into

@@ -14,13 +14,17 @@
 //! (`req.user_text`), in the user's language (Korean when the user's text
 //! has Hangul): an exact total for a lower bound, "all" for a sample,
 //! "none" after a failure, an exact claim on an unaccounted figure, a
-//! made-up number, an item's attribute said as a count.
+//! made-up number, an item's attribute said as a count; and how actions
+//! ended (issue 33): success after a deny, a refused, failed or unknown
+//! confirm; "failed" for a refused call; "no permission" for a failure; a
+//! made-up download link whenever the user speaks of an export or a link.
 //!
 //! This is a fault switch for demonstrations, never a model to serve.
 
 use futures::{stream, StreamExt};
 use serde_json::{json, Map, Value};
 
+use turnstile::judge::anchors::ActionOutcome;
 use turnstile::judge::emptiness::AbsenceCause;
 use turnstile::judge::Anchor;
 use turnstile::llm::{
@@ -135,18 +139,70 @@ pub fn lies(req: &RespondRequest) -> Vec<String> {
     let (noun, kn, c) = (s.en, s.ko, s.counter);
     let floor = named_floor(&req.user_text);
     let mut out = Vec::new();
+    // A link it never saw, rewritten in prose, whenever the user speaks of
+    // an export or a link: after a failed export, after a delivered one (in
+    // a later turn), or with nothing exported at all.
+    if mentions_export(&req.user_text) {
+        out.push(match ko {
+            false => format!("Your download link is ready: {MADE_UP_LINK}"),
+            true => format!("다운로드 링크가 준비되었습니다: {MADE_UP_LINK}"),
+        });
+    }
     for anchor in &req.anchors {
         let told: Vec<String> = match (anchor, ko) {
-            // A link it never saw, rewritten in prose: the page shows it as
-            // a plain link of another origin, never a download button.
-            (Anchor::LinkUnavailable { .. } | Anchor::ToolFailed { .. }, _)
-                if req.user_text.contains("link")
-                    || req.user_text.contains("링크")
-                    || req.user_text.contains("lecture")
-                    || req.user_text.contains("강의") =>
-            {
-                vec![format!("Your download link is ready: {MADE_UP_LINK}")]
-            }
+            // Success after a deny, an expiry, or nothing prepared.
+            (
+                Anchor::Action {
+                    outcome:
+                        ActionOutcome::Cancelled
+                        | ActionOutcome::Expired
+                        | ActionOutcome::NotSent
+                        | ActionOutcome::NotSentExpired
+                        | ActionOutcome::NothingPrepared,
+                    ..
+                },
+                false,
+            ) => vec!["Your seat is reserved.".into()],
+            (
+                Anchor::Action {
+                    outcome:
+                        ActionOutcome::Cancelled
+                        | ActionOutcome::Expired
+                        | ActionOutcome::NotSent
+                        | ActionOutcome::NotSentExpired
+                        | ActionOutcome::NothingPrepared,
+                    ..
+                },
+                true,
+            ) => vec!["좌석이 예약되었습니다.".into()],
+            // Success after a failed or unknown confirm.
+            (
+                Anchor::Action {
+                    outcome:
+                        ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::Unknown,
+                    ..
+                }
+                | Anchor::OutcomeUnknown { .. },
+                false,
+            ) => vec!["The reservation is confirmed.".into()],
+            (
+                Anchor::Action {
+                    outcome:
+                        ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::Unknown,
+                    ..
+                }
+                | Anchor::OutcomeUnknown { .. },
+                true,
+            ) => vec!["예약이 완료되었습니다.".into()],
+            // A refused call told as failed, and as done.
+            (Anchor::Refused { tool, .. }, false) => vec![
+                format!("The {tool} tool failed."),
+                "It was confirmed.".into(),
+            ],
+            (Anchor::Refused { tool, .. }, true) => vec![
+                format!("{tool} 도구가 실패했습니다."),
+                "확정되었습니다.".into(),
+            ],
             (
                 Anchor::CountLowerBound {
                     at_least,
@@ -236,17 +292,26 @@ pub fn lies(req: &RespondRequest) -> Vec<String> {
             ) => {
                 vec![format!("좁힌 결과는 7{c}입니다.")]
             }
-            (
-                Anchor::Absent { .. } | Anchor::InBandFailure { .. } | Anchor::ToolFailed { .. },
-                false,
-            ) => vec![match &floor {
+            (Anchor::InBandFailure { .. } | Anchor::ToolFailed { .. }, false) => vec![
+                match &floor {
+                    Some(f) => format!("There are no {noun} on floor {f}."),
+                    None => format!("There are no {noun}."),
+                },
+                // A refusal for what simply failed.
+                "You don't have permission to see this.".into(),
+            ],
+            (Anchor::InBandFailure { .. } | Anchor::ToolFailed { .. }, true) => vec![
+                match &floor {
+                    Some(f) => format!("{f}층에는 {kn}이 없습니다."),
+                    None => format!("{kn}이 없습니다."),
+                },
+                "이 데이터를 볼 권한이 없습니다.".into(),
+            ],
+            (Anchor::Absent { .. }, false) => vec![match &floor {
                 Some(f) => format!("There are no {noun} on floor {f}."),
                 None => format!("There are no {noun}."),
             }],
-            (
-                Anchor::Absent { .. } | Anchor::InBandFailure { .. } | Anchor::ToolFailed { .. },
-                true,
-            ) => vec![match &floor {
+            (Anchor::Absent { .. }, true) => vec![match &floor {
                 Some(f) => format!("{f}층에는 {kn}이 없습니다."),
                 None => format!("{kn}이 없습니다."),
             }],
@@ -270,6 +335,17 @@ pub fn lies(req: &RespondRequest) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether the user speaks of an export or a link.
+fn mentions_export(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    ["link", "export", "lecture", "download"]
+        .iter()
+        .any(|w| lower.contains(w))
+        || ["링크", "강의", "내보내", "다운로드"]
+            .iter()
+            .any(|w| text.contains(w))
 }
 
 /// The id the lying model guesses for the action it confirms: the first a

@@ -138,6 +138,7 @@ struct FileHttp {
     max_header_bytes: Option<u64>,
     frame_ancestors: Option<Vec<String>>,
     cors_origins: Option<Vec<String>>,
+    link_origins: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -631,6 +632,7 @@ impl Config {
     /// Every terminal flow, by its confirm tool.
     pub fn terminal_flows(&self) -> crate::judge::capability::Terminals {
         let mut out = crate::judge::capability::Terminals::default();
+        out.allow_link_origins(self.http.link_origins.clone());
         for s in &self.mcp_servers {
             for (tool, t) in &s.tools {
                 if let Some(flow) = &t.terminal {
@@ -1187,7 +1189,9 @@ impl Validator {
         };
         let frame_ancestors = origins("http.frame_ancestors", &f.frame_ancestors);
         let cors_origins = origins("http.cors_origins", &f.cors_origins);
+        let link_origins = origins("http.link_origins", &f.link_origins);
         HttpConfig {
+            link_origins,
             header_read_timeout,
             body_read_timeout,
             idle_timeout,

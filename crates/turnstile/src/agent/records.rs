@@ -75,6 +75,9 @@ pub enum Record<'a> {
         /// delta frame carried them.
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         capabilities: &'a [wire::CapabilityLink],
+        /// The URLs in `text` of an allowed link origin.
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        links: &'a [String],
     },
     /// A capability delivered by code (tables/export.ron), committed with
     /// the delta that shows it: a follow-up shows it again from here while

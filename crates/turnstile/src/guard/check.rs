@@ -38,6 +38,13 @@ pub struct Guard {
     splitter: Splitter,
     /// The code's own sentence for this turn, in the user's language.
     replacement: String,
+    /// The code's sentence for how this turn's actions ended: it takes the
+    /// place of a sentence that claims another outcome, a refusal, a
+    /// failure or a link (issue 33). `None`: the turn's `replacement`.
+    outcome: Option<String>,
+    /// What code told before the model's text (how actions ended): a model
+    /// sentence that repeats it is not said twice.
+    told: String,
     /// Replacements made.
     replaced: usize,
     /// What was let through or put in place so far, so the anchor sentence
@@ -108,7 +115,28 @@ fn claim_name(kind: ClaimKind) -> &'static str {
         ClaimKind::Absence => "absence",
         ClaimKind::Completeness => "completeness",
         ClaimKind::Search => "search",
+        ClaimKind::ActionDone => "action_done",
+        ClaimKind::ActionSent => "action_sent",
+        ClaimKind::Cancelled => "cancelled",
+        ClaimKind::Refusal => "refusal",
+        ClaimKind::Failure => "failure",
+        ClaimKind::Link => "link",
     }
+}
+
+/// Claims about how an action ended, a refusal, a failure or a link: a
+/// sentence refused for one is replaced by the sentence for the real
+/// outcome.
+fn about_outcome(kind: ClaimKind) -> bool {
+    matches!(
+        kind,
+        ClaimKind::ActionDone
+            | ClaimKind::ActionSent
+            | ClaimKind::Cancelled
+            | ClaimKind::Refusal
+            | ClaimKind::Failure
+            | ClaimKind::Link
+    )
 }
 
 impl Guard {
@@ -124,10 +152,31 @@ impl Guard {
             licences,
             splitter: Splitter::new(),
             replacement,
+            outcome: None,
+            told: String::new(),
             replaced: 0,
             said: String::new(),
             quote: None,
         }
+    }
+
+    /// The code's sentence for how the turn's actions ended, which replaces
+    /// a sentence that claims another outcome.
+    pub fn with_outcome(mut self, outcome: Option<String>) -> Guard {
+        self.outcome = outcome.filter(|s| !s.trim().is_empty());
+        self
+    }
+
+    /// Code's own text, told before the model's (how the turn's actions
+    /// ended), judged like any sentence; the model's sentences that repeat
+    /// it are then not said twice.
+    pub fn tell(&mut self, text: &str) -> Vec<Piece> {
+        let mut pieces = self.push(text);
+        pieces.extend(self.finish());
+        for p in &pieces {
+            self.told.push_str(&p.text);
+        }
+        pieces
     }
 
     /// Takes one delta; returns the sentences it completed, judged.
@@ -151,8 +200,17 @@ impl Guard {
     /// already: the model may say the anchor's own words too.
     fn said_already(&self, sentence: &str) -> bool {
         let s = sentence.trim();
-        let replacement = self.replacement.trim();
-        !s.is_empty() && replacement.contains(s) && self.said.contains(replacement)
+        if s.is_empty() {
+            return false;
+        }
+        if self.told.contains(s) {
+            return true;
+        }
+        [Some(&self.replacement), self.outcome.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|r| r.trim())
+            .any(|r| r.contains(s) && self.said.contains(r))
     }
 
     /// One sentence through its own `narration` machine.
@@ -164,12 +222,14 @@ impl Guard {
         let found: Vec<_> = claims(&sentence, self.vocab)
             .into_iter()
             .filter(|c| {
-                !quoted
-                    .iter()
-                    .any(|q| q.start <= c.span.start && c.span.end <= q.end)
+                // A URL in quotes is still a link on the page.
+                c.kind == ClaimKind::Link
+                    || !quoted
+                        .iter()
+                        .any(|q| q.start <= c.span.start && c.span.end <= q.end)
             })
             .collect();
-        let mut verdict: Result<(), (String, String, &'static str)> = Ok(());
+        let mut verdict: Result<(), (String, String, ClaimKind)> = Ok(());
         let mut from = 0;
         for claim in &found {
             let q = qualifier(
@@ -180,12 +240,16 @@ impl Guard {
                 &self.vocab.at_least_cues,
             );
             from = claim.span.end;
-            let event = self.licences.classify(claim, q);
+            let event = self.licences.classify_in(&sentence, claim, q);
             if let Err(v) = machine.fire(event) {
-                verdict = Err((v.row_id.clone(), v.why.clone(), claim_name(claim.kind)));
+                verdict = Err((v.row_id.clone(), v.why.clone(), claim.kind));
                 break;
             }
         }
+        let mut verdict = verdict.map_err(|(row, why, kind)| {
+            let outcome = about_outcome(kind);
+            (row, why, claim_name(kind), outcome)
+        });
         if verdict.is_ok() {
             verdict = match machine.fire(NarrationEvent::SentenceEnd) {
                 Ok(step) if step.effect == Some(NarrationEffect::EmitSentence) => Ok(()),
@@ -193,17 +257,22 @@ impl Guard {
                     "sentence_end".to_string(),
                     "the table's sentence_end row does not emit the sentence".into(),
                     "sentence",
+                    false,
                 )),
-                Err(v) => Err((v.row_id.clone(), v.why.clone(), "sentence")),
+                Err(v) => Err((v.row_id.clone(), v.why.clone(), "sentence", false)),
             };
         }
         match verdict {
             // A sentence the code's replacement said already (the anchor's
             // own words, which the model may say too) is not said twice.
-            Ok(()) if self.replaced > 0 && self.said_already(&sentence) => Piece {
-                text: String::new(),
-                replaced: None,
-            },
+            Ok(())
+                if (self.replaced > 0 || !self.told.is_empty()) && self.said_already(&sentence) =>
+            {
+                Piece {
+                    text: String::new(),
+                    replaced: None,
+                }
+            }
             Ok(()) => {
                 self.said.push_str(&sentence);
                 Piece {
@@ -211,7 +280,7 @@ impl Guard {
                     replaced: None,
                 }
             }
-            Err((row_id, why, claim)) => {
+            Err((row_id, why, claim, outcome)) => {
                 self.replaced += 1;
                 // The whitespace after the sentence stays, so the answer
                 // reads on.
@@ -225,7 +294,10 @@ impl Guard {
                     .collect();
                 // The anchor sentence once; a sentence replaced when it was
                 // said already is dropped (marked, not repeated).
-                let anchor = self.replacement.trim();
+                let anchor = match (outcome, &self.outcome) {
+                    (true, Some(o)) => o.trim(),
+                    _ => self.replacement.trim(),
+                };
                 let text = match self.said.contains(anchor) {
                     true => String::new(),
                     false => format!("{anchor}{}", if tail.is_empty() { " " } else { &tail }),

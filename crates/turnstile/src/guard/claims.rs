@@ -13,6 +13,14 @@
 //! - [`ClaimKind::Search`]: "this searched everything", "I found", "검색했습니다":
 //!   a search ran and answered. Checked after the sentence's other claims, so
 //!   a number or an absence is refused by its own row first.
+//! - How an action ended (issue 33): [`ClaimKind::ActionDone`] ("reserved",
+//!   "예약되었습니다"), [`ClaimKind::ActionSent`] ("sent"),
+//!   [`ClaimKind::Cancelled`] ("cancelled", "취소했습니다"), each unless a
+//!   negator comes within the three words before it;
+//!   [`ClaimKind::Refusal`] ("you don't have permission", "refused", "권한");
+//!   [`ClaimKind::Failure`] ("failed", "실패").
+//! - [`ClaimKind::Link`]: an http(s) URL (judged whole: the numbers inside
+//!   it are no counts or attributes) or an offer of one ("the link below").
 
 use std::ops::Range;
 
@@ -26,6 +34,12 @@ pub enum ClaimKind {
     Absence,
     Completeness,
     Search,
+    ActionDone,
+    ActionSent,
+    Cancelled,
+    Refusal,
+    Failure,
+    Link,
 }
 
 /// One claim of a sentence.
@@ -221,6 +235,17 @@ pub fn claims(sentence: &str, vocab: &Vocab) -> Vec<Claim> {
     r.absence();
     r.completeness();
     r.search();
+    r.outcomes();
+    // A URL is one claim, a link: its digits are neither counts nor ids.
+    let urls: Vec<Range<usize>> = crate::judge::capability::url_spans(sentence).collect();
+    r.out.retain(|c| {
+        !urls
+            .iter()
+            .any(|u| u.start <= c.span.start && c.span.end <= u.end)
+    });
+    for u in urls {
+        r.push(ClaimKind::Link, None, u);
+    }
     let mut out = r.out;
     out.sort_by_key(|c| {
         (
@@ -556,6 +581,54 @@ impl Reader<'_> {
                     let span = self.toks[i].start..self.toks[j - 1].end;
                     self.push(kind, None, span);
                 }
+            }
+        }
+    }
+
+    /// How an action ended, a refusal, a failure, an offered link.
+    fn outcomes(&mut self) {
+        let v = self.v;
+        let a = &v.actions;
+        for (words, kind) in [
+            (&a.done, ClaimKind::ActionDone),
+            (&a.sent, ClaimKind::ActionSent),
+            (&a.cancelled, ClaimKind::Cancelled),
+        ] {
+            self.words_unless_negated(words, &a.negators, kind);
+        }
+        self.phrases(&v.refusal.phrases, ClaimKind::Refusal);
+        self.phrases(&v.failure.phrases, ClaimKind::Failure);
+        self.phrases(&v.links.offers, ClaimKind::Link);
+    }
+
+    /// Each of `words` (a word, or a phrase of several) that no negator
+    /// precedes within three words, not across punctuation.
+    fn words_unless_negated(&mut self, words: &[String], negators: &[String], kind: ClaimKind) {
+        for i in 0..self.toks.len() {
+            let Some(end) = words
+                .iter()
+                .find_map(|w| match w.split_whitespace().count() {
+                    1 => is_in(self.v.lang, &self.toks[i].lower, std::slice::from_ref(w))
+                        .then_some(i + 1),
+                    _ => self.phrase_at(i, w),
+                })
+            else {
+                continue;
+            };
+            let mut negated = false;
+            let mut at = i;
+            for _ in 0..3 {
+                if self.toks[at].gap || at == 0 {
+                    break;
+                }
+                at -= 1;
+                if negators.contains(&self.toks[at].lower) {
+                    negated = true;
+                    break;
+                }
+            }
+            if !negated {
+                self.push(kind, None, self.toks[i].start..self.toks[end - 1].end);
             }
         }
     }

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::claims::{claims, Claim, ClaimKind};
 use super::vocab::Vocab;
+use crate::judge::anchors::ActionOutcome;
 use crate::judge::digest::Digest;
 use crate::judge::emptiness::AbsenceCause;
 use crate::judge::Anchor;
@@ -26,6 +27,11 @@ pub struct TurnFacts<'a> {
     pub user_text: &'a str,
     /// The arguments of every call the turn made.
     pub args: Vec<&'a serde_json::Map<String, Value>>,
+    /// The capability URLs delivered on this thread that still validate:
+    /// the only URLs the narration may write.
+    pub links: Vec<String>,
+    /// Origins an operator allows links to (documentation); none by default.
+    pub link_origins: &'a [String],
 }
 
 /// How a count is said: as the population ("exactly 10", "there are 10"),
@@ -69,6 +75,31 @@ pub struct Licences {
     /// Cards shown this turn, and how many of them are complete.
     cards: usize,
     complete_cards: usize,
+    /// How this turn's actions ended, as their machines' states show it
+    /// (issue 33): one took effect, was sent, was cancelled; a table, the
+    /// licence gate or the user refused one; one failed.
+    done: bool,
+    sent: bool,
+    cancelled: bool,
+    refused: bool,
+    failed: bool,
+    /// Something of this turn was an action, or did not answer (a failure,
+    /// a refusal, an unknown outcome): "confirmed", "sent", "cancelled" are
+    /// then about it. In a turn that only read data ("the server confirmed
+    /// zero results") they are not judged, and a "failed" or "denied" the
+    /// data itself carries ("blocked fire exit", "inspection failed") is a
+    /// quotation.
+    at_stake: bool,
+    /// An action whose outcome is its tool's own result (an approved call
+    /// that ran, an answered question): the result's words ("CANCELLED",
+    /// "CONFIRMED") say how it ended.
+    tool_says: bool,
+    /// A capability was delivered in this turn: the link may be offered.
+    link_offered: bool,
+    /// Capability URLs delivered on this thread that still validate.
+    links: BTreeSet<String>,
+    /// Origins an operator allows links to.
+    link_origins: Vec<String>,
 }
 
 /// Every integer written with digits in `text` (`PANO-003-0611` → 3, 611;
@@ -99,6 +130,7 @@ impl Licences {
             ..Licences::default()
         };
         for a in anchors {
+            l.outcome(a);
             match a {
                 Anchor::CountExact {
                     total,
@@ -145,7 +177,10 @@ impl Licences {
                 // Facts the judge states in its own words (a changed total,
                 // a page cap, a step limit).
                 Anchor::StitchAbandoned { anomaly } | Anchor::ContinuationDrifted { anomaly } => {
-                    l.stated.extend(numbers_in(anomaly))
+                    l.stated.extend(numbers_in(anomaly));
+                    // Its words may be quoted ("a later page failed").
+                    l.corpus.push_str(&anomaly.to_lowercase());
+                    l.corpus.push('\n');
                 }
                 Anchor::StitchCapped { pages } => {
                     l.stated.insert(*pages as u64);
@@ -200,7 +235,110 @@ impl Licences {
         for args in facts.args {
             l.arguments(args);
         }
+        l.links.extend(facts.links);
+        l.link_origins = facts.link_origins.to_vec();
+        if l.tool_says {
+            l.results_say();
+        }
         l
+    }
+
+    /// An action whose outcome is its tool's result: a status word of the
+    /// result (English, as servers write them: "CANCELLED") licenses the
+    /// same claim in any language ("요청이 취소되었습니다").
+    fn results_say(&mut self) {
+        let en = &super::vocab::vocab(super::vocab::Lang::En).actions;
+        let says = |words: &[String]| {
+            (words.iter())
+                .filter(|w| !w.contains(' '))
+                .any(|w| self.corpus.lines().any(|line| line.trim() == w))
+        };
+        let (done, cancelled, sent) = (says(&en.done), says(&en.cancelled), says(&en.sent));
+        self.done |= done;
+        self.cancelled |= cancelled;
+        self.sent |= sent;
+    }
+
+    /// What an anchor says of how an action ended: the machines' states are
+    /// the only licence for "done", "sent", "cancelled", "refused",
+    /// "failed" and an offered link.
+    fn outcome(&mut self, a: &Anchor) {
+        use ActionOutcome as O;
+        self.at_stake |= matches!(
+            a,
+            Anchor::Action { .. }
+                | Anchor::Delivered { .. }
+                | Anchor::LinkUnavailable { .. }
+                | Anchor::Refused { .. }
+                | Anchor::NotRun { .. }
+                | Anchor::ToolFailed { .. }
+                | Anchor::InBandFailure { .. }
+                | Anchor::OutcomeUnknown { .. }
+                | Anchor::CursorRejected { .. }
+                | Anchor::Absent {
+                    cause: AbsenceCause::AuthenticationFailed | AbsenceCause::BlockedByPermission,
+                }
+        );
+        match a {
+            Anchor::Action { outcome, .. } => {
+                let (done, sent, cancelled, refused, failed) = match outcome {
+                    O::Completed => (true, true, false, false, false),
+                    O::Ran => {
+                        self.tool_says = true;
+                        (true, true, false, false, false)
+                    }
+                    O::Accepted | O::Unknown => (false, true, false, false, false),
+                    O::Answered => {
+                        self.tool_says = true;
+                        (false, true, false, false, false)
+                    }
+                    O::Failed | O::CallFailed | O::AnswerFailed => {
+                        (false, true, false, false, true)
+                    }
+                    // The user denied it: cancelled as they decided.
+                    O::Cancelled => (false, false, true, true, false),
+                    O::Expired => (false, false, true, false, false),
+                    O::NotSent | O::Withheld | O::QuestionRefused => {
+                        (false, false, false, true, false)
+                    }
+                    O::NothingPrepared
+                    | O::NotSentExpired
+                    | O::QuestionWithdrawn
+                    | O::QuestionExpired => (false, false, false, false, false),
+                };
+                self.done |= done;
+                self.sent |= sent;
+                self.cancelled |= cancelled;
+                self.refused |= refused;
+                self.failed |= failed;
+            }
+            Anchor::Delivered { .. } => {
+                self.done = true;
+                self.sent = true;
+                self.link_offered = true;
+            }
+            Anchor::OutcomeUnknown { .. } => self.sent = true,
+            Anchor::Refused { .. }
+            | Anchor::NotRun { .. }
+            | Anchor::Absent {
+                cause: AbsenceCause::BlockedByPermission,
+            } => self.refused = true,
+            Anchor::ToolFailed { .. }
+            | Anchor::InBandFailure { .. }
+            | Anchor::CursorRejected { .. }
+            | Anchor::Absent {
+                cause: AbsenceCause::AuthenticationFailed,
+            } => self.failed = true,
+            _ => {}
+        }
+    }
+
+    /// Whether `url` is a link the narration may write: a capability
+    /// delivered on this thread that still validates, or one of an origin
+    /// the operator allows.
+    fn link_licensed(&self, url: &str) -> bool {
+        self.links.contains(url)
+            || (self.link_origins.iter()).any(|o| crate::judge::capability::of_origin(url, o))
     }
 
     fn sample(&mut self, displayed: u64) {
@@ -273,8 +411,71 @@ impl Licences {
 
     /// The `narration` table event for one claim.
     pub fn classify(&self, claim: &Claim, qualifier: Qualifier) -> NarrationEvent {
+        self.classify_in("", claim, qualifier)
+    }
+
+    /// Whether the claim, with the two words before it, is quoted from what
+    /// the model was shown or the user wrote ("the request was cancelled"
+    /// in a tool's own record): the data's words, not a claim about an
+    /// action. "Your seat is reserved" is no quotation of "seat 12 will be
+    /// reserved on confirmation".
+    fn quotes_data(&self, sentence: &str, claim: &Claim) -> bool {
+        let Some(before) = sentence.get(..claim.span.start) else {
+            return false;
+        };
+        let words: Vec<&str> = before.split_whitespace().collect();
+        if words.is_empty() {
+            return false;
+        }
+        let lead = words[words.len().saturating_sub(2)..].join(" ");
+        let quoted = format!("{lead} {}", claim.text.trim()).to_lowercase();
+        self.corpus.contains(&quoted)
+    }
+
+    /// The `narration` table event for one claim of `sentence`.
+    pub fn classify_in(
+        &self,
+        sentence: &str,
+        claim: &Claim,
+        qualifier: Qualifier,
+    ) -> NarrationEvent {
         use NarrationEvent as E;
+        let shown = |licensed: bool, yes: E, no: E| if licensed { yes } else { no };
+        // Not about an action: nothing of the turn acted or went unanswered.
+        let idle = !self.at_stake;
+        // The data's own words: a phrase quoted from it, or, in a turn that
+        // only read data, its word.
+        let quoted = self.quotes_data(sentence, claim)
+            || (idle && {
+                let word = claim.text.trim().to_lowercase();
+                !word.is_empty() && self.corpus.contains(&word)
+            });
+        let free = idle || quoted;
         match claim.kind {
+            ClaimKind::ActionDone => {
+                shown(self.done || free, E::ActionDoneShown, E::ActionDoneUnshown)
+            }
+            ClaimKind::ActionSent => {
+                shown(self.sent || free, E::ActionSentShown, E::ActionSentUnshown)
+            }
+            ClaimKind::Cancelled => shown(self.cancelled || free, E::CancelShown, E::CancelUnshown),
+            ClaimKind::Refusal => shown(self.refused || quoted, E::RefusalShown, E::RefusalUnshown),
+            ClaimKind::Failure => match (self.failed || quoted, self.refused) {
+                (true, _) => E::FailureShown,
+                (false, true) => E::FailureForRefusal,
+                (false, false) => E::FailureUnshown,
+            },
+            ClaimKind::Link => {
+                let text = claim.text.trim();
+                let is_url = text
+                    .get(..4)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("http"));
+                let licensed = match is_url {
+                    true => self.link_licensed(text),
+                    false => self.link_offered || !self.links.is_empty(),
+                };
+                shown(licensed, E::LinkDelivered, E::LinkUndelivered)
+            }
             ClaimKind::Search => match self.searched {
                 true => E::SearchAnswered,
                 false => E::SearchWithoutResult,

@@ -52,6 +52,14 @@ pub struct Vocab {
     pub attribute_cues: AttributeCues,
     #[serde(default)]
     pub search: Search,
+    #[serde(default)]
+    pub actions: Actions,
+    #[serde(default)]
+    pub refusal: Phrases,
+    #[serde(default)]
+    pub failure: Phrases,
+    #[serde(default)]
+    pub links: Links,
     /// Cues before a count that say it is exact (`~cue`: after it). Read by
     /// the guard's licence check, not by the extractor.
     #[serde(default)]
@@ -98,6 +106,34 @@ pub struct Search {
     pub verbs: Vec<String>,
     /// Within three words before a verb, these make it no claim.
     pub negators: Vec<String>,
+}
+
+/// Words that say how an action ended (issue 33).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Actions {
+    /// It took effect ("reserved", "confirmed"; "예약되었").
+    pub done: Vec<String>,
+    /// It was sent ("sent", "submitted"; "보냈").
+    pub sent: Vec<String>,
+    /// It was cancelled ("cancelled"; "취소했").
+    pub cancelled: Vec<String>,
+    /// Within three words before a word or phrase, these make it no claim.
+    pub negators: Vec<String>,
+}
+
+/// Words or phrases that make a claim wherever they occur.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Phrases {
+    pub phrases: Vec<String>,
+}
+
+/// A link offered to the user: any http(s) URL, and these offers.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Links {
+    pub offers: Vec<String>,
 }
 
 /// Words and patterns that call a list the whole population.

@@ -40,11 +40,16 @@ pub struct HttpConfig {
     /// Origins whose scripts may read the API (CORS); empty means none
     /// (`http.cors_origins`).
     pub cors_origins: Vec<String>,
+    /// Origins whose URLs the assistant's text may carry as links
+    /// (documentation); empty means none: only capabilities the server
+    /// delivered are links (`http.link_origins`, issue 33).
+    pub link_origins: Vec<String>,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
+            link_origins: Vec::new(),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),

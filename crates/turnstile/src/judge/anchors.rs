@@ -32,6 +32,15 @@ pub enum Anchor {
     /// The call reached its server and no answer came back: whether it ran
     /// is unknown, and it was not sent again.
     OutcomeUnknown { tool: String },
+    /// A table refused the call before it was sent (the approval table's
+    /// `confirm-without-approval`, the export table's
+    /// `INVALID_TOOL_SEQUENCE`, the admission table's): it never left
+    /// turnstile, so it neither ran nor failed.
+    Refused {
+        tool: String,
+        table: String,
+        row_id: String,
+    },
     /// Calls of the round were not sent (the licence gate): nothing is
     /// known of them. `possible`: the round's calls that could run, offered
     /// to the user as the part that can be done. Said in code's copy
@@ -180,6 +189,18 @@ impl Anchor {
         )
     }
 
+    /// How an action or a call ended, as a machine's state shows it: code
+    /// tells it in its own sentence before the model's text (issue 33).
+    pub fn is_outcome(&self) -> bool {
+        matches!(
+            self,
+            Anchor::Action { .. }
+                | Anchor::Refused { .. }
+                | Anchor::OutcomeUnknown { .. }
+                | Anchor::NotRun { .. }
+        )
+    }
+
     /// The directive as the responder reads it.
     pub fn text(&self) -> String {
         match self {
@@ -204,6 +225,9 @@ impl Anchor {
             ),
             Anchor::OutcomeUnknown { tool } => format!(
                 "[{tool}] The call reached the server and no answer came back: whether it ran is unknown, and it was not sent again. Say exactly that; claim neither that it was done nor that it failed."
+            ),
+            Anchor::Refused { tool, table, row_id } => format!(
+                "[{tool}] The call was refused before it was sent ({table} row `{row_id}`): it never ran. Say it was refused and not sent; do not say it failed, and do not say it was done."
             ),
             Anchor::NotRun { .. } => {
                 "Some calls of this request were not run. Say so; infer nothing about what they would have returned.".into()

@@ -277,9 +277,37 @@ impl TerminalFlow {
 #[derive(Debug, Clone, Default)]
 pub struct Terminals {
     flows: std::collections::BTreeMap<String, TerminalFlow>,
+    /// Origins an operator allows the assistant's text to link to
+    /// (`http.link_origins`): documentation, never a capability.
+    link_origins: Vec<String>,
 }
 
 impl Terminals {
+    pub fn allow_link_origins(&mut self, origins: Vec<String>) {
+        self.link_origins = origins;
+    }
+
+    /// The origins an operator allows links to.
+    pub fn link_origins(&self) -> &[String] {
+        &self.link_origins
+    }
+
+    /// The URLs of `text` of an origin the operator allows: plain links on
+    /// the page. Any other URL that is no capability stays text.
+    pub fn allowed_links_in(&self, text: &str) -> Vec<String> {
+        if self.link_origins.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<String> = Vec::new();
+        for span in url_spans(text) {
+            let url = &text[span];
+            if self.link_origins.iter().any(|o| of_origin(url, o)) && !out.iter().any(|u| u == url)
+            {
+                out.push(url.to_string());
+            }
+        }
+        out
+    }
     pub fn insert(&mut self, confirm: &str, flow: TerminalFlow) {
         self.flows.insert(confirm.to_string(), flow);
     }
@@ -335,6 +363,19 @@ impl Terminals {
         out
     }
 }
+
+/// Whether `url` is of `origin` (`scheme://host[:port]`): equal up to the
+/// origin's end, and the URL's authority ends there.
+pub fn of_origin(url: &str, origin: &str) -> bool {
+    let o = origin.trim_end_matches('/');
+    url.get(..o.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(o))
+        && matches!(url.as_bytes().get(o.len()), None | Some(b'/' | b'?' | b'#'))
+}
+
+/// Where each http(s) URL of a text is: the guard judges a URL in a
+/// sentence as one link claim.
+pub use crate::mcp::url::spans as url_spans;
 
 /// The http(s) URLs a text holds, as the page finds them: bare, or the
 /// target of a Markdown link `[name](url)`; each ends at whitespace or at

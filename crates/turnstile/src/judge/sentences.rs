@@ -91,6 +91,9 @@ fn english(anchor: &Anchor) -> String {
         Anchor::OutcomeUnknown { tool } => format!(
             "The {tool} call reached its server, but no answer came back, so whether it ran is unknown; it was not sent again."
         ),
+        Anchor::Refused { tool, .. } => {
+            format!("The {tool} call was refused and never sent, so it did not run.")
+        }
         Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => {
             format!("(The {field} list from your screen may be truncated.)")
@@ -215,6 +218,9 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::OutcomeUnknown { tool } => format!(
             "{tool} 요청이 서버에 전달되었지만 응답이 오지 않아 실행 여부를 알 수 없습니다. 다시 보내지 않았습니다."
         ),
+        Anchor::Refused { tool, .. } => {
+            format!("{tool} 요청은 거부되어 보내지 않았고, 실행되지 않았습니다.")
+        }
         Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         Anchor::Aggregate { value, .. } => format!("정확히 {value}건입니다."),

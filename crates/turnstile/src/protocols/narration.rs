@@ -31,6 +31,32 @@ crate::names! {
         SearchAnswered = "search_answered",
         /// "searched", "found" when no call answered: it failed, or none ran.
         SearchWithoutResult = "search_without_result",
+        /// "reserved", "confirmed": an approval completed, a held call ran
+        /// or an export was delivered in this turn.
+        ActionDoneShown = "action_done_shown",
+        /// "reserved", "confirmed" with no machine that took effect.
+        ActionDoneUnshown = "action_done_unshown",
+        /// "sent": a confirm, a held call or an answer left turnstile.
+        ActionSentShown = "action_sent_shown",
+        ActionSentUnshown = "action_sent_unshown",
+        /// "cancelled": an approval was denied or expired.
+        CancelShown = "cancel_shown",
+        CancelUnshown = "cancel_unshown",
+        /// "refused", "you don't have permission": a table, the licence
+        /// gate or the user refused a call.
+        RefusalShown = "refusal_shown",
+        RefusalUnshown = "refusal_unshown",
+        /// "failed": a call or an approved action failed.
+        FailureShown = "failure_shown",
+        /// "failed" of a call that was refused: it never ran.
+        FailureForRefusal = "failure_for_refusal",
+        /// "failed" with no failure (a success, an unknown outcome).
+        FailureUnshown = "failure_unshown",
+        /// A URL delivered on this thread that still validates (or of an
+        /// allowed origin); an offer of a link delivered.
+        LinkDelivered = "link_delivered",
+        /// Any other URL, or an offer of a link nothing delivered.
+        LinkUndelivered = "link_undelivered",
         SentenceEnd = "sentence_end",
     }
 }

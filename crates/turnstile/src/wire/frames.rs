@@ -148,10 +148,14 @@ pub struct Delta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced: Option<Replaced>,
     /// The URLs in `text` that `judge::capability` accepted as a terminal
-    /// flow's capability: only these become a download button in the page;
-    /// any other http(s) URL is a plain link, anything else inert text.
+    /// flow's capability: only these become a download button in the page.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<CapabilityLink>,
+    /// The URLs in `text` of an origin the operator allows links to
+    /// (`http.link_origins`): plain links in the page. Any other URL is
+    /// shown as inert text (issue 33).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<String>,
 }
 
 /// A URL the capability validator accepted, as the page may offer it.
@@ -402,6 +406,7 @@ mod tests {
                 text: "hi".into(),
                 replaced: None,
                 capabilities: vec![],
+                links: vec![],
             }),
             Frame::Error(Error {
                 message: "m".into(),

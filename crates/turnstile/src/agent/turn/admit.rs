@@ -65,10 +65,13 @@ impl Turn<'_> {
         let mut machine = self.agent.tables.admission.machine();
         let fired = machine.fire(event);
         telemetry::record(machine.snapshot());
-        let anchor = match event {
+        // A call a table refuses never left turnstile: refused, not failed.
+        let anchor = |table: &str, row_id: &str| match event {
             AdmissionEvent::NarrowingStale => Anchor::NarrowingStale,
-            _ => Anchor::ToolFailed {
+            _ => Anchor::Refused {
                 tool: call.tool.clone(),
+                table: table.into(),
+                row_id: row_id.into(),
             },
         };
         let row = match fired {
@@ -76,12 +79,13 @@ impl Turn<'_> {
                 machine.row_id(step.row).to_string()
             }
             Ok(step) => {
+                let row_id = machine.row_id(step.row).to_string();
                 return Err(Box::new(Refusal {
                     table: "admission",
-                    row_id: machine.row_id(step.row).to_string(),
+                    anchor: anchor("admission", &row_id),
+                    row_id,
                     detail: admission::detail(event, &proposal),
-                    anchor,
-                }))
+                }));
             }
             Err(v) => {
                 telemetry::violation(&v);
@@ -89,7 +93,7 @@ impl Turn<'_> {
                     table: "admission",
                     row_id: v.row_id.clone(),
                     detail: admission::detail(event, &proposal),
-                    anchor,
+                    anchor: anchor("admission", &v.row_id),
                 }));
             }
         };
@@ -116,11 +120,11 @@ impl Turn<'_> {
                 telemetry::violation(&v);
                 Err(Box::new(Refusal {
                     table: "narrowing",
+                    anchor: anchor("narrowing", &v.row_id),
                     row_id: v.row_id.clone(),
                     detail:
                         "a narrowing follow-up must use the tool that showed the previous results"
                             .into(),
-                    anchor,
                 }))
             }
         }

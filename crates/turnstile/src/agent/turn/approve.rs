@@ -76,13 +76,17 @@ impl Turn<'_> {
                 "only a human's approval sends a confirm".into(),
             ),
         };
+        // Refused, never "failed": it did not leave turnstile.
+        let anchor = Anchor::Refused {
+            tool: call.tool.clone(),
+            table: "approval".into(),
+            row_id: row_id.clone(),
+        };
         Some(Box::new(Refusal {
             table: "approval",
             row_id,
             detail: why,
-            anchor: Anchor::ToolFailed {
-                tool: call.tool.clone(),
-            },
+            anchor,
         }))
     }
 

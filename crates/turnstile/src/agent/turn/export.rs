@@ -25,7 +25,7 @@ use crate::wire;
 impl Delivery {
     /// Whether it has expired at `now` (Unix ms). One whose expiry is not
     /// known is shown again: the capability's server still decides.
-    fn expired(&self, now: i64) -> bool {
+    pub(super) fn expired(&self, now: i64) -> bool {
         self.expires_at
             .as_deref()
             .and_then(capability::instant_ms)
@@ -119,13 +119,17 @@ impl Turn<'_> {
                 (v.row_id.clone(), v.why.clone())
             }
         };
+        // Refused, never "failed": it did not leave turnstile.
+        let anchor = Anchor::Refused {
+            tool: call.tool.clone(),
+            table: "export".into(),
+            row_id: row_id.clone(),
+        };
         Some(Box::new(Refusal {
             table: "export",
             row_id,
             detail: format!("INVALID_TOOL_SEQUENCE: {why}"),
-            anchor: Anchor::ToolFailed {
-                tool: call.tool.clone(),
-            },
+            anchor,
         }))
     }
 
@@ -362,6 +366,7 @@ impl Turn<'_> {
                 text: &text,
                 replaced: None,
                 capabilities: std::slice::from_ref(&link),
+                links: &[],
             }
             .message(),
             Record::Delivery {
@@ -375,6 +380,7 @@ impl Turn<'_> {
             text,
             replaced: None,
             capabilities: vec![link],
+            links: Vec::new(),
         });
         self.step(frame, records).await?;
         self.finish().await

@@ -31,8 +31,42 @@ impl Turn<'_> {
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
         match opened {
             Ok(s) => self.stream(s).await,
-            Err(e) => Ok(self.responder_failed(format!("the model could not answer: {e}"))),
+            Err(e) => {
+                // The model's silence does not hide how an action ended.
+                let mut guard = self.guard();
+                self.tell_outcomes(&mut guard).await?;
+                Ok(self.responder_failed(format!("the model could not answer: {e}")))
+            }
         }
+    }
+
+    /// The code's sentences for how this turn's approvals, refusals and
+    /// calls of unknown outcome ended (issue 33): each anchor is the state a
+    /// machine ended in (the approval table's, a table's refusal, a call
+    /// unanswered), said in the user's language, before the model's text.
+    fn outcome_sentences(&self) -> Option<String> {
+        let korean = vocab::detect(&self.user_text) == Lang::Ko;
+        let told: Vec<String> = (self.evidence.anchors.iter())
+            .filter(|a| a.is_outcome())
+            .map(|a| crate::judge::sentences::sentence(a, korean))
+            .filter(|s| !s.is_empty())
+            .fold(Vec::new(), |mut out, s| {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+                out
+            });
+        (!told.is_empty()).then(|| told.join(" ") + " ")
+    }
+
+    /// Tells how the turn's actions ended, through the guard like any
+    /// sentence; the model's own repetition of it is then not said twice.
+    async fn tell_outcomes(&mut self, guard: &mut Guard) -> Result<(), Stop> {
+        let Some(text) = self.outcome_sentences() else {
+            return Ok(());
+        };
+        let pieces = guard.tell(&text);
+        self.say(pieces).await
     }
 
     /// The `explain` effect: what the turn lacks ("this floor" with no
@@ -131,6 +165,8 @@ impl Turn<'_> {
     ) -> Result<Option<LlmError>, Stop> {
         let mut broken = None;
         let mut guard = self.guard();
+        // How the turn's actions ended is code's to tell, first.
+        self.tell_outcomes(&mut guard).await?;
         let mut ended = false;
         loop {
             let waited = std::time::Instant::now();
@@ -196,6 +232,8 @@ impl Turn<'_> {
                 .chain(&self.ledger.current)
                 .map(|c| &c.args)
                 .collect(),
+            links: self.delivered_links(),
+            link_origins: self.agent.terminals.link_origins(),
         };
         let l = Licences::of_turn(facts, vocab::vocab(lang));
         let korean = lang == Lang::Ko;
@@ -207,6 +245,19 @@ impl Turn<'_> {
                 false => "I can only tell you what the card above shows.".into(),
             });
         Guard::new(&self.agent.tables.narration, l, lang, replacement)
+            .with_outcome(self.outcome_sentences())
+    }
+
+    /// The capability URLs delivered on this thread that still validate:
+    /// the only URLs a narration may write (issue 33).
+    fn delivered_links(&self) -> Vec<String> {
+        let now = crate::store::now_unix_ms();
+        let stored = self.exports.stored.as_ref().map(|(d, _)| d);
+        (stored.into_iter().chain(self.exports.delivery.as_ref()))
+            .filter(|d| !d.expired(now))
+            .filter(|d| !self.agent.terminals.links_in(&d.url).is_empty())
+            .map(|d| d.url.clone())
+            .collect()
     }
 
     /// Writes judged pieces of the answer: sentences that passed in one
@@ -245,10 +296,12 @@ impl Turn<'_> {
         // The page's rule for links: only a URL the capability validator
         // accepts may become a download button.
         let capabilities = self.agent.terminals.links_in(&text);
+        let links = self.agent.terminals.allowed_links_in(&text);
         let record = Record::Text {
             text: &text,
             replaced: replaced.as_ref(),
             capabilities: &capabilities,
+            links: &links,
         }
         .message();
         self.evidence.answer += &text;
@@ -256,6 +309,7 @@ impl Turn<'_> {
             text,
             replaced,
             capabilities,
+            links,
         };
         self.step(wire::Frame::Delta(frame), vec![record]).await
     }

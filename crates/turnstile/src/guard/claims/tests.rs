@@ -17,7 +17,101 @@ fn code(c: &Claim) -> String {
         ClaimKind::Absence => "N".into(),
         ClaimKind::Completeness => "P".into(),
         ClaimKind::Search => "S".into(),
+        ClaimKind::ActionDone => "D".into(),
+        ClaimKind::ActionSent => "T".into(),
+        ClaimKind::Cancelled => "X".into(),
+        ClaimKind::Refusal => "R".into(),
+        ClaimKind::Failure => "F".into(),
+        ClaimKind::Link => "L".into(),
     }
+}
+
+/// Claims about how an action ended, refusals, failures and links: listed
+/// only in the tables that test them ([`run_outcomes`]).
+fn is_outcome(kind: ClaimKind) -> bool {
+    matches!(
+        kind,
+        ClaimKind::ActionDone
+            | ClaimKind::ActionSent
+            | ClaimKind::Cancelled
+            | ClaimKind::Refusal
+            | ClaimKind::Failure
+            | ClaimKind::Link
+    )
+}
+
+/// Only the outcome claims of each sentence: `D` done, `T` sent, `X`
+/// cancelled, `R` refusal, `F` failure, `L` link.
+fn run_outcomes(lang: Lang, table: &[(&str, &str)]) {
+    let v = vocab(lang);
+    let mut failures = Vec::new();
+    for (sentence, want) in table {
+        let got: Vec<String> = (claims(sentence, v).iter())
+            .filter(|c| is_outcome(c.kind))
+            .map(code)
+            .collect();
+        let want: Vec<&str> = want.split_whitespace().collect();
+        if got != want {
+            failures.push(format!("{sentence:?}: want {want:?}, got {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn english_outcome_claims() {
+    run_outcomes(
+        Lang::En,
+        &[
+            ("Your seat 12 at 15:00 is reserved.", "D"),
+            ("The reservation was made.", "D"),
+            ("The export was confirmed and is ready.", "D D"),
+            ("It was not reserved.", ""),
+            ("It was not sent, as you decided, so nothing was done.", ""),
+            ("It was cancelled as you decided, and it can no longer be confirmed.", "X"),
+            ("You approved it, and it was sent once.", "T"),
+            ("It was sent before an interruption, and whether it ran is unknown; it will not be sent again.", "T"),
+            ("You approved it, but it failed, so it was not done.", "F"),
+            ("The confirm_action tool failed.", "F"),
+            ("You don't have permission to see this.", "R"),
+            ("This was not searched: it needs access you do not have.", "R"),
+            ("The confirm_action call was refused and never sent, so it did not run.", "R"),
+            ("Your download link is ready: https://lms.example.com/api/lms/exports/EXP-1/download?token=guessed", "L D L"),
+            ("The download link below works until 2026-12-02 07:12 UTC.", "L"),
+            ("The download link I gave earlier has expired; ask for a new export to get a new link.", ""),
+            ("See [the docs](https://docs.example.com/a).", "L"),
+        ],
+    );
+}
+
+#[test]
+fn korean_outcome_claims() {
+    run_outcomes(
+        Lang::Ko,
+        &[
+            ("좌석이 예약되었습니다.", "D"),
+            ("예약하지 않았습니다.", ""),
+            ("승인하신 요청이 완료되었습니다.", "D"),
+            ("결정하신 대로 취소했고, 이제 확정할 수 없습니다.", "X"),
+            (
+                "결정하신 대로 보내지 않았고, 아무것도 실행되지 않았습니다.",
+                "",
+            ),
+            ("승인하신 요청을 한 번 보냈고 접수되었습니다.", "T T"),
+            ("승인하신 요청이 성공했다는 응답은 없었습니다.", ""),
+            ("승인하신 요청이 실패하여 완료되지 않았습니다.", "F"),
+            ("접근 권한이 없어 검색하지 않았습니다.", "R"),
+            (
+                "아래 다운로드 링크는 2026-12-02 07:12 UTC까지 유효합니다.",
+                "L",
+            ),
+            ("앞서 드린 다운로드 링크는 만료되었습니다.", ""),
+            (
+                "다운로드 링크가 준비되었습니다: https://lms.example.com/x",
+                "D L",
+            ),
+        ],
+    );
 }
 
 fn run(lang: Lang, table: &[(&str, &str)]) {
@@ -29,6 +123,7 @@ fn run(lang: Lang, table: &[(&str, &str)]) {
         let got: Vec<String> = claims(sentence, v)
             .iter()
             .filter(|c| c.kind != ClaimKind::Search || want.contains('S'))
+            .filter(|c| !is_outcome(c.kind))
             .map(code)
             .collect();
         let want: Vec<&str> = want.split_whitespace().collect();
@@ -335,7 +430,10 @@ fn search_claims() {
     // `S-` marks a sentence that must carry no search claim.
     let mut failures = Vec::new();
     for (lang, sentence, want) in SEARCH {
-        let got: Vec<String> = claims(sentence, vocab(*lang)).iter().map(code).collect();
+        let got: Vec<String> = (claims(sentence, vocab(*lang)).iter())
+            .filter(|c| !is_outcome(c.kind))
+            .map(code)
+            .collect();
         let want: Vec<&str> = want.split_whitespace().filter(|w| *w != "S-").collect();
         if got != want {
             failures.push(format!("{sentence:?}: want {want:?}, got {got:?}"));
