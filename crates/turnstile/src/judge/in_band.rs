@@ -8,6 +8,9 @@
 //! 1. (the contract itself — without one, plain text is the right answer)
 //! 2. accounting in `_meta` (any block or the result), or structured content;
 //! 3. a result structure: a result table (zero rows pass) or ≥ 1 counted hit;
+//!    or one record: an object holding its id, the record the seed's envelope
+//!    wraps (`{"status": "OK", "data": {"id": …}}`), or the object the
+//!    contract's `record_path` names (an upstream's error text is none);
 //! 4. a text block starting with the upstream program's fixed prefix — this
 //!    mark may only clear a result, never condemn it.
 //!
@@ -28,6 +31,8 @@ use crate::mcp::{Block, ToolOutput};
 pub struct Marks {
     pub accounting_or_structured: bool,
     pub structure: bool,
+    /// One record was read (see [`Reading::record`]).
+    pub record: bool,
     pub fixed_prefix: bool,
 }
 
@@ -47,6 +52,7 @@ pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -
         accounting_or_structured: reading.accounting.is_some() || out.structured.is_some(),
         structure: reading.has_structure()
             || reading.accounting.as_ref().is_some_and(|a| a.returned > 0),
+        record: reading.record.is_some(),
         fixed_prefix: contract.is_some_and(|c| {
             out.blocks.iter().any(|b| match b {
                 Block::Text { text, .. } => c
@@ -66,7 +72,12 @@ pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -
                 Verdict::InBandFailure
             }
         }
-        Some(_) if marks.accounting_or_structured || marks.structure || marks.fixed_prefix => {
+        Some(_)
+            if marks.accounting_or_structured
+                || marks.structure
+                || marks.record
+                || marks.fixed_prefix =>
+        {
             Verdict::Answer
         }
         Some(_) => Verdict::InBandFailure,
