@@ -143,4 +143,41 @@ mod tests {
         let out = ToolOutput::from_value(&json!("plain text"));
         assert_eq!(judge(None, &Reading::of(&out, None), &out).0, NotJudged);
     }
+
+    /// A record in JSON text, from a server held to accounting: the one
+    /// its contract's `record_path` names, or the one the seed's envelope
+    /// wraps, is a real answer; a path that names nothing is not.
+    #[test]
+    fn a_record_is_a_mark_of_a_real_answer() {
+        use super::super::contracts::Shape;
+        let at = |path: Option<&str>| Contract {
+            shape: Shape {
+                record_path: path.map(str::to_string),
+                ..Shape::default()
+            },
+            ..Contract::default()
+        };
+        let verdict = |c: &Contract, body: &str| {
+            let out = ToolOutput::from_value(&json!({"content": [{"type": "text", "text": body}]}));
+            let (v, marks) = judge(Some(c), &Reading::of(&out, Some(c)), &out);
+            (v, marks.record)
+        };
+        let nested = r#"{"result": {"booking": {"ref": 7}}}"#;
+        assert_eq!(
+            verdict(&at(Some("result.booking")), nested),
+            (Verdict::Answer, true)
+        );
+        assert_eq!(
+            verdict(&at(Some("data")), nested),
+            (Verdict::InBandFailure, false)
+        );
+        assert_eq!(
+            verdict(&at(None), r#"{"status": "OK", "data": {"id": "B-1"}}"#),
+            (Verdict::Answer, true)
+        );
+        assert_eq!(
+            verdict(&at(None), r#"{"status": 502, "data": {"error": "x"}}"#),
+            (Verdict::InBandFailure, false)
+        );
+    }
 }

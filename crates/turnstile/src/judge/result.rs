@@ -472,17 +472,6 @@ mod tests {
         assert!(r.items.is_none(), "its lists are its own, not a listing");
         let missing = Reading::of(&payload, Some(&at("data")));
         assert!(missing.record.is_none() && !missing.has_structure());
-        let c = at("data");
-        let (verdict, marks) = super::super::in_band::judge(Some(&c), &missing, &payload);
-        assert_eq!(verdict, super::super::in_band::Verdict::InBandFailure);
-        assert!(!marks.record);
-        let c = at("result.booking");
-        let (verdict, marks) = super::super::in_band::judge(Some(&c), &r, &payload);
-        assert!(
-            marks.record,
-            "the record at its path is a real answer's mark"
-        );
-        assert_eq!(verdict, super::super::in_band::Verdict::Answer);
         // An upstream's error object is still no record.
         assert!(read(text(r#"{"status": 502, "data": {"error": "x"}}"#))
             .record
