@@ -38,6 +38,7 @@ mod mcp_interop;
 mod mcp_reconnect;
 mod mcp_revisions;
 mod narration_guard;
+mod nested_fields;
 mod openai_adapter;
 mod own_sentences;
 mod questions;

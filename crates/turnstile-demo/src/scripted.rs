@@ -359,7 +359,8 @@ fn is_link_again(text: &str) -> bool {
 }
 
 /// The export the earlier steps previewed and have not confirmed (a
-/// refused confirm does not count): its `exportId`, as the digest shows it.
+/// refused confirm does not count): its `exportId`, as the digest shows it
+/// (`data.exportId` when the preview wraps it in the seed's envelope).
 fn previewed_export(steps: &[Vec<CallRecord>]) -> Option<String> {
     let calls = || steps.iter().flatten();
     if calls().any(|c| c.tool == "confirm_lms_material_export" && c.digest.ok) {
@@ -371,8 +372,8 @@ fn previewed_export(steps: &[Vec<CallRecord>]) -> Option<String> {
     preview
         .digest
         .items
-        .first()?
-        .get("exportId")
+        .first()
+        .and_then(|item| item.get("exportId").or_else(|| item.get("data.exportId")))
         .and_then(Value::as_str)
         .map(str::to_string)
 }

@@ -92,6 +92,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         limits: cfg.limits,
         licences: cfg.licences,
         parked: Default::default(),
+        problems: Default::default(),
     };
     let identity = crate::http::Identity::new(
         cfg.auth,

@@ -215,7 +215,10 @@ struct FileTool {
     accounting: Option<String>,
     /// Dotted path to the items in the result JSON; detected when unset.
     items_path: Option<String>,
-    /// The item field that identifies an item (default `id`).
+    /// Dotted path to the one object a record answer describes; the whole
+    /// answer (its nested fields flattened) when unset.
+    record_path: Option<String>,
+    /// The item field that identifies an item (default `id`), a dotted path.
     id_field: Option<String>,
     /// The input parameter taking a list of item ids, for narrowing.
     scope_ids_param: Option<String>,
@@ -226,7 +229,8 @@ struct FileTool {
     /// `before-call` (the exact call waits for the user's approval), or
     /// `none` (never held, whatever its annotations declare).
     approval: Option<String>,
-    /// The result field carrying a prepared action's id (`actionId`).
+    /// The result field carrying a prepared action's id: a dotted path,
+    /// `actionId` or `data.bookingId`.
     action_id: Option<String>,
     /// The tool that confirms what this tool prepared; never run from a
     /// model's plan.
@@ -245,7 +249,8 @@ struct FileTool {
     path_template: Option<String>,
     /// The capability's token parameter (default `token`).
     token_param: Option<String>,
-    /// The `data` field carrying the URL (default `downloadUrl`).
+    /// The `data` field carrying the URL (default `downloadUrl`), a dotted
+    /// path inside `data`.
     url_field: Option<String>,
     /// The download button's name (default "Download files").
     label: Option<String>,
@@ -849,6 +854,7 @@ impl Validator {
             }
         };
         let items_path = name("items_path", &t.items_path);
+        let record_path = name("record_path", &t.record_path);
         let id_field = name("id_field", &t.id_field);
         let scope_ids_param = name("scope_ids_param", &t.scope_ids_param);
         let mut keys = AccountingKeys::default();
@@ -869,12 +875,20 @@ impl Validator {
             set(&mut keys.has_more, "has_more", &k.has_more);
             set(&mut keys.next_cursor, "next_cursor", &k.next_cursor);
         }
+        // The paths a contract reads answers by: a malformed one would
+        // never match, and is refused here rather than met in a turn.
+        for (field, v) in [("record_path", &record_path), ("id_field", &id_field)] {
+            if let Some(Err(e)) = v.as_deref().map(crate::judge::path::check) {
+                self.problem(&format!("{key}.{field}"), e.to_string());
+            }
+        }
         crate::judge::Contract {
             fixed_prefixes: t.fixed_prefixes.clone(),
             stitch: t.stitch,
             accounting,
             shape: Shape {
                 items_path,
+                record_path,
                 id_field,
                 keys,
             },
@@ -928,6 +942,13 @@ impl Validator {
                 let action_id = need("action_id", &t.action_id);
                 let confirm = need("confirm", &t.confirm);
                 let cancel = need("cancel", &t.cancel);
+                // A path that can never match is refused now: at run time
+                // it would only ever be a missing field.
+                if let (false, Err(e)) =
+                    (action_id.is_empty(), crate::judge::path::check(&action_id))
+                {
+                    self.problem(&format!("{key}.action_id"), e.to_string());
+                }
                 Some(Role::Prepare(Prepare {
                     action_id,
                     confirm,
@@ -1460,13 +1481,14 @@ impl Validator {
                 };
                 let reading = t.accounting.is_some()
                     || t.items_path.is_some()
+                    || t.record_path.is_some()
                     || t.id_field.is_some()
                     || t.scope_ids_param.is_some()
                     || t.accounting_keys.is_some();
                 if !t.result_contract && (t.stitch || !t.fixed_prefixes.is_empty() || reading) {
                     self.problem(
                         &format!("{key}.result_contract"),
-                        "`stitch`, `fixed_prefixes`, `accounting`, `items_path`, `id_field`, `scope_ids_param` and `accounting_keys` describe a result contract: set result_contract = true".into(),
+                        "`stitch`, `fixed_prefixes`, `accounting`, `items_path`, `record_path`, `id_field`, `scope_ids_param` and `accounting_keys` describe a result contract: set result_contract = true".into(),
                     );
                 }
                 let contract = t.result_contract.then(|| self.contract(&key, t));
@@ -1586,7 +1608,12 @@ impl Validator {
             }
         };
         let rule = match named(&t.url_field) {
-            Some(f) => rule.with_url_field(f),
+            Some(f) => {
+                if let Err(e) = crate::judge::path::check(f) {
+                    self.problem(&format!("{key}.url_field"), e.to_string());
+                }
+                rule.with_url_field(f)
+            }
             None => rule,
         };
         Some(TerminalFlow {
@@ -1997,6 +2024,20 @@ url = "not a url"
         assert_eq!(r.get("cancel"), Some(&Role::Cancel));
         assert_eq!(r.get("status"), Some(&Role::Status));
         assert_eq!(r.get("send_mail"), Some(&Role::BeforeCall));
+        // A role's field and a contract's record take dotted paths.
+        let nested = format!(
+            "{MINIMAL}\n{server}[mcp_servers.tools.hold_room]\napproval = \"prepare\"\naction_id = \"data.bookingId\"\nconfirm = \"book\"\ncancel = \"release\"\nresult_contract = true\nrecord_path = \"data\"\n"
+        );
+        let c = load(&nested, &[("OPENAI_API_KEY", KEY)]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            matches!(c.roles().get("hold_room"), Some(Role::Prepare(p)) if p.action_id == "data.bookingId" && p.id_arg() == "bookingId")
+        );
+        assert_eq!(
+            c.contracts()
+                .get("hold_room")
+                .and_then(|k| k.shape.record_path.as_deref()),
+            Some("data")
+        );
         for (bad, key) in [
             (
                 "approval = \"prepare\"\naction_id = \"id\"\ncancel = \"c\"\n",
@@ -2005,6 +2046,16 @@ url = "not a url"
             ("approval = \"later\"\n", "approval"),
             ("approval = \"none\"\nconfirm = \"c\"\n", "confirm"),
             ("confirm = \"c\"\n", "confirm"),
+            // A path that can never match (issue 33 §4).
+            (
+                "approval = \"prepare\"\naction_id = \"data..bookingId\"\nconfirm = \"c\"\ncancel = \"x\"\n",
+                "action_id",
+            ),
+            ("record_path = \"data\"\n", "result_contract"),
+            (
+                "result_contract = true\nrecord_path = \"data.\"\n",
+                "record_path",
+            ),
         ] {
             let src = format!("{MINIMAL}\n{server}[mcp_servers.tools.t]\n{bad}");
             let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])

@@ -46,6 +46,9 @@ pub async fn healthz() -> &'static str {
 
 /// Readiness: each MCP server's connection state (`tables/connection.ron`);
 /// 200 when every one is `Ready`, else 503. `/healthz` stays liveness.
+/// A server whose answers missed a configured result field also lists
+/// those `problems` (issue 33 §4): they are the operator's to fix, but a
+/// server that answers is still ready, so they never change the status.
 pub async fn readyz(State(st): State<AppState>) -> Response {
     let servers = st.agent.tools.servers();
     let ready = servers.iter().all(|s| s.state.serves());
@@ -53,7 +56,18 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
         true => StatusCode::OK,
         false => StatusCode::SERVICE_UNAVAILABLE,
     };
-    (status, Json(json!({ "servers": servers }))).into_response()
+    let shown: Vec<Value> = servers
+        .iter()
+        .map(|s| {
+            let mut v = json!(s);
+            let problems = st.agent.problems.of(&s.name);
+            if let (false, Some(o)) = (problems.is_empty(), v.as_object_mut()) {
+                o.insert("problems".into(), json!(problems));
+            }
+            v
+        })
+        .collect();
+    (status, Json(json!({ "servers": shown }))).into_response()
 }
 
 pub async fn not_found() -> ApiError {

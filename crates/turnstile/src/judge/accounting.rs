@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::contracts::AccountingKeys;
+use super::path;
 use crate::mcp::{JsonMap, ToolOutput};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,20 +23,22 @@ pub struct Accounting {
     pub next_cursor: Option<String>,
 }
 
+/// The accounting under `k`'s names, each a dotted path (`meta.total`),
+/// in `m`.
 fn from_map(m: &JsonMap, k: &AccountingKeys) -> Option<Accounting> {
-    let returned = m.get(&k.returned)?.as_u64()?;
-    let total = m.get(&k.total).and_then(Value::as_u64);
-    let total_lower_bound = m.get(&k.total_lower_bound).and_then(Value::as_u64);
-    if total.is_none() && total_lower_bound.is_none() && !m.contains_key(&k.has_more) {
+    let get = |key: &str| path::get(m, key);
+    let returned = get(&k.returned)?.as_u64()?;
+    let total = get(&k.total).and_then(Value::as_u64);
+    let total_lower_bound = get(&k.total_lower_bound).and_then(Value::as_u64);
+    if total.is_none() && total_lower_bound.is_none() && get(&k.has_more).is_none() {
         return None;
     }
     Some(Accounting {
         returned,
         total,
         total_lower_bound,
-        has_more: m.get(&k.has_more).and_then(Value::as_bool).unwrap_or(false),
-        next_cursor: m
-            .get(&k.next_cursor)
+        has_more: get(&k.has_more).and_then(Value::as_bool).unwrap_or(false),
+        next_cursor: get(&k.next_cursor)
             .and_then(Value::as_str)
             .filter(|c| !c.is_empty())
             .map(str::to_string),
@@ -88,5 +91,18 @@ mod tests {
             None,
         );
         check(json!("{}"), None);
+    }
+
+    #[test]
+    fn accounting_keys_take_paths() {
+        let keys = AccountingKeys {
+            returned: "page.count".into(),
+            total: "page.of".into(),
+            ..AccountingKeys::default()
+        };
+        let body = json!({"page": {"count": 2, "of": 9}, "items": []});
+        let out = ToolOutput::from_value(&json!({"content": []}));
+        let a = read(&out, &keys, Some(&body)).expect("accounting under its paths");
+        assert_eq!((a.returned, a.total), (2, Some(9)));
     }
 }

@@ -88,11 +88,23 @@ pub fn hold_reason(role: Option<&Role>, trust: &crate::mcp::ToolTrust) -> Option
 /// A prepare tool and the tools that settle what it prepared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepare {
-    /// The result field that carries the action id (`actionId`).
+    /// The result field that carries the action id: a dotted path
+    /// ([`super::path`]), `actionId` or `data.bookingId`. The confirm,
+    /// cancel and status tools take the id under its last segment
+    /// ([`Prepare::id_arg`]).
     pub action_id: String,
     pub confirm: String,
     pub cancel: String,
     pub status: Option<String>,
+}
+
+impl Prepare {
+    /// The argument the confirm, cancel and status tools take the action
+    /// id under: the path's last segment (`data.bookingId` → `bookingId`),
+    /// the name the id goes by inside the envelope that carried it.
+    pub fn id_arg(&self) -> &str {
+        super::path::leaf(&self.action_id)
+    }
 }
 
 /// Every tool's role, by tool name.
@@ -153,33 +165,45 @@ impl Roles {
 pub enum ActionId {
     /// A positive id: an action to decide.
     Positive(u64),
-    /// 0, a negative number, or no id at all: the no-op sentinel.
+    /// 0, a negative number, or a value that is no id: the server's no-op
+    /// sentinel (`{"status": "NO_SUCH_SEAT", "actionId": 0}`). A failed
+    /// call names no action either.
     None,
+    /// The configured field is not in the answer at all. Nothing is held,
+    /// as for the sentinel, but the server did not say "nothing": the
+    /// configuration does not match its answers, which the operator must
+    /// be shown (issue 33 §4).
+    Missing,
 }
 
 impl ActionId {
-    /// The approval event a prepare result classifies into.
+    /// The approval event a prepare result classifies into: nothing is
+    /// held unless an action was named.
     pub fn event(self) -> ApprovalEvent {
         match self {
             ActionId::Positive(_) => ApprovalEvent::Prepared,
-            ActionId::None => ApprovalEvent::PrepareNoop,
+            ActionId::None | ActionId::Missing => ApprovalEvent::PrepareNoop,
         }
     }
 }
 
-/// The action id in a prepare result's `field`; only a positive integer
-/// (or a string of one) counts. A failed call names no action.
+/// The action id at a prepare result's `field` (a dotted path, resolved
+/// in the object the result answers with, whatever shape carried it);
+/// only a positive integer (or a string of one) counts. A failed call
+/// names no action.
 pub fn action_id(out: &ToolOutput, field: &str) -> ActionId {
     if out.is_error {
         return ActionId::None;
     }
-    let id = fields(out).and_then(|f| f.get(field).cloned());
+    let Some(id) = fields(out).and_then(|f| super::path::get(&f, field).cloned()) else {
+        return ActionId::Missing;
+    };
     match id {
-        Some(Value::Number(n)) => n
+        Value::Number(n) => n
             .as_u64()
             .filter(|n| *n > 0)
             .map_or(ActionId::None, ActionId::Positive),
-        Some(Value::String(s)) => s
+        Value::String(s) => s
             .trim()
             .parse::<u64>()
             .ok()
@@ -331,18 +355,67 @@ mod tests {
         for t in [
             r#"{"status":"OK","actionId":0}"#,
             r#"{"status":"OK","actionId":-3}"#,
-            r#"{"status":"OK"}"#,
+            r#"{"status":"OK","actionId":null}"#,
             r#"{"status":"OK","actionId":"abc"}"#,
             r#"{"status":"OK","actionId":1.5}"#,
-            "Prepared action 66.",
         ] {
             assert_eq!(action_id(&text(t), "actionId"), ActionId::None, "{t}");
+        }
+        // No such field at all is not the sentinel: the configuration
+        // does not match the answer.
+        for t in [r#"{"status":"OK"}"#, "Prepared action 66."] {
+            assert_eq!(action_id(&text(t), "actionId"), ActionId::Missing, "{t}");
         }
         let failed = ToolOutput {
             is_error: true,
             ..text(r#"{"actionId":5}"#)
         };
         assert_eq!(action_id(&failed, "actionId"), ActionId::None);
+    }
+
+    /// Issue 33 §4: `action_id = "data.bookingId"` against the seed's
+    /// envelope, in every shape the reading seam knows.
+    #[test]
+    fn a_dotted_action_id_is_found_inside_the_envelope() {
+        let body = r#"{"status":"OK","data":{"bookingId":101,"room":"B-2"}}"#;
+        let structured = ToolOutput {
+            structured: Some(serde_json::from_str(body).unwrap()),
+            ..text("Held.")
+        };
+        let escaped = body.replace('"', "\\\"");
+        let shapes = [
+            structured,
+            text(body),
+            text(&format!(r#"[{{"type":"text","text":"{escaped}"}}]"#)),
+            text("{'status': 'OK', 'data': {'bookingId': '101'}}"),
+        ];
+        for s in &shapes {
+            assert_eq!(
+                action_id(s, "data.bookingId"),
+                ActionId::Positive(101),
+                "{s:?}"
+            );
+        }
+        // The bare key it used to be configured as is not at the top.
+        assert_eq!(action_id(&text(body), "bookingId"), ActionId::Missing);
+        assert_eq!(
+            action_id(&text(body), "data.reservationId"),
+            ActionId::Missing
+        );
+        assert_eq!(
+            action_id(
+                &text(r#"{"status":"OK","data":{"bookingId":0}}"#),
+                "data.bookingId"
+            ),
+            ActionId::None
+        );
+        let role = Prepare {
+            action_id: "data.bookingId".into(),
+            confirm: "c".into(),
+            cancel: "x".into(),
+            status: None,
+        };
+        assert_eq!(role.id_arg(), "bookingId");
     }
 
     /// The hold policy, row by row: configuration first, then hints that

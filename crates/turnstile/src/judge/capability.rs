@@ -34,7 +34,8 @@ pub struct CapabilityRule {
     shown_origin: String,
     template: Vec<Segment>,
     token_param: String,
-    /// The field of `data` that carries the URL (`downloadUrl`).
+    /// The field of `data` that carries the URL (`downloadUrl`): a dotted
+    /// path inside `data` ([`super::path`]), e.g. `links.download`.
     url_field: String,
 }
 
@@ -142,10 +143,28 @@ impl CapabilityRule {
         })
     }
 
-    /// The `data` field that carries the URL (default `downloadUrl`).
+    /// The `data` field that carries the URL (default `downloadUrl`), a
+    /// dotted path inside `data`.
     pub fn with_url_field(mut self, field: &str) -> Self {
         self.url_field = field.to_string();
         self
+    }
+
+    /// The configured path of the URL inside `data`.
+    pub fn url_field(&self) -> &str {
+        &self.url_field
+    }
+
+    /// Whether an answer is the envelope this rule reads, with nothing at
+    /// the configured URL path: the configuration does not match the
+    /// server's answers (issue 33 §4), which is the operator's to see, not
+    /// only a refused capability.
+    pub fn url_field_missing(&self, answer: &Value) -> bool {
+        answer.get("status").and_then(Value::as_str) == Some("OK")
+            && answer
+                .get("data")
+                .and_then(Value::as_object)
+                .is_some_and(|d| super::path::get(d, &self.url_field).is_none())
     }
 
     /// The trusted origin, serialised.
@@ -162,8 +181,7 @@ impl CapabilityRule {
             .get("data")
             .and_then(Value::as_object)
             .ok_or(Rejection::DataNotObject)?;
-        let raw = data
-            .get(&self.url_field)
+        let raw = super::path::get(data, &self.url_field)
             .and_then(Value::as_str)
             .ok_or(Rejection::NoUrl)?;
         let params = self.validate_url(raw)?;
@@ -531,6 +549,24 @@ mod tests {
             rule.validate_answer(&answer("R-2")),
             Err(Rejection::JobMismatch)
         );
+    }
+
+    #[test]
+    fn the_url_field_is_a_path_inside_data() {
+        let rule = CapabilityRule::new("http://127.0.0.1:9", "/e/{jobId}/d", "token")
+            .unwrap()
+            .with_url_field("links.download");
+        let answer = serde_json::json!({"status": "OK", "data": {
+            "jobId": "J1", "links": {"download": "http://127.0.0.1:9/e/J1/d?token=abc"}}});
+        assert!(rule.validate_answer(&answer).is_ok());
+        assert!(!rule.url_field_missing(&answer));
+        let flat = serde_json::json!({"status": "OK", "data": {
+            "jobId": "J1", "download": "http://127.0.0.1:9/e/J1/d?token=abc"}});
+        assert_eq!(rule.validate_answer(&flat), Err(Rejection::NoUrl));
+        assert!(rule.url_field_missing(&flat));
+        // A refusal from the server is not a configuration problem.
+        let refused = serde_json::json!({"status": "NOT_FOUND", "data": null});
+        assert!(!rule.url_field_missing(&refused));
     }
 
     #[test]

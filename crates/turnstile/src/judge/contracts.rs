@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Contract {
@@ -53,11 +54,17 @@ impl AccountingMode {
     }
 }
 
-/// Where a tool's answers keep what the judge reads.
+/// Where a tool's answers keep what the judge reads. Every path here takes
+/// the one dotted syntax of [`super::path`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Shape {
     /// Dotted path to the item array inside the result JSON (`"data.rows"`).
     pub items_path: Option<String>,
+    /// Dotted path to the one object a record answer describes
+    /// (`"result.booking"`): a detail lookup's record, a prepare's or a
+    /// preview's fields. Unset: the whole answer, whose nested objects the
+    /// digest flattens (`data.exportId`).
+    pub record_path: Option<String>,
     /// The item field that identifies an item (default `id`).
     pub id_field: Option<String>,
     /// The names of the accounting keys.
@@ -67,6 +74,16 @@ pub struct Shape {
 impl Shape {
     pub fn id_field(&self) -> &str {
         self.id_field.as_deref().unwrap_or("id")
+    }
+
+    /// The object a record answer describes: the one at `record_path`, or
+    /// the whole answer when none is configured. `None` when the path
+    /// names no object in it.
+    pub fn record_in<'a>(&self, answer: &'a Map<String, Value>) -> Option<&'a Map<String, Value>> {
+        match &self.record_path {
+            None => Some(answer),
+            Some(p) => super::path::get(answer, p)?.as_object(),
+        }
     }
 }
 

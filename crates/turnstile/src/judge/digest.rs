@@ -51,8 +51,10 @@ pub struct Digest {
     /// A single value (an aggregate), as text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    /// The first items, each cut to scalar fields of bounded length.
-    #[serde(default)]
+    /// The first items, each cut to scalar fields of bounded length. A
+    /// record's nested fields are flattened to dotted paths
+    /// (`data.exportId`) and written after its top-level fields.
+    #[serde(default, serialize_with = "items_in_order")]
     pub items: Vec<Map<String, Value>>,
     /// Items delivered but not carried here.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -109,22 +111,32 @@ impl Digest {
         d.items = items
             .iter()
             .take(limits.items)
-            .map(|i| bounded_item(i, limits))
+            .map(|i| bounded_item(i, limits, Nesting::Drop))
             .collect();
         d.items_omitted = items.len().saturating_sub(d.items.len()) as u64;
         d.fit(limits)
     }
 
-    /// One record a detail lookup opened: no grade, no count.
+    /// One record: what a detail lookup opened, or what a prepare, a
+    /// preview or another tool of a protocol answered. No grade, no count.
+    /// Its nested objects' scalar fields are kept as dotted paths: an
+    /// envelope (`{"status": "OK", "data": {"exportId": …}}`) keeps what it
+    /// wraps, or the model is shown `{"status": "OK"}` and never the id it
+    /// must confirm (issue 33 §4).
     pub fn record(tool: &str, record: &Map<String, Value>, limits: DigestLimits) -> Digest {
         let mut d = Digest::failed(tool, "").ok();
-        d.items = vec![bounded_item(&Value::Object(record.clone()), limits)];
+        d.items = vec![bounded_item(
+            &Value::Object(record.clone()),
+            limits,
+            Nesting::Flatten,
+        )];
         d.fit(limits)
     }
 
     /// The byte budget wins over everything else: items are dropped from
-    /// the end, then the longest fields of the last item, then the value
-    /// is cut, until the digest fits.
+    /// the end, then the longest fields of the last item (the deepest
+    /// first, so an envelope's top-level `status` outlives what it wraps),
+    /// then the value is cut, until the digest fits.
     fn fit(mut self, limits: DigestLimits) -> Digest {
         while self.render().len() > limits.bytes {
             if self.items.len() > 1 {
@@ -135,7 +147,7 @@ impl Digest {
             if let Some(item) = self.items.first_mut() {
                 let longest = item
                     .iter()
-                    .max_by_key(|(k, v)| k.len() + v.to_string().len())
+                    .max_by_key(|(k, v)| (depth(k), k.len() + v.to_string().len()))
                     .map(|(k, _)| k.clone());
                 if let Some(k) = longest {
                     item.remove(&k);
@@ -195,54 +207,124 @@ pub fn redact_urls(text: &str) -> String {
     crate::mcp::url::link_urls(text)
 }
 
+/// Whether an item's nested objects are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nesting {
+    /// A listing's items: nested objects are dropped (the card carries
+    /// them; five items' worth of nested detail would crowd out the items).
+    Drop,
+    /// A record: their scalar fields are kept as dotted paths, down to
+    /// [`NESTED_DEPTH`] levels, after the top-level fields.
+    Flatten,
+}
+
+/// How many levels of nested objects a record digest follows
+/// (`data.exportId` is one). Deeper objects are dropped: an answer nested
+/// without end cannot spend the field budget on its skeleton.
+const NESTED_DEPTH: usize = 3;
+
+/// How deep a digest's key is: the number of objects it was flattened out
+/// of. A top-level key is 0.
+fn depth(key: &str) -> usize {
+    key.matches('.').count()
+}
+
 /// Scalar fields only (strings cut to `chars`), arrays of scalars cut to
-/// `items` entries; nested objects are dropped. Ids and dates survive whole
-/// unless longer than `chars`.
-fn bounded_item(item: &Value, limits: DigestLimits) -> Map<String, Value> {
+/// `items` entries, at most `fields` of them. Nested objects are dropped,
+/// or (for a record) flattened breadth first: every top-level field before
+/// any nested one, so the field cap takes the deepest first. Ids and dates
+/// survive whole unless longer than `chars`.
+fn bounded_item(item: &Value, limits: DigestLimits, nesting: Nesting) -> Map<String, Value> {
     let mut out = Map::new();
     let Some(obj) = item.as_object() else {
         out.insert("value".into(), bounded_scalar(item, limits.chars));
         return out;
     };
-    for (k, v) in obj.iter().filter(|(k, _)| !withheld(k)) {
-        if out.len() >= limits.fields {
-            break;
+    // (the path to an object, the object, its depth), in the order its
+    // fields are taken. A withheld key drops its whole subtree.
+    let mut queue = std::collections::VecDeque::from([(String::new(), obj, 0usize)]);
+    while let Some((prefix, obj, level)) = queue.pop_front() {
+        for (k, v) in obj.iter().filter(|(k, _)| !withheld(k)) {
+            if out.len() >= limits.fields {
+                return out;
+            }
+            let path = match prefix.is_empty() {
+                true => k.clone(),
+                false => format!("{prefix}.{k}"),
+            };
+            let v = match v {
+                Value::Object(inner) => {
+                    if nesting == Nesting::Flatten && level < NESTED_DEPTH {
+                        queue.push_back((path, inner, level + 1));
+                    }
+                    continue;
+                }
+                Value::Null => continue,
+                Value::Array(a) => bounded_array(a, limits),
+                scalar => bounded_scalar(scalar, limits.chars),
+            };
+            let key = match path.chars().count() > limits.chars {
+                true => path.chars().take(limits.chars).collect::<String>() + "…",
+                false => path,
+            };
+            out.insert(key, v);
         }
-        let v = match v {
-            Value::Object(_) | Value::Null => continue,
-            // An entry that is an object (an annotation, say) becomes one
-            // line of its scalar values, so what it notes survives.
-            Value::Array(a) => Value::Array(
-                a.iter()
-                    .filter(|x| !x.is_array())
-                    .take(limits.items)
-                    .map(|x| match x.as_object() {
-                        Some(o) => {
-                            let line: Vec<String> = o
-                                .iter()
-                                .filter(|(k, _)| !withheld(k))
-                                .filter_map(|(k, v)| match v {
-                                    Value::String(s) => Some(format!("{k}: {s}")),
-                                    Value::Number(n) => Some(format!("{k}: {n}")),
-                                    Value::Bool(b) => Some(format!("{k}: {b}")),
-                                    _ => None,
-                                })
-                                .collect();
-                            bounded_scalar(&Value::String(line.join(", ")), limits.chars)
-                        }
-                        None => bounded_scalar(x, limits.chars),
-                    })
-                    .collect(),
-            ),
-            scalar => bounded_scalar(scalar, limits.chars),
-        };
-        let key = match k.chars().count() > limits.chars {
-            true => k.chars().take(limits.chars).collect::<String>() + "…",
-            false => k.clone(),
-        };
-        out.insert(key, v);
     }
     out
+}
+
+/// An array's first `items` entries: scalars as they are, and an entry
+/// that is an object (an annotation, say) as one line of its scalar
+/// values, so what it notes survives.
+fn bounded_array(a: &[Value], limits: DigestLimits) -> Value {
+    Value::Array(
+        a.iter()
+            .filter(|x| !x.is_array())
+            .take(limits.items)
+            .map(|x| match x.as_object() {
+                Some(o) => {
+                    let line: Vec<String> = o
+                        .iter()
+                        .filter(|(k, _)| !withheld(k))
+                        .filter_map(|(k, v)| match v {
+                            Value::String(s) => Some(format!("{k}: {s}")),
+                            Value::Number(n) => Some(format!("{k}: {n}")),
+                            Value::Bool(b) => Some(format!("{k}: {b}")),
+                            _ => None,
+                        })
+                        .collect();
+                    bounded_scalar(&Value::String(line.join(", ")), limits.chars)
+                }
+                None => bounded_scalar(x, limits.chars),
+            })
+            .collect(),
+    )
+}
+
+/// Writes each item's fields top-level first, then by depth, each level in
+/// path order. A `Map` sorts its keys as strings, which would put
+/// `data.exportId` before `status`: the model reads an envelope's own
+/// fields before what it wraps, and the order is the same every time.
+fn items_in_order<S: serde::Serializer>(
+    items: &[Map<String, Value>],
+    ser: S,
+) -> Result<S::Ok, S::Error> {
+    struct Ordered<'a>(&'a Map<String, Value>);
+    impl Serialize for Ordered<'_> {
+        fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut keys: Vec<&String> = self.0.keys().collect();
+            keys.sort_by(|a, b| {
+                (depth(a).cmp(&depth(b))).then_with(|| a.split('.').cmp(b.split('.')))
+            });
+            let mut m = ser.serialize_map(Some(keys.len()))?;
+            for k in keys {
+                m.serialize_entry(k, &self.0[k])?;
+            }
+            m.end()
+        }
+    }
+    ser.collect_seq(items.iter().map(Ordered))
 }
 
 /// A text as a model may see it: URLs redacted, at most `chars` long.
@@ -342,6 +424,119 @@ mod tests {
         );
         assert!(v.render().len() <= limits.bytes);
         assert!(!v.render().contains("CAPSECRET"));
+    }
+
+    fn object(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// The seed's export preview (issue 33): its envelope wraps the export
+    /// id, and the model must be shown it, with no configuration.
+    #[test]
+    fn a_record_keeps_the_fields_its_envelope_wraps() {
+        let rec = object(json!({
+            "status": "OK",
+            "data": {"exportId": "EXP-1", "fileCount": 3, "estimatedBytes": 48213},
+        }));
+        let d = Digest::record("export_all_lms_materials", &rec, DigestLimits::default());
+        assert_eq!(
+            d.render(),
+            r#"{"tool":"export_all_lms_materials","ok":true,"items":[{"status":"OK","data.estimatedBytes":48213,"data.exportId":"EXP-1","data.fileCount":3}]}"#
+        );
+        // The same every time, whatever order the answer came in.
+        let again = object(json!({
+            "data": {"fileCount": 3, "estimatedBytes": 48213, "exportId": "EXP-1"},
+            "status": "OK",
+        }));
+        assert_eq!(
+            Digest::record("export_all_lms_materials", &again, DigestLimits::default()).render(),
+            d.render()
+        );
+    }
+
+    #[test]
+    fn nested_fields_come_after_the_top_level_and_within_the_bounds() {
+        let limits = DigestLimits {
+            fields: 4,
+            ..DigestLimits::default()
+        };
+        // Top-level scalars first: with room for four fields, the three
+        // top-level ones and the shallowest nested one are kept.
+        let rec = object(json!({
+            "z_status": "OK",
+            "a_kind": "booking",
+            "m_note": "held",
+            "data": {"bookingId": 101, "room": {"name": "B-2"}},
+        }));
+        let d = Digest::record("hold_room", &rec, limits);
+        let keys: Vec<&String> = d.items[0].keys().collect();
+        assert_eq!(keys.len(), 4, "{keys:?}");
+        assert_eq!(d.items[0]["data.bookingId"], json!(101));
+        assert!(d.items[0].get("data.room.name").is_none());
+        let text = d.render();
+        let at = |k: &str| text.find(k).unwrap_or_else(|| panic!("{k} in {text}"));
+        assert!(at("z_status") < at("data.bookingId"), "{text}");
+
+        // Deeper than three objects down is dropped; withheld keys drop
+        // their whole subtree; URLs are redacted and long keys and values
+        // cut, at any depth.
+        let long = "k".repeat(200);
+        let rec = object(json!({
+            "a": {"b": {"c": {"kept": 1, "d": {"dropped": 2}}}},
+            "auth": {"user": "ana"},
+            "data": {
+                "api_token": "T0KEN",
+                "link": "https://x.example/dl?token=CAPSECRET",
+                "note": "n".repeat(500),
+                long.clone(): 1,
+            },
+        }));
+        let limits = DigestLimits::default();
+        let d = Digest::record("r", &rec, limits);
+        let item = &d.items[0];
+        assert_eq!(item["a.b.c.kept"], json!(1));
+        assert!(!item.keys().any(|k| k.contains("dropped")), "{item:?}");
+        let text = d.render();
+        for word in ["ana", "T0KEN", "CAPSECRET"] {
+            assert!(!text.contains(word), "{word} in {text}");
+        }
+        assert_eq!(item["data.link"], json!("[link]"));
+        assert_eq!(
+            item["data.note"].as_str().map(|s| s.chars().count()),
+            Some(limits.chars + 1)
+        );
+        assert!(item.keys().all(|k| k.chars().count() <= limits.chars + 1));
+    }
+
+    #[test]
+    fn a_nested_record_fits_its_byte_budget_deepest_first() {
+        let limits = DigestLimits {
+            bytes: 300,
+            ..DigestLimits::default()
+        };
+        let big = "y".repeat(110);
+        let rec = object(json!({
+            "status": "OK",
+            "data": {"a": big, "b": big, "c": big},
+        }));
+        let d = Digest::record("r", &rec, limits);
+        assert!(d.render().len() <= limits.bytes, "{}", d.render());
+        assert_eq!(d.items[0]["status"], json!("OK"), "{}", d.render());
+        assert!(d.items[0].len() < 4);
+    }
+
+    #[test]
+    fn a_listing_item_still_drops_its_nested_objects() {
+        let d = Digest::listing(
+            "s",
+            &count(1),
+            &[json!({"id": "P-1", "data": {"floor": 3}})],
+            DigestLimits::default(),
+        );
+        assert_eq!(d.items[0].len(), 1, "{:?}", d.items[0]);
     }
 
     #[test]

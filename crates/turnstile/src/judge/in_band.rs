@@ -8,6 +8,9 @@
 //! 1. (the contract itself — without one, plain text is the right answer)
 //! 2. accounting in `_meta` (any block or the result), or structured content;
 //! 3. a result structure: a result table (zero rows pass) or ≥ 1 counted hit;
+//!    or one record: an object holding its id, the record the seed's envelope
+//!    wraps (`{"status": "OK", "data": {"id": …}}`), or the object the
+//!    contract's `record_path` names (an upstream's error text is none);
 //! 4. a text block starting with the upstream program's fixed prefix — this
 //!    mark may only clear a result, never condemn it.
 //!
@@ -28,6 +31,8 @@ use crate::mcp::{Block, ToolOutput};
 pub struct Marks {
     pub accounting_or_structured: bool,
     pub structure: bool,
+    /// One record was read (see [`Reading::record`]).
+    pub record: bool,
     pub fixed_prefix: bool,
 }
 
@@ -47,6 +52,7 @@ pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -
         accounting_or_structured: reading.accounting.is_some() || out.structured.is_some(),
         structure: reading.has_structure()
             || reading.accounting.as_ref().is_some_and(|a| a.returned > 0),
+        record: reading.record.is_some(),
         fixed_prefix: contract.is_some_and(|c| {
             out.blocks.iter().any(|b| match b {
                 Block::Text { text, .. } => c
@@ -66,7 +72,12 @@ pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -
                 Verdict::InBandFailure
             }
         }
-        Some(_) if marks.accounting_or_structured || marks.structure || marks.fixed_prefix => {
+        Some(_)
+            if marks.accounting_or_structured
+                || marks.structure
+                || marks.record
+                || marks.fixed_prefix =>
+        {
             Verdict::Answer
         }
         Some(_) => Verdict::InBandFailure,
@@ -131,5 +142,42 @@ mod tests {
         );
         let out = ToolOutput::from_value(&json!("plain text"));
         assert_eq!(judge(None, &Reading::of(&out, None), &out).0, NotJudged);
+    }
+
+    /// A record in JSON text, from a server held to accounting: the one
+    /// its contract's `record_path` names, or the one the seed's envelope
+    /// wraps, is a real answer; a path that names nothing is not.
+    #[test]
+    fn a_record_is_a_mark_of_a_real_answer() {
+        use super::super::contracts::Shape;
+        let at = |path: Option<&str>| Contract {
+            shape: Shape {
+                record_path: path.map(str::to_string),
+                ..Shape::default()
+            },
+            ..Contract::default()
+        };
+        let verdict = |c: &Contract, body: &str| {
+            let out = ToolOutput::from_value(&json!({"content": [{"type": "text", "text": body}]}));
+            let (v, marks) = judge(Some(c), &Reading::of(&out, Some(c)), &out);
+            (v, marks.record)
+        };
+        let nested = r#"{"result": {"booking": {"ref": 7}}}"#;
+        assert_eq!(
+            verdict(&at(Some("result.booking")), nested),
+            (Verdict::Answer, true)
+        );
+        assert_eq!(
+            verdict(&at(Some("data")), nested),
+            (Verdict::InBandFailure, false)
+        );
+        assert_eq!(
+            verdict(&at(None), r#"{"status": "OK", "data": {"id": "B-1"}}"#),
+            (Verdict::Answer, true)
+        );
+        assert_eq!(
+            verdict(&at(None), r#"{"status": 502, "data": {"error": "x"}}"#),
+            (Verdict::InBandFailure, false)
+        );
     }
 }

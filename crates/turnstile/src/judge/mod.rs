@@ -7,8 +7,9 @@
 //! (failures disguised as 200), [`narrowing`] (the subset gate),
 //! [`stitch`] (page stitching), [`anchors`] (what the narration may say),
 //! [`contracts`] and [`result`] (what a tool's real answer looks like),
-//! [`approval`] (tool roles, action ids) and [`capability`] (whether a
-//! confirm's answer is a capability URL code may deliver).
+//! [`approval`] (tool roles, action ids), [`capability`] (whether a
+//! confirm's answer is a capability URL code may deliver) and [`path`] (the
+//! dotted paths every configured result field takes).
 //!
 //! **Architecture invariant:** nothing in this module reads model output.
 
@@ -28,6 +29,7 @@ pub mod lang;
 pub mod listing;
 pub mod narrowing;
 pub mod page;
+pub mod path;
 pub mod refusal;
 pub mod result;
 pub mod sentences;

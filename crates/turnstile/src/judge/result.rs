@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::accounting::{self, Accounting};
 use super::contracts::{AccountingMode, Contract, Shape};
+use super::path;
 use crate::mcp::{pyliteral, Block, ToolOutput};
 
 /// Where the logical result was found.
@@ -105,12 +106,7 @@ impl Reading {
                 .filter(|_| accounting.as_ref().is_none_or(|a| !a.has_more))
         });
         let record = match (&json, &aggregate, out.is_error) {
-            (Some(Value::Object(s)), None, false) => {
-                let listing = LISTING_KEYS.iter().any(|k| s.contains_key(*k))
-                    || items.is_some()
-                    || s.contains_key(&shape.keys.returned);
-                (!listing && s.contains_key(&id_field)).then(|| s.clone())
-            }
+            (Some(Value::Object(s)), None, false) => record_of(s, shape, items.is_some()),
             _ => None,
         };
         // The logical result itself is not kept: the items, the aggregate
@@ -139,13 +135,45 @@ impl Reading {
     }
 }
 
-/// An item's value at `field`, as a comparable string.
+/// The one record an object answer is, if it is one: the object at the
+/// contract's `record_path` when one is configured; else the answer
+/// itself when it holds its id and is no listing, or the record the seed's
+/// envelope wraps (`{"status": "OK", "data": {"id": …}}`), which works
+/// with no configuration.
+fn record_of(
+    answer: &Map<String, Value>,
+    shape: &Shape,
+    has_items: bool,
+) -> Option<Map<String, Value>> {
+    if shape.record_path.is_some() {
+        return shape.record_in(answer).cloned();
+    }
+    let id_field = shape.id_field();
+    let listing = LISTING_KEYS.iter().any(|k| answer.contains_key(*k))
+        || has_items
+        || path::get(answer, &shape.keys.returned).is_some();
+    if listing {
+        return None;
+    }
+    if path::get(answer, id_field).is_some() {
+        return Some(answer.clone());
+    }
+    answer
+        .get("data")
+        .and_then(Value::as_object)
+        .filter(|d| path::get(d, id_field).is_some())
+        .cloned()
+}
+
+/// An item's value at `field` (a dotted path), as a comparable string.
 pub fn id_in(item: &Value, field: &str) -> Option<String> {
-    item.get(field).filter(|v| !v.is_null()).map(|v| {
-        v.as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| v.to_string())
-    })
+    path::get_value(item, field)
+        .filter(|v| !v.is_null())
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string())
+        })
 }
 
 /// An item's `id` (the default id field).
@@ -245,6 +273,10 @@ fn items_at(parent: &Map<String, Value>, key: &str) -> Option<Vec<Value>> {
 
 fn find_items(json: &Value, shape: &Shape, detect: bool) -> Option<Vec<Value>> {
     let id_field = shape.id_field();
+    // A tool configured to answer one record keeps its lists inside it.
+    if shape.record_path.is_some() && shape.items_path.is_none() {
+        return None;
+    }
     if let Some(path) = &shape.items_path {
         let mut parent: Option<&Map<String, Value>> = None;
         let mut here = json;
@@ -270,7 +302,7 @@ fn find_items(json: &Value, shape: &Shape, detect: bool) -> Option<Vec<Value>> {
             }
             // A record (it has an id) keeps lists inside it: its
             // annotations are not a listing.
-            if !detect || map.contains_key(id_field) {
+            if !detect || path::get(map, id_field).is_some() {
                 return None;
             }
             // The one top-level key holding an array (of objects, if several
@@ -408,6 +440,44 @@ mod tests {
         assert!(failed.record.is_none());
     }
 
+    /// Issue 33 §4: a record wrapped in the seed's envelope is read with
+    /// no configuration; `record_path` points at any other layout; a path
+    /// that names nothing in the answer reads no record.
+    #[test]
+    fn a_record_is_found_inside_an_envelope_or_at_its_path() {
+        let seed = read(json!({
+            "content": [{"type": "text", "text": "{\"status\":\"OK\",\"data\":{\"id\":\"B-101\",\"room\":\"B-2\"}}"}],
+        }));
+        let rec = seed.record.as_ref().expect("the envelope's record");
+        assert_eq!(rec.get("room"), Some(&json!("B-2")));
+        assert_eq!(
+            seed.id(&Value::Object(rec.clone())).as_deref(),
+            Some("B-101")
+        );
+
+        let at = |path: &str| Contract {
+            shape: Shape {
+                record_path: Some(path.into()),
+                id_field: Some("meta.ref".into()),
+                ..Shape::default()
+            },
+            ..Contract::default()
+        };
+        let payload = ToolOutput::from_value(&json!({
+            "content": [{"type": "text", "text": "{\"result\":{\"booking\":{\"meta\":{\"ref\":7},\"rooms\":[1,2]}}}"}],
+        }));
+        let r = Reading::of(&payload, Some(&at("result.booking")));
+        let rec = r.record.as_ref().expect("the record at its path");
+        assert_eq!(r.id(&Value::Object(rec.clone())).as_deref(), Some("7"));
+        assert!(r.items.is_none(), "its lists are its own, not a listing");
+        let missing = Reading::of(&payload, Some(&at("data")));
+        assert!(missing.record.is_none() && !missing.has_structure());
+        // An upstream's error object is still no record.
+        assert!(read(text(r#"{"status": 502, "data": {"error": "x"}}"#))
+            .record
+            .is_none());
+    }
+
     /// One detection rule per row, each with a payload as a real server
     /// sent it (the server is named). `items`: how many items are read;
     /// `agg`: the single value, if any.
@@ -439,6 +509,7 @@ mod tests {
         Contract {
             shape: Shape {
                 items_path: Some("photos".into()),
+                record_path: None,
                 id_field: Some("photo_id".into()),
                 keys: AccountingKeys {
                     returned: "count".into(),

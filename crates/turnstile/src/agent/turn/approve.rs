@@ -111,6 +111,11 @@ impl Turn<'_> {
         let mut machine = self.agent.tables.approval.machine();
         let step = machine.fire(id.event()).map_err(Stop::Violation)?;
         telemetry::record(machine.snapshot());
+        if id == ActionId::Missing {
+            // The tool answered, and not with the field its configuration
+            // names: no card can be shown, and the operator must know why.
+            self.field_not_found(&call.tool, "action_id", &role.action_id);
+        }
         let ActionId::Positive(action_id) = id else {
             if !first.is_error {
                 self.anchor(Anchor::Action {
@@ -125,7 +130,7 @@ impl Turn<'_> {
         }
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let mut base = Map::new();
-        base.insert(role.action_id.clone(), Value::from(action_id));
+        base.insert(role.id_arg().to_string(), Value::from(action_id));
         let mut confirm_args = base.clone();
         if let Some(key) = self.idempotency_param(&role.confirm) {
             // The interrupt id is the confirm's idempotency key.
@@ -172,6 +177,13 @@ impl Turn<'_> {
             },
         });
         Ok(Some(TurnEvent::ApprovalNeeded))
+    }
+
+    /// A configured result field (`key` = `path`) that `tool`'s answer did
+    /// not hold: logged and listed on its server in `GET /readyz`.
+    pub(super) fn field_not_found(&self, tool: &str, key: &str, path: &str) {
+        let server = self.agent.tools.server_of(tool).unwrap_or_default();
+        self.agent.problems.not_found(&server, tool, key, path);
     }
 
     /// The parameter of `tool` that takes an idempotency key, if its input

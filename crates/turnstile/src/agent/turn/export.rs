@@ -148,6 +148,9 @@ impl Turn<'_> {
         }
         let answer = Value::Object(approval::fields(out).unwrap_or_default());
         let verdict = flow.rule.validate_answer(&answer);
+        if flow.rule.url_field_missing(&answer) {
+            self.field_not_found(tool, "url_field", flow.rule.url_field());
+        }
         let failure = verdict.as_ref().err().map(|r| {
             tracing::warn!(tool = %tool, why = r.why(), "capability refused: the normal error path");
             crate::judge::page::Failure {
@@ -390,9 +393,15 @@ impl Turn<'_> {
 /// What the formatter says of a delivery: the capability, and the file
 /// count and size the preview (or the confirm) gave.
 fn delivery(tool: &str, label: &str, cap: Capability, preview: &Map<String, Value>) -> Delivery {
+    // A preview in the seed's envelope keeps its counts under `data`.
+    let wrapped = preview.get("data").and_then(Value::as_object);
     let count = |keys: &[&str]| {
         keys.iter()
-            .find_map(|k| preview.get(*k).or_else(|| cap.data.get(*k)))
+            .find_map(|k| {
+                (preview.get(*k))
+                    .or_else(|| wrapped.and_then(|d| d.get(*k)))
+                    .or_else(|| cap.data.get(*k))
+            })
             .and_then(Value::as_u64)
     };
     Delivery {

@@ -34,16 +34,29 @@ impl Turn<'_> {
             // A result of a tool in the approval protocol (prepare,
             // confirm, cancel, status) or an export flow (its preview) is
             // no listing: what it says is that table's, and the models see
-            // its fields.
+            // its fields (nested ones too), or those of the object its
+            // contract's `record_path` names.
             Some(Outcome::Returned {
                 mut call, first, ..
             }) if self.agent.roles.get(&call.tool).is_some()
                 || self.agent.terminals.involves(&call.tool) =>
             {
                 let fields = crate::judge::approval::fields(&first).unwrap_or_default();
+                let shape = self.agent.contracts.get(&call.tool).map(|c| &c.shape);
+                let record = match shape.map(|s| (s, s.record_in(&fields))) {
+                    Some((_, Some(r))) => r,
+                    Some((s, None)) => {
+                        if !first.is_error {
+                            let path = s.record_path.as_deref().unwrap_or_default();
+                            self.field_not_found(&call.tool, "record_path", path);
+                        }
+                        &fields
+                    }
+                    None => &fields,
+                };
                 call.digest = crate::judge::digest::Digest::record(
                     &call.tool,
-                    &fields,
+                    record,
                     self.agent.limits.digest,
                 );
                 self.evidence.digests.push(call.digest.clone());

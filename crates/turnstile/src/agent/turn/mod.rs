@@ -93,6 +93,9 @@ pub struct Agent {
     pub licences: LicenceMap,
     /// 2025-11-25 calls open in memory while their question waits.
     pub parked: Arc<super::tools::Parked>,
+    /// Configured result fields the tools' answers did not have
+    /// (`GET /readyz` lists them per server).
+    pub problems: super::problems::FieldProblems,
 }
 
 /// How a turn's stream opens: a user message, or a decision on the
