@@ -7,7 +7,8 @@
 //! (failures disguised as 200), [`narrowing`] (the subset gate),
 //! [`stitch`] (page stitching), [`anchors`] (what the narration may say),
 //! [`contracts`] and [`result`] (what a tool's real answer looks like),
-//! [`approval`] (tool roles, action ids) and [`capability`] (whether a
+//! [`approval`] (tool roles, action ids), [`card`] (an approval card's
+//! words in the user's terms) and [`capability`] (whether a
 //! confirm's answer is a capability URL code may deliver).
 //!
 //! **Architecture invariant:** nothing in this module reads model output.
@@ -17,6 +18,7 @@ pub mod admission;
 pub mod anchors;
 pub mod approval;
 pub mod capability;
+pub mod card;
 pub mod continuation;
 pub mod contracts;
 pub mod digest;
