@@ -112,6 +112,8 @@ async fn rig() -> Rig {
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
         terminals: turnstile_demo::terminals(&demo.url),
+        cards: turnstile_demo::cards(),
+        instructions: turnstile_demo::instructions(),
         auth: Default::default(),
         licences: turnstile::judge::tiers::LicenceMap::open(),
     })

@@ -110,10 +110,18 @@ fn interrupt(i: &Interrupt, now_ms: Option<i64>, hint: Option<&ResumeHint>) -> S
         return question(i, &input.server, &input.requests, now_ms, hint);
     }
     let json = |m: &serde_json::Map<String, Value>| Value::Object(m.clone()).to_string();
+    // The summary carries values from the call and its result: escaped
+    // like any text a server or a model could have shaped.
     let mut out = format!(
         "? approval requested: {} (interrupt {})",
-        i.summary, i.interrupt_id
+        said(&i.summary),
+        i.interrupt_id
     );
+    // The tools, under the question (an interrupt stored before it had a
+    // detail line shows them in the two lines below all the same).
+    if !i.detail.is_empty() {
+        out += &format!("\n  detail: {}", said(&i.detail));
+    }
     out += &format!("\n  runs on approve: {} {}", i.tool, json(&i.args));
     out += &format!(
         "\n  prepared action: {} {}",
@@ -1676,6 +1684,29 @@ mod tests {
              \x20 approve: turnstile resume http://127.0.0.1:8080/ th-1 i-1 approve\n\
              \x20 deny:    turnstile resume http://127.0.0.1:8080/ th-1 i-1 deny\n\
              · done\n"
+        );
+    }
+
+    /// Issue 33 §5: the question in the user's terms first, then the line
+    /// naming the tools; what came from the call is escaped.
+    #[test]
+    fn an_approval_prints_its_question_then_the_detail_line() {
+        let mut i = approval_fixture();
+        i.summary = "Reserve seat 12 at 15:00?".into();
+        i.detail = "prepare_seat_reservation prepared action #3; on approval confirm_action runs once with the arguments shown, on denial cancel_action cancels it.".into();
+        let card = interrupt(&i, None, None);
+        let lines: Vec<&str> = card.lines().collect();
+        assert_eq!(
+            lines[0],
+            "? approval requested: Reserve seat 12 at 15:00? (interrupt i-1)"
+        );
+        assert_eq!(lines[1], format!("  detail: {}", i.detail));
+        assert!(lines[2].starts_with("  runs on approve: confirm_action"));
+        i.summary = "Reserve seat \u{202e}21 at 15:00?".into();
+        let card = interrupt(&i, None, None);
+        assert!(
+            card.starts_with("? approval requested: Reserve seat \\u{202e}21"),
+            "{card}"
         );
     }
 

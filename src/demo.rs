@@ -153,6 +153,8 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),
             terminals: turnstile_demo::terminals(&demo.url),
+            cards: turnstile_demo::cards(),
+            instructions: turnstile_demo::instructions(),
             auth: match auth {
                 true => turnstile::http::AuthConfig {
                     verifier: Some(turnstile::http::VerifierConfig {

@@ -78,6 +78,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         contracts: config.contracts(),
         roles: config.roles(),
         terminals: config.terminal_flows(),
+        cards: config.cards(),
+        instructions: config.model.instructions.clone(),
         auth: config.auth.clone(),
         licences: config.licences(),
     })

@@ -98,6 +98,64 @@ async fn approve_runs_one_confirm_then_the_status_says_completed() {
     s.pass();
 }
 
+/// Issue 33 §5: the card asks about what was prepared, in the user's terms
+/// and language ("Reserve seat 12 at 15:00?", the demo's configured
+/// wording), and carries the prepare's human fields; the tool names are
+/// the detail line. A reload shows the same card. Without a configured
+/// wording the default asks in the same terms, never in tool names.
+#[tokio::test]
+async fn the_card_asks_in_the_users_terms_and_carries_what_was_prepared() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let i = reserve(&s, &thread).await;
+    assert_eq!(i.summary, "Reserve seat 12 at 15:00?");
+    assert_eq!(
+        serde_json::Value::Object(i.action.prepared.clone()),
+        serde_json::json!({"seat": "12", "time": "15:00"}),
+        "the prepare's human fields, without its status or action id"
+    );
+    for tool in [
+        "prepare_seat_reservation",
+        "confirm_action",
+        "cancel_action",
+    ] {
+        assert!(!i.summary.contains(tool), "{}", i.summary);
+        assert!(i.detail.contains(tool), "{}", i.detail);
+    }
+    assert!(i.detail.contains("#1"), "{}", i.detail);
+    // The stored thread shows the card as it was sent.
+    let view = s.thread(&thread).await;
+    let stored = view
+        .messages
+        .iter()
+        .find_map(|m| match &m.body {
+            common::thread::Record::Interrupt(stored) => Some(stored.clone()),
+            _ => None,
+        })
+        .expect("the interrupt is stored");
+    assert_eq!(stored, i);
+
+    // In Korean, the Korean wording.
+    let ko = s.new_thread().await;
+    let frames = s.say(&ko, "12번 좌석 15시 예약해줘").await;
+    let k = interrupt(&frames)
+        .unwrap_or_else(|| panic!("no interrupt: {frames:?}"))
+        .clone();
+    assert_eq!(k.summary, "12번 좌석을 15:00에 예약할까요?");
+    assert!(k.detail.contains("승인하면"), "{}", k.detail);
+    s.pass();
+
+    // No wording configured: the default lists the same fields.
+    let plain = TestServer::builder()
+        .cards(Default::default())
+        .start()
+        .await;
+    let thread = plain.new_thread().await;
+    let i = reserve(&plain, &thread).await;
+    assert_eq!(i.summary, "Approve this action? seat: 12, time: 15:00");
+    plain.pass();
+}
+
 #[tokio::test]
 async fn deny_cancels_the_backend_action_and_a_later_turn_does_not_resurrect_it() {
     let s = TestServer::builder().start().await;
@@ -489,6 +547,8 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
         terminals: turnstile_demo::terminals(&tools.url),
+        cards: turnstile_demo::cards(),
+        instructions: turnstile_demo::instructions(),
         auth: Default::default(),
         licences: turnstile::judge::tiers::LicenceMap::open(),
     })

@@ -252,8 +252,9 @@ async fn the_page_makes_buttons_only_of_listed_capabilities() {
     .await;
 }
 
-/// Human approval in the page: "reserve seat 12 at 15:00" stops at a card;
-/// one click on Approve runs `confirm_action` once and the answer says it is
+/// Human approval in the page: "reserve seat 12 at 15:00" stops at a card
+/// that asks "Reserve seat 12 at 15:00?" with the tool names on the line
+/// below; one click on Approve runs `confirm_action` once and the answer says it is
 /// done; the card is locked, a second approve is refused by the approval
 /// table's row, and a reload shows the card decided.
 #[tokio::test]
@@ -473,8 +474,10 @@ async fn stored_questions(
                 tool: "ask".into(),
                 args: Map::new(),
                 action_id: None,
+                prepared: Map::new(),
             },
             summary: "stub asks you something.".into(),
+            detail: String::new(),
             choices: vec!["accept".into(), "decline".into(), "cancel".into()],
             expires_at: 1_764_000_000_000,
             input: Some(InputPrompt {
@@ -597,8 +600,10 @@ async fn question_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Res
                 tool: "ask_everything".into(),
                 args,
                 action_id: None,
+                prepared: Map::new(),
             },
             summary: "stub-server asks you something before ask_everything can go on.".into(),
+            detail: String::new(),
             choices: vec!["accept".into(), "decline".into(), "cancel".into()],
             expires_at: i64::try_from(
                 (SystemTime::now() + Duration::from_secs(3600))

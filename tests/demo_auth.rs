@@ -284,7 +284,7 @@ async fn private_tools_refuse_every_wrong_explicit_session() {
     .await;
     assert_eq!(
         structured(&prepared),
-        json!({"status": "OK", "actionId": 1})
+        json!({"status": "OK", "actionId": 1, "seat": "12", "time": "15:00"})
     );
     let preview = call(&a, "export_all_lms_materials", json!({}), None).await;
     assert_eq!(structured(&preview)["exportId"], json!("EXP-1"));
@@ -505,7 +505,7 @@ async fn private_state_belongs_to_the_sessions_owner() {
     .await;
     assert_eq!(
         structured(&prepared),
-        json!({"status": "OK", "actionId": 1})
+        json!({"status": "OK", "actionId": 1, "seat": "12", "time": "15:00"})
     );
     let preview = call(&ana1, "export_all_lms_materials", json!({}), None).await;
     assert_eq!(structured(&preview)["exportId"], json!("EXP-1"));
@@ -611,7 +611,7 @@ async fn tool_client_names_its_session_and_the_new_one_after_a_reconnect() {
         .expect("prepare answers");
     assert_eq!(
         prepared.structured,
-        Some(json!({"status": "OK", "actionId": 1}))
+        Some(json!({"status": "OK", "actionId": 1, "seat": "12", "time": "15:00"}))
     );
 
     // A second, live session: were the first call's `_meta` naming anything

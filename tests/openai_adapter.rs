@@ -347,12 +347,25 @@ async fn every_demo_flow_matches_the_scripted_model() {
             loop_part.iter().all(|r| *r == "assistant" || *r == "tool"),
             "{roles:?}"
         );
-        let responder = r.fixed().starts_with(RESPONDER_FIXED);
+        // Issue 33 §6: the deployment's instructions (the demo's), then
+        // code's fixed rules, byte for byte.
+        let instructions = turnstile_demo::INSTRUCTIONS;
+        let responder = r.fixed().contains(RESPONDER_FIXED);
         if responder {
+            assert!(
+                r.fixed()
+                    .starts_with(&format!("{instructions}\n\n{RESPONDER_FIXED}")),
+                "{}",
+                r.fixed()
+            );
             assert_eq!(roles, ["system", "user"]);
             assert!(r.body.get("tools").is_none(), "the responder gets no tools");
         } else {
-            assert_eq!(r.fixed(), PLANNER_FIXED, "the fixed part is alone first");
+            assert_eq!(
+                r.fixed(),
+                format!("{instructions}\n\n{PLANNER_FIXED}"),
+                "the instructions and the fixed part are alone first"
+            );
             assert!(r.body["tools"].as_array().is_some_and(|t| !t.is_empty()));
             tools_seen.insert(r.body["tools"].to_string());
             // The turn's blocks are the last message, never in the prefix.

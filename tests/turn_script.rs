@@ -191,6 +191,8 @@ async fn run(case: Case) -> String {
         contracts: turnstile_demo::contracts(),
         roles: turnstile_demo::roles(),
         terminals: Default::default(),
+        cards: turnstile_demo::cards(),
+        instructions: turnstile_demo::instructions(),
         limits: case.limits,
         claims: Arc::new(ThreadClaims::new(
             store.clone(),

@@ -22,6 +22,8 @@ const card = () => ev(`(() => {
   if (!c) return null;
   return {
     id: c.dataset.interruptId, state: c.dataset.state,
+    summary: c.querySelector('[data-testid=interrupt-summary]').textContent,
+    detail: c.querySelector('[data-testid=interrupt-detail]').textContent,
     call: c.querySelector('[data-testid=interrupt-call]').textContent,
     action: c.querySelector('[data-testid=interrupt-action]').textContent,
     approveDisabled: c.querySelector('[data-testid=approve]').disabled,
@@ -47,6 +49,11 @@ try {
   console.log(`     card: ${JSON.stringify(c)}`);
   check(!!c && c.state === "Awaiting" && c.call.startsWith("confirm_action ") && c.action.startsWith("prepare_seat_reservation ")
     && !c.approveDisabled && !c.denyDisabled, "the turn stops at an approval card that names the call it will run");
+  // Issue 33 §5: the card asks in the user's terms; the tool names are the
+  // line under the question.
+  check(!!c && c.summary === "Reserve seat 12 at 15:00?", `the card asks in the user's terms: ${JSON.stringify(c && c.summary)}`);
+  check(!!c && c.detail.includes("prepare_seat_reservation") && c.detail.includes("confirm_action")
+    && !c.summary.includes("prepare_seat_reservation"), `the tool names are on the detail line: ${JSON.stringify(c && c.detail)}`);
 
   // One click; a second click on the now locked button does nothing.
   await ev(`document.querySelector('[data-testid=approve]').click()`);
@@ -84,6 +91,8 @@ try {
   c = await card();
   const stored = await blocks();
   check(c.state === "Completed" && c.approveDisabled && c.denyDisabled, `after a reload the card is shown decided: ${c.state}`);
+  check(c.summary === "Reserve seat 12 at 15:00?" && c.detail.includes("confirm_action"),
+    `after a reload the card asks the same: ${JSON.stringify([c.summary, c.detail])}`);
   check(stored.length === 2 && stored[1].answer === resumed.answer
     && stored[1].tools.filter((x) => x.includes("confirm_action")).length === 1,
     `after a reload the resumed turn is shown as it streamed: ${JSON.stringify(stored.at(-1))}`);

@@ -199,7 +199,8 @@ async fn completions(
     // A responder request; else a planning round: a queued planner action,
     // or what the scripted planner makes of it, which answers when it has
     // nothing to call.
-    let responder = captured.fixed().starts_with(RESPONDER_FIXED);
+    // The deployment's instructions come first; code's rules after them.
+    let responder = captured.fixed().contains(RESPONDER_FIXED);
     let planned = match responder {
         true => None,
         false => shared.planner.lock().unwrap().pop_front(),

@@ -151,6 +151,10 @@ pub struct Builder {
     tables_dir: Option<PathBuf>,
     contracts: Contracts,
     roles: turnstile::judge::approval::Roles,
+    /// The approval cards' wording (default: the demo's).
+    cards: turnstile::judge::card::Cards,
+    /// The assistant's instructions (default: the demo's).
+    instructions: turnstile::llm::prompt::Instructions,
     /// `None`: the demo's flow when the demo tool server runs, else none.
     terminals: Option<turnstile::judge::capability::Terminals>,
     http: HttpConfig,
@@ -231,6 +235,19 @@ impl Builder {
         self
     }
 
+    /// The approval cards' wording per tool (default: the demo's).
+    pub fn cards(mut self, cards: turnstile::judge::card::Cards) -> Self {
+        self.cards = cards;
+        self
+    }
+
+    /// The assistant's instructions, first in every prompt (default: the
+    /// demo's).
+    pub fn instructions(mut self, instructions: turnstile::llm::prompt::Instructions) -> Self {
+        self.instructions = instructions;
+        self
+    }
+
     /// The terminal flows (default: the demo's, at the demo server's
     /// origin, when it runs).
     pub fn terminals(mut self, terminals: turnstile::judge::capability::Terminals) -> Self {
@@ -285,6 +302,8 @@ impl Builder {
             .servers(config.server_specs())
             .contracts(config.contracts())
             .roles(config.roles())
+            .cards(config.cards())
+            .instructions(config.model.instructions.clone())
             .terminals(config.terminal_flows())
             .limits(config.agent_limits())
             .turn_lease(config.turn_lease())
@@ -344,6 +363,8 @@ impl Builder {
                 tables_dir: self.tables_dir.as_deref(),
                 contracts: self.contracts,
                 roles: self.roles,
+                cards: self.cards,
+                instructions: self.instructions,
                 auth: self.auth,
                 licences: self.licences,
             },
@@ -448,6 +469,8 @@ impl TestServer {
             tables_dir: None,
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),
+            cards: turnstile_demo::cards(),
+            instructions: turnstile_demo::instructions(),
             terminals: None,
             http: HttpConfig::default(),
             client: ClientOptions::default(),

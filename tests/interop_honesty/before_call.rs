@@ -47,10 +47,16 @@ async fn a_destructive_tool_waits_and_runs_once_on_approve() {
         json!({"floor": 3, "text": "lift out of order"})
     );
     assert_eq!(interrupt.action.action_id, None);
+    // Why it waits, and the tool, are the detail line (issue 33 §5); the
+    // question speaks the call's own terms.
     assert!(
-        interrupt.summary.contains("destructive"),
+        interrupt.detail.contains("destructive") && interrupt.detail.contains("post_notice"),
         "{}",
-        interrupt.summary
+        interrupt.detail
+    );
+    assert_eq!(
+        interrupt.summary,
+        "Approve this action? floor: 3, text: lift out of order"
     );
     assert!(tool_calls(&frames).iter().all(|c| c.tool != "post_notice"));
     assert_eq!(counts(&rig).await["post_notice"], 0, "sent before approval");
@@ -157,9 +163,9 @@ async fn an_untrusted_servers_unannotated_tool_waits() {
         interrupt_of(&frames).unwrap_or_else(|| panic!("no interrupt:\n{}", stable(&frames)));
     assert_eq!(interrupt.tool, "add_photo");
     assert!(
-        interrupt.summary.contains("untrusted"),
+        interrupt.detail.contains("untrusted"),
         "{}",
-        interrupt.summary
+        interrupt.detail
     );
     assert!(tool_results(&frames).iter().all(|r| r.tool != "add_photo"));
     // On an untrusted server every call waits, whatever the tool declares.
@@ -168,9 +174,9 @@ async fn an_untrusted_servers_unannotated_tool_waits() {
         .await;
     let interrupt = interrupt_of(&frames).expect("an untrusted server's tool waits");
     assert!(
-        interrupt.summary.contains("untrusted"),
+        interrupt.detail.contains("untrusted"),
         "{}",
-        interrupt.summary
+        interrupt.detail
     );
     untrusted.done();
 }
@@ -211,9 +217,9 @@ async fn the_configuration_decides_first() {
     let interrupt =
         interrupt_of(&frames).unwrap_or_else(|| panic!("no interrupt:\n{}", stable(&frames)));
     assert!(
-        interrupt.summary.contains("configuration"),
+        interrupt.detail.contains("configuration"),
         "{}",
-        interrupt.summary
+        interrupt.detail
     );
     rig.done();
 }

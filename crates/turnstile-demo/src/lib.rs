@@ -22,7 +22,8 @@
 //!   answers Python-literal rows with no accounting.
 //! * `get_photo`, `list_projects`.
 //! * `prepare_seat_reservation(seat, time)` — a PENDING action that expires
-//!   after 10 minutes: `{"status": "OK", "actionId": N}`, ids from 1. An
+//!   after 10 minutes: `{"status": "OK", "actionId": N, "seat", "time"}`,
+//!   ids from 1. An
 //!   unknown seat (not "1" to "40") or a time not `HH:MM` prepares nothing
 //!   and answers the no-op sentinel `{"status": "NO_SUCH_SEAT" | "BAD_TIME",
 //!   "actionId": 0}`.
@@ -244,6 +245,38 @@ pub fn roles() -> turnstile::judge::approval::Roles {
         },
     );
     r
+}
+
+/// The demo's approval-card wording, as `turnstile serve` would declare it
+/// in its config (`tools.prepare_seat_reservation.summary`, `summary_ko`):
+/// the card asks "Reserve seat 12 at 15:00?", in the user's terms, and the
+/// tool names go to its detail line.
+pub fn cards() -> turnstile::judge::card::Cards {
+    use turnstile::judge::card::{Cards, Template, Wording};
+    let mut c = Cards::default();
+    // Both templates are constants checked by this crate's tests: a typo
+    // leaves the card at the default wording, never without one.
+    if let (Ok(en), Ok(ko)) = (
+        Template::parse("Reserve seat {seat} at {time}?"),
+        Template::parse("{seat}번 좌석을 {time}에 예약할까요?"),
+    ) {
+        c.insert("prepare_seat_reservation", Wording { en, ko: Some(ko) });
+    }
+    c
+}
+
+/// What the demo's assistant is for, as `turnstile serve` would say it in
+/// `[model] instructions`: a construction site's assistant, with the
+/// errands the demo's other tools run. Code's fixed rules follow it.
+pub const INSTRUCTIONS: &str = "You are the assistant of a construction-site team. \
+You find the site's photos (panoramas of project tower-a, floors B1 to 12) and their annotations \
+(safety, quality and progress issues), open one in full, count them, and help with the team's errands: \
+reserving a reading-room seat, exporting lecture files, notifying a site contact, opening the permit \
+portal and compiling site reports.";
+
+/// [`INSTRUCTIONS`] as the agent holds them.
+pub fn instructions() -> turnstile::llm::prompt::Instructions {
+    turnstile::llm::prompt::Instructions::new(INSTRUCTIONS)
 }
 
 /// The demo's terminal flow, as `turnstile serve` would declare it in its

@@ -423,7 +423,7 @@ mod tests {
         .await;
         assert_eq!(
             prepared.structured,
-            Some(json!({"status": "OK", "actionId": 1}))
+            Some(json!({"status": "OK", "actionId": 1, "seat": "12", "time": "15:00"}))
         );
         assert_eq!(server.action_status(1).as_deref(), Some("PENDING"));
         let confirmed = call(

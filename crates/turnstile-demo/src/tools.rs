@@ -520,13 +520,22 @@ pub enum ReplyStatus {
 }
 
 /// What `prepare_seat_reservation`, `confirm_action` and `cancel_action`
-/// answer: `{"status": "OK", "actionId": 1}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+/// answer: `{"status": "OK", "actionId": 1}`. A prepare that held a seat
+/// also says which, as a real backend tells its client what it holds:
+/// `{"status": "OK", "actionId": 1, "seat": "12", "time": "15:00"}` (the
+/// approval card asks about these, issue 33 §5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ActionReply {
     pub status: ReplyStatus,
     /// The action's id; 0 when nothing was prepared.
     pub action_id: u64,
+    /// The seat a prepared reservation holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seat: Option<String>,
+    /// Its time, HH:MM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
 }
 
 /// One annotation of a panorama, in `get_panorama`'s result.
@@ -669,7 +678,7 @@ impl DemoTools {
     }
 
     #[tool(
-        description = "Prepare a seat reservation without making it: seat is a seat number \"1\" to \"40\", time is HH:MM on the 24-hour clock. Answers {\"status\": \"OK\", \"actionId\": N}: a PENDING action that reserves nothing until confirm_action confirms it, and expires after 10 minutes. An unknown seat or a malformed time prepares nothing and answers status NO_SUCH_SEAT or BAD_TIME with actionId 0.",
+        description = "Prepare a seat reservation without making it: seat is a seat number \"1\" to \"40\", time is HH:MM on the 24-hour clock. Answers {\"status\": \"OK\", \"actionId\": N, \"seat\": \"12\", \"time\": \"15:00\"}: a PENDING action that reserves nothing until confirm_action confirms it, and expires after 10 minutes. An unknown seat or a malformed time prepares nothing and answers status NO_SUCH_SEAT or BAD_TIME with actionId 0.",
         output_schema = rmcp::handler::server::tool::schema_for_output::<ActionReply>(),
         annotations(
             read_only_hint = false,
@@ -1610,7 +1619,12 @@ fn record(value: &impl Serialize) -> CallToolResult {
 }
 
 fn reply(status: ReplyStatus, action_id: u64) -> CallToolResult {
-    record(&ActionReply { status, action_id })
+    record(&ActionReply {
+        status,
+        action_id,
+        seat: None,
+        time: None,
+    })
 }
 
 /// The `prepare_seat_reservation` handler, transport-free. An unknown seat
@@ -1622,7 +1636,12 @@ pub fn prepare_seat_reservation(
     args: PrepareSeatReservationArgs,
 ) -> CallToolResult {
     match state.actions.prepare_as(owner, &args.seat, &args.time) {
-        Prepared::Created(id) => reply(ReplyStatus::Ok, id),
+        Prepared::Created(id) => record(&ActionReply {
+            status: ReplyStatus::Ok,
+            action_id: id,
+            seat: Some(args.seat.trim().to_string()),
+            time: Some(args.time.trim().to_string()),
+        }),
         Prepared::NoSuchSeat => reply(ReplyStatus::NoSuchSeat, 0),
         Prepared::BadTime => reply(ReplyStatus::BadTime, 0),
     }
@@ -1956,7 +1975,10 @@ mod tests {
         };
         assert_eq!(
             prepare(json!({"seat": "12", "time": "15:00"})),
-            (false, json!({"status": "OK", "actionId": 1}))
+            (
+                false,
+                json!({"status": "OK", "actionId": 1, "seat": "12", "time": "15:00"})
+            )
         );
         assert_eq!(
             prepare(json!({"seat": "41", "time": "15:00"})),

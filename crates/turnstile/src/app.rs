@@ -34,6 +34,10 @@ pub struct AppConfig<'a> {
     pub roles: Roles,
     /// The export flows whose capability code delivers (tables/export.ron).
     pub terminals: crate::judge::capability::Terminals,
+    /// The approval cards' wording per tool (`tools.<tool>.summary`).
+    pub cards: crate::judge::card::Cards,
+    /// What the deployment's assistant is for (`[model] instructions`).
+    pub instructions: crate::llm::prompt::Instructions,
     /// Who may call: the bearer verifier, the proxy mode, the session
     /// cookie (tables/ownership.ron).
     pub auth: crate::http::AuthConfig,
@@ -88,6 +92,8 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         contracts: cfg.contracts,
         roles: cfg.roles,
         terminals: cfg.terminals,
+        cards: cfg.cards,
+        instructions: cfg.instructions,
         claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
         licences: cfg.licences,

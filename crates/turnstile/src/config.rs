@@ -42,6 +42,10 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 /// The largest config file [`Config::load`] reads (1 MiB).
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
+/// The longest `model.instructions` (or its file): it is sent with every
+/// model request, so a runaway file would cost every turn.
+pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
+
 /// One thing wrong with a configuration, named by its key path
 /// (`model.name`, `mcp_servers[1].url`) or by the variable that set it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +158,11 @@ struct FileModel {
     max_retries: Option<u32>,
     backoff_initial_ms: Option<u64>,
     backoff_max_ms: Option<u64>,
+    /// What the deployment's assistant is for, in the operator's words;
+    /// code's fixed rules follow it in every prompt.
+    instructions: Option<String>,
+    /// The same, read from a file (relative to the config file's directory).
+    instructions_file: Option<PathBuf>,
 }
 
 /// Most planning rounds a config may allow in one turn: each round is a
@@ -256,6 +265,12 @@ struct FileTool {
     label: Option<String>,
     /// Its name for a Korean-speaking user (default: `label`).
     label_ko: Option<String>,
+    /// The approval card's question in the user's terms, with `{field}`
+    /// from the call's arguments, then from the prepare's result
+    /// ("Reserve seat {seat} at {time}?").
+    summary: Option<String>,
+    /// Its Korean wording (default: `summary`).
+    summary_ko: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -308,6 +323,9 @@ pub struct ModelConfig {
     pub max_retries: u32,
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// `instructions` or the text of `instructions_file`: the deployment's
+    /// description of its assistant, first in every prompt.
+    pub instructions: crate::llm::prompt::Instructions,
 }
 
 /// Where the key came from, for the start-up summary.
@@ -422,6 +440,8 @@ pub struct ToolSettings {
     pub approval: Option<crate::judge::approval::Role>,
     /// The terminal flow it confirms, if it is an export's confirm.
     pub terminal: Option<TerminalFlow>,
+    /// The approval card's wording (`summary`, `summary_ko`).
+    pub summary: Option<crate::judge::card::Wording>,
 }
 
 /// An export's confirm tool whose answer is delivered by code (issue 18),
@@ -538,7 +558,10 @@ impl Config {
             }
         }
 
-        let model = v.model(&file.model, &env);
+        let instructions = v.instructions(&file.model, base_dir);
+        let model = v
+            .model(&file.model, &env)
+            .map(|m| ModelConfig { instructions, ..m });
         let limits = v.limits(&file.limits);
         let http = v.http(&file.http);
         let auth = v.auth(&file.auth, &http, &env);
@@ -628,6 +651,19 @@ impl Config {
                     Some(Role::Prepare(p)) => out.prepare(tool, p.clone()),
                     Some(r) => out.insert(tool, r.clone()),
                     None => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// Every tool's approval-card wording.
+    pub fn cards(&self) -> crate::judge::card::Cards {
+        let mut out = crate::judge::card::Cards::default();
+        for s in &self.mcp_servers {
+            for (tool, t) in &s.tools {
+                if let Some(w) = &t.summary {
+                    out.insert(tool, w.clone());
                 }
             }
         }
@@ -1332,7 +1368,63 @@ impl Validator {
             max_retries,
             backoff_initial: Duration::from_millis(initial),
             backoff_max: Duration::from_millis(max),
+            instructions: Default::default(),
         })
+    }
+
+    /// `model.instructions` or `model.instructions_file` (one of them, at
+    /// most [`MAX_INSTRUCTIONS_BYTES`], UTF-8).
+    fn instructions(&mut self, m: &FileModel, base_dir: &Path) -> crate::llm::prompt::Instructions {
+        use crate::llm::prompt::Instructions;
+        let text = match (&m.instructions, &m.instructions_file) {
+            (Some(_), Some(_)) => {
+                self.problem(
+                    "model.instructions_file",
+                    "set `model.instructions` or `model.instructions_file`, not both".into(),
+                );
+                return Instructions::default();
+            }
+            (Some(t), None) => ("model.instructions", t.clone()),
+            (None, Some(f)) => {
+                let path = match f.is_relative() {
+                    true => base_dir.join(f),
+                    false => f.clone(),
+                };
+                match std::fs::read(&path) {
+                    Ok(bytes) => match String::from_utf8(bytes) {
+                        Ok(t) => ("model.instructions_file", t),
+                        Err(_) => {
+                            self.problem(
+                                "model.instructions_file",
+                                format!("{} is not UTF-8 text", path.display()),
+                            );
+                            return Instructions::default();
+                        }
+                    },
+                    Err(e) => {
+                        self.problem(
+                            "model.instructions_file",
+                            format!("cannot read {}: {e}", path.display()),
+                        );
+                        return Instructions::default();
+                    }
+                }
+            }
+            (None, None) => return Instructions::default(),
+        };
+        let (key, text) = text;
+        if text.len() > MAX_INSTRUCTIONS_BYTES {
+            self.problem(
+                key,
+                format!(
+                    "{} bytes; at most {MAX_INSTRUCTIONS_BYTES} (they are sent with every model request)",
+                    text.len()
+                ),
+            );
+        } else if text.trim().is_empty() {
+            self.problem(key, "is empty; leave it out for no instructions".into());
+        }
+        Instructions::new(&text)
     }
 
     fn limits(&mut self, l: &FileLimits) -> LimitsConfig {
@@ -1494,6 +1586,7 @@ impl Validator {
                 let contract = t.result_contract.then(|| self.contract(&key, t));
                 let approval = self.approval(&key, t);
                 let terminal = self.terminal(&key, &at, trusted_origin.as_deref(), t);
+                let summary = self.summary(&key, t, approval.as_ref());
                 tools.insert(
                     tool.clone(),
                     ToolSettings {
@@ -1502,6 +1595,7 @@ impl Validator {
                         retry_safe: t.retry_safe,
                         approval,
                         terminal,
+                        summary,
                     },
                 );
             }
@@ -1649,8 +1743,69 @@ impl Validator {
                         format!("`{tool}` settles what `{prepare}` prepares (its confirm, cancel or status tool), so it takes no approval role of its own"),
                     );
                 }
+                if let (Some(prepare), Some(_)) = (settles.get(tool), &t.summary) {
+                    self.problem(
+                        &format!("mcp_servers.tools.{tool}.summary"),
+                        format!("`{tool}` settles what `{prepare}` prepares, and its calls are never shown on a card: word the card on `{prepare}`"),
+                    );
+                }
             }
         }
+    }
+
+    /// A tool's card wording: `summary` (and `summary_ko`) read as
+    /// templates. What can be known before any call is checked here: the
+    /// templates' syntax, a field that names a secret or the action id (the
+    /// detail line's), a wording that no card would show. A field the call
+    /// and its result turn out not to have falls back to the default
+    /// wording at run time, logged by this key.
+    fn summary(
+        &mut self,
+        key: &str,
+        t: &FileTool,
+        approval: Option<&crate::judge::approval::Role>,
+    ) -> Option<crate::judge::card::Wording> {
+        use crate::judge::approval::Role;
+        use crate::judge::card::{Template, Wording};
+        let mut read = |which: &str, text: &Option<String>| -> Option<Template> {
+            let text = text.as_ref()?;
+            match Template::parse(text) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    self.problem(&format!("{key}.{which}"), e.to_string());
+                    None
+                }
+            }
+        };
+        let en = read("summary", &t.summary);
+        let ko = read("summary_ko", &t.summary_ko);
+        if t.summary.is_none() && t.summary_ko.is_some() {
+            self.problem(
+                &format!("{key}.summary_ko"),
+                "a Korean wording needs the `summary` it translates".into(),
+            );
+        }
+        if let Some(Role::Prepare(p)) = approval {
+            for (which, tpl) in [("summary", &en), ("summary_ko", &ko)] {
+                let names_id = tpl
+                    .iter()
+                    .flat_map(|t| t.fields())
+                    .any(|f| f == p.action_id);
+                if names_id {
+                    self.problem(
+                        &format!("{key}.{which}"),
+                        format!("`{{{}}}` is the action id, which the card's detail line shows; word the question with the fields a user knows", p.action_id),
+                    );
+                }
+            }
+        }
+        if t.summary.is_some() && matches!(approval, Some(Role::Exempt)) {
+            self.problem(
+                &format!("{key}.summary"),
+                "a tool with approval = \"none\" is never held, so no card shows this".into(),
+            );
+        }
+        Some(Wording { en: en?, ko })
     }
 
     /// `scheme://host[:port]` with nothing after it, normalised.
@@ -2103,6 +2258,97 @@ url = "not a url"
     /// A terminal flow is checked when the config loads: against its
     /// server's trusted origin, with a path template and token the
     /// validator can hold answers to; each missing or bad key is named.
+    /// Issue 33 §5: a card's wording is read at load; what can be known
+    /// wrong before any call is a located problem.
+    #[test]
+    fn card_summaries_are_read_and_checked_at_load() {
+        let server = "[[mcp_servers]]\nname = \"lib\"\nurl = \"http://127.0.0.1:9/mcp\"\n";
+        let prepare = "[mcp_servers.tools.hold_seat]\napproval = \"prepare\"\naction_id = \"actionId\"\nconfirm = \"book\"\ncancel = \"release\"\n";
+        let src = format!(
+            "{MINIMAL}\n{server}{prepare}summary = \"Reserve seat {{seat}} at {{time}}?\"\nsummary_ko = \"{{seat}}번 좌석을 {{time}}에 예약할까요?\"\n"
+        );
+        let c = load(&src, &[("OPENAI_API_KEY", KEY)]).unwrap_or_else(|e| panic!("{e}"));
+        let w = c.cards();
+        let w = w.get("hold_seat").expect("the wording is kept");
+        assert_eq!(w.en.fields().collect::<Vec<_>>(), ["seat", "time"]);
+        assert!(w.ko.is_some());
+        for (bad, key) in [
+            ("summary = \"Reserve seat {seat\"\n", "hold_seat.summary"),
+            ("summary = \"Reserve {}?\"\n", "hold_seat.summary"),
+            ("summary = \"Use {accessToken}?\"\n", "hold_seat.summary"),
+            ("summary = \"Confirm #{actionId}?\"\n", "hold_seat.summary"),
+            ("summary_ko = \"예약할까요?\"\n", "hold_seat.summary_ko"),
+        ] {
+            let src = format!("{MINIMAL}\n{server}{prepare}{bad}");
+            let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+            else {
+                panic!("{bad} must be refused");
+            };
+            let want = format!("mcp_servers[0].tools.{key}");
+            assert!(
+                problems.iter().any(|p| p.key == want),
+                "{bad}: {problems:?}"
+            );
+        }
+        // The confirm's calls are never shown on a card.
+        let src = format!(
+            "{MINIMAL}\n{server}{prepare}[mcp_servers.tools.book]\nsummary = \"Book it?\"\n"
+        );
+        let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])
+        else {
+            panic!("a confirm's summary must be refused");
+        };
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.key == "mcp_servers.tools.book.summary"),
+            "{problems:?}"
+        );
+    }
+
+    /// Issue 33 §6: `[model] instructions` or a file of them, not both.
+    #[test]
+    fn the_assistants_instructions_come_from_the_file_or_a_file_it_names() {
+        let vars = [("OPENAI_API_KEY", KEY)];
+        let c = load(MINIMAL, &vars).unwrap();
+        assert!(c.model.instructions.is_empty());
+        let src = format!("{MINIMAL}instructions = \"\"\"\nYou help a library's staff.\n\"\"\"\n");
+        let c = load(&src, &vars).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.model.instructions.as_str(), "You help a library's staff.");
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("assistant.md"), "You book rooms.\n").unwrap();
+        let path = dir.path().join("t.toml");
+        let src = format!("{MINIMAL}instructions_file = \"assistant.md\"\n");
+        let c = Config::from_toml(&src, &path, &env(&vars)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.model.instructions.as_str(), "You book rooms.");
+
+        let too_long = "x".repeat(MAX_INSTRUCTIONS_BYTES + 1);
+        for (bad, key) in [
+            (
+                "instructions = \"a\"\ninstructions_file = \"assistant.md\"\n".to_string(),
+                "model.instructions_file",
+            ),
+            (
+                "instructions_file = \"missing.md\"\n".to_string(),
+                "model.instructions_file",
+            ),
+            (
+                format!("instructions = \"{too_long}\"\n"),
+                "model.instructions",
+            ),
+            ("instructions = \"  \"\n".to_string(), "model.instructions"),
+        ] {
+            let src = format!("{MINIMAL}{bad}");
+            let Err(ConfigError::Invalid { problems, .. }) =
+                Config::from_toml(&src, &path, &env(&vars))
+            else {
+                panic!("{bad:.60} must be refused");
+            };
+            assert!(problems.iter().any(|p| p.key == key), "{problems:?}");
+        }
+    }
+
     #[test]
     fn terminal_flows_are_checked_at_load() {
         let server = "[[mcp_servers]]\nname = \"lms\"\nurl = \"http://127.0.0.1:9/mcp\"\n";

@@ -7,9 +7,10 @@
 //! (failures disguised as 200), [`narrowing`] (the subset gate),
 //! [`stitch`] (page stitching), [`anchors`] (what the narration may say),
 //! [`contracts`] and [`result`] (what a tool's real answer looks like),
-//! [`approval`] (tool roles, action ids), [`capability`] (whether a
-//! confirm's answer is a capability URL code may deliver) and [`path`] (the
-//! dotted paths every configured result field takes).
+//! [`approval`] (tool roles, action ids), [`card`] (an approval card's
+//! words in the user's terms), [`capability`] (whether a confirm's answer is
+//! a capability URL code may deliver) and [`path`] (the dotted paths every
+//! configured result field takes).
 //!
 //! **Architecture invariant:** nothing in this module reads model output.
 
@@ -18,6 +19,7 @@ pub mod admission;
 pub mod anchors;
 pub mod approval;
 pub mod capability;
+pub mod card;
 pub mod continuation;
 pub mod contracts;
 pub mod digest;

@@ -71,7 +71,7 @@ Do not search again for it.";
 pub const HOST_CONTEXT_TOOL: &str = "from_host_context";
 
 const HOST_CONTEXT_DESCRIPTION: &str = "Call this together with the search when the user refers to \
-what is on their screen (\"this floor\", \"this project\"), once per such field. Leave that argument out \
+what is on their screen (\"this one\", \"the one I have open\"), once per such field. Leave that argument out \
 of the search: the server fills it in from the user's screen, or asks the user which one is meant.";
 
 /// The function that lets the model say the user asks for a download link
@@ -85,7 +85,7 @@ link that an earlier answer in this conversation gave (\"show me the link again\
 arguments: the server shows the stored link itself, or says it has expired.";
 
 const NARROW_PREVIOUS_DESCRIPTION: &str = "Call this together with the search when the user \
-restricts the results of the previous answer (\"only those from April\", \"just the ones on floor 5\"). \
+restricts the results of the previous answer (\"only those from April\", \"just the open ones\"). \
 It takes no arguments and runs nothing: which results are meant is already known.";
 
 /// An API key. Deliberately not `Display` and not `Serialize`; `Debug`
@@ -912,7 +912,7 @@ impl WireTool {
 /// call, carrying the judge's bounded digest (never the raw result) under
 /// the matching `tool_call_id`.
 fn plan_messages(req: &PlanRequest, tools: &[WireTool]) -> Vec<Value> {
-    let mut out = vec![json!({"role": "system", "content": req.prompt.fixed})];
+    let mut out = vec![json!({"role": "system", "content": req.prompt.head()})];
     for turn in &req.history {
         out.push(json!({"role": "user", "content": turn.user}));
         let mut answer = turn.answer.clone();

@@ -196,8 +196,14 @@ pub struct Interrupt {
     /// was called with, and the backend's action id (none for a call that
     /// itself waits for approval).
     pub action: ActionPreview,
-    /// One line for the card, written by code.
+    /// One line for the card, written by code in the user's terms ("Reserve
+    /// seat 12 at 15:00?"): it asks, and never says that anything happened.
     pub summary: String,
+    /// The line under it that names the tools: what prepared the action,
+    /// what runs on approval, what a denial does. Empty in interrupts stored
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
     /// `["approve", "deny"]`.
     pub choices: Vec<String>,
     /// Unix milliseconds; after it the interrupt is denied by default.
@@ -262,8 +268,10 @@ impl Interrupt {
                 tool: tool.to_string(),
                 args: args.clone(),
                 action_id: None,
+                prepared: serde_json::Map::new(),
             },
             summary,
+            detail: String::new(),
             choices: choices.iter().map(|c| c.to_string()).collect(),
             expires_at,
             input: None,
@@ -278,6 +286,12 @@ pub struct ActionPreview {
     pub args: serde_json::Map<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_id: Option<u64>,
+    /// The human fields of the prepare's result (`judge::card`: scalars,
+    /// nested ones flattened as `data.seat`, bounded, never a secret, an
+    /// opaque token or a URL that carries a query). Empty for a call held
+    /// for itself, and in interrupts stored before it existed.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub prepared: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `done`: the turn finished (or, after an interrupt, waits).
@@ -427,5 +441,24 @@ mod tests {
             Frame::parse("delta", "{}"),
             Err(FrameError::Body { .. })
         ));
+    }
+
+    /// An interrupt stored before cards spoke the user's terms (no
+    /// `detail`, no `action.prepared`) still reads, and a new one keeps both.
+    #[test]
+    fn an_interrupt_stored_without_detail_or_prepared_fields_still_reads() {
+        let old = r#"{"interrupt_id":"i","tool":"confirm_action","args":{"actionId":1},
+            "action":{"tool":"prepare_seat_reservation","args":{"seat":"12"},"action_id":1},
+            "summary":"Approve prepare_seat_reservation #1","choices":["approve","deny"],
+            "expires_at":5}"#;
+        let Frame::Interrupt(i) = Frame::parse("interrupt", old).unwrap() else {
+            panic!("not an interrupt");
+        };
+        assert!(i.detail.is_empty() && i.action.prepared.is_empty());
+        let mut new = i.clone();
+        new.detail = "prepare_seat_reservation prepared action #1".into();
+        new.action.prepared.insert("time".into(), "15:00".into());
+        let f = Frame::Interrupt(new);
+        assert_eq!(Frame::parse(f.kind(), &f.data().to_string()).unwrap(), f);
     }
 }

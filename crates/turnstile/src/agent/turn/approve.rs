@@ -13,6 +13,7 @@ use crate::agent::records::Record;
 use crate::judge::anchors::ActionOutcome;
 use crate::judge::approval::{self, ActionId, Role};
 use crate::judge::Anchor;
+use crate::judge::{card, lang};
 use crate::llm::PlannedCall;
 use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::turn::TurnEvent;
@@ -137,6 +138,23 @@ impl Turn<'_> {
             confirm_args.insert(key, Value::String(interrupt_id.clone()));
         }
         let expires_at = crate::store::now_unix_ms() + self.agent.limits.approval_ttl_ms();
+        // The card asks in the user's terms, from what was prepared; the
+        // tool names are its detail line (issue 33 §5).
+        let prepared = approval::fields(first)
+            .map(|f| card::prepared_fields(&f, &role.action_id))
+            .unwrap_or_default();
+        let card = card::prepared_card(
+            &self.agent.cards,
+            lang::detect(&self.user_text),
+            &card::PreparedAction {
+                prepare: &call.tool,
+                args: &call.args,
+                prepared: &prepared,
+                action_id,
+                confirm: &role.confirm,
+                cancel: &role.cancel,
+            },
+        );
         let interrupt = wire::Interrupt {
             interrupt_id: interrupt_id.clone(),
             tool: role.confirm.clone(),
@@ -145,11 +163,10 @@ impl Turn<'_> {
                 tool: call.tool.clone(),
                 args: call.args.clone(),
                 action_id: Some(action_id),
+                prepared,
             },
-            summary: format!(
-                "Approve {} #{action_id}: {} will run once with the arguments shown.",
-                call.tool, role.confirm
-            ),
+            summary: card.summary,
+            detail: card.detail,
             choices: vec!["approve".into(), "deny".into()],
             expires_at,
             input: None,

@@ -15,6 +15,7 @@ use crate::judge::anchors::ActionOutcome;
 use crate::judge::approval;
 use crate::judge::narrowing::Gate;
 use crate::judge::Anchor;
+use crate::judge::{card, lang};
 use crate::llm::PlannedCall;
 use crate::protocols::approval::{ApprovalEffect, ApprovalEvent};
 use crate::protocols::telemetry;
@@ -87,19 +88,24 @@ impl Turn<'_> {
         tracing::info!(tool = %call.tool, reason = ?reason, "call held for approval");
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let expires_at = crate::store::now_unix_ms() + self.agent.limits.approval_ttl_ms();
-        let summary = format!(
-            "Approve {}: nothing has been sent; on approval it runs once with the arguments shown ({}).",
-            call.tool,
-            reason.why()
+        // The card asks in the user's terms, from the exact arguments; the
+        // tool, and why it waits, are its detail line (issue 33 §5).
+        let card = card::held_call_card(
+            &self.agent.cards,
+            lang::detect(&self.user_text),
+            &call.tool,
+            args,
+            reason,
         );
-        let interrupt = wire::Interrupt::of_call(
+        let mut interrupt = wire::Interrupt::of_call(
             &interrupt_id,
             &call.tool,
             args,
-            summary,
+            card.summary,
             &["approve", "deny"],
             expires_at,
         );
+        interrupt.detail = card.detail;
         self.approvals.held = Some(Held {
             interrupt_id,
             machine,

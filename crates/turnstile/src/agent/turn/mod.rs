@@ -86,6 +86,12 @@ pub struct Agent {
     pub roles: Roles,
     /// The export flows whose confirm's capability code delivers.
     pub terminals: crate::judge::capability::Terminals,
+    /// How each tool's approval card asks, in the user's terms
+    /// (`tools.<tool>.summary`); a tool without one gets the default.
+    pub cards: crate::judge::card::Cards,
+    /// The deployment's description of its assistant (`[model]
+    /// instructions`), first in every prompt, before code's rules.
+    pub instructions: crate::llm::prompt::Instructions,
     pub limits: Limits,
     pub claims: Arc<super::claims::ThreadClaims>,
     /// The one tool → required-tier map: the catalogue filter and the

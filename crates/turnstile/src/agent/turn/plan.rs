@@ -48,7 +48,7 @@ impl Turn<'_> {
         // The turn's own blocks; the adapter sends them after the history
         // and the tool loop, so the fixed prefix stays cacheable. The
         // directives are the responder's, as rendered for it.
-        let mut prompt = Prompt::new(PLANNER_FIXED);
+        let mut prompt = Prompt::new(PLANNER_FIXED).with_instructions(&self.agent.instructions);
         if let Some(c) = self.thread.context.as_ref().filter(|c| !c.is_empty()) {
             prompt = prompt.block("Host context", c.prompt_text());
         }

@@ -129,7 +129,7 @@ impl Turn<'_> {
     /// What the responder sees: the directives code derived (with where
     /// each came from) and the digests, never a raw result.
     pub(super) fn responder_request(&self) -> RespondRequest {
-        let mut prompt = Prompt::new(RESPONDER_FIXED);
+        let mut prompt = Prompt::new(RESPONDER_FIXED).with_instructions(&self.agent.instructions);
         let evidence = &self.evidence;
         if !evidence.anchors.is_empty() {
             let lines: Vec<String> = (evidence.anchors.iter().zip(&evidence.origins))
