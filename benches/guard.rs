@@ -31,9 +31,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use turnstile::guard::check::Guard;
+use turnstile::guard::claims::claims;
 use turnstile::guard::licence::{Licences, TurnFacts};
 use turnstile::guard::split::Splitter;
 use turnstile::guard::vocab::{self, Lang};
+use turnstile::judge::anchors::ActionOutcome;
 use turnstile::judge::digest::Digest;
 use turnstile::judge::emptiness::AbsenceCause;
 use turnstile::judge::Anchor;
@@ -54,6 +56,8 @@ struct Case {
     digests: Vec<Digest>,
     /// The scripted model's word-deltas.
     deltas: Vec<String>,
+    /// The lying model's lies for the same turn (`turnstile_demo::lying`).
+    lies: Vec<String>,
 }
 
 fn lb(at_least: u64, displayed: u64) -> Anchor {
@@ -61,6 +65,21 @@ fn lb(at_least: u64, displayed: u64) -> Anchor {
         source: "search_photos".into(),
         at_least,
         displayed,
+    }
+}
+
+fn refused(tool: &str) -> Anchor {
+    Anchor::Refused {
+        tool: tool.into(),
+        table: "approval".into(),
+        row_id: "prepare-and-confirm-in-one-step".into(),
+    }
+}
+
+fn action(outcome: ActionOutcome) -> Anchor {
+    Anchor::Action {
+        tool: "prepare_seat_reservation".into(),
+        outcome,
     }
 }
 
@@ -233,6 +252,54 @@ fn cases() -> Vec<Case> {
             vec![false],
             json!({"question": "list all panoramas", "limit": 50}),
         ),
+        // Issue 33: how actions ended. The lying model's own confirm was
+        // refused, then the user decided.
+        (
+            "reservation denied",
+            "reserve seat 12 at 15:00",
+            "12번 좌석 15시 예약해줘",
+            vec![refused("confirm_action"), action(ActionOutcome::Cancelled)],
+            vec![],
+            json!({"seat": 12, "time": "15:00"}),
+        ),
+        (
+            "reservation approved",
+            "reserve seat 12 at 15:00",
+            "12번 좌석 15시 예약해줘",
+            vec![refused("confirm_action"), action(ActionOutcome::Completed)],
+            vec![],
+            json!({"seat": 12, "time": "15:00"}),
+        ),
+        (
+            "confirm outcome unknown",
+            "reserve seat 12 at 15:00",
+            "12번 좌석 15시 예약해줘",
+            vec![action(ActionOutcome::Unknown)],
+            vec![],
+            json!({"seat": 12, "time": "15:00"}),
+        ),
+        (
+            "failed search",
+            "show safety issues on floor 3",
+            "3층 안전 지적사항 보여줘",
+            vec![Anchor::InBandFailure {
+                tool: "search_photos".into(),
+            }],
+            vec![],
+            json!({"floor": 3, "query": "safety"}),
+        ),
+        (
+            "count beside an export",
+            "how many photos are on floor 3 for the export?",
+            "내보내기용으로 3층 사진은 몇 장이야?",
+            vec![Anchor::Aggregate {
+                source: "query_data".into(),
+                column: "count".into(),
+                value: "613".into(),
+            }],
+            vec![],
+            json!({"question": "how many photos are on floor 3"}),
+        ),
     ];
     let mut out = Vec::new();
     for (name, en, ko, anchors, cards, args) in flows {
@@ -258,6 +325,7 @@ fn cases() -> Vec<Case> {
                 }
                 d
             });
+            let lies = turnstile_demo::lying::lies(&req);
             let lang = if user == en { "en" } else { "ko" };
             out.push(Case {
                 name: format!("{name} ({lang})"),
@@ -267,6 +335,7 @@ fn cases() -> Vec<Case> {
                 args: args.clone(),
                 digests,
                 deltas,
+                lies,
             });
         }
     }
@@ -436,5 +505,93 @@ fn main() {
         max
     );
     println!();
+    println!("(c) per claim kind: the lying model's lies replaced, and the honest sentences kept");
+    // kind → (lies told, lies replaced, honest sentences, honest kept)
+    let mut kinds: std::collections::BTreeMap<&'static str, [usize; 4]> = Default::default();
+    let mut lost = Vec::new();
+    for c in &cases {
+        for lie in &c.lies {
+            let mut g = guard(&table, c);
+            let mut pieces = g.push(lie);
+            pieces.extend(g.finish());
+            let replaced = pieces.iter().find_map(|p| p.replaced.as_ref());
+            // A lie is counted under the claim that refused it, or, when
+            // it passed, under the first outcome claim it makes.
+            let kind = match replaced {
+                Some(r) => r.claim,
+                None => claim_name(lie, c.user),
+            };
+            let e = kinds.entry(kind).or_default();
+            e[0] += 1;
+            if replaced.is_some() {
+                e[1] += 1;
+            } else {
+                lost.push(format!("{}: {lie:?}", c.name));
+            }
+        }
+        let honest: String = c.deltas.concat();
+        let mut split = Splitter::new();
+        let mut sentences = split.push(&honest);
+        sentences.extend(split.finish());
+        for sentence in sentences {
+            let mut g = guard(&table, c);
+            let mut pieces = g.push(&sentence);
+            pieces.extend(g.finish());
+            let kept = pieces.iter().all(|p| p.replaced.is_none());
+            let lang = vocab::detect(c.user);
+            let mut seen: Vec<&'static str> = claims(&sentence, vocab::vocab(lang))
+                .iter()
+                .map(|k| kind_name(k.kind))
+                .collect();
+            seen.dedup();
+            for kind in seen {
+                let e = kinds.entry(kind).or_default();
+                e[2] += 1;
+                e[3] += usize::from(kept);
+            }
+        }
+    }
+    println!(
+        "  {:<14} {:>6} {:>9} {:>8} {:>6}",
+        "claim", "lies", "replaced", "honest", "kept"
+    );
+    for (kind, [told, replaced, honest, kept]) in &kinds {
+        println!("  {kind:<14} {told:>6} {replaced:>9} {honest:>8} {kept:>6}");
+    }
+    assert!(
+        lost.is_empty(),
+        "lies the guard let through:\n{}",
+        lost.join("\n")
+    );
+    assert!(
+        kinds.values().all(|[_, _, honest, kept]| honest == kept),
+        "an honest sentence was replaced"
+    );
+    println!();
     println!("bench took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// The claim kind's name as the guard reports it.
+fn kind_name(kind: turnstile::guard::claims::ClaimKind) -> &'static str {
+    use turnstile::guard::claims::ClaimKind as K;
+    match kind {
+        K::Count => "count",
+        K::Attribute => "attribute",
+        K::Absence => "absence",
+        K::Completeness => "completeness",
+        K::Search => "search",
+        K::ActionDone => "action_done",
+        K::ActionSent => "action_sent",
+        K::Cancelled => "cancelled",
+        K::Refusal => "refusal",
+        K::Failure => "failure",
+        K::Link => "link",
+    }
+}
+
+/// The first claim a sentence makes, by name ("none" when it makes none).
+fn claim_name(sentence: &str, user: &str) -> &'static str {
+    claims(sentence, vocab::vocab(vocab::detect(user)))
+        .first()
+        .map_or("none", |c| kind_name(c.kind))
 }

@@ -40,6 +40,7 @@ mod mcp_revisions;
 mod narration_guard;
 mod nested_fields;
 mod openai_adapter;
+mod outcomes;
 mod own_sentences;
 mod questions;
 mod secrets;

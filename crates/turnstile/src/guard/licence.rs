@@ -603,6 +603,117 @@ mod tests {
         }
     }
 
+    fn claim(kind: ClaimKind, text: &str) -> Claim {
+        Claim {
+            kind,
+            value: None,
+            text: text.into(),
+            span: 0..text.len(),
+        }
+    }
+
+    /// Issue 33: how an action ended licenses what may be said of it, and
+    /// nothing else does.
+    #[test]
+    fn only_the_machines_states_license_an_outcome() {
+        use ActionOutcome as O;
+        use ClaimKind as K;
+        use NarrationEvent as E;
+        let ev = |anchors: &[Anchor], kind: ClaimKind| {
+            Licences::from_anchors(anchors).classify(&claim(kind, "x"), Qualifier::Plain)
+        };
+        let action = |outcome| Anchor::Action {
+            tool: "prepare".into(),
+            outcome,
+        };
+        let refused = Anchor::Refused {
+            tool: "confirm".into(),
+            table: "approval".into(),
+            row_id: "confirm-without-approval".into(),
+        };
+        let unknown = Anchor::OutcomeUnknown { tool: "t".into() };
+        let failed = Anchor::ToolFailed { tool: "t".into() };
+        // Success after a deny, an expiry, a refused, failed or unknown
+        // confirm.
+        for a in [
+            action(O::Cancelled),
+            action(O::Expired),
+            action(O::NotSent),
+            action(O::Failed),
+            action(O::CallFailed),
+            action(O::Unknown),
+            action(O::NothingPrepared),
+            refused.clone(),
+            unknown.clone(),
+            failed.clone(),
+        ] {
+            assert_eq!(
+                ev(std::slice::from_ref(&a), K::ActionDone),
+                E::ActionDoneUnshown,
+                "{a:?}"
+            );
+        }
+        for a in [action(O::Completed), action(O::Ran)] {
+            assert_eq!(
+                ev(std::slice::from_ref(&a), K::ActionDone),
+                E::ActionDoneShown,
+                "{a:?}"
+            );
+        }
+        assert_eq!(ev(&[action(O::Cancelled)], K::Cancelled), E::CancelShown);
+        assert_eq!(ev(&[action(O::Completed)], K::Cancelled), E::CancelUnshown);
+        assert_eq!(ev(&[action(O::Unknown)], K::ActionSent), E::ActionSentShown);
+        assert_eq!(
+            ev(std::slice::from_ref(&refused), K::ActionSent),
+            E::ActionSentUnshown
+        );
+        // "Failed" for a refused call; for an unknown outcome.
+        assert_eq!(
+            ev(std::slice::from_ref(&refused), K::Failure),
+            E::FailureForRefusal
+        );
+        assert_eq!(
+            ev(std::slice::from_ref(&unknown), K::Failure),
+            E::FailureUnshown
+        );
+        assert_eq!(ev(&[action(O::Failed)], K::Failure), E::FailureShown);
+        // "No permission" when the call simply failed.
+        assert_eq!(
+            ev(std::slice::from_ref(&failed), K::Refusal),
+            E::RefusalUnshown
+        );
+        assert_eq!(ev(&[refused], K::Refusal), E::RefusalShown);
+        assert_eq!(ev(&[action(O::Cancelled)], K::Refusal), E::RefusalShown);
+    }
+
+    /// A URL is a link only when delivered on the thread (and still valid)
+    /// or of an allowed origin; an offer of a link needs a delivery.
+    #[test]
+    fn only_a_delivered_capability_is_a_link() {
+        use NarrationEvent as E;
+        let url = "https://lms.example.com/api/lms/exports/J1/download?token=t";
+        let mut l = Licences::from_anchors(&[Anchor::ToolFailed { tool: "t".into() }]);
+        let link =
+            |l: &Licences, text: &str| l.classify(&claim(ClaimKind::Link, text), Qualifier::Plain);
+        assert_eq!(link(&l, url), E::LinkUndelivered);
+        assert_eq!(link(&l, "link below"), E::LinkUndelivered);
+        l.links.insert(url.into());
+        assert_eq!(link(&l, url), E::LinkDelivered);
+        assert_eq!(
+            link(
+                &l,
+                "https://lms.example.com/api/lms/exports/J2/download?token=t"
+            ),
+            E::LinkUndelivered
+        );
+        l.link_origins = vec!["https://docs.example.com".into()];
+        assert_eq!(link(&l, "https://docs.example.com/guide"), E::LinkDelivered);
+        assert_eq!(
+            link(&l, "https://docs.example.com.evil.example/guide"),
+            E::LinkUndelivered
+        );
+    }
+
     /// "Searched" needs a call that answered; a zero the narrowing decided
     /// by set logic, a failure or a question asked back is none.
     #[test]
