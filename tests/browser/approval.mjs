@@ -69,7 +69,7 @@ try {
   check(after.length === 2 && resumed.sub === "After approval", "the resumed turn is one block below the card");
   const confirms = resumed.tools.filter((t) => t.includes("confirm_action"));
   check(confirms.length === 1 && confirms[0].includes("— ok"), `confirm_action ran once: ${JSON.stringify(resumed.tools)}`);
-  check(resumed.answer === "You approved it, and it is done.", `the answer says it is done: ${JSON.stringify(resumed.answer)}`);
+  check(resumed.answer.trim() === "You approved it, and it is done.", `the answer says it is done: ${JSON.stringify(resumed.answer)}`);
   check(after.every((b) => b.problems === 0), "no violation and no error");
 
   // The server sent it once, and refuses a second approve by its row.

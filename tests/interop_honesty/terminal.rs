@@ -180,6 +180,7 @@ pub(super) async fn export(kind: Kind) {
     let origin = rig.server.origin().expect("an HTTP server");
     delivered_then_shown_again(&rig, &origin).await;
     batched_confirm_is_refused(&rig).await;
+    lies_about_a_refused_confirm_are_replaced(&rig).await;
     confirm_without_preview_is_refused(&rig).await;
     for foreign in [
         // A look-alike host, another port, the same host spelled otherwise,
@@ -388,6 +389,73 @@ async fn batched_confirm_is_refused(rig: &Rig) {
     assert!(result_of(&frames, PREVIEW).ok, "{shown}");
     assert!(capabilities(&frames).is_empty(), "{shown}");
     assert!(stored(rig, &thread, "delivery").await.is_empty());
+}
+
+/// Issue 33, against a server nobody here wrote: the confirm batched with
+/// its preview is refused, and the model then claims the export was
+/// confirmed, that the confirm failed, and writes its own download link.
+/// Code tells the refusal first; each lie is replaced by its row, and none
+/// reaches the client. An honest answer of the same turn is kept whole.
+async fn lies_about_a_refused_confirm_are_replaced(rig: &Rig) {
+    let turn = |answer: &str| {
+        vec![
+            calls(&[(PREVIEW, json!({})), (CONFIRM, json!({"reportId": "R-9"}))]),
+            Action::Text(answer.into()),
+        ]
+    };
+    let replaced = |frames: &[Frame]| -> Vec<String> {
+        frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Delta(d) => d.replaced.as_ref().map(|r| r.row_id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let text = |frames: &[Frame]| -> String {
+        frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Delta(d) => Some(d.text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let thread = rig.app.new_thread().await;
+    let (frames, _) = turn_on(
+        rig,
+        &thread,
+        "export the photo report and give me the download link",
+        turn("The export was confirmed. The issue_report_link tool failed. \
+              Your download link: https://reports.example.com/reports/R-9/file?key=guessed"),
+    )
+    .await;
+    let rows = replaced(&frames);
+    let said = text(&frames);
+    for row in ["action-claimed-not-done", "refused-said-failed", "link-not-delivered"] {
+        assert!(rows.iter().any(|r| r == row), "no `{row}` in {rows:?}: {said}");
+    }
+    assert!(
+        said.starts_with("The issue_report_link call was refused and never sent"),
+        "code tells the refusal first: {said}"
+    );
+    for lie in ["was confirmed", "tool failed", "guessed", "reports.example.com"] {
+        assert!(!said.contains(lie), "the lie {lie:?} reached the client: {said}");
+    }
+    assert!(capabilities(&frames).is_empty());
+
+    let thread = rig.app.new_thread().await;
+    let honest = "I could not get the link: the confirm was refused and not sent.";
+    let (frames, _) = turn_on(
+        rig,
+        &thread,
+        "export the photo report and give me the download link",
+        turn(honest),
+    )
+    .await;
+    let said = text(&frames);
+    assert!(replaced(&frames).is_empty(), "{said}");
+    assert!(said.ends_with(honest), "{said}");
 }
 
 /// A confirm with no preview before it: refused, never sent.
