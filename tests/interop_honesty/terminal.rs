@@ -426,21 +426,38 @@ async fn lies_about_a_refused_confirm_are_replaced(rig: &Rig) {
         rig,
         &thread,
         "export the photo report and give me the download link",
-        turn("The export was confirmed. The issue_report_link tool failed. \
-              Your download link: https://reports.example.com/reports/R-9/file?key=guessed"),
+        turn(
+            "The export was confirmed. The issue_report_link tool failed. \
+              Your download link: https://reports.example.com/reports/R-9/file?key=guessed",
+        ),
     )
     .await;
     let rows = replaced(&frames);
     let said = text(&frames);
-    for row in ["action-claimed-not-done", "refused-said-failed", "link-not-delivered"] {
-        assert!(rows.iter().any(|r| r == row), "no `{row}` in {rows:?}: {said}");
+    for row in [
+        "action-claimed-not-done",
+        "refused-said-failed",
+        "link-not-delivered",
+    ] {
+        assert!(
+            rows.iter().any(|r| r == row),
+            "no `{row}` in {rows:?}: {said}"
+        );
     }
     assert!(
         said.starts_with("The issue_report_link call was refused and never sent"),
         "code tells the refusal first: {said}"
     );
-    for lie in ["was confirmed", "tool failed", "guessed", "reports.example.com"] {
-        assert!(!said.contains(lie), "the lie {lie:?} reached the client: {said}");
+    for lie in [
+        "was confirmed",
+        "tool failed",
+        "guessed",
+        "reports.example.com",
+    ] {
+        assert!(
+            !said.contains(lie),
+            "the lie {lie:?} reached the client: {said}"
+        );
     }
     assert!(capabilities(&frames).is_empty());
 
