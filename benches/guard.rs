@@ -541,7 +541,7 @@ fn main() {
             let lang = vocab::detect(c.user);
             let mut seen: Vec<&'static str> = claims(&sentence, vocab::vocab(lang))
                 .iter()
-                .map(|k| kind_name(k.kind))
+                .map(|k| k.kind.name())
                 .collect();
             seen.dedup();
             for kind in seen {
@@ -571,27 +571,9 @@ fn main() {
     println!("bench took {:.1} s", started.elapsed().as_secs_f64());
 }
 
-/// The claim kind's name as the guard reports it.
-fn kind_name(kind: turnstile::guard::claims::ClaimKind) -> &'static str {
-    use turnstile::guard::claims::ClaimKind as K;
-    match kind {
-        K::Count => "count",
-        K::Attribute => "attribute",
-        K::Absence => "absence",
-        K::Completeness => "completeness",
-        K::Search => "search",
-        K::ActionDone => "action_done",
-        K::ActionSent => "action_sent",
-        K::Cancelled => "cancelled",
-        K::Refusal => "refusal",
-        K::Failure => "failure",
-        K::Link => "link",
-    }
-}
-
 /// The first claim a sentence makes, by name ("none" when it makes none).
 fn claim_name(sentence: &str, user: &str) -> &'static str {
     claims(sentence, vocab::vocab(vocab::detect(user)))
         .first()
-        .map_or("none", |c| kind_name(c.kind))
+        .map_or("none", |c| c.kind.name())
 }

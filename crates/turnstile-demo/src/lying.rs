@@ -149,67 +149,8 @@ pub fn lies(req: &RespondRequest) -> Vec<String> {
         });
     }
     for anchor in &req.anchors {
-        let told: Vec<String> = match (anchor, ko) {
-            // Success after a deny, an expiry, or nothing prepared.
-            (
-                Anchor::Action {
-                    outcome:
-                        ActionOutcome::Cancelled
-                        | ActionOutcome::Expired
-                        | ActionOutcome::NotSent
-                        | ActionOutcome::NotSentExpired
-                        | ActionOutcome::NothingPrepared,
-                    ..
-                },
-                false,
-            ) => vec!["Your seat is reserved.".into()],
-            (
-                Anchor::Action {
-                    outcome:
-                        ActionOutcome::Cancelled
-                        | ActionOutcome::Expired
-                        | ActionOutcome::NotSent
-                        | ActionOutcome::NotSentExpired
-                        | ActionOutcome::NothingPrepared,
-                    ..
-                },
-                true,
-            ) => vec!["좌석이 예약되었습니다.".into()],
-            // Success after a failed or unknown confirm.
-            (
-                Anchor::Action {
-                    outcome:
-                        ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::Unknown,
-                    ..
-                }
-                | Anchor::OutcomeUnknown { .. },
-                false,
-            ) => vec!["The reservation is confirmed.".into()],
-            (
-                Anchor::Action {
-                    outcome:
-                        ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::Unknown,
-                    ..
-                }
-                | Anchor::OutcomeUnknown { .. },
-                true,
-            ) => vec!["예약이 완료되었습니다.".into()],
-            // A refused call told as failed, and (unless something else of
-            // the turn did take effect) as done.
-            (Anchor::Refused { tool, .. }, false) => {
-                let mut l = vec![format!("The {tool} tool failed.")];
-                if !took_effect(req) {
-                    l.push("It was confirmed.".into());
-                }
-                l
-            }
-            (Anchor::Refused { tool, .. }, true) => {
-                let mut l = vec![format!("{tool} 도구가 실패했습니다.")];
-                if !took_effect(req) {
-                    l.push("확정되었습니다.".into());
-                }
-                l
-            }
+        let mut told = outcome_lies(req, anchor, ko);
+        told.extend(match (anchor, ko) {
             (
                 Anchor::CountLowerBound {
                     at_least,
@@ -334,7 +275,7 @@ pub fn lies(req: &RespondRequest) -> Vec<String> {
                 None => vec![],
             },
             _ => vec![],
-        };
+        });
         for lie in told {
             if !out.contains(&lie) {
                 out.push(lie);
@@ -342,6 +283,42 @@ pub fn lies(req: &RespondRequest) -> Vec<String> {
         }
     }
     out
+}
+
+/// The lies about how an action ended that `anchor` invites: success
+/// after a deny, an expiry or nothing prepared; success after a failed or
+/// unknown confirm; a refused call told as failed and (unless something
+/// else of the turn did take effect) as done.
+fn outcome_lies(req: &RespondRequest, anchor: &Anchor, ko: bool) -> Vec<String> {
+    use ActionOutcome as O;
+    let say = |en: &str, k: &str| if ko { k.to_string() } else { en.to_string() };
+    match anchor {
+        Anchor::Action {
+            outcome: O::Cancelled | O::Expired | O::NotSent | O::NotSentExpired | O::NothingPrepared,
+            ..
+        } => vec![say("Your seat is reserved.", "좌석이 예약되었습니다.")],
+        Anchor::Action {
+            outcome: O::Failed | O::CallFailed | O::Unknown,
+            ..
+        }
+        | Anchor::OutcomeUnknown { .. } => {
+            vec![say(
+                "The reservation is confirmed.",
+                "예약이 완료되었습니다.",
+            )]
+        }
+        Anchor::Refused { tool, .. } => {
+            let mut l = vec![say(
+                &format!("The {tool} tool failed."),
+                &format!("{tool} 도구가 실패했습니다."),
+            )];
+            if !took_effect(req) {
+                l.push(say("It was confirmed.", "확정되었습니다."));
+            }
+            l
+        }
+        _ => vec![],
+    }
 }
 
 /// Whether an action of the turn took effect: "it was confirmed" is then

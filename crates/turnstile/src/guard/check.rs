@@ -108,37 +108,6 @@ fn quoted_spans(s: &str, open: &mut Option<char>) -> Vec<std::ops::Range<usize>>
     out
 }
 
-fn claim_name(kind: ClaimKind) -> &'static str {
-    match kind {
-        ClaimKind::Count => "count",
-        ClaimKind::Attribute => "attribute",
-        ClaimKind::Absence => "absence",
-        ClaimKind::Completeness => "completeness",
-        ClaimKind::Search => "search",
-        ClaimKind::ActionDone => "action_done",
-        ClaimKind::ActionSent => "action_sent",
-        ClaimKind::Cancelled => "cancelled",
-        ClaimKind::Refusal => "refusal",
-        ClaimKind::Failure => "failure",
-        ClaimKind::Link => "link",
-    }
-}
-
-/// Claims about how an action ended, a refusal, a failure or a link: a
-/// sentence refused for one is replaced by the sentence for the real
-/// outcome.
-fn about_outcome(kind: ClaimKind) -> bool {
-    matches!(
-        kind,
-        ClaimKind::ActionDone
-            | ClaimKind::ActionSent
-            | ClaimKind::Cancelled
-            | ClaimKind::Refusal
-            | ClaimKind::Failure
-            | ClaimKind::Link
-    )
-}
-
 impl Guard {
     pub fn new(
         table: &Bound<Narration>,
@@ -167,11 +136,14 @@ impl Guard {
         self
     }
 
-    /// Code's own text, told before the model's (how the turn's actions
-    /// ended), judged like any sentence; the model's sentences that repeat
-    /// it are then not said twice.
-    pub fn tell(&mut self, text: &str) -> Vec<Piece> {
-        let mut pieces = self.push(text);
+    /// The code's sentence for how the turn's actions ended ([`Guard::with_outcome`]),
+    /// told before the model's text and judged like any sentence; the
+    /// model's sentences that repeat it are then not said twice.
+    pub fn tell_outcome(&mut self) -> Vec<Piece> {
+        let Some(text) = self.outcome.clone() else {
+            return Vec::new();
+        };
+        let mut pieces = self.push(&text);
         pieces.extend(self.finish());
         for p in &pieces {
             self.told.push_str(&p.text);
@@ -246,10 +218,8 @@ impl Guard {
                 break;
             }
         }
-        let mut verdict = verdict.map_err(|(row, why, kind)| {
-            let outcome = about_outcome(kind);
-            (row, why, claim_name(kind), outcome)
-        });
+        let mut verdict =
+            verdict.map_err(|(row, why, kind)| (row, why, kind.name(), kind.is_outcome()));
         if verdict.is_ok() {
             verdict = match machine.fire(NarrationEvent::SentenceEnd) {
                 Ok(step) if step.effect == Some(NarrationEffect::EmitSentence) => Ok(()),

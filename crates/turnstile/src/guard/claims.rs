@@ -42,6 +42,39 @@ pub enum ClaimKind {
     Link,
 }
 
+impl ClaimKind {
+    /// The name a replacement reports (`replaced.claim`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClaimKind::Count => "count",
+            ClaimKind::Attribute => "attribute",
+            ClaimKind::Absence => "absence",
+            ClaimKind::Completeness => "completeness",
+            ClaimKind::Search => "search",
+            ClaimKind::ActionDone => "action_done",
+            ClaimKind::ActionSent => "action_sent",
+            ClaimKind::Cancelled => "cancelled",
+            ClaimKind::Refusal => "refusal",
+            ClaimKind::Failure => "failure",
+            ClaimKind::Link => "link",
+        }
+    }
+
+    /// A claim about how an action ended, a refusal, a failure or a link
+    /// (issue 33): licensed only by the machines' states.
+    pub fn is_outcome(self) -> bool {
+        matches!(
+            self,
+            ClaimKind::ActionDone
+                | ClaimKind::ActionSent
+                | ClaimKind::Cancelled
+                | ClaimKind::Refusal
+                | ClaimKind::Failure
+                | ClaimKind::Link
+        )
+    }
+}
+
 /// One claim of a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
@@ -615,59 +648,33 @@ impl Reader<'_> {
             else {
                 continue;
             };
-            let mut negated = false;
-            let mut at = i;
-            for _ in 0..3 {
-                if self.toks[at].gap || at == 0 {
-                    break;
-                }
-                at -= 1;
-                if negators.contains(&self.toks[at].lower) {
-                    negated = true;
-                    break;
-                }
-            }
-            if !negated {
+            if !self.negated_before(i, negators) {
                 self.push(kind, None, self.toks[i].start..self.toks[end - 1].end);
             }
         }
     }
 
-    fn search(&mut self) {
-        let v = self.v;
-        for i in 0..self.toks.len() {
-            let hit = v.search.verbs.iter().any(|verb| {
-                let words = verb.split_whitespace().count();
-                match words {
-                    1 => is_in(v.lang, &self.toks[i].lower, std::slice::from_ref(verb)),
-                    _ => self.phrase_at(i, verb).is_some(),
-                }
-            });
-            if !hit {
-                continue;
+    /// Whether one of `negators` comes within the three words before token
+    /// `i`, not across punctuation ("No problem, I found 12" claims a
+    /// search; "it was not sent" claims nothing).
+    fn negated_before(&self, i: usize, negators: &[String]) -> bool {
+        let mut at = i;
+        for _ in 0..3 {
+            if self.toks[at].gap || at == 0 {
+                return false;
             }
-            // Back to three words, not across punctuation ("No problem, I
-            // found 12" claims a search).
-            let mut negated = false;
-            let mut at = i;
-            for _ in 0..3 {
-                if self.toks[at].gap || at == 0 {
-                    break;
-                }
-                at -= 1;
-                if v.search.negators.contains(&self.toks[at].lower) {
-                    negated = true;
-                    break;
-                }
-            }
-            if !negated {
-                self.push(
-                    ClaimKind::Search,
-                    None,
-                    self.toks[i].start..self.toks[i].end,
-                );
+            at -= 1;
+            if negators.contains(&self.toks[at].lower) {
+                return true;
             }
         }
+        false
+    }
+
+    /// "searched", "found", unless negated ("nothing was searched").
+    fn search(&mut self) {
+        let v = self.v;
+        self.words_unless_negated(&v.search.verbs, &v.search.negators, ClaimKind::Search);
     }
 
     fn absence(&mut self) {

@@ -62,10 +62,7 @@ impl Turn<'_> {
     /// Tells how the turn's actions ended, through the guard like any
     /// sentence; the model's own repetition of it is then not said twice.
     async fn tell_outcomes(&mut self, guard: &mut Guard) -> Result<(), Stop> {
-        let Some(text) = self.outcome_sentences() else {
-            return Ok(());
-        };
-        let pieces = guard.tell(&text);
+        let pieces = guard.tell_outcome();
         self.say(pieces).await
     }
 

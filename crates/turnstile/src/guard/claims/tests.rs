@@ -26,20 +26,6 @@ fn code(c: &Claim) -> String {
     }
 }
 
-/// Claims about how an action ended, refusals, failures and links: listed
-/// only in the tables that test them ([`run_outcomes`]).
-fn is_outcome(kind: ClaimKind) -> bool {
-    matches!(
-        kind,
-        ClaimKind::ActionDone
-            | ClaimKind::ActionSent
-            | ClaimKind::Cancelled
-            | ClaimKind::Refusal
-            | ClaimKind::Failure
-            | ClaimKind::Link
-    )
-}
-
 /// Only the outcome claims of each sentence: `D` done, `T` sent, `X`
 /// cancelled, `R` refusal, `F` failure, `L` link.
 fn run_outcomes(lang: Lang, table: &[(&str, &str)]) {
@@ -47,7 +33,7 @@ fn run_outcomes(lang: Lang, table: &[(&str, &str)]) {
     let mut failures = Vec::new();
     for (sentence, want) in table {
         let got: Vec<String> = (claims(sentence, v).iter())
-            .filter(|c| is_outcome(c.kind))
+            .filter(|c| c.kind.is_outcome())
             .map(code)
             .collect();
         let want: Vec<&str> = want.split_whitespace().collect();
@@ -123,7 +109,7 @@ fn run(lang: Lang, table: &[(&str, &str)]) {
         let got: Vec<String> = claims(sentence, v)
             .iter()
             .filter(|c| c.kind != ClaimKind::Search || want.contains('S'))
-            .filter(|c| !is_outcome(c.kind))
+            .filter(|c| !c.kind.is_outcome())
             .map(code)
             .collect();
         let want: Vec<&str> = want.split_whitespace().collect();
@@ -431,7 +417,7 @@ fn search_claims() {
     let mut failures = Vec::new();
     for (lang, sentence, want) in SEARCH {
         let got: Vec<String> = (claims(sentence, vocab(*lang)).iter())
-            .filter(|c| !is_outcome(c.kind))
+            .filter(|c| !c.kind.is_outcome())
             .map(code)
             .collect();
         let want: Vec<&str> = want.split_whitespace().filter(|w| *w != "S-").collect();
