@@ -448,42 +448,60 @@ pub struct ToolSettings {
 /// checked against its server's `trusted_origin` when the config loads.
 pub use crate::judge::capability::TerminalFlow;
 
+/// Why a text file the config names could not be read.
+enum TextFile {
+    Read(std::io::Error),
+    /// A FIFO, a device or a directory: reading it could block or never end.
+    NotAFile,
+    TooLarge,
+    NotUtf8,
+}
+
+/// The text of the regular file at `path`, of at most `max` bytes.
+fn read_text(path: &Path, max: u64) -> Result<String, TextFile> {
+    use std::io::Read;
+    // Checked before opening: opening a FIFO blocks until a writer comes,
+    // and a device may never end.
+    if !std::fs::metadata(path).map_err(TextFile::Read)?.is_file() {
+        return Err(TextFile::NotAFile);
+    }
+    let file = std::fs::File::open(path).map_err(TextFile::Read)?;
+    // And on what was opened, in case the path changed in between.
+    if !file.metadata().map_err(TextFile::Read)?.is_file() {
+        return Err(TextFile::NotAFile);
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(TextFile::Read)?;
+    if bytes.len() as u64 > max {
+        return Err(TextFile::TooLarge);
+    }
+    String::from_utf8(bytes).map_err(|_| TextFile::NotUtf8)
+}
+
 impl Config {
     /// Reads `path` and the process environment. `path` must be a regular
     /// file of at most [`MAX_CONFIG_BYTES`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        use std::io::Read;
         let shown = || path.display().to_string();
-        let read = |source| ConfigError::Read {
-            path: shown(),
-            source,
-        };
-        let not_a_file = || ConfigError::NotAFile { path: shown() };
-        // Checked before opening: opening a FIFO blocks until a writer
-        // comes, and a device may never end.
-        if !std::fs::metadata(path).map_err(read)?.is_file() {
-            return Err(not_a_file());
-        }
-        let file = std::fs::File::open(path).map_err(read)?;
-        // And on what was opened, in case the path changed in between.
-        if !file.metadata().map_err(read)?.is_file() {
-            return Err(not_a_file());
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_CONFIG_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read)?;
-        if bytes.len() as u64 > MAX_CONFIG_BYTES {
-            return Err(ConfigError::TooLarge {
+        let src = read_text(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            TextFile::Read(source) => ConfigError::Read {
+                path: shown(),
+                source,
+            },
+            TextFile::NotAFile => ConfigError::NotAFile { path: shown() },
+            TextFile::TooLarge => ConfigError::TooLarge {
                 path: shown(),
                 max: MAX_CONFIG_BYTES,
-            });
-        }
-        let src = String::from_utf8(bytes).map_err(|_| {
-            read(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "the file is not UTF-8",
-            ))
+            },
+            TextFile::NotUtf8 => ConfigError::Read {
+                path: shown(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "the file is not UTF-8",
+                ),
+            },
         })?;
         Config::from_toml(&src, path, &|name| std::env::var(name).ok())
     }
@@ -1390,29 +1408,29 @@ impl Validator {
                     true => base_dir.join(f),
                     false => f.clone(),
                 };
-                match std::fs::read(&path) {
-                    Ok(bytes) => match String::from_utf8(bytes) {
-                        Ok(t) => ("model.instructions_file", t),
-                        Err(_) => {
-                            self.problem(
-                                "model.instructions_file",
-                                format!("{} is not UTF-8 text", path.display()),
-                            );
-                            return Instructions::default();
-                        }
-                    },
-                    Err(e) => {
-                        self.problem(
-                            "model.instructions_file",
-                            format!("cannot read {}: {e}", path.display()),
-                        );
-                        return Instructions::default();
-                    }
-                }
+                // Read as the config file is: a FIFO or a device is refused
+                // before it is opened, and no more than the bound is read.
+                let why = match read_text(&path, MAX_INSTRUCTIONS_BYTES as u64) {
+                    Ok(t) => return self.instructions_text("model.instructions_file", t),
+                    Err(TextFile::Read(e)) => format!("cannot read {}: {e}", path.display()),
+                    Err(TextFile::NotAFile) => format!("{} is not a regular file", path.display()),
+                    Err(TextFile::TooLarge) => format!(
+                        "{} is larger than {MAX_INSTRUCTIONS_BYTES} bytes (they are sent with every model request)",
+                        path.display()
+                    ),
+                    Err(TextFile::NotUtf8) => format!("{} is not UTF-8 text", path.display()),
+                };
+                self.problem("model.instructions_file", why);
+                return Instructions::default();
             }
             (None, None) => return Instructions::default(),
         };
         let (key, text) = text;
+        self.instructions_text(key, text)
+    }
+
+    /// Instructions as given: bounded, not blank.
+    fn instructions_text(&mut self, key: &str, text: String) -> crate::llm::prompt::Instructions {
         if text.len() > MAX_INSTRUCTIONS_BYTES {
             self.problem(
                 key,
@@ -1424,7 +1442,7 @@ impl Validator {
         } else if text.trim().is_empty() {
             self.problem(key, "is empty; leave it out for no instructions".into());
         }
-        Instructions::new(&text)
+        crate::llm::prompt::Instructions::new(&text)
     }
 
     fn limits(&mut self, l: &FileLimits) -> LimitsConfig {
@@ -1790,7 +1808,7 @@ impl Validator {
                 let names_id = tpl
                     .iter()
                     .flat_map(|t| t.fields())
-                    .any(|f| f == p.action_id);
+                    .any(|f| f == p.action_id || f == p.id_arg());
                 if names_id {
                     self.problem(
                         &format!("{key}.{which}"),
@@ -2255,9 +2273,6 @@ url = "not a url"
         assert!(r.is_confirm("c"));
     }
 
-    /// A terminal flow is checked when the config loads: against its
-    /// server's trusted origin, with a path template and token the
-    /// validator can hold answers to; each missing or bad key is named.
     /// Issue 33 §5: a card's wording is read at load; what can be known
     /// wrong before any call is a located problem.
     #[test]
@@ -2333,6 +2348,12 @@ url = "not a url"
                 "instructions_file = \"missing.md\"\n".to_string(),
                 "model.instructions_file",
             ),
+            // A directory (as a FIFO or a device) is refused before it is
+            // opened, the way the config file itself is read.
+            (
+                "instructions_file = \".\"\n".to_string(),
+                "model.instructions_file",
+            ),
             (
                 format!("instructions = \"{too_long}\"\n"),
                 "model.instructions",
@@ -2349,6 +2370,9 @@ url = "not a url"
         }
     }
 
+    /// A terminal flow is checked when the config loads: against its
+    /// server's trusted origin, with a path template and token the
+    /// validator can hold answers to; each missing or bad key is named.
     #[test]
     fn terminal_flows_are_checked_at_load() {
         let server = "[[mcp_servers]]\nname = \"lms\"\nurl = \"http://127.0.0.1:9/mcp\"\n";

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::approval::HoldReason;
 use super::lang::Lang;
+use super::path::{self, leaf};
 
 /// Most human fields an interrupt carries from a prepare's result.
 pub const PREPARED_FIELDS: usize = 12;
@@ -320,7 +321,7 @@ pub fn prepared_fields(result: &Map<String, Value>, action_id_field: &str) -> Ma
     for (key, value) in flat {
         // The envelope's `status` says how the call went, not what it
         // prepared; the action id is the detail line's.
-        if key == "status" || key == action_id_field || leaf(&key) == action_id_field {
+        if key == "status" || key == action_id_field || leaf(&key) == leaf(action_id_field) {
             continue;
         }
         if !human(&key, &value, true) || key.chars().count() > KEY_CHARS {
@@ -432,30 +433,14 @@ fn carrying_url(s: &str) -> bool {
     rest.contains('?') || rest.contains('#') || authority.contains('@')
 }
 
-/// `a.b` → `b`: the name a person would use for a nested field.
-fn leaf(key: &str) -> &str {
-    key.rsplit('.').next().unwrap_or(key)
-}
-
 /// A field of `m` by its name: exactly, else the one flattened field whose
 /// last part it is (`seat` finds `data.seat`, unless two do).
 fn lookup<'a>(m: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     let scalar = |v: &&Value| matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
-    if let Some(v) = m.get(name).filter(scalar) {
-        return (!secret_key(name)).then_some(v);
-    }
-    // A nested argument: `{"where": {"room": "B"}}` and `{where.room}`.
-    if name.contains('.') {
-        let mut cur = m;
-        let mut parts = name.split('.').peekable();
-        while let Some(p) = parts.next() {
-            let v = cur.get(p)?;
-            match (parts.peek(), v) {
-                (None, v) => return Some(v).filter(scalar),
-                (Some(_), Value::Object(inner)) => cur = inner,
-                _ => return None,
-            }
-        }
+    // Exactly, or a nested argument: `{"where": {"room": "B"}}` and
+    // `{where.room}`. (A template naming a secret is refused at load.)
+    if let Some(v) = path::get(m, name) {
+        return Some(v).filter(scalar);
     }
     let mut found = m
         .iter()

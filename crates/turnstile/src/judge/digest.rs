@@ -197,7 +197,10 @@ const WITHHELD_KEYS: &[&str] = &[
 
 fn withheld(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    WITHHELD_KEYS.iter().any(|w| k.contains(w))
+    // A nested field's key is as likely to name a credential as a top-level
+    // one (`data.apiKey`, `data.sessionId`): the card's secret-key reading
+    // is the one that splits `apiKey` and `X-Session-Id` into words.
+    WITHHELD_KEYS.iter().any(|w| k.contains(w)) || super::card::secret_key(key)
 }
 
 /// Every URL becomes `[link]`: a capability URL is a bearer credential and
@@ -489,6 +492,8 @@ mod tests {
             "auth": {"user": "ana"},
             "data": {
                 "api_token": "T0KEN",
+                "apiKey": "APIKEY1",
+                "sessionId": "SESS1",
                 "link": "https://x.example/dl?token=CAPSECRET",
                 "note": "n".repeat(500),
                 long.clone(): 1,
@@ -500,7 +505,7 @@ mod tests {
         assert_eq!(item["a.b.c.kept"], json!(1));
         assert!(!item.keys().any(|k| k.contains("dropped")), "{item:?}");
         let text = d.render();
-        for word in ["ana", "T0KEN", "CAPSECRET"] {
+        for word in ["ana", "T0KEN", "APIKEY1", "SESS1", "CAPSECRET"] {
             assert!(!text.contains(word), "{word} in {text}");
         }
         assert_eq!(item["data.link"], json!("[link]"));

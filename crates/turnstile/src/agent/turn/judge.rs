@@ -43,16 +43,16 @@ impl Turn<'_> {
             {
                 let fields = crate::judge::approval::fields(&first).unwrap_or_default();
                 let shape = self.agent.contracts.get(&call.tool).map(|c| &c.shape);
-                let record = match shape.map(|s| (s, s.record_in(&fields))) {
-                    Some((_, Some(r))) => r,
-                    Some((s, None)) => {
+                // Only a `record_path` can miss: without one the record is
+                // the whole answer.
+                let record = match (shape, shape.and_then(|s| s.record_path.as_deref())) {
+                    (Some(s), Some(path)) => s.record_in(&fields).unwrap_or_else(|| {
                         if !first.is_error {
-                            let path = s.record_path.as_deref().unwrap_or_default();
                             self.field_not_found(&call.tool, "record_path", path);
                         }
                         &fields
-                    }
-                    None => &fields,
+                    }),
+                    _ => &fields,
                 };
                 call.digest = crate::judge::digest::Digest::record(
                     &call.tool,
