@@ -316,6 +316,15 @@ async fn a_path_the_answer_lacks_is_a_problem_in_readyz_and_the_log() {
     assert!(interrupt(&frames).is_none(), "{}", stable(&frames));
     assert_eq!(rig.received("hold_room").0, 1);
     assert_eq!(rig.received("book_room").0, 0);
+    // The approval table's `unread-prepare-asks-nothing` row: the user is
+    // told the answer could not be read, never that nothing was prepared
+    // (the server may hold an action).
+    let said = common::frames::answer(&frames);
+    assert!(
+        said.starts_with("The tool answered, but I could not read which action it prepared"),
+        "{said}"
+    );
+    assert!(!said.contains("Nothing was prepared"), "{said}");
 
     let (status, body) = rig.app.get("/readyz").await;
     assert_eq!(status, 200, "a field problem changes no readiness: {body}");

@@ -294,7 +294,13 @@ fn outcome_lies(req: &RespondRequest, anchor: &Anchor, ko: bool) -> Vec<String> 
     let say = |en: &str, k: &str| if ko { k.to_string() } else { en.to_string() };
     match anchor {
         Anchor::Action {
-            outcome: O::Cancelled | O::Expired | O::NotSent | O::NotSentExpired | O::NothingPrepared,
+            outcome:
+                O::Cancelled
+                | O::Expired
+                | O::NotSent
+                | O::NotSentExpired
+                | O::NothingPrepared
+                | O::PrepareUnread,
             ..
         } => vec![say("Your seat is reserved.", "좌석이 예약되었습니다.")],
         Anchor::Action {

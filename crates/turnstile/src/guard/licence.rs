@@ -302,6 +302,7 @@ impl Licences {
                         (false, false, false, true, false)
                     }
                     O::NothingPrepared
+                    | O::PrepareUnread
                     | O::NotSentExpired
                     | O::QuestionWithdrawn
                     | O::QuestionExpired => (false, false, false, false, false),
@@ -643,6 +644,7 @@ mod tests {
             action(O::CallFailed),
             action(O::Unknown),
             action(O::NothingPrepared),
+            action(O::PrepareUnread),
             refused.clone(),
             unknown.clone(),
             failed.clone(),

@@ -343,6 +343,10 @@ pub enum ActionOutcome {
     /// The prepare result named no action (id 0 or none): nothing waits
     /// for a decision.
     NothingPrepared,
+    /// The prepare answered without the field its configuration names:
+    /// nothing was put to the user and nothing was confirmed, and whether
+    /// the server holds something pending is unknown (issue 33).
+    PrepareUnread,
     /// A call held for approval of itself was approved and sent once; its
     /// result is the call's own.
     Ran,
@@ -384,6 +388,7 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::Cancelled => "The user denied the action; it was cancelled at the backend and can no longer be confirmed. Say it was cancelled as the user decided.",
         ActionOutcome::Expired => "Nobody decided in time: the action was cancelled by default. Say it expired and was cancelled.",
         ActionOutcome::NothingPrepared => "The tool prepared nothing (it named no action), so there is nothing to approve and nothing was booked. Say so; do not say anything was reserved.",
+        ActionOutcome::PrepareUnread => "The tool answered, but its answer did not name the action where this deployment expects it, so nothing was put to the user for approval and nothing was confirmed; whether anything is pending at the server is unknown. Say exactly that; do not say anything was reserved, and do not say nothing was prepared.",
         ActionOutcome::Unknown => "The confirm was sent before an interruption and nothing says whether it ran; it will not be sent again. Say the outcome is unknown.",
         ActionOutcome::Ran => "The user approved this exact call; it was sent once, and its result is the tool's own. Say what the result shows, no more.",
         ActionOutcome::NotSent => "The user denied this call, so it was never sent and nothing was done. Say it was not done as the user decided.",

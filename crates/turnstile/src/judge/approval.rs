@@ -182,7 +182,8 @@ impl ActionId {
     pub fn event(self) -> ApprovalEvent {
         match self {
             ActionId::Positive(_) => ApprovalEvent::Prepared,
-            ActionId::None | ActionId::Missing => ApprovalEvent::PrepareNoop,
+            ActionId::None => ApprovalEvent::PrepareNoop,
+            ActionId::Missing => ApprovalEvent::PrepareUnread,
         }
     }
 }

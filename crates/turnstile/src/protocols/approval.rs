@@ -25,6 +25,9 @@ crate::names! {
         Prepared = "prepared",
         /// A prepare result names id 0 or none: nothing to decide.
         PrepareNoop = "prepare_noop",
+        /// A prepare answered, but not with the field its configuration
+        /// names: whether anything waits is unknown (issue 33).
+        PrepareUnread = "prepare_unread",
         /// The interrupt is committed and sent.
         InterruptShown = "interrupt_shown",
         Approve = "approve",
@@ -79,6 +82,11 @@ crate::names! {
         Cancel = "cancel",
         /// Ask the status tool, if one is configured.
         AskStatus = "ask-status",
+        /// Tell the user nothing was prepared (the server's sentinel).
+        TellNothingPrepared = "tell-nothing-prepared",
+        /// Tell the user the prepare's answer could not be read: nothing
+        /// was put to them, and whether anything waits is unknown.
+        TellUnread = "tell-unread",
     }
 }
 

@@ -117,18 +117,23 @@ impl Turn<'_> {
             // names: no card can be shown, and the operator must know why.
             self.field_not_found(&call.tool, "action_id", &role.action_id);
         }
-        let ActionId::Positive(action_id) = id else {
-            if !first.is_error {
-                self.anchor(Anchor::Action {
-                    tool: call.tool.clone(),
-                    outcome: ActionOutcome::NothingPrepared,
-                });
-            }
+        // What the user is told of a prepare that holds nothing is the
+        // row's effect. (A failed call is told by its own anchor.)
+        let told = match step.effect {
+            Some(ApprovalEffect::TellNothingPrepared) => Some(ActionOutcome::NothingPrepared),
+            Some(ApprovalEffect::TellUnread) => Some(ActionOutcome::PrepareUnread),
+            _ => None,
+        };
+        if let (Some(outcome), false) = (told, first.is_error) {
+            self.anchor(Anchor::Action {
+                tool: call.tool.clone(),
+                outcome,
+            });
+        }
+        let (ActionId::Positive(action_id), Some(ApprovalEffect::Suspend)) = (id, step.effect)
+        else {
             return Ok(None);
         };
-        if step.effect != Some(ApprovalEffect::Suspend) {
-            return Ok(None);
-        }
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let mut base = Map::new();
         base.insert(role.id_arg().to_string(), Value::from(action_id));
