@@ -1403,6 +1403,93 @@ async fn narration_guard(kind: Kind) {
     rig.done();
 }
 
+/// Issue 33 against servers nobody here wrote: how a call ended is
+/// licensed by the machines alone. After an in-band failure the model says
+/// the user lacks permission and offers a link of its own: both are
+/// replaced by their rows, and its honest "the search failed" is kept. On
+/// the Python SDK server, after a denied reservation the model says the seat
+/// is booked: code tells the cancel first, and the lie is removed.
+async fn outcome_guard(kind: Kind) {
+    let rig = Rig::start(kind).await;
+    let replaced = |frames: &[Frame]| -> Vec<String> {
+        frames
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Delta(d) => d.replaced.as_ref().map(|r| r.row_id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let lies = [
+        "You don't have permission to see the archive.",
+        "Here it is: https://archive.example.com/floor3?key=guessed",
+    ];
+    let honest = "The archive search failed, so I cannot answer from it.";
+    rig.fake.on(
+        Role::Responder,
+        Action::Text(format!("{} {honest} {}", lies[0], lies[1])),
+    );
+    let frames = rig
+        .turn(
+            "show photos of floor 3 from the archive",
+            &[("find_photos", json!({"floor": 3, "archive": true}))],
+        )
+        .await;
+    let answer = answer_text(&frames);
+    for lie in lies {
+        assert!(
+            !answer.contains(lie),
+            "{kind}: a lie reached the client: {answer:?}"
+        );
+    }
+    assert!(
+        answer.contains(honest),
+        "{kind}: the honest sentence passes: {answer:?}"
+    );
+    assert_eq!(
+        replaced(&frames),
+        ["refusal-claimed-without-refusal", "link-not-delivered"],
+        "{kind}: {answer:?}"
+    );
+    if kind == Kind::PyText {
+        let frames = rig
+            .turn(
+                "reserve seat 12 at 15:00",
+                &[("hold_seat", json!({"seat": "12", "time": "15:00"}))],
+            )
+            .await;
+        let interrupt = frames
+            .iter()
+            .find_map(|f| match f {
+                Frame::Interrupt(i) => Some(i.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{kind}: no interrupt:\n{}", stable(&frames)));
+        rig.fake.on(
+            Role::Responder,
+            Action::Text("Your seat is booked. Enjoy the show.".into()),
+        );
+        let resumed = rig
+            .app
+            .resume(&rig.thread, &interrupt.interrupt_id, "deny")
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: resume refused: {e:?}"));
+        let answer = answer_text(&resumed);
+        assert!(
+            answer.starts_with("It was cancelled as you decided"),
+            "{kind}: code tells the deny first: {answer:?}"
+        );
+        assert!(!answer.contains("booked"), "{kind}: {answer:?}");
+        assert!(answer.contains("Enjoy the show."), "{kind}: {answer:?}");
+        assert_eq!(
+            replaced(&resumed),
+            ["action-claimed-not-done"],
+            "{kind}: {answer:?}"
+        );
+    }
+    rig.done();
+}
+
 /// Human approval through config alone (issue 17): the Python SDK server's
 /// `hold_seat` prepares, `book` confirms. A model's `book` is refused and
 /// not sent; the human's approve sends it once; a second is refused.
@@ -1478,11 +1565,11 @@ macro_rules! flows {
 flows!(ts_sdk: Kind::Ts => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
     narrowing_discards_outside, paging, paging_drift, paging_overlap, paging_expired,
-    aggregate, narration_guard,
+    aggregate, narration_guard, outcome_guard,
 ]);
 flows!(py_text: Kind::PyText => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    paging, paging_drift, aggregate, narration_guard, approval, export,
+    paging, paging_drift, aggregate, narration_guard, outcome_guard, approval, export,
 ]);
 flows!(sqlite_reference: Kind::Sqlite => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
