@@ -631,7 +631,7 @@ impl Reader<'_> {
         }
         self.phrases(&v.refusal.phrases, ClaimKind::Refusal);
         self.phrases(&v.failure.phrases, ClaimKind::Failure);
-        self.phrases(&v.links.offers, ClaimKind::Link);
+        self.phrases(&v.links.phrases, ClaimKind::Link);
     }
 
     /// Each of `words` (a word, or a phrase of several) that no negator

@@ -264,21 +264,21 @@ impl Licences {
     /// "failed" and an offered link.
     fn outcome(&mut self, a: &Anchor) {
         use ActionOutcome as O;
-        self.at_stake |= matches!(
-            a,
-            Anchor::Action { .. }
-                | Anchor::Delivered { .. }
-                | Anchor::LinkUnavailable { .. }
-                | Anchor::Refused { .. }
-                | Anchor::NotRun { .. }
-                | Anchor::ToolFailed { .. }
-                | Anchor::InBandFailure { .. }
-                | Anchor::OutcomeUnknown { .. }
-                | Anchor::CursorRejected { .. }
-                | Anchor::Absent {
-                    cause: AbsenceCause::AuthenticationFailed | AbsenceCause::BlockedByPermission,
-                }
-        );
+        // Code tells these endings; a delivery, a missing link and a failed
+        // read are at stake as well.
+        self.at_stake |= a.is_outcome()
+            || matches!(
+                a,
+                Anchor::Delivered { .. }
+                    | Anchor::LinkUnavailable { .. }
+                    | Anchor::ToolFailed { .. }
+                    | Anchor::InBandFailure { .. }
+                    | Anchor::CursorRejected { .. }
+                    | Anchor::Absent {
+                        cause: AbsenceCause::AuthenticationFailed
+                            | AbsenceCause::BlockedByPermission,
+                    }
+            );
         match a {
             Anchor::Action { outcome, .. } => {
                 let (done, sent, cancelled, refused, failed) = match outcome {

@@ -58,8 +58,10 @@ pub struct Vocab {
     pub refusal: Phrases,
     #[serde(default)]
     pub failure: Phrases,
+    /// Offers of a link ("the link below"); any http(s) URL is a link
+    /// claim too, found by the URL scanner.
     #[serde(default)]
-    pub links: Links,
+    pub links: Phrases,
     /// Cues before a count that say it is exact (`~cue`: after it). Read by
     /// the guard's licence check, not by the extractor.
     #[serde(default)]
@@ -127,13 +129,6 @@ pub struct Actions {
 #[serde(default)]
 pub struct Phrases {
     pub phrases: Vec<String>,
-}
-
-/// A link offered to the user: any http(s) URL, and these offers.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Links {
-    pub offers: Vec<String>,
 }
 
 /// Words and patterns that call a list the whole population.
