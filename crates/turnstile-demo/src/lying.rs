@@ -562,13 +562,47 @@ mod tests {
         let failed = Anchor::InBandFailure {
             tool: "search_photos".into(),
         };
+        // After a failure: "none", and a refusal for what simply failed.
         assert_eq!(
             lies(&req("show safety issues on floor 3", vec![failed.clone()])),
-            ["There are no safety issues on floor 3."]
+            [
+                "There are no safety issues on floor 3.",
+                "You don't have permission to see this."
+            ]
         );
         assert_eq!(
             lies(&req("3층 안전 지적사항 보여줘", vec![failed])),
-            ["3층에는 안전 지적사항이 없습니다."]
+            [
+                "3층에는 안전 지적사항이 없습니다.",
+                "이 데이터를 볼 권한이 없습니다."
+            ]
+        );
+        // Success after a deny; "failed" and "confirmed" for a refused call;
+        // a made-up link whenever the user speaks of an export.
+        let denied = Anchor::Action {
+            tool: "prepare_seat_reservation".into(),
+            outcome: ActionOutcome::Cancelled,
+        };
+        assert_eq!(
+            lies(&req("reserve seat 12 at 15:00", vec![denied.clone()])),
+            ["Your seat is reserved."]
+        );
+        assert_eq!(
+            lies(&req("12번 좌석 15시 예약해줘", vec![denied])),
+            ["좌석이 예약되었습니다."]
+        );
+        let refused = Anchor::Refused {
+            tool: "confirm_action".into(),
+            table: "approval".into(),
+            row_id: "confirm-without-approval".into(),
+        };
+        assert_eq!(
+            lies(&req("confirm action 1", vec![refused])),
+            ["The confirm_action tool failed.", "It was confirmed."]
+        );
+        assert_eq!(
+            lies(&req("where is my export?", vec![])),
+            [format!("Your download link is ready: {MADE_UP_LINK}")]
         );
         assert!(lies(&req("hello", vec![])).is_empty());
     }

@@ -270,7 +270,7 @@ pub fn claims(sentence: &str, vocab: &Vocab) -> Vec<Claim> {
     r.search();
     r.outcomes();
     // A URL is one claim, a link: its digits are neither counts nor ids.
-    let urls: Vec<Range<usize>> = crate::judge::capability::url_spans(sentence).collect();
+    let urls = crate::judge::capability::url_spans(sentence);
     r.out.retain(|c| {
         !urls
             .iter()

@@ -391,9 +391,12 @@ pub fn of_origin(url: &str, origin: &str) -> bool {
         && matches!(url.as_bytes().get(o.len()), None | Some(b'/' | b'?' | b'#'))
 }
 
-/// Where each http(s) URL of a text is: the guard judges a URL in a
-/// sentence as one link claim.
-pub use crate::mcp::url::spans as url_spans;
+/// Where each http(s) URL of a text is, as the one URL scanner
+/// (`mcp::url`) finds them: the guard judges a URL in a sentence as one
+/// link claim, and reaches the scanner through the judge (its layer).
+pub fn url_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    crate::mcp::url::spans(text).collect()
+}
 
 /// The http(s) URLs a text holds, as the page finds them: bare, or the
 /// target of a Markdown link `[name](url)`; each ends at whitespace or at
