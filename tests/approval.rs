@@ -199,7 +199,9 @@ async fn after_a_deny_a_plain_lookup_shows_no_approval_card() {
 }
 
 /// A new user turn while an interrupt is pending supersedes it: it is
-/// denied, its action cancelled, and it cannot be approved afterwards.
+/// withdrawn (nobody denied it), its action cancelled once, and it cannot
+/// be approved afterwards. The thread records the withdrawal and its
+/// cancel with the new message, and code tells it first (issue 34 §6).
 #[tokio::test]
 async fn a_new_turn_supersedes_a_pending_interrupt() {
     let s = TestServer::builder().start().await;
@@ -207,14 +209,115 @@ async fn a_new_turn_supersedes_a_pending_interrupt() {
     let i = reserve(&s, &thread).await;
     let frames = s.say(&thread, "show safety issues on floor 3").await;
     assert!(!has(&frames, FrameKind::Interrupt));
-    assert_eq!(approval_state(&s, &thread, &i.interrupt_id).await, "Denied");
+    assert_eq!(
+        approval_state(&s, &thread, &i.interrupt_id).await,
+        "Withdrawn"
+    );
     assert_eq!(demo(&s).action_counts(1).cancels, 1);
+    let text = answer(&frames);
+    assert!(
+        text.starts_with("Your new message withdrew the request that was waiting for your approval; it was cancelled and never confirmed."),
+        "{text}"
+    );
+    // The thread says why the card went away: the withdrawal and its
+    // cancel, stored with the message that withdrew it.
+    let bodies = s.bodies(&thread).await;
+    let user = bodies
+        .iter()
+        .rposition(|b| b["kind"] == "user")
+        .expect("the new message");
+    let withdrawn = bodies
+        .iter()
+        .position(|b| b["kind"] == "withdrawn")
+        .unwrap_or_else(|| panic!("no withdrawn record: {bodies:?}"));
+    assert_eq!(withdrawn, user + 1, "{bodies:?}");
+    let w = &bodies[withdrawn];
+    assert_eq!(w["interrupt_id"], i.interrupt_id.as_str());
+    assert_eq!(w["tool"], "prepare_seat_reservation");
+    assert_eq!(w["state"], "Withdrawn");
+    assert_eq!(w["cancel"]["outcome"], "cancelled");
+    assert_eq!(w["cancel"]["tool"], "cancel_action");
     let (status, body) = s
         .resume(&thread, &i.interrupt_id, "approve")
         .await
         .unwrap_err();
     assert_eq!(status, 409, "{body}");
+    assert_eq!(body["row_id"], "approve-after-withdrawal");
     assert_eq!(demo(&s).action_counts(1).confirms, 0);
+    s.pass();
+}
+
+/// Starts a reservation turn until the tool server answers it (a server
+/// restarted a moment ago may not be reachable yet); its interrupt.
+async fn reserve_until(s: &TestServer, text: &str) -> (String, Interrupt) {
+    for _ in 0..40 {
+        let thread = s.new_thread().await;
+        let frames = s.say(&thread, text).await;
+        if let Some(i) = interrupt(&frames) {
+            return (thread, i.clone());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("no interrupt for {text:?} within 10 s");
+}
+
+/// Issue 34 §7: the tool server restarts and numbers its actions from 1
+/// again; another thread's reservation gets number 1. The approve of the
+/// first thread's card, prepared before the restart, must not confirm it:
+/// the status tool, asked first, names another seat, so the approve is
+/// refused by `approve-of-changed-action` and nothing is sent, neither the
+/// confirm nor a cancel. The other thread's own approve still confirms its
+/// action once.
+#[tokio::test]
+async fn an_approve_after_the_server_renumbered_its_actions_confirms_nothing() {
+    let mut s = TestServer::builder().start().await;
+    let a = s.new_thread().await;
+    let i = reserve(&s, &a).await;
+    assert_eq!(i.args["actionId"], 1);
+    let before = s.demo.take().expect("the demo tool server");
+    let addr = before.addr();
+    before.shutdown().await;
+    let after = DemoServer::start(addr, Default::default())
+        .await
+        .expect("the tool server starts again on its address");
+    s.demo = Some(after);
+    let (b, j) = reserve_until(&s, "reserve seat 7 at 10:00").await;
+    assert_eq!(
+        j.args["actionId"], 1,
+        "the restarted server reused the number"
+    );
+
+    let (status, body) = s.resume(&a, &i.interrupt_id, "approve").await.unwrap_err();
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["row_id"], "approve-of-changed-action", "{body}");
+    assert_eq!(body["table"], "approval", "{body}");
+    let error = body["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("`seat`") && error.contains("nothing was sent"),
+        "{error}"
+    );
+    let counts = demo(&s).action_counts(1);
+    assert_eq!((counts.confirms, counts.cancels), (0, 0));
+    assert_eq!(demo(&s).action_status(1).as_deref(), Some("PENDING"));
+    assert_eq!(approval_state(&s, &a, &i.interrupt_id).await, "Voided");
+    // Voided for good: a second approve, or a deny, sends nothing either.
+    for (decision, row) in [
+        ("approve", "approve-after-void"),
+        ("deny", "deny-after-void"),
+    ] {
+        let (status, body) = s.resume(&a, &i.interrupt_id, decision).await.unwrap_err();
+        assert_eq!(
+            (status, body["row_id"].as_str()),
+            (409, Some(row)),
+            "{body}"
+        );
+    }
+    let counts = demo(&s).action_counts(1);
+    assert_eq!((counts.confirms, counts.cancels), (0, 0));
+
+    let frames = s.resume(&b, &j.interrupt_id, "approve").await.unwrap();
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(demo(&s).action_counts(1).confirms, 1);
     s.pass();
 }
 
@@ -689,7 +792,7 @@ async fn a_held_call_is_sent_once_on_approve_and_never_otherwise() {
     let i3 = hold(t3.clone()).await;
     let frames = s.say(&t3, "never mind").await;
     assert!(is_done(&frames), "{frames:?}");
-    assert_eq!(approval_state(&s, &t3, &i3.interrupt_id).await, "Denied");
+    assert_eq!(approval_state(&s, &t3, &i3.interrupt_id).await, "Withdrawn");
     let (status, _) = s
         .resume(&t3, &i3.interrupt_id, "approve")
         .await

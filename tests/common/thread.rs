@@ -206,6 +206,14 @@ pub enum Record {
         decision: String,
         state: String,
     },
+    /// An interrupt a new message withdrew, stored with that message, and
+    /// what became of its cancel.
+    Withdrawn {
+        interrupt_id: String,
+        tool: String,
+        state: String,
+        cancel: Value,
+    },
 }
 
 /// The host context a user record keeps, as bounded (the agent's
@@ -275,6 +283,7 @@ pub enum RecordKind {
     Licence,
     Progress,
     TaskSettled,
+    Withdrawn,
 }
 
 impl Record {
@@ -305,6 +314,7 @@ impl Record {
             Record::Licence { .. } => RecordKind::Licence,
             Record::Progress(_) => RecordKind::Progress,
             Record::TaskSettled { .. } => RecordKind::TaskSettled,
+            Record::Withdrawn { .. } => RecordKind::Withdrawn,
         }
     }
 

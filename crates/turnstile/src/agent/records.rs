@@ -131,6 +131,16 @@ pub enum Record<'a> {
         /// The approval machine's state after it (`Confirming`, `Denied`).
         state: &'a str,
     },
+    /// An interrupt a new message withdrew (`new-turn-withdraws`), stored
+    /// with that message: the thread shows why its card went away, and
+    /// what became of the cancel. A tool record: never read into a prompt.
+    Withdrawn {
+        interrupt_id: &'a str,
+        tool: &'a str,
+        /// The approval machine's state after it (`Withdrawn`).
+        state: &'a str,
+        cancel: &'a crate::agent::turn::CancelSent,
+    },
 }
 
 impl Record<'_> {
@@ -140,7 +150,8 @@ impl Record<'_> {
             Record::Call(_)
             | Record::Result { .. }
             | Record::Licence { .. }
-            | Record::Progress(_) => Role::Tool,
+            | Record::Progress(_)
+            | Record::Withdrawn { .. } => Role::Tool,
             _ => Role::Assistant,
         };
         // The records `last_population` and `last_delivery` stop at: the

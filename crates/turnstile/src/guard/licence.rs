@@ -297,7 +297,7 @@ impl Licences {
                     }
                     // The user denied it: cancelled as they decided.
                     O::Cancelled => (false, false, true, true, false),
-                    O::Expired => (false, false, true, false, false),
+                    O::Expired | O::Withdrawn => (false, false, true, false, false),
                     O::NotSent | O::Withheld | O::QuestionRefused => {
                         (false, false, false, true, false)
                     }
@@ -305,6 +305,8 @@ impl Licences {
                     | O::PrepareUnread
                     | O::NotSentExpired
                     | O::QuestionWithdrawn
+                    | O::WithdrawnUncancelled
+                    | O::CallWithdrawn
                     | O::QuestionExpired => (false, false, false, false, false),
                 };
                 self.done |= done;

@@ -372,6 +372,15 @@ pub enum ActionOutcome {
     /// The question was withdrawn (a new message superseded it): nothing
     /// was answered.
     QuestionWithdrawn,
+    /// A new message withdrew the prepared action waiting for approval;
+    /// its cancel went through, and it was never confirmed (issue 34).
+    Withdrawn,
+    /// A new message withdrew it and it was never confirmed, but its
+    /// cancel did not go through: the server may hold it until it expires.
+    WithdrawnUncancelled,
+    /// A new message withdrew a call waiting for approval of itself: it
+    /// was never sent.
+    CallWithdrawn,
     /// Nobody answered the question in time: nothing was answered.
     QuestionExpired,
     /// The server's question was refused (a form that asks for a secret,
@@ -397,6 +406,9 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::CallFailed => "The user approved this call, and no success came back: it failed, timed out, or its server was gone. Say it did not report success; do not say it was done, and do not say it had no effect.",
         ActionOutcome::Answered => "The tool's server asked the user a question; the user's answer was sent once, and the result is the tool's own. Say what the result shows, no more; repeat no answer the result does not show.",
         ActionOutcome::AnswerFailed => "The user's answer was sent once, and no success came back. Say it did not report success; do not say it was done, and do not say it had no effect.",
+        ActionOutcome::Withdrawn => "The user's new message withdrew the action that was waiting for approval: it was cancelled at the backend and never confirmed. Say so; do not say it was done.",
+        ActionOutcome::WithdrawnUncancelled => "The user's new message withdrew the action that was waiting for approval: it was never confirmed, but its cancel did not go through, so the backend may hold it until it expires. Say so; do not say it was done or cancelled.",
+        ActionOutcome::CallWithdrawn => "The user's new message withdrew the call that was waiting for approval: it was never sent. Say so; do not say it ran.",
         ActionOutcome::QuestionWithdrawn => "The server's question was withdrawn before it was answered; nothing was answered. Say so; do not say the tool ran to completion.",
         ActionOutcome::QuestionExpired => "Nobody answered the server's question in time; nothing was answered. Say it expired unanswered.",
         ActionOutcome::QuestionRefused => "The tool's server asked the user something this client refuses to ask (a password, key, token or payment detail, or a request it does not offer), so nothing was asked or answered. Say the tool could not go on; infer nothing about what it would have done.",

@@ -297,6 +297,120 @@ pub fn recovered_event(out: &ToolOutput) -> Option<ApprovalEvent> {
     }
 }
 
+/// What an approve's status check, before the confirm, found of the action
+/// (issue 34): a server may give a number to another action once it has
+/// forgotten the first (a restart of an in-memory desk), and a confirm by
+/// number alone would then confirm that one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StillPrepared {
+    /// Pending, and every field it shares with what was prepared agrees.
+    Same,
+    /// Not the action prepared, or no longer waiting for a confirm; why, in
+    /// field names and the server's status word (never a value).
+    Changed(String),
+    /// Pending as far as it says, but it shares no field with what was
+    /// prepared: nothing to compare.
+    Unchecked,
+}
+
+/// The status words that say an action is past its confirm (or never was):
+/// the ones the confirm, status and restart classifiers read.
+const PAST_CONFIRM: [&str; 13] = [
+    "ACCEPTED",
+    "CONFIRMED",
+    "RUNNING",
+    "PROCESSING",
+    "COMPLETED",
+    "SUCCEEDED",
+    "SUCCESS",
+    "DONE",
+    "FAILED",
+    "ERROR",
+    "REJECTED",
+    "CANCELLED",
+    "EXPIRED",
+];
+
+/// Whether a status answer still describes the action prepared: not an
+/// error (an id the server does not know, or another owner's), not past
+/// its confirm, and every scalar field of the prepare's arguments and
+/// result (`prepared`) that the answer also names, by its last segment,
+/// holds the same value.
+pub fn still_prepared(
+    status: &ToolOutput,
+    args: &Map<String, Value>,
+    prepared: &Map<String, Value>,
+    action_id_field: &str,
+) -> StillPrepared {
+    if status.is_error {
+        return StillPrepared::Changed("the server no longer knows the action's id".into());
+    }
+    let Some(f) = fields(status) else {
+        return StillPrepared::Unchecked;
+    };
+    if let Some(word) = status_word(status) {
+        if PAST_CONFIRM.contains(&word.as_str()) {
+            return StillPrepared::Changed(format!(
+                "the server says the action under this id is {word}, no longer waiting for a confirm"
+            ));
+        }
+    }
+    let mut now = HashMap::new();
+    leaves(&f, 4, &mut now);
+    let id_leaf = super::path::leaf(action_id_field);
+    let mut compared = 0;
+    for (key, value) in args.iter().chain(prepared.iter()) {
+        let leaf = super::path::leaf(key);
+        if leaf == "status" || leaf == id_leaf {
+            continue;
+        }
+        let (Some(was), Some(is)) = (scalar(value), now.get(leaf)) else {
+            continue;
+        };
+        // A preview value cut for the card is compared by what it kept.
+        let same = match was.strip_suffix('…') {
+            Some(kept) => is.starts_with(kept),
+            None => &was == is,
+        };
+        if !same {
+            return StillPrepared::Changed(format!(
+                "the action under this id has another `{leaf}` than the one prepared"
+            ));
+        }
+        compared += 1;
+    }
+    match compared {
+        0 => StillPrepared::Unchecked,
+        _ => StillPrepared::Same,
+    }
+}
+
+/// Every scalar under `m`, by its key (nested objects flattened to their
+/// own keys; the first of a repeated key wins).
+fn leaves(m: &Map<String, Value>, depth: u8, out: &mut HashMap<String, String>) {
+    for (k, v) in m {
+        match v {
+            Value::Object(inner) if depth > 0 => leaves(inner, depth - 1, out),
+            v => {
+                if let Some(s) = scalar(v) {
+                    out.entry(k.clone()).or_insert(s);
+                }
+            }
+        }
+    }
+}
+
+/// A scalar as compared: trimmed, case-folded text; numbers and booleans
+/// as written. Arrays, objects and null compare as nothing.
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.trim().to_lowercase()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
 /// Why a status answer says the action failed, if it says.
 pub fn failure_reason(out: &ToolOutput) -> Option<String> {
     let f = fields(out)?;
@@ -488,6 +602,55 @@ mod tests {
         for (role, t, want) in cases {
             assert_eq!(hold_reason(role.as_ref(), &t), want, "{role:?} {t:?}");
         }
+    }
+
+    #[test]
+    fn an_action_is_still_the_one_prepared_only_if_its_shared_fields_agree() {
+        let args: Map<String, Value> =
+            serde_json::from_value(json!({"seat": "12", "time": "15:00"})).unwrap();
+        let prepared: Map<String, Value> =
+            serde_json::from_value(json!({"seat": "12", "time": "15:00", "data.room": "Hall A"}))
+                .unwrap();
+        let check = |body: &str| still_prepared(&text(body), &args, &prepared, "actionId");
+        assert_eq!(
+            check(r#"{"actionId":1,"status":"PENDING","seat":"12","time":"15:00"}"#),
+            StillPrepared::Same
+        );
+        // Numbers and strings, case and padding compare alike; a nested
+        // field is found by its last segment.
+        assert_eq!(
+            check(r#"{"actionId":1,"status":"pending","data":{"seat":12,"room":" hall a "}}"#),
+            StillPrepared::Same
+        );
+        for changed in [
+            r#"{"actionId":1,"status":"PENDING","seat":"7","time":"15:00"}"#,
+            r#"{"actionId":1,"status":"PENDING","data":{"room":"Hall B"}}"#,
+            r#"{"actionId":1,"status":"COMPLETED","seat":"12","time":"15:00"}"#,
+            r#"{"actionId":1,"status":"cancelled"}"#,
+        ] {
+            assert!(
+                matches!(check(changed), StillPrepared::Changed(_)),
+                "{changed}"
+            );
+        }
+        let mut unknown = text("unknown action 1");
+        unknown.is_error = true;
+        assert!(matches!(
+            still_prepared(&unknown, &args, &prepared, "actionId"),
+            StillPrepared::Changed(_)
+        ));
+        // Nothing shared (or no object at all): nothing to compare.
+        assert_eq!(
+            check(r#"{"actionId":1,"status":"PENDING"}"#),
+            StillPrepared::Unchecked
+        );
+        assert_eq!(check("pending"), StillPrepared::Unchecked);
+        // The reason names the field, never its value.
+        let StillPrepared::Changed(why) = check(r#"{"actionId":1,"status":"PENDING","seat":"7"}"#)
+        else {
+            panic!("changed");
+        };
+        assert!(why.contains("`seat`") && !why.contains('7'), "{why}");
     }
 
     #[test]

@@ -15,6 +15,12 @@ crate::names! {
         Denied = "Denied",
         Expired = "Expired",
         Unknown = "Unknown",
+        /// A new message withdrew the pending interrupt; its cancel was
+        /// sent. Nobody denied it.
+        Withdrawn = "Withdrawn",
+        /// The server no longer holds the prepared action under its id:
+        /// nothing was sent for it.
+        Voided = "Voided",
     }
 }
 
@@ -69,6 +75,10 @@ crate::names! {
         Answered = "answered",
         /// A 2025-11-25 question whose open call died with the process.
         InputLost = "input_lost",
+        /// An approve whose status check, before the confirm, finds that
+        /// the id no longer names the action prepared: other arguments, or
+        /// no longer pending (issue 34).
+        ApproveChanged = "approve_changed",
     }
 }
 

@@ -350,7 +350,7 @@ pub(super) fn settled(state: ApprovalState) -> ActionOutcome {
     match state {
         ApprovalState::Completed => ActionOutcome::Answered,
         ApprovalState::Failed => ActionOutcome::AnswerFailed,
-        ApprovalState::Denied => ActionOutcome::QuestionWithdrawn,
+        ApprovalState::Denied | ApprovalState::Withdrawn => ActionOutcome::QuestionWithdrawn,
         ApprovalState::Expired => ActionOutcome::QuestionExpired,
         _ => ActionOutcome::Unknown,
     }

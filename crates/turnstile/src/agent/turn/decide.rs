@@ -7,9 +7,11 @@
 
 use serde_json::Value;
 
-use super::held::{Action as HeldAction, Decided, UserDecision};
+use super::held::{Action as HeldAction, ActionKind, Decided, UserDecision};
 use super::Agent;
 use crate::fsm::Snapshot;
+use crate::judge::anchors::ActionOutcome;
+use crate::judge::approval::StillPrepared;
 use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::{telemetry, Names, Typed};
 use crate::store::{StoreError, StoredApproval};
@@ -35,11 +37,62 @@ pub enum DecideError {
     /// decided and the question still waits. Never echoes a value.
     #[error("{0}")]
     Invalid(String),
+    /// The status check before a confirm could not be made (503): nothing
+    /// was decided, and the interrupt still waits.
+    #[error("{0}")]
+    Unchecked(String),
     /// The stored machine no longer restores (its table changed).
     #[error("the pending interrupt was stored under another approval table: {0}")]
     Restore(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// An interrupt a new message withdrew (`new-turn-withdraws`): the new
+/// turn records it in the thread and tells the user how it ended.
+#[derive(Debug, Clone)]
+pub struct Withdrawal {
+    pub interrupt_id: String,
+    pub kind: ActionKind,
+    /// The tool whose action was held (the prepare, or the held call).
+    pub tool: String,
+    pub state: ApprovalState,
+    pub cancel: CancelSent,
+}
+
+impl Withdrawal {
+    /// How it ended, as code tells it.
+    pub fn outcome(&self) -> ActionOutcome {
+        match (self.kind, &self.cancel) {
+            (ActionKind::Input, _) => ActionOutcome::QuestionWithdrawn,
+            (ActionKind::Call, _) => ActionOutcome::CallWithdrawn,
+            (ActionKind::Prepared, CancelSent::Cancelled { .. } | CancelSent::Nothing) => {
+                ActionOutcome::Withdrawn
+            }
+            (ActionKind::Prepared, _) => ActionOutcome::WithdrawnUncancelled,
+        }
+    }
+}
+
+/// What became of the cancel a withdrawal or an expiry sent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CancelSent {
+    /// Nothing to cancel at the backend (a held call, a question).
+    Nothing,
+    Cancelled {
+        tool: String,
+    },
+    /// The cancel tool answered with an error: the action may still be
+    /// pending at the backend.
+    Refused {
+        tool: String,
+        reason: Option<String>,
+    },
+    /// No answer came (the server was unreachable, the call timed out).
+    Failed {
+        tool: String,
+    },
 }
 
 impl Agent {
@@ -66,7 +119,7 @@ impl Agent {
         let mut stored = stored;
         for _ in 0..2 {
             let (mut machine, action) = self.restore_held(&stored)?;
-            let event = self
+            let (event, changed) = self
                 .classify(&stored, &mut machine, &action, decision)
                 .await?;
             let from = machine.state();
@@ -84,6 +137,16 @@ impl Agent {
             };
             let to = machine.state();
             if self.swap(&stored, from, &machine).await? {
+                if let Some(why) = changed.filter(|_| to == ApprovalState::Voided) {
+                    // Voided by its row: nothing is sent, so nothing
+                    // resumes; the refusal names the row and says why.
+                    tracing::info!(state = to.name(), "approve refused: the action changed");
+                    return Err(DecideError::Refused {
+                        row_id: machine.row_id(step.row).to_string(),
+                        why: format!("{why}; nothing was sent, neither the confirm nor a cancel, for the id now names something else"),
+                        state: to.name().to_string(),
+                    });
+                }
                 let effect = step.effect.unwrap_or(ApprovalEffect::Cancel);
                 tracing::info!(
                     decision = decision.name(),
@@ -192,17 +255,77 @@ impl Agent {
         machine: &mut Typed<Approval>,
         action: &HeldAction,
         decision: ApprovalEvent,
-    ) -> Result<ApprovalEvent, DecideError> {
+    ) -> Result<(ApprovalEvent, Option<String>), DecideError> {
         if machine.state() == ApprovalState::Awaiting
             && crate::store::now_unix_ms() > stored.expires_at
         {
             self.expire(stored, machine, action).await?;
         }
         let pending = machine.state() == ApprovalState::Awaiting;
-        Ok(match pending && self.is_stale(stored).await? {
-            true => ApprovalEvent::ApproveStale,
-            false => decision,
-        })
+        if pending && self.is_stale(stored).await? {
+            return Ok((ApprovalEvent::ApproveStale, None));
+        }
+        if pending && decision == ApprovalEvent::Approve {
+            return self.check_action(action).await;
+        }
+        Ok((decision, None))
+    }
+
+    /// Before an approve's confirm: where a status tool exists, whether
+    /// the id still names the action prepared (issue 34). A server that
+    /// forgot it (a restart) may have given the number to another action;
+    /// a confirm by number alone would confirm that one.
+    async fn check_action(
+        &self,
+        action: &HeldAction,
+    ) -> Result<(ApprovalEvent, Option<String>), DecideError> {
+        let approve = Ok((ApprovalEvent::Approve, None));
+        let Some(status) = action.status.as_deref() else {
+            return approve;
+        };
+        if action.kind != ActionKind::Prepared {
+            return approve;
+        }
+        let out = self
+            .tools
+            .call(status, action.status_args.clone())
+            .await
+            .map_err(|e| {
+                tracing::warn!(kind = e.kind(), "the status check before a confirm failed");
+                DecideError::Unchecked(format!(
+                    "the {status} tool could not be asked whether the action is still the one prepared ({}); nothing was sent, and the approval still waits",
+                    e.kind()
+                ))
+            })?;
+        let id_field = self
+            .roles
+            .get(&action.prepare)
+            .and_then(|r| match r {
+                crate::judge::approval::Role::Prepare(p) => Some(p.action_id.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let preview = &action.interrupt.action;
+        let found = crate::judge::approval::still_prepared(
+            &out,
+            &action.prepare_args,
+            &preview.prepared,
+            &id_field,
+        );
+        match found {
+            StillPrepared::Same => approve,
+            StillPrepared::Unchecked => {
+                tracing::warn!(
+                    tool = status,
+                    "the status answer shares no field with the prepared action; the confirm goes by its id alone"
+                );
+                approve
+            }
+            StillPrepared::Changed(why) => {
+                tracing::warn!(tool = status, %why, "the approved action changed at the server");
+                Ok((ApprovalEvent::ApproveChanged, Some(why)))
+            }
+        }
     }
 
     /// The stored approval's machine (table hash checked) and its action.
@@ -249,13 +372,17 @@ impl Agent {
             telemetry::violation(&v);
             return Ok(());
         }
-        self.settle_directly(stored, before, machine, action).await
+        self.settle_directly(stored, before, machine, action)
+            .await
+            .map(drop)
     }
 
     /// Before a new user turn starts: every interrupt still pending on the
-    /// thread is superseded (`new_user_turn`), and its cancel sent, so a
-    /// later turn can never approve an older action.
-    pub async fn supersede_pending(&self, thread_id: &str) -> Result<(), StoreError> {
+    /// thread is withdrawn (`new_user_turn`), and its cancel sent, so a
+    /// later turn can never approve an older action. What was withdrawn is
+    /// returned, for the new turn to record and tell (issue 34).
+    pub async fn supersede_pending(&self, thread_id: &str) -> Result<Vec<Withdrawal>, StoreError> {
+        let mut out = Vec::new();
         for stored in self.store.approvals(thread_id).await? {
             if stored.state != ApprovalState::Awaiting.name() {
                 continue;
@@ -267,25 +394,35 @@ impl Agent {
             if machine.fire(ApprovalEvent::NewUserTurn).is_err() {
                 continue;
             }
-            if let Err(e) = self
+            match self
                 .settle_directly(&stored, before, &mut machine, &action)
                 .await
             {
-                tracing::warn!(error = %e, "superseding a pending interrupt");
+                Ok(Some(cancel)) => out.push(Withdrawal {
+                    interrupt_id: stored.interrupt_id.clone(),
+                    kind: action.kind,
+                    tool: action.prepare.clone(),
+                    state: machine.state(),
+                    cancel,
+                }),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "superseding a pending interrupt"),
             }
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Commits a state the table reached without a turn (expiry, a new
-    /// user turn) and, if it won the swap, sends the cancel.
+    /// user turn) and, if it won the swap, sends the cancel. `None`: the
+    /// swap was lost (another decision settled it); otherwise what became
+    /// of the cancel.
     async fn settle_directly(
         &self,
         stored: &StoredApproval,
         before: ApprovalState,
         machine: &mut Typed<Approval>,
         action: &HeldAction,
-    ) -> Result<(), DecideError> {
+    ) -> Result<Option<CancelSent>, DecideError> {
         let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
         let won = self
             .store
@@ -297,22 +434,34 @@ impl Agent {
             )
             .await?;
         telemetry::record(machine.snapshot());
-        if won {
-            // A question's open call is let go: its server is answered
-            // `cancel` (2025-11-25); a 2026-07-28 one holds nothing.
-            drop(self.parked.take(&stored.interrupt_id));
+        if !won {
+            return Ok(None);
         }
-        let cancel = action.cancel_call().filter(|_| won);
-        if let Some((tool, args)) = cancel {
-            match self.tools.call(tool, args.clone()).await {
-                Ok(out) if !out.is_error => {
-                    tracing::info!(state = machine.state().name(), "pending action cancelled")
-                }
-                Ok(_) => tracing::warn!("the cancel tool refused; the action stays uncancelled"),
-                Err(e) => tracing::warn!(kind = e.kind(), "the cancel tool failed"),
+        // A question's open call is let go: its server is answered
+        // `cancel` (2025-11-25); a 2026-07-28 one holds nothing.
+        drop(self.parked.take(&stored.interrupt_id));
+        let Some((tool, args)) = action.cancel_call() else {
+            return Ok(Some(CancelSent::Nothing));
+        };
+        let sent = match self.tools.call(tool, args.clone()).await {
+            Ok(out) if !out.is_error => {
+                tracing::info!(state = machine.state().name(), "pending action cancelled");
+                CancelSent::Cancelled { tool: tool.into() }
             }
-        }
-        Ok(())
+            Ok(out) => {
+                tracing::warn!("the cancel tool refused; the action stays uncancelled");
+                let reason = crate::judge::approval::failure_reason(&out);
+                CancelSent::Refused {
+                    tool: tool.into(),
+                    reason,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(kind = e.kind(), "the cancel tool failed");
+                CancelSent::Failed { tool: tool.into() }
+            }
+        };
+        Ok(Some(sent))
     }
 
     pub(super) async fn swap(

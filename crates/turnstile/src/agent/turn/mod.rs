@@ -22,7 +22,7 @@ use crate::judge::tiers::{Access, LicenceMap};
 use crate::judge::{Anchor, Contracts};
 use crate::llm::Model;
 use crate::protocols::turn::{Turn as TurnTable, TurnEffect, TurnEvent};
-use crate::protocols::Typed;
+use crate::protocols::{Names, Typed};
 use crate::store::Store;
 use crate::wire;
 
@@ -46,7 +46,7 @@ mod start;
 mod state;
 mod task;
 
-pub use decide::DecideError;
+pub use decide::{CancelSent, DecideError, Withdrawal};
 use held::Approvals;
 pub use held::{Action as HeldAction, Decided, UserDecision};
 pub use limits::Limits;
@@ -277,6 +277,7 @@ impl Turn<'_> {
     /// then read the thread so far.
     async fn open(&mut self, req: TurnRequest) -> Result<(), Stop> {
         let limits = self.agent.limits;
+        let mut withdrawn = Vec::new();
         // Holding the thread's lease, no other turn runs on it: one a dead
         // process left unfinished is closed as cut before this one starts,
         // so the thread reads in order (ADR 0014).
@@ -289,9 +290,10 @@ impl Turn<'_> {
             // closing it fails, this turn does not go on past it.
             closed.await?;
             // A new user turn supersedes an interrupt still pending: it is
-            // denied and its action cancelled, never approvable later.
-            if let Err(e) = self.agent.supersede_pending(&self.thread_id).await {
-                tracing::warn!(error = %e, "superseding the thread's pending interrupts");
+            // withdrawn and its action cancelled, never approvable later.
+            match self.agent.supersede_pending(&self.thread_id).await {
+                Ok(w) => withdrawn = w,
+                Err(e) => tracing::warn!(error = %e, "superseding the thread's pending interrupts"),
             }
         }
         let context = req
@@ -312,7 +314,22 @@ impl Turn<'_> {
             context: shown.and_then(|c| serde_json::to_value(c).ok()),
         }
         .message();
-        self.step(start, vec![user]).await?;
+        // What this message withdrew is stored with it, and told first.
+        let mut records = vec![user];
+        for w in &withdrawn {
+            let record = Record::Withdrawn {
+                interrupt_id: &w.interrupt_id,
+                tool: &w.tool,
+                state: w.state.name(),
+                cancel: &w.cancel,
+            };
+            records.push(record.message());
+            self.anchor(Anchor::Action {
+                tool: w.tool.clone(),
+                outcome: w.outcome(),
+            });
+        }
+        self.step(start, records).await?;
         // The thread so far, read after the first frame is out: the history
         // newest first up to its budget, the population and the delivery
         // through the thread's pointers. Nothing here grows with the
