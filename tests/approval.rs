@@ -439,6 +439,43 @@ async fn a_noop_prepare_shows_no_card() {
     s.pass();
 }
 
+/// Issue 34 (newcomer): a seat someone holds already. Two reservations of
+/// it are pending; both are approved; the backend's worker fails the
+/// second with "seat taken", and the user reads that reason in code's
+/// words, not only that it failed. A third prepare of the seat, once it is
+/// reserved, is refused by the desk itself: no card, and the reason told.
+#[tokio::test]
+async fn a_taken_seat_is_told_with_the_servers_reason() {
+    let s = TestServer::builder().start().await;
+    let (t1, t2) = (s.new_thread().await, s.new_thread().await);
+    let i1 = reserve(&s, &t1).await;
+    let i2 = reserve(&s, &t2).await;
+    let first = s.resume(&t1, &i1.interrupt_id, "approve").await.unwrap();
+    assert!(
+        answer(&first).starts_with("You approved it, and it is done."),
+        "{}",
+        answer(&first)
+    );
+    let second = s.resume(&t2, &i2.interrupt_id, "approve").await.unwrap();
+    let text = answer(&second);
+    assert!(
+        text.starts_with("You approved it, but it failed, so it was not done. The server gave this reason: \u{201c}seat taken\u{201d}."),
+        "{text}"
+    );
+    assert_eq!(approval_state(&s, &t2, &i2.interrupt_id).await, "Failed");
+
+    let t3 = s.new_thread().await;
+    let frames = s.say(&t3, RESERVE).await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert!(!has(&frames, FrameKind::Interrupt), "{frames:?}");
+    let text = answer(&frames);
+    assert!(
+        text.starts_with("Nothing was prepared, so there is nothing to approve. The server gave this reason: \u{201c}seat taken\u{201d}."),
+        "{text}"
+    );
+    s.pass();
+}
+
 /// The interrupt outlives the process: a server restarted on the same
 /// database (and the same tool server) resumes it, once.
 #[tokio::test]

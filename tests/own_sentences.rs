@@ -214,6 +214,8 @@ fn searched_everything_after_a_failed_call_is_caught() {
         (Anchor::NothingToContinue { shown: false }, Lang::Ko),
         (Anchor::NothingToContinue { shown: true }, Lang::En),
         (Anchor::NothingToContinue { shown: true }, Lang::Ko),
+        (Anchor::ListComplete, Lang::En),
+        (Anchor::ListComplete, Lang::Ko),
         (Anchor::ContinuationCapped { shown: 1000 }, Lang::En),
         (Anchor::ContinuationCapped { shown: 1000 }, Lang::Ko),
         (

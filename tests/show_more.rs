@@ -221,6 +221,37 @@ async fn drift_between_turns_stops_the_continuation() {
     s.pass();
 }
 
+/// Issue 34 (newcomer): "show more" after a list that was shown to its end
+/// ("only those from April" narrows to a complete list) says that it was
+/// complete, not that more "cannot be fetched from where it stopped", and
+/// searches nothing.
+#[tokio::test]
+async fn show_more_after_a_complete_list_says_it_was_complete() {
+    let s = TestServer::builder().start().await;
+    let t = s.new_thread().await;
+    s.say(&t, "show safety issues on floor 3").await;
+    let april = s.say(&t, "only those from April").await;
+    let c = one(&april);
+    assert_eq!(c.grade, "EXACT", "{}", stable(&april));
+    assert_eq!(
+        c.total,
+        Some(c.displayed),
+        "the April list is complete: {}",
+        stable(&april)
+    );
+    let calls = s.demo.as_ref().unwrap().search_calls();
+    let more = s.say(&t, "show more").await;
+    assert!(citations(&more).is_empty());
+    assert_eq!(s.demo.as_ref().unwrap().search_calls(), calls);
+    let said = answer(&more);
+    assert!(
+        said.starts_with("My earlier answer already showed that list to its end, so there is no more of it to show."),
+        "{said}"
+    );
+    assert!(!said.contains("cannot fetch more"), "{said}");
+    s.pass();
+}
+
 /// A cursor the server no longer takes, answered in band (text, `isError:
 /// false`, as the seed's upstream does): recognised by the missing
 /// accounting, not by the wording — the paging table's `cursor-rejected`.

@@ -118,6 +118,10 @@ pub enum Prepared {
     NoSuchSeat,
     /// The time is not HH:MM (24-hour): nothing was created.
     BadTime,
+    /// The seat at that time is already reserved (an action for it was
+    /// accepted or completed): nothing was created, as a real desk
+    /// refuses what it cannot do before asking anyone to approve it.
+    SeatTaken,
 }
 
 /// A confirmation the store took.
@@ -281,6 +285,14 @@ impl ActionStore {
             return Prepared::BadTime;
         };
         let mut inner = self.lock();
+        let taken = inner.actions.values().any(|a| {
+            a.seat == seat
+                && a.time == time
+                && matches!(a.status, ActionStatus::Accepted | ActionStatus::Completed)
+        });
+        if taken {
+            return Prepared::SeatTaken;
+        }
         inner.last_id += 1;
         let id = inner.last_id;
         inner.actions.insert(

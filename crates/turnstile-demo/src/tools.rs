@@ -513,6 +513,9 @@ pub enum ReplyStatus {
     NoSuchSeat,
     /// The time is not HH:MM: nothing was prepared (actionId 0).
     BadTime,
+    /// The seat is already reserved at that time: nothing was prepared
+    /// (actionId 0, `reason` "seat taken").
+    SeatTaken,
     /// The action was confirmed.
     Accepted,
     /// The action is cancelled.
@@ -536,6 +539,9 @@ pub struct ActionReply {
     /// Its time, HH:MM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
+    /// Why nothing was prepared, when the desk says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One annotation of a panorama, in `get_panorama`'s result.
@@ -678,7 +684,7 @@ impl DemoTools {
     }
 
     #[tool(
-        description = "Prepare a seat reservation without making it: seat is a seat number \"1\" to \"40\", time is HH:MM on the 24-hour clock. Answers {\"status\": \"OK\", \"actionId\": N, \"seat\": \"12\", \"time\": \"15:00\"}: a PENDING action that reserves nothing until confirm_action confirms it, and expires after 10 minutes. An unknown seat or a malformed time prepares nothing and answers status NO_SUCH_SEAT or BAD_TIME with actionId 0.",
+        description = "Prepare a seat reservation without making it: seat is a seat number \"1\" to \"40\", time is HH:MM on the 24-hour clock. Answers {\"status\": \"OK\", \"actionId\": N, \"seat\": \"12\", \"time\": \"15:00\"}: a PENDING action that reserves nothing until confirm_action confirms it, and expires after 10 minutes. An unknown seat or a malformed time prepares nothing and answers status NO_SUCH_SEAT or BAD_TIME with actionId 0; a seat already reserved at that time prepares nothing and answers status SEAT_TAKEN, actionId 0, reason \"seat taken\".",
         output_schema = rmcp::handler::server::tool::schema_for_output::<ActionReply>(),
         annotations(
             read_only_hint = false,
@@ -1624,6 +1630,7 @@ fn reply(status: ReplyStatus, action_id: u64) -> CallToolResult {
         action_id,
         seat: None,
         time: None,
+        reason: None,
     })
 }
 
@@ -1641,6 +1648,14 @@ pub fn prepare_seat_reservation(
             action_id: id,
             seat: Some(args.seat.trim().to_string()),
             time: Some(args.time.trim().to_string()),
+            reason: None,
+        }),
+        Prepared::SeatTaken => record(&ActionReply {
+            status: ReplyStatus::SeatTaken,
+            action_id: 0,
+            seat: Some(args.seat.trim().to_string()),
+            time: Some(args.time.trim().to_string()),
+            reason: Some(crate::actions::SEAT_TAKEN.to_string()),
         }),
         Prepared::NoSuchSeat => reply(ReplyStatus::NoSuchSeat, 0),
         Prepared::BadTime => reply(ReplyStatus::BadTime, 0),

@@ -168,6 +168,7 @@ impl Licences {
                 // exist.)
                 Anchor::NothingToNarrow
                 | Anchor::NothingToContinue { shown: false }
+                | Anchor::ListComplete
                 | Anchor::LinkUnavailable { .. } => l.accounted_zero = true,
                 Anchor::Record { id, .. } => {
                     // One record: "one record" is its count.

@@ -41,6 +41,11 @@ pub enum Anchor {
         table: String,
         row_id: String,
     },
+    /// The reason the tool's server gave for an action that failed or
+    /// prepared nothing ("seat taken"), told after code's outcome sentence
+    /// as the server's own words, in quotes (issue 34): the user reads why,
+    /// not only that it failed.
+    ServerReason { tool: String, reason: String },
     /// Calls of the round were not sent (the licence gate): nothing is
     /// known of them. `possible`: the round's calls that could run, offered
     /// to the user as the part that can be done. Said in code's copy
@@ -86,6 +91,9 @@ pub enum Anchor {
     /// "Show more" with nothing to continue: no earlier listing (`shown`
     /// false), or the last one has no further page that can be fetched.
     NothingToContinue { shown: bool },
+    /// "Show more" of a listing that was complete: every item of its
+    /// population was shown already (issue 34), so there is no more of it.
+    ListComplete,
     /// "Show more" of a listing that already showed `shown` items, more
     /// than the ids a continuation is checked against can hold: nothing
     /// was fetched.
@@ -196,6 +204,7 @@ impl Anchor {
             self,
             Anchor::Action { .. }
                 | Anchor::Refused { .. }
+                | Anchor::ServerReason { .. }
                 | Anchor::OutcomeUnknown { .. }
                 | Anchor::NotRun { .. }
         )
@@ -229,6 +238,9 @@ impl Anchor {
             Anchor::Refused { tool, table, row_id } => format!(
                 "[{tool}] The call was refused before it was sent ({table} row `{row_id}`): it never ran. Say it was refused and not sent; do not say it failed, and do not say it was done."
             ),
+            Anchor::ServerReason { tool, reason } => format!(
+                "[{tool}] The server gave this reason, in its own words: \u{201c}{reason}\u{201d}. You may quote it, in quotation marks; do not restate it as your own claim."
+            ),
             Anchor::NotRun { .. } => {
                 "Some calls of this request were not run. Say so; infer nothing about what they would have returned.".into()
             }
@@ -252,6 +264,9 @@ impl Anchor {
             }
             Anchor::NothingToContinue { shown: true } => {
                 "More of the previous list cannot be fetched from where it stopped, and nothing was searched: say so and offer a new search; state no count and do not say nothing more exists.".into()
+            }
+            Anchor::ListComplete => {
+                "The previous list was already shown to its end: every item of it is in the earlier answer, and nothing was searched. Say there is no more of it to show; state no new count.".into()
             }
             Anchor::ContinuationCapped { shown } => format!(
                 "The earlier list already showed {shown} items, the most one list is continued to, so nothing more was fetched: say so, and suggest a narrower search."

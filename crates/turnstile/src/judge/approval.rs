@@ -411,6 +411,42 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
+/// The reason a server gave for an action that failed or prepared nothing,
+/// fit to be told in quotes after code's outcome sentence (issue 34): its
+/// `reason`, `error` or `message` field, or an error result's first text;
+/// one line, without quotation marks, at most 120 characters. A reason
+/// that carries a link is not told (links are code's alone, ADR 0027).
+pub fn told_reason(out: &ToolOutput) -> Option<String> {
+    let raw = failure_reason(out).or_else(|| {
+        out.is_error
+            .then(|| {
+                out.blocks.iter().find_map(|b| match b {
+                    Block::Text { text, .. } => Some(text.clone()),
+                    _ => None,
+                })
+            })
+            .flatten()
+    })?;
+    if raw.contains("://") {
+        return None;
+    }
+    let one_line: String = raw
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .filter(|c| !matches!(c, '"' | '\u{201c}' | '\u{201d}' | '`'))
+        .collect();
+    let one_line = one_line.trim();
+    if one_line.is_empty() {
+        return None;
+    }
+    Some(match one_line.chars().count() > 120 {
+        true => one_line.chars().take(119).chain(['…']).collect(),
+        false => one_line.to_string(),
+    })
+}
+
 /// Why a status answer says the action failed, if it says.
 pub fn failure_reason(out: &ToolOutput) -> Option<String> {
     let f = fields(out)?;

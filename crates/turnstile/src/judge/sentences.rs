@@ -98,6 +98,9 @@ fn english(anchor: &Anchor) -> String {
         Anchor::Refused { tool, .. } => {
             format!("The {tool} call was refused and never sent, so it did not run.")
         }
+        Anchor::ServerReason { reason, .. } => {
+            format!("The server gave this reason: \u{201c}{reason}\u{201d}.")
+        }
         Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => {
             format!("(The {field} list from your screen may be truncated.)")
@@ -114,6 +117,9 @@ fn english(anchor: &Anchor) -> String {
         }
         Anchor::NothingToContinue { shown: true } => {
             "I cannot fetch more of that list from where it stopped; a new search can.".into()
+        }
+        Anchor::ListComplete => {
+            "My earlier answer already showed that list to its end, so there is no more of it to show.".into()
         }
         Anchor::ContinuationCapped { shown } => format!(
             "This list already showed {shown} items, the most I continue one list to; a narrower search can reach the rest."
@@ -229,6 +235,9 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::Refused { tool, .. } => {
             format!("{tool} 요청은 거부되어 보내지 않았고, 실행되지 않았습니다.")
         }
+        Anchor::ServerReason { reason, .. } => {
+            format!("서버가 밝힌 이유: \u{201c}{reason}\u{201d}.")
+        }
         Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
         Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         Anchor::Aggregate { value, .. } => format!("정확히 {value}건입니다."),
@@ -243,6 +252,9 @@ fn korean_sentence(anchor: &Anchor) -> String {
         }
         Anchor::NothingToContinue { shown: true } => {
             "그 목록은 멈춘 곳부터 더 가져올 수 없습니다. 새로 검색하면 볼 수 있습니다.".into()
+        }
+        Anchor::ListComplete => {
+            "그 목록은 이전 답변에서 끝까지 보여 드렸으므로 더 보여 드릴 항목이 없습니다.".into()
         }
         Anchor::ContinuationCapped { shown } => format!(
             "이 목록은 이미 {shown}건을 보여 드려 한 목록을 이어 보는 최대치에 이르렀습니다. 더 좁혀 검색하면 나머지를 볼 수 있습니다."

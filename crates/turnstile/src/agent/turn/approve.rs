@@ -129,6 +129,12 @@ impl Turn<'_> {
                 tool: call.tool.clone(),
                 outcome,
             });
+            // Why nothing was prepared, in the server's words ("seat
+            // taken"), when it says.
+            if let Some(reason) = approval::told_reason(first) {
+                let tool = call.tool.clone();
+                self.anchor(Anchor::ServerReason { tool, reason });
+            }
         }
         let (ActionId::Positive(action_id), Some(ApprovalEffect::Suspend)) = (id, step.effect)
         else {
@@ -333,12 +339,28 @@ impl Turn<'_> {
         };
         // One outcome per action: the latest replaces what was said before.
         // Each settle replaces the one before, so there is at most one.
-        let mut said = self.evidence.anchors.iter();
-        if let Some(i) = said.position(|a| matches!(a, Anchor::Action { .. })) {
+        while let Some(i) = self
+            .evidence
+            .anchors
+            .iter()
+            .position(|a| matches!(a, Anchor::Action { .. } | Anchor::ServerReason { .. }))
+        {
             self.evidence.anchors.remove(i);
             self.evidence.origins.remove(i);
         }
-        self.anchor(Anchor::Action { tool, outcome });
+        self.anchor(Anchor::Action {
+            tool: tool.clone(),
+            outcome,
+        });
+        // A failure is told with the server's reason, when it gave one
+        // ("seat taken"): the user reads why, not only that it failed.
+        let failed = matches!(
+            outcome,
+            ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::AnswerFailed
+        );
+        if let Some(reason) = out.filter(|_| failed).and_then(approval::told_reason) {
+            self.anchor(Anchor::ServerReason { tool, reason });
+        }
         let poll = (ask_status || still_accepted) && self.approvals.polls < STATUS_POLLS;
         if let (true, Some(status)) = (poll, status) {
             if still_accepted {

@@ -180,7 +180,14 @@ impl Turn<'_> {
             return Ok(Some(Anchor::NothingToContinue { shown: false }));
         };
         let Some(mark) = scope.page.clone().filter(|m| m.cursor().is_some()) else {
-            return Ok(Some(Anchor::NothingToContinue { shown: true }));
+            // A scope keeps its ids without an id parameter only when they
+            // are the whole population (`Scope::with_ids`): that list was
+            // shown to its end, which is not "cannot fetch more".
+            let complete = scope.ids.as_ref().is_some_and(|i| i.param.is_none());
+            return Ok(Some(match complete {
+                true => Anchor::ListComplete,
+                false => Anchor::NothingToContinue { shown: true },
+            }));
         };
         // Past the ids the I-b check can hold, a listing is not continued.
         if mark.full {
