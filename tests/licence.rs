@@ -235,8 +235,17 @@ async fn every_tool_and_tier_is_allowed_or_blocked_as_the_map_says() {
                     assert_eq!(refused.len(), 1, "{who} × {tool}: {frames:?}");
                     assert_eq!(refused[0]["row_id"], "tier-not-held");
                     assert_eq!(refused[0]["table"], "licence");
-                    // The answer is code's copy, not the model's.
-                    assert_eq!(answer(&frames), refused[0]["message"].as_str().unwrap());
+                    // The answer is code's copy, not the model's: after
+                    // code's sentence for a call of the previous turn this
+                    // message withdrew (issue 34 §6), if it held one.
+                    let said = answer(&frames);
+                    let copy = refused[0]["message"].as_str().unwrap();
+                    let before = said.strip_suffix(copy).unwrap_or_else(|| panic!("{said}"));
+                    assert!(
+                        before.is_empty()
+                            || before == "Your new message withdrew the call that was waiting for your approval, so it was never sent. ",
+                        "{said}"
+                    );
                     assert!(!answer(&frames).contains("Here is what came back"));
                 }
             }
