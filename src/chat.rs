@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use turnstile::fsm::schema::{RawRow, RawTable};
 use turnstile::fsm::{Machine, Table};
 use turnstile::wire::sse::{SseDecoder, SseEvent};
-use turnstile::wire::{Citation, Figure, Frame, InputAsked, Interrupt};
+use turnstile::wire::{Citation, Figure, Frame, InputAsked, Interrupt, ToolCall, ToolResult};
 
 /// One frame as a terminal line; `None` for text deltas, which are printed
 /// as they come.
@@ -40,13 +40,8 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
         Frame::ToolResult(r) if !r.ok && r.refusal.is_none() && r.summary == "input_required" => {
             format!("· {}: its server asks you first", r.tool)
         }
-        Frame::ToolResult(r) => match &r.refusal {
-            Some(refusal) => format!(
-                "· {} refused, not sent ({} row `{}`)",
-                r.tool,
-                refusal["table"].as_str().unwrap_or("licence"),
-                refusal["row_id"].as_str().unwrap_or("?"),
-            ),
+        Frame::ToolResult(r) => match refused_by(r) {
+            Some((table, row)) => refused_line(&r.tool, &table, &row),
             None => format!(
                 "· {} {}: {}",
                 r.tool,
@@ -85,6 +80,43 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
                 .unwrap_or_default()
         ),
     })
+}
+
+/// The table and row that refused a call, from its result's `refusal`
+/// (the licence gate's).
+fn refused_by(r: &ToolResult) -> Option<(String, String)> {
+    let refusal = r.refusal.as_ref()?;
+    Some((
+        refusal["table"].as_str().unwrap_or("licence").to_string(),
+        refusal["row_id"].as_str().unwrap_or("?").to_string(),
+    ))
+}
+
+/// The table and row the summary of a call that reached no server names:
+/// every refusal but the licence gate's writes `not run (approval row
+/// `confirm-without-approval`): …` (`agent::turn::admit`). Read only for
+/// such a call: a server's own error text could read the same.
+fn row_in_summary(summary: &str) -> Option<(String, String)> {
+    let rest = summary.strip_prefix("not run (")?;
+    let (table, rest) = rest.split_once(" row `")?;
+    let (row, _) = rest.split_once("`)")?;
+    let word = |w: &str| !w.is_empty() && !w.contains(char::is_whitespace);
+    (word(table) && word(row)).then(|| (table.to_string(), row.to_string()))
+}
+
+/// A call a table refused: it never went out, so it is neither "calling"
+/// nor "FAILED".
+fn refused_line(tool: &str, table: &str, row: &str) -> String {
+    format!("✗ {tool} refused by {table}:{row} — never sent")
+}
+
+/// The result of a call that reached no server (`tool_call` without a
+/// `server`): refused by a row, or kept back for another reason.
+fn unsent_line(r: &ToolResult) -> String {
+    match refused_by(r).or_else(|| row_in_summary(&r.summary)) {
+        Some((table, row)) => refused_line(&r.tool, &table, &row),
+        None => format!("✗ {} not sent: {}", r.tool, r.summary),
+    }
 }
 
 /// A single value, with its grade: "exactly" only when the server is held to
@@ -775,6 +807,11 @@ struct Printer<W: Write> {
     resume: Option<ResumeHint>,
     /// Unix milliseconds now, for an approval card's expiry.
     clock: fn() -> i64,
+    /// A call that reached no server (`server: None`): only a refusal
+    /// emits one, so its line waits for its result, which says why it was
+    /// never sent, instead of printing "calling" for a call that never went
+    /// out.
+    unsent: Option<ToolCall>,
 }
 
 impl<W: Write> Printer<W> {
@@ -785,6 +822,7 @@ impl<W: Write> Printer<W> {
             in_text: false,
             resume: None,
             clock: now_ms,
+            unsent: None,
         }
     }
 
@@ -804,6 +842,20 @@ impl<W: Write> Printer<W> {
     }
 
     fn frame(&mut self, f: &Frame) -> std::io::Result<()> {
+        if let Some(held) = self.unsent.take() {
+            match f {
+                Frame::ToolResult(r) if r.call_id == held.call_id => {
+                    return self.line(&unsent_line(r));
+                }
+                _ => self.flush_unsent(&held)?,
+            }
+        }
+        if let Frame::ToolCall(c) = f {
+            if c.server.is_none() {
+                self.unsent = Some(c.clone());
+                return Ok(());
+            }
+        }
         if let (Frame::Citation(c), Some(hint)) = (f, &self.resume) {
             if c.more {
                 let line = describe(f, self.rows).unwrap_or_default();
@@ -850,8 +902,17 @@ impl<W: Write> Printer<W> {
         }
     }
 
+    /// A held call whose result never came: it reached no server all the
+    /// same.
+    fn flush_unsent(&mut self, held: &ToolCall) -> std::io::Result<()> {
+        self.line(&format!("· {}: not sent to any server", held.tool))
+    }
+
     /// Ends the output on a line boundary, whatever happened.
     fn finish(&mut self) -> std::io::Result<()> {
+        if let Some(held) = self.unsent.take() {
+            self.flush_unsent(&held)?;
+        }
         self.end_text()?;
         self.out.flush()
     }
@@ -1111,17 +1172,133 @@ async fn resumed_with<W: Write>(
         .send()
         .await
         .with_context(|| format!("cannot reach {base}"))?;
-    // A refused decision is reported before any line goes to stdout.
-    if resp.status().is_success() {
-        printer.line(&format!(
-            "thread {thread}  ({} interrupt {}; follow up with chat --thread {thread})",
-            args.decision.as_str(),
-            args.interrupt_id
-        ))?;
+    if !resp.status().is_success() {
+        // A refused decision: nothing was resumed. Its row and what the
+        // interrupt is now are the user's answer, on stdout like the rest;
+        // the error (and the exit status) follows.
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        let error = error_answer(status, &body);
+        if let Some(line) = refused_decision(args, status, &body) {
+            printer.line(&line)?;
+            let state = approval_now(http, base, thread, &args.interrupt_id).await;
+            if let Some(line) = state {
+                printer.line(&line)?;
+            }
+        }
+        return Err(error);
     }
+    printer.line(&format!(
+        "thread {thread}  ({} interrupt {}; follow up with chat --thread {thread})",
+        args.decision.as_str(),
+        args.interrupt_id
+    ))?;
     // The resumed turn may ask again, about another action.
     printer.resume = Some(ResumeHint::new(&args.url, thread));
     stream(printer, http, base, resp).await
+}
+
+/// A decision the approval table refused (a 409 or 404 naming its row):
+/// `✗ approve refused by approval:approve-after-withdrawal (409 Conflict)`.
+fn refused_decision(args: &ResumeArgs, status: reqwest::StatusCode, body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let row = v["row_id"].as_str()?;
+    let table = v["table"].as_str().unwrap_or("approval");
+    Some(format!(
+        "✗ {} refused by {table}:{row} ({status}) — nothing was sent",
+        args.decision.as_str()
+    ))
+}
+
+/// What the approval machine says of interrupt `interrupt_id` now, as the
+/// stored thread lists it: `  interrupt ID is Withdrawn: withdrawn by a
+/// newer message; its cancel was sent`. `None` when the thread cannot be
+/// read or does not list it.
+async fn approval_now(
+    http: &reqwest::Client,
+    base: &str,
+    thread: &str,
+    interrupt_id: &str,
+) -> Option<String> {
+    let resp = http
+        .get(format!("{base}/v1/threads/{thread}"))
+        .send()
+        .await
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let t: Value = resp.json().await.ok()?;
+    let state = t["approvals"]
+        .as_array()?
+        .iter()
+        .find(|a| a["interrupt_id"] == interrupt_id)?["state"]
+        .as_str()?
+        .to_string();
+    let asks = match asked_in(&t, interrupt_id) {
+        Ok(_) => Asks::Question,
+        Err(_) if held_call(&t, interrupt_id) => Asks::HeldCall,
+        Err(_) => Asks::Prepared,
+    };
+    Some(format!(
+        "  interrupt {} is {}: {}",
+        said(interrupt_id),
+        said(&state),
+        approval_words(&state, asks)
+    ))
+}
+
+/// What an interrupt waited for: a question of a tool's server, a call
+/// held before it was sent, or an action a prepare holds at its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asks {
+    Question,
+    HeldCall,
+    Prepared,
+}
+
+/// Whether the stored interrupt `interrupt_id` held the call itself (its
+/// action names no action id): there was no cancel to send.
+fn held_call(thread: &Value, interrupt_id: &str) -> bool {
+    (thread["messages"].as_array().into_iter().flatten())
+        .map(|m| &m["body"])
+        .filter(|b| b["kind"] == "interrupt")
+        .map(|b| match b.get("interrupt_id") {
+            Some(_) => b,
+            None => &b["interrupt"],
+        })
+        .find(|b| b["interrupt_id"] == interrupt_id)
+        .is_some_and(|b| b["action"]["action_id"].is_null())
+}
+
+/// The approval machine's states (tables/approval.ron) in words, as the
+/// page says them: a question's own words where they differ.
+fn approval_words(state: &str, asks: Asks) -> &'static str {
+    let question = asks == Asks::Question;
+    match (state, question) {
+        // A held call has no cancel: nothing of it ever went out.
+        ("Withdrawn", false) if asks == Asks::HeldCall => {
+            "withdrawn by a newer message; the call was never sent"
+        }
+        ("Awaiting", true) => "still waiting for your answer",
+        ("Awaiting", false) => "still waiting for your decision",
+        ("Confirming", true) => "answered; the call has not finished",
+        ("Confirming", false) => "approved; its confirm was sent and has not finished",
+        ("Accepted" | "Completed", true) => "answered",
+        ("Accepted", false) => "approved and accepted by the server",
+        ("Completed", false) => "approved and completed",
+        ("Failed", true) => "answered; the call then failed",
+        ("Failed", false) => "approved, but the action failed",
+        ("Denied", _) => "denied",
+        ("Expired", true) => "expired: it was not answered in time",
+        ("Expired", false) => "expired: it was not decided in time; its cancel was sent",
+        ("Withdrawn", true) => "withdrawn: a new message was sent before it was answered",
+        ("Withdrawn", false) => "withdrawn by a newer message; its cancel was sent",
+        ("Voided", _) => {
+            "voided: the server no longer holds this request under its number; nothing was sent"
+        }
+        _ => "outcome unknown: whether it ran is not known",
+    }
 }
 
 /// `POST /v1/threads/{id}/resume`'s body: with `answers`, an accept's.
@@ -1616,6 +1793,83 @@ mod tests {
         assert_eq!("all".parse::<Rows>(), Ok(Rows::All));
         assert_eq!("7".parse::<Rows>(), Ok(Rows::AtMost(7)));
         assert!("seven".parse::<Rows>().is_err());
+    }
+
+    /// A call that reached no server is printed once, at its result: as
+    /// refused by its table and row when a row refused it, else as not
+    /// sent with the reason; never as "calling". A call a server took is
+    /// printed as before, its error as its error even when it reads like a
+    /// refusal.
+    #[test]
+    fn a_call_no_server_took_is_printed_as_never_sent() {
+        let call = |id: &str, tool: &str, server: Option<&str>| {
+            Frame::ToolCall(ToolCall {
+                call_id: id.into(),
+                tool: tool.into(),
+                server: server.map(str::to_string),
+                args: serde_json::Map::new(),
+            })
+        };
+        let result = |id: &str, tool: &str, ok: bool, summary: &str, refusal: Option<Value>| {
+            Frame::ToolResult(ToolResult {
+                call_id: id.into(),
+                tool: tool.into(),
+                ok,
+                summary: summary.into(),
+                shape: None,
+                conflict: None,
+                refusal,
+            })
+        };
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        p.frame(&call("c1", "confirm_action", None)).unwrap();
+        p.frame(&result(
+            "c1",
+            "confirm_action",
+            false,
+            "not run (approval row `confirm-without-approval`): Only a human's approve confirms.",
+            None,
+        ))
+        .unwrap();
+        p.frame(&call("c2", "search_photos", None)).unwrap();
+        p.frame(&result(
+            "c2",
+            "search_photos",
+            false,
+            "not run",
+            Some(json!({"table": "licence", "row_id": "tier-too-low"})),
+        ))
+        .unwrap();
+        p.frame(&call("c3", "search_photos", None)).unwrap();
+        p.frame(&result(
+            "c3",
+            "search_photos",
+            false,
+            "not run: floor 5 lies outside the previous results (floor 3)",
+            None,
+        ))
+        .unwrap();
+        p.frame(&call("c4", "get_action", Some("demo"))).unwrap();
+        p.frame(&result(
+            "c4",
+            "get_action",
+            false,
+            "not run (x row `y`): z",
+            None,
+        ))
+        .unwrap();
+        // A call whose result never came: the stream ended first.
+        p.frame(&call("c5", "confirm_action", None)).unwrap();
+        p.finish().unwrap();
+        assert_eq!(
+            String::from_utf8(p.out).unwrap(),
+            "✗ confirm_action refused by approval:confirm-without-approval — never sent\n\
+             ✗ search_photos refused by licence:tier-too-low — never sent\n\
+             ✗ search_photos not sent: not run: floor 5 lies outside the previous results (floor 3)\n\
+             · calling get_action on demo\n\
+             · get_action FAILED: not run (x row `y`): z\n\
+             · confirm_action: not sent to any server\n"
+        );
     }
 
     #[test]

@@ -18,6 +18,9 @@
 //!   schemes text. Driven by tests/browser/export.mjs.
 //! - An approval card approved once in the browser. Driven by
 //!   tests/browser/approval.mjs.
+//! - A Korean thread's cards in Korean, and a new message that withdraws
+//!   the cards still waiting, live and after a reload. Driven by
+//!   tests/browser/withdraw_ko.mjs.
 //! - "Show more": a listing card extended in place by its continuations,
 //!   or lowered by one that found the data changed, live and after a
 //!   reload. Driven by tests/browser/show_more.mjs.
@@ -263,6 +266,20 @@ async fn an_approval_card_approves_once_in_chromium() {
     drive_page(TestServer::builder(), "tests/browser/approval.mjs", &[]).await;
 }
 
+/// Issue 34: the page's own words follow the thread's language, and a new
+/// message withdraws what waits. A Korean reservation, in a browser that
+/// asks for English, stops at a card whose title, buttons and captions are
+/// Korean; a new message marks it withdrawn at once (its buttons send
+/// nothing), the new turn's listing card speaks Korean and a line under the
+/// message says what it withdrew and what became of the cancel; a Korean
+/// question card is withdrawn the same way, never "denied"; a reload
+/// shows the same. Driven by tests/browser/withdraw_ko.mjs.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn a_korean_thread_labels_its_cards_in_korean_and_a_new_message_withdraws_them() {
+    drive_page(TestServer::builder(), "tests/browser/withdraw_ko.mjs", &[]).await;
+}
+
 /// "Show more" in the page: "show photos of floor 3" shows 10 of exactly
 /// 613; each click on the card's button appends the next 10 rows to the
 /// same card and its count line follows (20, then 30), one button stays,
@@ -282,8 +299,9 @@ async fn show_more_extends_the_same_card_in_chromium() {
 /// A continuation that finds the data changed (the demo's `CursorDrift`:
 /// 613 → 616 between turns) appends nothing: the same card keeps its 10
 /// rows, its count line and grade are lowered, its button is gone, and the
-/// turn says why; a reload shows the same. The browser asks for Korean:
-/// the button and the message it sends read "더 보기".
+/// turn says why; a reload shows the same. The browser asks for Korean,
+/// the thread is English: the button and the message it sends follow the
+/// thread ("Show more").
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn a_drifted_continuation_lowers_the_card_in_chromium() {
@@ -452,7 +470,8 @@ async fn a_stored_question_shows_how_it_ended_in_chromium() {
     .await;
 }
 
-/// The stub's stored thread: five questions, each ended another way.
+/// The stub's stored thread: six questions, each ended another way
+/// (withdrawn by a new message and voided among them).
 async fn stored_questions(
     State(st): State<Stub>,
     axum::extract::Path(id): axum::extract::Path<String>,
@@ -505,7 +524,8 @@ async fn stored_questions(
     let states = [
         ("q-unknown", "Unknown", None),
         ("q-expired", "Expired", None),
-        ("q-denied", "Denied", None),
+        ("q-withdrawn", "Withdrawn", None),
+        ("q-voided", "Voided", None),
         ("q-failed", "Failed", Some("accept")),
         ("q-cancelled", "Completed", Some("cancel")),
     ];

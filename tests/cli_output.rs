@@ -219,6 +219,137 @@ async fn chat_follows_up_prints_every_row_and_sends_the_floor() {
     s.pass_and_stop().await;
 }
 
+/// A command's stdout and whether it succeeded, whatever its status.
+async fn run(args: &[&str]) -> (bool, String, String) {
+    let out = tokio::time::timeout(Duration::from_secs(60), turnstile(args).output())
+        .await
+        .expect("turnstile ends")
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The thread id of `chat`'s first line.
+fn thread_of(out: &str) -> String {
+    out.lines()
+        .next()
+        .and_then(|l| l.strip_prefix("thread "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("a thread line:\n{out}"))
+        .to_string()
+}
+
+/// The interrupt id of `chat`'s approval card
+/// (`? approval requested: … (interrupt ID)`).
+fn interrupt_of(out: &str) -> String {
+    out.lines()
+        .find(|l| l.starts_with("? approval requested: "))
+        .and_then(|l| l.rsplit_once("(interrupt "))
+        .and_then(|(_, id)| id.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("an approval card:\n{out}"))
+        .to_string()
+}
+
+/// Issue 34: a confirm the approval table refuses never goes out, and the
+/// terminal says so: one line naming the table and the row, never
+/// "calling confirm_action" and never "FAILED", as if it had been sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_prints_a_refused_confirm_as_refused_and_never_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The lying model confirms in the prepare's own plan.
+    let model = std::sync::Arc::new(turnstile_demo::lying::Lying::new(
+        turnstile_demo::Scripted::demo(),
+    ));
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .model(model)
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+    let out = chat(&["chat", &base, "reserve seat 12 at 15:00"]).await;
+    assert!(
+        out.lines().any(|l| l
+            == "✗ confirm_action refused by approval:prepare-and-confirm-in-one-step — never sent"),
+        "{out}"
+    );
+    assert!(!out.contains("calling confirm_action"), "{out}");
+    assert!(!out.contains("FAILED"), "{out}");
+    // The prepare itself did go out, and says so.
+    assert!(
+        out.contains("· calling prepare_seat_reservation on demo"),
+        "{out}"
+    );
+    s.pass_and_stop().await;
+}
+
+/// Issue 34: `turnstile resume` on a decision the table refuses prints the
+/// row, and what the interrupt is now in words: withdrawn by a newer
+/// message; voided when the tool server renumbered its actions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_prints_a_refused_decision_with_its_row_and_the_interrupts_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let base = format!("{}/", s.base);
+
+    // Withdrawn: a new message while the card waits.
+    let first = chat(&["chat", &base, "reserve seat 12 at 15:00"]).await;
+    let (thread, interrupt) = (thread_of(&first), interrupt_of(&first));
+    chat(&["chat", &base, PROMPT, "--thread", &thread]).await;
+    let (ok, out, err) = run(&["resume", &base, &thread, &interrupt, "approve"]).await;
+    assert!(!ok, "a refused approve fails:\n{out}\n{err}");
+    assert!(
+        out.lines().any(|l| l
+            == "✗ approve refused by approval:approve-after-withdrawal (409 Conflict) — nothing was sent"),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.lines().any(|l| l
+            == format!("  interrupt {interrupt} is Withdrawn: withdrawn by a newer message; its cancel was sent")),
+        "{out}"
+    );
+
+    // Voided: the tool server restarts and gives the number to another
+    // reservation; the approve checks first and sends nothing.
+    let second = chat(&["chat", &base, "reserve seat 12 at 15:00"]).await;
+    let (thread, interrupt) = (thread_of(&second), interrupt_of(&second));
+    let before = s.demo.take().expect("the demo tool server");
+    let addr = before.addr();
+    before.shutdown().await;
+    s.demo = Some(
+        turnstile_demo::DemoServer::start(addr, Default::default())
+            .await
+            .expect("the tool server starts again on its address"),
+    );
+    let mut renumbered = false;
+    for _ in 0..40 {
+        let (_, out, _) = run(&["chat", &base, "reserve seat 7 at 10:00"]).await;
+        if out.contains("? approval requested: ") {
+            renumbered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(renumbered, "the restarted tool server prepares again");
+    let (ok, out, err) = run(&["resume", &base, &thread, &interrupt, "approve"]).await;
+    assert!(!ok, "a voided approve fails:\n{out}\n{err}");
+    assert!(
+        out.lines().any(|l| l
+            == "✗ approve refused by approval:approve-of-changed-action (409 Conflict) — nothing was sent"),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains(&format!("  interrupt {interrupt} is Voided: voided: the server no longer holds this request under its number; nothing was sent")),
+        "{out}"
+    );
+    s.pass_and_stop().await;
+}
+
 /// `serve --check --config PATH` with `PATH` given: exit code, output, and
 /// how long it took (killed after 20 s).
 async fn serve_check(path: &std::path::Path) -> (Option<i32>, String, Duration) {

@@ -73,14 +73,18 @@ const checkTwoStep = (t, lang, when, said) => {
     && t.tools[1].endsWith("get_panorama on demo — ok: one record"),
     `${at}: both tool lines: ${JSON.stringify(t.tools)}`);
   const [list, detail] = t.cards;
+  // The page's own words on the cards follow the prompt's language (issue 34).
+  const words = lang === "Korean"
+    ? { list: "3개 표시 (전체 최소 189개)", detail: "1개 표시", floor: "층", captured: "촬영일", description: "설명" }
+    : { list: "3 shown of at least 189", detail: "1 shown", floor: "Floor", captured: "Captured", description: "Description" };
   check(t.cards.length === 2 && list.source === "search_photos" && list.grade === "LOWER_BOUND"
-    && list.count === "3 shown of at least 189" && list.layout === "list" && list.items === 3,
-    `${at}: the search card: 3 shown of at least 189`);
-  check(!!detail && detail.source === "get_panorama" && detail.grade === "SHOWN" && detail.count === "1 shown"
+    && list.count === words.list && list.layout === "list" && list.items === 3,
+    `${at}: the search card: ${words.list}`);
+  check(!!detail && detail.source === "get_panorama" && detail.grade === "SHOWN" && detail.count === words.detail
     && detail.layout === "detail" && detail.items === 0,
     `${at}: the one-record card is a detail card that claims no total`);
-  check(!!detail && detail.title === "PANO-003-0611" && !!detail.fields && detail.fields.Floor === "3"
-    && detail.fields.Captured === "2026-08-28" && /unprotected floor edge/.test(detail.fields.Description ?? "")
+  check(!!detail && detail.title === "PANO-003-0611" && !!detail.fields && detail.fields[words.floor] === "3"
+    && detail.fields[words.captured] === "2026-08-28" && /unprotected floor edge/.test(detail.fields[words.description] ?? "")
     && detail.annotations.includes("safety: unprotected floor edge (safety-plus)")
     && detail.annotations.includes("safety: blocked fire exit (safety-plus)"),
     `${at}: the detail card shows the record's fields and annotations`);

@@ -213,7 +213,7 @@ const lyingMode = async () => {
   const href = await checkDelivered("lying, delivered", "Your export is ready: 14 files", "Download lecture files");
   const tools = (await lastAnswer()).tools;
   console.log(`     tools: ${JSON.stringify(tools)}`);
-  check(tools.some((t) => t.includes("confirm_lms_material_export") && t.includes("failed")),
+  check(tools.some((t) => t.includes("confirm_lms_material_export") && t.includes("not sent") && !t.includes("failed")),
     `the batched confirm is shown refused: ${JSON.stringify(tools)}`);
 
   // Asked again, the stored delivery answers: the same button.

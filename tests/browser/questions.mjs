@@ -225,7 +225,8 @@ async function demo() {
   check(c.count === 3 && c.state === "Awaiting", "a third question waits");
   await say("show safety issues on floor 3");
   c = await settled();
-  check(c.state === "Denied" && c.outcome.includes("Withdrawn") && c.buttons.every((d) => d) && c.fields.every((x) => x.disabled),
+  check(c.state === "Withdrawn" && c.outcome.includes("Withdrawn: a new message was sent before it was answered")
+    && c.buttons.every((d) => d) && c.fields.every((x) => x.disabled),
     `a question a new message superseded is shown withdrawn: ${c.state} ${c.outcome}`);
 
   // The portal: shown, never fetched before the click.
@@ -361,11 +362,12 @@ async function stored() {
   const want = {
     "q-unknown": [null, "Interrupted: whether it ran is unknown."],
     "q-expired": [null, "Expired: it was not answered in time."],
-    "q-denied": [null, "Withdrawn: a new message was sent before it was answered."],
+    "q-withdrawn": [null, "Withdrawn: a new message was sent before it was answered."],
+    "q-voided": [null, "Voided: the server no longer holds this request under its number; nothing was sent."],
     "q-failed": ["accept", "Answered; the call then failed (you accepted)."],
     "q-cancelled": ["cancel", "Answered (you cancelled)."],
   };
-  check(cards.length === 5, `five question cards: ${cards.length}`);
+  check(cards.length === 6, `six question cards: ${cards.length}`);
   for (const [id, [decision, outcome]] of Object.entries(want)) {
     const c = by[id];
     check(!!c && c.decision === decision && c.outcome.trim() === outcome && c.inputs === 0 && c.enabled === 0,

@@ -10,7 +10,10 @@
 //   drift  (the demo's CursorDrift fault) the continuation finds the data
 //          changed: nothing is appended, the same card's count line and
 //          grade are lowered, its button is gone; the same after a reload.
-//          The browser asks for Korean: the button reads "더 보기".
+//          The browser asks for Korean, the thread is English: the page's
+//          words follow the thread (issue 34), so the button reads "Show
+//          more" (tests/browser/withdraw_ko.mjs has "더 보기" on a Korean
+//          thread).
 // Exits 0 when every check passed; prints what it saw either way.
 import { launch, sleep } from "./cdp.mjs";
 
@@ -149,19 +152,19 @@ async function pagesMode() {
 
 // The data changed between turns (613 → 616): the continuation appends
 // nothing, and the card the user saw no longer claims its exact total.
-// The browser asks for Korean here: the button and the message it sends
-// say "더 보기".
+// The browser asks for Korean here, but the thread is English: the button
+// and the message it sends follow the thread's language.
 async function driftMode() {
   const ua = await ev("navigator.userAgent");
   await cmd("Network.setUserAgentOverride", { userAgent: ua, acceptLanguage: "ko-KR,ko" });
   let p = await firstCard();
   const firstIds = p.ids;
   const label = await ev(`document.querySelector('[data-testid=show-more]').textContent`);
-  check(label === "더 보기", `in Korean the button reads 더 보기: ${JSON.stringify(label)}`);
+  check(label === "Show more", `on an English thread the button reads Show more: ${JSON.stringify(label)}`);
   check(await clickMore(), "while the turn runs, \"show more\" and the composer are disabled");
   p = await page();
-  check(JSON.stringify(p.user) === JSON.stringify(["show photos of floor 3", "더 보기"]),
-    `the click is a user message "더 보기": ${JSON.stringify(p.user)}`);
+  check(JSON.stringify(p.user) === JSON.stringify(["show photos of floor 3", "show more"]),
+    `the click is a user message "show more": ${JSON.stringify(p.user)}`);
   console.log(`     after a click: ${JSON.stringify({ ...p, ids: p.ids.length })}`);
   const lowered = (q) => q.cards === 1 && q.rows === 10 && JSON.stringify(q.ids) === JSON.stringify(firstIds)
     && q.grade !== "EXACT" && q.grade !== "LOWER_BOUND" && q.count.startsWith("10 shown") && !q.count.includes("exactly");
