@@ -388,9 +388,11 @@ async fn demo_faults() {
     server.shutdown().await;
 }
 
-/// ADR 0004: an expired session fails the call; nothing re-sends it.
+/// ADR 0004 and 0029: an expired session is not re-initialised by rmcp,
+/// unseen; the table does it (row `session-expired-on-call`, in the trace),
+/// and re-sends the call whose POST met the 404 once. The server ran it once.
 #[tokio::test]
-async fn expired_session_fails_instead_of_silently_retrying() {
+async fn an_expired_session_is_re_initialised_by_the_table_and_the_call_runs_once() {
     init_tracing();
     let server = demo(vec![]).await;
     let client = connect(&server).await;
@@ -401,15 +403,23 @@ async fn expired_session_fails_instead_of_silently_retrying() {
     assert_eq!(server.search_calls(), 1);
 
     server.expire_sessions().await;
-    match client.call("search_photos", safety_floor3()).await {
-        Err(McpError::Transport {
-            server: name, tool, ..
-        }) => {
-            assert_eq!((name.as_str(), tool.as_str()), ("demo", "search_photos"));
-        }
-        other => panic!("expected a transport error after session expiry, got {other:?}"),
-    }
-    assert_eq!(server.search_calls(), 1, "the call must not have run");
+    let again = client
+        .call("search_photos", safety_floor3())
+        .await
+        .expect("the call is re-sent once on the new session");
+    assert!(!again.is_error);
+    assert_eq!(server.search_calls(), 2, "the call ran once");
+    let trace = client.trace();
+    let moves: Vec<&str> = trace
+        .iter()
+        .map(String::as_str)
+        .filter(|r| *r != "answered")
+        .collect();
+    assert_eq!(
+        moves,
+        ["connected", "session-expired-on-call", "reinitialized"],
+        "{trace:?}"
+    );
     client.close().await;
     server.shutdown().await;
 }

@@ -179,6 +179,131 @@ async fn a_key_echoed_in_short_masked_pieces_is_not_on_the_warn_line() {
     );
 }
 
+/// Every piece of 4 or more characters of `key` that `text` holds,
+/// compared without case: `[redacted]` itself is not text of the body.
+fn key_pieces_in(key: &str, text: &str) -> Vec<String> {
+    let text = text.replace("[redacted]", "\u{0}").to_ascii_lowercase();
+    let key: Vec<char> = key.to_ascii_lowercase().chars().collect();
+    let mut found: Vec<String> = key
+        .windows(4.min(key.len()))
+        .map(|w| w.iter().collect::<String>())
+        .filter(|piece| text.contains(piece.as_str()))
+        .collect();
+    found.dedup();
+    found
+}
+
+/// Issue 34 item 9: the key's pieces of 4–7 characters glued to other
+/// characters — letters and digits on either side, a bracket, a quote, an
+/// `=` — the shapes a provider's echo or a debugging dump can take. Each is
+/// the body of one 401 from the (fake) provider, through the real server;
+/// the WARN line that logs the body under the user's reference holds no
+/// piece of 4 or more of the key's characters.
+#[tokio::test]
+async fn a_key_glued_to_other_characters_is_not_on_the_warn_line() {
+    capture_logs();
+    let tail4 = &KEY[KEY.len() - 4..]; // b41d
+    let tail5 = &KEY[KEY.len() - 5..]; // -b41d
+    let tail7 = &KEY[KEY.len() - 7..]; // LOG-b41d minus L
+    let mid4 = &KEY[8..12]; // 7f3a
+    let mid5 = &KEY[8..13]; // 7f3a9
+    let mid6 = &KEY[10..16]; // 3a9c0e
+    let mid7 = &KEY[9..16]; // f3a9c0e
+    let head7 = &KEY[..7]; // sk-test
+    let shapes = [
+        format!("x{tail4}y"),
+        format!("key{mid5}abc"),
+        format!("(sk-te{})", &KEY[6..8]),
+        format!("({head7}"),
+        format!("ends-with{tail4}"),
+        format!("{tail4}was"),
+        format!("0x{mid4}ff"),
+        format!("id={mid6}&x=1"),
+        format!("ref#{mid7}z"),
+        format!("k{tail5}k"),
+        format!("'{mid4}'s"),
+        format!("\"key\":\"Z{mid5}Z\""),
+        format!("<{tail4}X>"),
+        format!("[{mid6}]abc"),
+        format!("{mid4}{tail4}"),
+        format!("user@{mid5}host"),
+        format!("token_{tail4}_v2"),
+        format!("A{mid7}"),
+        format!("{tail7}Q"),
+        format!("abc{}", mid4.to_ascii_uppercase()),
+        format!("path/{mid6}x/y"),
+        format!("e{}e", &KEY[13..17]),
+        format!("…x{tail4}…"),
+        format!("sk-abc***x{tail4}"),
+    ];
+    let fake = FakeOpenAi::start().await;
+    let s = TestServer::builder().model(fake.model()).start().await;
+    let mut leaked = Vec::new();
+    for shape in &shapes {
+        let body = json!({"error": {
+            "message": format!("Incorrect API key provided: {shape} was refused."),
+            "type": "invalid_request_error",
+        }});
+        fake.on(Role::Planner, Action::Status(401, body));
+        let thread = s.new_thread().await;
+        let frames = s.say(&thread, "show safety issues on floor 3").await;
+        let message = error(&frames).expect("an error frame").message.clone();
+        let reference = reference(&message).to_string();
+        let logs = logs();
+        let line = logs
+            .lines()
+            .find(|l| l.contains(&reference) && l.contains(" body="))
+            .unwrap_or_else(|| panic!("no log line with the body under ref {reference}:\n{logs}"));
+        // The body is the line's last field (the ids before it are random
+        // hex, which may hold a hex piece of the key by chance).
+        let body = &line[line.find(" body=").expect("a body field")..];
+        let pieces = key_pieces_in(KEY, body);
+        if !pieces.is_empty() {
+            leaked.push(format!("{shape:?} → {pieces:?} in {body}"));
+        }
+        // The provider's own words around the echo are kept.
+        assert!(body.contains("Incorrect API key provided:"), "{line}");
+    }
+    s.pass();
+    eprintln!(
+        "glued key pieces on the WARN line: {} of {} shapes",
+        leaked.len(),
+        shapes.len()
+    );
+    assert!(leaked.is_empty(), "{leaked:#?}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Whatever a key piece of 4 or more characters is glued to, and
+    /// wherever in the text it stands, no piece of 4 or more of the key's
+    /// characters is left after redaction (compared without case).
+    #[test]
+    fn no_glued_piece_of_the_key_survives_redaction(
+        secret in "[A-Za-z0-9]{20,40}",
+        at in 0usize..1000,
+        len in 4usize..=7,
+        left in "[A-Za-z0-9_.:=(\\['\"/@#-]{0,6}",
+        right in "[A-Za-z0-9_.:=)\\]'\"/&,-]{0,6}",
+        before in "[a-z ]{0,20}",
+        after in "[a-z ]{0,20}",
+        upper in proptest::bool::ANY,
+    ) {
+        let key = format!("sk-proj-{secret}");
+        let chars: Vec<char> = key.chars().collect();
+        let start = at % (chars.len() - len + 1);
+        let mut piece: String = chars[start..start + len].iter().collect();
+        if upper {
+            piece = piece.to_ascii_uppercase();
+        }
+        let text = format!("{before} error: {left}{piece}{right} rejected {after}");
+        let out = turnstile::llm::openai::redact_secrets(&text, Some(&key));
+        let kept = key_pieces_in(&key, &out);
+        proptest::prop_assert!(kept.is_empty(), "{text:?} → {out:?} keeps {kept:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The binary: what `serve --check` and `serve` print
 

@@ -640,29 +640,31 @@ fn reference_id() -> String {
     hex[..8].to_string()
 }
 
-/// The shortest piece of the key that is redacted wherever it appears.
-const KEY_PIECE_MIN: usize = 8;
-
-/// The shortest piece of the key that is redacted where it stands as a
-/// word of its own or beside masking: providers echo the last 4 or 5
-/// characters (`…E123`, `****E123`, `sk-abc***E123`).
+/// The shortest piece of the key that takes its whole word with it:
+/// providers echo the last 4 or 5 characters (`…E123`, `****E123`), and a
+/// piece as short as that, glued to anything, is still a piece of the key.
 const KEY_WORD_MIN: usize = 4;
 
 const REDACTED: &str = "[redacted]";
 
 /// `text` with every secret it may quote replaced by `[redacted]`:
 ///
-/// - any piece of `key` of [`KEY_PIECE_MIN`] characters or more (providers
-///   quote a prefix or the last characters of a rejected key), or the whole
-///   key if it is shorter;
-/// - any piece of `key` of [`KEY_WORD_MIN`] characters or more that stands
-///   as a word (neither neighbour is a letter or a digit): `ending in E123`;
+/// - every whitespace-delimited word that holds a piece of `key` of
+///   [`KEY_WORD_MIN`] characters or more (the whole key if it is shorter)
+///   anywhere inside it, compared without ASCII case, goes **whole**,
+///   whatever its neighbours: `xE123y`, `keyE1234abc`, `(sk-ab12`,
+///   `"id":"E1234"` (issue 34 item 9). The word, not the piece: what stands
+///   glued to a piece of the key is not ours to judge as harmless, and a
+///   boundary drawn inside a word is one a provider's next format crosses;
 /// - a provider's masked echo: a masking span (`**`, `••`, `xxxx`, `..`,
 ///   `…`) with the key characters on either side of it (`sk-abc***E123`,
 ///   `sk-...E123`, `****E123`), when a side is a piece of the key or an
 ///   `sk-` token — the span and both sides together;
 /// - any `sk-…`-shaped token (`sk-` at a word start, then key characters);
 /// - the token after any `Bearer ` (case-insensitive).
+///
+/// What stays: pieces of 1–3 characters (`sk-`, a last-3 echo: no secret
+/// on their own), and a key spread out with whitespace inside it.
 pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut masked = vec![false; chars.len()];
@@ -682,30 +684,22 @@ pub fn redact_secrets(text: &str, key: Option<&str>) -> String {
             && key.windows(piece.len()).any(|w| w == piece)
     };
     if !key.is_empty() {
-        let min = KEY_PIECE_MIN.min(key.len());
-        let word_min = KEY_WORD_MIN.min(key.len());
-        let alnum = |k: usize| chars.get(k).is_some_and(|c| c.is_alphanumeric());
-        for i in 0..chars.len() {
-            // The longest piece of the key that starts at `i`.
-            let longest = (0..key.len())
-                .map(|j| {
-                    chars[i..]
-                        .iter()
-                        .zip(&key[j..])
-                        .take_while(|(a, b)| a == b)
-                        .count()
-                })
-                .max()
-                .unwrap_or(0);
-            if longest >= min {
-                masked[i..i + longest].iter_mut().for_each(|m| *m = true);
+        let n = KEY_WORD_MIN.min(key.len());
+        let key_lower: Vec<char> = key.iter().map(|c| c.to_ascii_lowercase()).collect();
+        let pieces: std::collections::HashSet<&[char]> = key_lower.windows(n).collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i].is_whitespace() {
+                i += 1;
+                continue;
             }
-            // The longest piece starting at `i` that is a word of its own.
-            if longest >= word_min && (i == 0 || !alnum(i - 1)) {
-                if let Some(len) = (word_min..=longest).rev().find(|&n| !alnum(i + n)) {
-                    masked[i..i + len].iter_mut().for_each(|m| *m = true);
-                }
+            let end = (i..chars.len())
+                .find(|&k| chars[k].is_whitespace())
+                .unwrap_or(chars.len());
+            if lower[i..end].windows(n).any(|w| pieces.contains(w)) {
+                masked[i..end].iter_mut().for_each(|m| *m = true);
             }
+            i = end;
         }
     }
     // Masked echoes: a span of masking with the key characters beside it.
@@ -1537,9 +1531,10 @@ mod tests {
             r("key ending EFGH1234 given"),
             "key ending [redacted] given"
         );
-        assert_eq!(r("(5678-tail)"), "([redacted])");
-        // Seven characters inside a longer word are not an echo of the key.
-        assert_eq!(r("ref ABCDEFGZ."), "ref ABCDEFGZ.");
+        assert_eq!(r("(5678-tail)"), "[redacted]");
+        // Four characters of the key inside a longer word take the word.
+        assert_eq!(r("ref ABCDEFGZ."), "ref [redacted]");
+        assert_eq!(r("ref xEFGHy, ok"), "ref [redacted] ok");
         // Token shapes, whatever the key.
         assert_eq!(
             redact_secrets("got sk-other_9f8e7d, task-force ok", None),
@@ -1550,11 +1545,11 @@ mod tests {
             "Authorization: Bearer [redacted] and more"
         );
         assert_eq!(redact_secrets("bearer tok3n", None), "bearer [redacted]");
-        // A key shorter than 8 is redacted whole, and by pieces of 4 that
-        // stand as words; 3 characters are not a piece.
+        // Pieces of 4 take their word, whatever is glued to them; 3
+        // characters are not a piece.
         assert_eq!(
             redact_secrets("k=abc12 abc1 abc", Some("abc12")),
-            "k=[redacted] [redacted] abc"
+            "[redacted] [redacted] abc"
         );
         assert_eq!(
             redact_secrets("안녕 sk-x 하세요", None),
@@ -1693,6 +1688,7 @@ mod tests {
         let a = OpenAi::new(cfg).expect("client builds");
         assert!(!format!("{a:?}").contains("sk-very-secret"));
         let scrubbed = a.scrub("echo: sk-very-secret!".into());
-        assert_eq!(scrubbed, "echo: [redacted]!");
+        // The word goes whole, what is glued to the key with it.
+        assert_eq!(scrubbed, "echo: [redacted]");
     }
 }

@@ -14,12 +14,13 @@
 //!   negotiates down to.
 //! * **Silent re-initialisation** (ADR 0004). rmcp's streamable-HTTP client
 //!   would, on an HTTP 404 for an expired session, open a new session and
-//!   *re-send the failed request*. We turn that off: the 404 becomes the
-//!   event `session_expired`, and the table re-initialises. The call that
-//!   hit the expiry is re-sent once only if the table's row says so, which it
-//!   does for `session_expired_retry_safe`: the tool declared
-//!   `readOnlyHint: true` in `tools/list`, or the config marks it
-//!   `retry_safe` (ADR 0011).
+//!   *re-send the failed request*, unseen. We turn that off: the 404 becomes
+//!   an event and the table re-initialises. A 404 answering a call's own
+//!   POST is `session_expired_on_call`: the transport's word that the server
+//!   did not process it, so the row re-sends it once on the new session,
+//!   whatever the tool (ADR 0029); a 404 answering a ping or a listing is
+//!   `session_expired`, with nothing to re-send. A call whose answer was
+//!   lost after it was delivered is never re-sent on a session.
 //!
 //! Also turned off: rmcp's client response cache, whose default
 //! `serve_stale_on_error` would answer a failing `tools/list` with an old list.
@@ -66,9 +67,11 @@ fn opened_event(session: &Session, reconnect: bool) -> ConnectionEvent {
 /// revision gives it none: one is asked at a time).
 pub const NESTED_KEY: &str = "elicitation";
 
-/// What a failed request was, for its event: a `tools/call` (whose lost
-/// answer on a stateless connection is `stream_broken`), or anything else
-/// (`ping`, `tools/list`: a lost answer is a transport error).
+/// What a failed request was, for its event: a `tools/call` (a 404 on its
+/// own POST is `session_expired_on_call`; its lost answer on a stateless
+/// connection is `stream_broken`), or anything else (`ping`, `tools/list`,
+/// a call already re-sent once: a 404 is `session_expired`, a lost answer a
+/// transport error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Request {
     Call { retry_safe: bool },
@@ -483,9 +486,10 @@ impl ToolClient {
         }
     }
 
-    /// May a call of `tool` that hit a session expiry be re-sent once on the
-    /// new session? Yes if the tool declared `readOnlyHint: true` or the
-    /// configuration marks it `retry_safe`.
+    /// May a call of `tool` whose answer was lost on a stateless connection
+    /// be re-sent once? Yes if the tool declared `readOnlyHint: true` or the
+    /// configuration marks it `retry_safe`. (A call met by a session expiry
+    /// is re-sent whatever this says: it was not processed, ADR 0029.)
     pub fn retry_safe(&self, tool: &str) -> bool {
         self.shared.retry_safe(tool)
     }
@@ -546,10 +550,15 @@ impl ToolClient {
     ///   abandoned and `notifications/cancelled` is sent (best effort).
     /// * Server down (or still reconnecting after the connect timeout) →
     ///   `Err(McpError::Down)`; nothing was sent.
-    /// * Session expired (HTTP 404) → `Err(McpError::Transport)`, and the
-    ///   session is re-initialised for the next call; a read-only or
-    ///   `retry_safe` tool is instead re-sent once on the new session
-    ///   (`tables/connection.ron`, ADR 0011). Nothing else is ever re-sent.
+    /// * Session expired: the call's own POST answered HTTP 404 for our
+    ///   session id, so the server did not process it → the session is
+    ///   re-initialised and the call re-sent once on it, whatever the tool
+    ///   (`tables/connection.ron`, ADR 0029). A second 404 on the re-sent
+    ///   call → `Err(McpError::Transport)`; it ran on neither.
+    /// * Answer lost after the call went out (a stream that broke, a
+    ///   resumption that failed) → `Err(McpError::Unanswered)`: whether it
+    ///   ran is unknown, and it is not re-sent (a stateless read-only or
+    ///   `retry_safe` tool's is, once). Nothing else is ever re-sent.
     /// * The server asks the user something first →
     ///   `Err(McpError::Protocol)`: this caller cannot ask anyone (a
     ///   question inside a 2025-11-25 call is answered `cancel`). A turn
@@ -743,7 +752,10 @@ impl ToolClient {
             session = shared.ready_session(tool).await?;
         }
         // An answer to a question is the user's, sent once under the
-        // approval table's swap: never re-sent below it, whatever the tool.
+        // approval table's swap: a lost answer is never re-sent below it,
+        // whatever the tool. (A 404 on the call is re-sent whatever it
+        // carries: it was not processed. Rounds are 2026-07-28's, which has
+        // no session to expire.)
         let retry_safe = shared.retry_safe(tool) && round.is_none();
         let sent = session
             .call(tool, args.clone(), round.clone(), self.call_timeout)
@@ -758,17 +770,23 @@ impl ToolClient {
         if matches!(failure, Failure::Expired(_)) {
             shared.learn_expiry(idle);
         }
-        let effect = shared
-            .event_for(&session, &failure, Request::Call { retry_safe })
-            .and_then(|event| shared.report(&session, event));
+        let event = shared.event_for(&session, &failure, Request::Call { retry_safe });
+        let effect = event.and_then(|event| shared.report(&session, event));
         if matches!(
             effect,
             Some(ConnectionEffect::ReinitializeAndResend | ConnectionEffect::Resend)
         ) {
+            let why = match event {
+                Some(ConnectionEvent::SessionExpiredOnCall) => {
+                    "its POST was answered 404 for the old session, so it was not processed"
+                }
+                _ => "the tool is read-only or retry_safe",
+            };
             tracing::info!(
                 server = %shared.spec.name,
                 tool,
-                "re-sending the call once on the new session: the tool is read-only or retry_safe"
+                why,
+                "re-sending the call once on the new session"
             );
             let session = shared.ready_session(tool).await?;
             return match session.call(tool, args, round, self.call_timeout).await {
@@ -781,7 +799,16 @@ impl ToolClient {
                     if let Some(event) = shared.event_for(&session, &f, Request::Other) {
                         shared.report(&session, event);
                     }
-                    Err(shared.error_for(f, tool))
+                    Err(match f {
+                        Failure::Expired(reason) => McpError::Transport {
+                            server: shared.spec.name.clone(),
+                            tool: tool.to_string(),
+                            reason: format!(
+                                "{reason}, twice: the call was re-sent once on a new session and met an expiry again; it was not processed either time and is not sent again"
+                            ),
+                        },
+                        other => shared.error_for(other, tool),
+                    })
                 }
             };
         }
@@ -956,7 +983,13 @@ impl Shared {
     ) -> Option<ConnectionEvent> {
         let retry_safe = request == Request::Call { retry_safe: true };
         Some(match failure {
-            Failure::Expired(_) if retry_safe => ConnectionEvent::SessionExpiredRetrySafe,
+            // rmcp reports an expiry only for a POST that carried our session
+            // id and was answered 404 (`session::Failure::Expired`): on a
+            // call, that POST was the call itself, which the server did not
+            // process (ADR 0029). The tool's flags do not enter into it.
+            Failure::Expired(_) if matches!(request, Request::Call { .. }) => {
+                ConnectionEvent::SessionExpiredOnCall
+            }
             Failure::Expired(_) => ConnectionEvent::SessionExpired,
             // A stateless request that went out and lost its answer: the
             // revision cannot resume the stream, so the outcome is unknown.

@@ -5,8 +5,11 @@
 //!   timeout). Its connection is a machine of `tables/connection.ron`:
 //!   expired sessions are re-initialised, broken transports reconnected,
 //!   exited stdio children restarted, down servers retried with backoff —
-//!   each a row of the table, logged. A call is never re-sent, except a
-//!   read-only or `retry_safe` one that hit a session expiry, once.
+//!   each a row of the table, logged. A call is re-sent only when the
+//!   server said it did not process it (HTTP 404 for our session id on the
+//!   call's own POST: once, on the new session, ADR 0029), and on a
+//!   stateless server a read-only or `retry_safe` one whose answer was
+//!   lost, once. A call whose answer was lost is otherwise never re-sent.
 //! * [`session`] — one connection (one `initialize`) and how its failures
 //!   look on the wire (an expired session is HTTP 404).
 //! * [`spec`] — what a server is ([`ServerSpec`], [`Transport`]) and what it

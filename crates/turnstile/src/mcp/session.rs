@@ -83,7 +83,13 @@ type ExpiryCheck = fn(&(dyn std::error::Error + 'static)) -> bool;
 /// How one request failed, as seen on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Failure {
-    /// HTTP 404 for our session id: the server forgot the session.
+    /// HTTP 404 for our session id, answering the request's own POST: the
+    /// server forgot the session and did not process the request. rmcp
+    /// (with `reinit_on_expired_session(false)`) raises
+    /// `StreamableHttpError::SessionExpired` only there — a POST that
+    /// carried the session id, answered 404 before any body was read. A 404
+    /// on the GET that resumes a broken response stream is a plain HTTP
+    /// error ([`Failure::Transport`], sent): the request had been delivered.
     Expired(String),
     /// The request was not delivered or its answer was lost. `closed` is
     /// rmcp's "transport closed": for stdio, the child's pipe ended.

@@ -39,11 +39,14 @@ crate::names! {
         /// A request on the current session was answered (a result, an
         /// `isError` result, a JSON-RPC error, or a `ping`).
         CallOk = "call_ok",
-        /// HTTP 404 for our session id; nothing is re-sent.
+        /// HTTP 404 for our session id answering a request that is not a
+        /// `tools/call` (a `ping`, `tools/list`, `tasks/get`): there is no
+        /// call to re-send.
         SessionExpired = "session_expired",
-        /// HTTP 404 for our session id on a `tools/call` whose tool is
-        /// read-only (`readOnlyHint: true`) or configured `retry_safe`.
-        SessionExpiredRetrySafe = "session_expired_retry_safe",
+        /// HTTP 404 for our session id answering the `tools/call` POST
+        /// itself: the transport's word that the server did not process it
+        /// (ADR 0029), whatever the tool.
+        SessionExpiredOnCall = "session_expired_on_call",
         /// A stateless call went out and its response stream broke before
         /// the answer: its outcome is unknown; nothing is re-sent.
         StreamBroken = "stream_broken",
@@ -72,7 +75,8 @@ crate::names! {
         RetryWithBackoff = "retry-with-backoff",
         /// Open a new session: `initialize` without a session id.
         Reinitialize = "reinitialize",
-        /// Open a new session, then re-send the call that hit the expiry once.
+        /// Open a new session, then re-send once the call whose own POST was
+        /// answered 404 (it was not processed).
         ReinitializeAndResend = "reinitialize-and-resend",
         /// Wait for the new session under way, then re-send the call once.
         Resend = "resend",
