@@ -551,3 +551,101 @@ async fn under_load_a_turn_making_progress_keeps_its_lease() {
     }
     s.pass();
 }
+
+#[tokio::test]
+async fn a_declared_body_over_the_limit_gets_413_at_once() {
+    // The default body timeout (30 s): a 408 would come only after it.
+    let s = TestServer::builder().start().await;
+    for path in ["/v1/threads/none/messages", "/v1/threads"] {
+        let mut sock = TcpStream::connect(s.addr).await.unwrap();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n",
+            turnstile::http::MAX_BODY + 1
+        );
+        sock.write_all(head.as_bytes()).await.unwrap();
+        let (got, took) = until_closed(&mut sock, Duration::from_secs(10))
+            .await
+            .expect("the connection is closed");
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 413"), "{path}: {text}");
+        assert!(text.contains("at most 65536"), "{path}: a reason: {text}");
+        assert!(
+            took < Duration::from_secs(2),
+            "{path}: answered after {took:?}"
+        );
+    }
+    s.pass();
+}
+
+/// Every route that takes an id or text, given a NUL (`%00` in the path,
+/// `\u0000` in the body): the same 400, whatever the database.
+async fn a_nul_is_refused_at_the_edge_on(db: &str) {
+    let s = TestServer::builder().database(db).start().await;
+    let t = s.new_thread().await;
+    let resume = r#"{"interrupt_id":"int-1","decision":"approve"}"#;
+    let cases: Vec<(&str, String, Option<String>)> = vec![
+        ("GET", "/v1/threads/a%00b".into(), None),
+        ("GET", "/v1/threads/%00".into(), None),
+        (
+            "POST",
+            "/v1/threads/a%00b/messages".into(),
+            Some(r#"{"text":"hi"}"#.into()),
+        ),
+        (
+            "POST",
+            "/v1/threads/a%00b/resume".into(),
+            Some(resume.into()),
+        ),
+        ("GET", "/v1/tables/turn%00".into(), None),
+        ("GET", "/v1/threads?after=%00".into(), None),
+        (
+            "POST",
+            format!("/v1/threads/{t}/resume"),
+            Some(r#"{"interrupt_id":"a\u0000b","decision":"approve"}"#.into()),
+        ),
+        (
+            "POST",
+            format!("/v1/threads/{t}/messages"),
+            Some(r#"{"text":"photos of floor 2\u0000"}"#.into()),
+        ),
+        (
+            "POST",
+            format!("/v1/threads/{t}/messages"),
+            Some("{\"text\":\"photos\u{0}\"}".into()),
+        ),
+    ];
+    let client = reqwest::Client::new();
+    let mut wrong = Vec::new();
+    for (method, path, body) in &cases {
+        let url = format!("{}{path}", s.base);
+        let req = match method {
+            &"GET" => client.get(url),
+            _ => client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.clone().unwrap_or_default()),
+        };
+        let (status, error) = error_json(req.send().await.unwrap()).await;
+        if status != 400 || !error.contains("NUL") {
+            wrong.push(format!("{method} {path}: {status} {error}"));
+        }
+    }
+    assert!(wrong.is_empty(), "not a 400 naming the NUL: {wrong:#?}");
+    // Nothing was lost: the thread takes a turn as before.
+    let frames = s.say(&t, "photos of floor 2").await;
+    assert!(is_done(&frames), "{:?}", kinds(&frames));
+    s.pass();
+}
+
+#[tokio::test]
+async fn a_nul_is_refused_at_the_edge() {
+    let tmp = tempfile::tempdir().unwrap();
+    a_nul_is_refused_at_the_edge_on(&common::server::databases(&tmp)[0]).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn a_nul_is_refused_at_the_edge_on_postgres() {
+    a_nul_is_refused_at_the_edge_on(&common::needs::postgres()).await;
+}

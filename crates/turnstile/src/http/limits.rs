@@ -57,6 +57,32 @@ fn close(r: &mut Response) {
 /// arrive in time), refuses one over [`MAX_BODY`] (413) and JSON nested
 /// deeper than [`MAX_JSON_DEPTH`] (400), all before any handler parses it.
 pub async fn read_body(State(l): State<Limits>, req: Request, next: Next) -> Response {
+    // A declared length over the limit is refused before a byte of the body
+    // is awaited: waiting would only turn it into a 408 later.
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(n) = declared.filter(|&n| n > MAX_BODY as u64) {
+        let mut r = ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body declares {n} bytes; at most {MAX_BODY} are accepted"),
+        )
+        .into_response();
+        close(&mut r);
+        return r;
+    }
+    // A NUL is refused at the edge, the same on every database: PostgreSQL
+    // cannot store one in text, SQLite would, and an id with one names
+    // nothing either way.
+    if let Some(at) = nul_in_uri(req.uri().path_and_query().map_or("", |p| p.as_str())) {
+        return ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the request's path or query holds a NUL character (%00) at byte {at}; ids and text may not hold one"),
+        )
+        .into_response();
+    }
     let (parts, body) = req.into_parts();
     let read = axum::body::to_bytes(body, MAX_BODY);
     let bytes: Bytes = match tokio::time::timeout(l.body_read_timeout, read).await {
@@ -92,6 +118,13 @@ pub async fn read_body(State(l): State<Limits>, req: Request, next: Next) -> Res
         }
         Ok(Ok(b)) => b,
     };
+    if let Some(at) = nul_at(&bytes) {
+        return ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the request body holds a NUL character (U+0000) at byte {at}; ids and text may not hold one"),
+        )
+        .into_response();
+    }
     if let Some(depth) = too_deep(&bytes, MAX_JSON_DEPTH) {
         return ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -132,6 +165,44 @@ pub fn too_deep(body: &[u8], max: usize) -> Option<usize> {
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The byte offset of the first `%00` in a request target, if any (the
+/// percent-encoding of U+0000; a raw NUL never passes the HTTP parser).
+fn nul_in_uri(target: &str) -> Option<usize> {
+    let b = target.as_bytes();
+    (0..b.len().saturating_sub(2)).find(|&i| b[i] == b'%' && b[i + 1] == b'0' && b[i + 2] == b'0')
+}
+
+/// The byte offset where `body` holds U+0000: a raw NUL byte, or the JSON
+/// escape `\u0000` inside a string (an escaped backslash before `u0000` is
+/// text, not a NUL).
+pub fn nul_at(body: &[u8]) -> Option<usize> {
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in body.iter().enumerate() {
+        if b == 0 {
+            return Some(i);
+        }
+        if !in_string {
+            in_string = b == b'"';
+            continue;
+        }
+        match (escaped, b) {
+            (true, b'u') => {
+                escaped = false;
+                let hex = body.get(i + 1..i + 5);
+                if hex.is_some_and(|h| h.iter().all(|&c| c == b'0')) {
+                    return Some(i - 1);
+                }
+            }
+            (true, _) => escaped = false,
+            (false, b'\\') => escaped = true,
+            (false, b'"') => in_string = false,
             _ => {}
         }
     }
@@ -201,7 +272,19 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::too_deep;
+    use super::{nul_at, nul_in_uri, too_deep};
+
+    #[test]
+    fn a_nul_is_found_raw_or_escaped_but_not_as_escaped_text() {
+        assert_eq!(nul_at(br#"{"a":"x\u0000"}"#), Some(7));
+        assert_eq!(nul_at(b"{\"a\":\"x\0\"}"), Some(7));
+        assert_eq!(nul_at(br#"{"a":"x\\u0000"}"#), None);
+        assert_eq!(nul_at(br#"{"a":"\u0001\u00000"}"#), Some(12));
+        assert_eq!(nul_at(br#"{"a":"u0000"}"#), None);
+        assert_eq!(nul_in_uri("/v1/threads/a%00b/messages"), Some(13));
+        assert_eq!(nul_in_uri("/v1/threads/a%2500"), None);
+        assert_eq!(nul_in_uri("/v1/threads/%0"), None);
+    }
 
     #[test]
     fn depth_counts_brackets_outside_strings_only() {
