@@ -283,6 +283,16 @@ fn approval_state(thread: &Value, id: &str) -> String {
 
 /// One reservation turn to its interrupt; the thread and the interrupt id.
 async fn reserve(s: &Served, fake: &FakeOpenAi, http: &reqwest::Client) -> (String, String) {
+    reserve_seat(s, fake, http, "12").await
+}
+
+/// [`reserve`], for `seat` (the demo desk refuses a seat already taken).
+async fn reserve_seat(
+    s: &Served,
+    fake: &FakeOpenAi,
+    http: &reqwest::Client,
+    seat: &str,
+) -> (String, String) {
     let created: Value = s
         .post(http, "/v1/threads", json!({}))
         .await
@@ -290,7 +300,7 @@ async fn reserve(s: &Served, fake: &FakeOpenAi, http: &reqwest::Client) -> (Stri
         .await
         .unwrap();
     let thread = created["thread_id"].as_str().unwrap().to_string();
-    let args = json!({"seat": "12", "time": "15:00"}).to_string();
+    let args = json!({"seat": seat, "time": "15:00"}).to_string();
     fake.on(
         Role::Planner,
         Action::ToolCalls(vec![("prepare_seat_reservation".into(), args)]),
@@ -299,7 +309,7 @@ async fn reserve(s: &Served, fake: &FakeOpenAi, http: &reqwest::Client) -> (Stri
         .post(
             http,
             &format!("/v1/threads/{thread}/messages"),
-            json!({"text": "reserve seat 12 at 15:00"}),
+            json!({"text": format!("reserve seat {seat} at 15:00")}),
         )
         .await;
     assert_eq!(r.status().as_u16(), 200);
@@ -642,4 +652,138 @@ async fn a_python_sdk_task_running_at_a_sigkill_is_followed_after_restart() {
     assert_eq!(counts["cancels"], 0, "{counts}");
     client.close().await;
     second.kill();
+}
+
+/// The confirm's call is at the tool server when the first process is
+/// SIGKILLed. Returns the thread and the interrupt.
+async fn kill_with_the_confirm_out(
+    tmp: &Path,
+    db: &Path,
+    fake: &FakeOpenAi,
+    tools: &DemoServer,
+    http: &reqwest::Client,
+) -> (String, String) {
+    let first = Served::start(tmp, db, fake, tools, http).await;
+    let (thread, id) = reserve(&first, fake, http).await;
+    let r = first
+        .post(
+            http,
+            &format!("/v1/threads/{thread}/resume"),
+            json!({"interrupt_id": id, "decision": "approve"}),
+        )
+        .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let mut reader = FrameReader::new();
+    let mut body = r.bytes_stream();
+    while !reader
+        .frames()
+        .iter()
+        .any(|f| matches!(f, Frame::ToolCall(c) if c.tool == "confirm_action"))
+    {
+        let chunk = body.next().await.expect("stream open").unwrap();
+        reader.push(&chunk);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tools.calls("confirm_action") == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(tools.calls("confirm_action"), 1);
+    first.kill();
+    (thread, id)
+}
+
+/// Issue 34 item 1: restarted at once, while the dead turn's lease is
+/// still live. Start-up recovery comes back to the approval when that
+/// lease expires, asks the status tool, and settles it, without a second
+/// restart and without re-sending the confirm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirm_in_flight_at_a_quick_restart_settles_once_the_dead_lease_expires() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("kill.db");
+    let http = own_browser();
+    let fake = FakeOpenAi::start().await;
+    let options = DemoOptions {
+        action_worker_delay: Duration::from_millis(20),
+        call_delay: Duration::from_millis(400),
+        ..DemoOptions::default()
+    };
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let (thread, id) = kill_with_the_confirm_out(tmp.path(), &db, &fake, &tools, &http).await;
+    // No wait: the killed turn's lease is live when the second one starts.
+    let second = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
+    let deadline = Instant::now() + Duration::from_secs(LEASE_SECS + 14);
+    let state = loop {
+        let state = approval_state(&second.thread(&http, &thread).await, &id);
+        if state == "Completed" || Instant::now() > deadline {
+            break state;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(state, "Completed", "settled without a second restart");
+    assert_eq!(tools.calls("confirm_action"), 1, "the confirm was re-sent");
+    second.kill();
+    tools.shutdown().await;
+}
+
+/// The `legal` count of `row` in the approval table, from a process's
+/// `/v1/metrics`.
+async fn approval_row_count(s: &Served, http: &reqwest::Client, row: &str) -> u64 {
+    let text = http
+        .get(format!("{}/v1/metrics", s.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let label = format!("table=\"approval\",row=\"{row}\",kind=\"legal\"}} ");
+    text.lines()
+        .find_map(|l| l.split_once(&label).map(|(_, n)| n.trim().parse().unwrap()))
+        .unwrap_or(0)
+}
+
+/// Issue 34 item 5: a row is counted once, when it is fired. Refused
+/// approves restore the approval's machine from the store; that counts
+/// none of its earlier rows again. A process of its own, so no other test's
+/// rows are in its metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_machine_does_not_count_its_rows_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("rows.db");
+    let http = own_browser();
+    let fake = FakeOpenAi::start().await;
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), DemoOptions::default())
+        .await
+        .unwrap();
+    let s = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
+    let mut approved = 0;
+    for seat in ["12", "13", "14"] {
+        let (thread, id) = reserve_seat(&s, &fake, &http, seat).await;
+        let path = format!("/v1/threads/{thread}/resume");
+        let approve = json!({"interrupt_id": id, "decision": "approve"});
+        let frames = read_all(s.post(&http, &path, approve.clone()).await).await;
+        assert!(is_done(&frames), "{frames:?}");
+        approved += 1;
+        if approved == 3 {
+            for _ in 0..4 {
+                let again = s.post(&http, &path, approve.clone()).await;
+                assert_eq!(again.status().as_u16(), 409);
+            }
+        }
+    }
+    assert_eq!(tools.calls("confirm_action"), 3);
+    assert_eq!(
+        approval_row_count(&s, &http, "approve-sends-confirm").await,
+        3,
+        "3 approves sent 3 confirms; 4 refused approves fired no such row"
+    );
+    assert_eq!(
+        approval_row_count(&s, &http, "show-interrupt").await,
+        3,
+        "each interrupt was shown once"
+    );
+    s.kill();
+    tools.shutdown().await;
 }

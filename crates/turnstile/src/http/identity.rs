@@ -490,7 +490,6 @@ fn fire(
     if let Err(v) = &fired {
         telemetry::violation(v);
     }
-    telemetry::record(machine.snapshot());
     fired.map(|s| s.effect)
 }
 

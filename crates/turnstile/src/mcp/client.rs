@@ -887,13 +887,6 @@ impl Shared {
         } else {
             tracing::trace!(server = %self.spec.name, row = %row, "mcp connection");
         }
-        let table = self.table.table();
-        telemetry::record(Snapshot {
-            table: table.name.clone(),
-            table_hash: table.hash.clone(),
-            state: step.to.name().to_string(),
-            trace: vec![row],
-        });
         if inner.machine.untyped().trace().len() > TRACE_MAX {
             let mut snap = inner.machine.snapshot();
             let cut = snap.trace.len() - TRACE_KEEP;

@@ -79,6 +79,9 @@ pub trait Protocol: 'static {
 /// A table checked against protocol `P` and renumbered to its enums.
 pub struct Bound<P: Protocol> {
     table: Arc<Table>,
+    /// One counter per row, by row index: a legal row is counted when it
+    /// is fired, never when a stored machine is restored (issue 34).
+    counters: telemetry::RowCounters,
     _p: PhantomData<P>,
 }
 
@@ -86,6 +89,7 @@ impl<P: Protocol> Clone for Bound<P> {
     fn clone(&self) -> Self {
         Bound {
             table: self.table.clone(),
+            counters: self.counters.clone(),
             _p: PhantomData,
         }
     }
@@ -99,6 +103,7 @@ impl<P: Protocol> Bound<P> {
             .reordered(P::State::NAMES, P::Event::NAMES, P::Effect::NAMES)
             .ok_or_else(|| LoadError::Binding(P::NAME.to_string()))?;
         Ok(Bound {
+            counters: telemetry::RowCounters::for_table(&t),
             table: Arc::new(t),
             _p: PhantomData,
         })
@@ -111,13 +116,17 @@ impl<P: Protocol> Bound<P> {
     pub fn machine(&self) -> Typed<P> {
         Typed {
             inner: Machine::new(self.table.clone()),
+            counters: self.counters.clone(),
             _p: PhantomData,
         }
     }
 
+    /// The machine a snapshot stored. The rows in its trace were counted
+    /// when they were fired; restoring counts nothing.
     pub fn restore(&self, snap: &Snapshot) -> Result<Typed<P>, RestoreError> {
         Ok(Typed {
             inner: Machine::restore(self.table.clone(), snap)?,
+            counters: self.counters.clone(),
             _p: PhantomData,
         })
     }
@@ -135,6 +144,7 @@ pub struct TypedStep<P: Protocol> {
 /// A machine of protocol `P`, fired with typed events.
 pub struct Typed<P: Protocol> {
     inner: Machine,
+    counters: telemetry::RowCounters,
     _p: PhantomData<P>,
 }
 
@@ -142,6 +152,7 @@ impl<P: Protocol> Clone for Typed<P> {
     fn clone(&self) -> Self {
         Typed {
             inner: self.inner.clone(),
+            counters: self.counters.clone(),
             _p: PhantomData,
         }
     }
@@ -151,6 +162,8 @@ impl<P: Protocol> Typed<P> {
     #[inline]
     pub fn fire(&mut self, event: P::Event) -> Result<TypedStep<P>, Box<Violation>> {
         let s = self.inner.fire(event.index())?;
+        // An atomic add on a counter made at bind time: no allocation.
+        self.counters.fired(s.row);
         Ok(TypedStep {
             row: s.row,
             from: P::State::ALL[s.from as usize],

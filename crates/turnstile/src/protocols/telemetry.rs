@@ -2,8 +2,10 @@
 //! per table, row and kind (`legal`, or `forbidden` for a violation), and
 //! exposed in Prometheus text format (`GET /v1/metrics`).
 //!
-//! Counting happens when a machine is done (from its trace) and when a
-//! violation is reported, not inside `fire`: dispatch stays allocation-free.
+//! A legal row is counted when it is fired, once: each bound table gets one
+//! counter per row at bind time, and `fire` adds one to it (an atomic add,
+//! no allocation). A machine restored from the store counts nothing again.
+//! A violation is counted where it is reported.
 
 use std::sync::OnceLock;
 
@@ -12,7 +14,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::fsm::{Snapshot, Violation};
+use crate::fsm::Violation;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RowLabels {
@@ -77,10 +79,45 @@ fn count(table: &str, row: &str, kind: &str) {
     metrics().rows.get_or_create(&labels).inc();
 }
 
-/// Counts every row in a finished machine's trace.
-pub fn record(snapshot: Snapshot) {
-    for row in &snapshot.trace {
-        count(&snapshot.table, row, "legal");
+/// The legal-row counters of one bound table, by row index. Each is
+/// registered the first time its row fires (so `/v1/metrics` lists the rows
+/// that happened), then shared by every machine of the table.
+#[derive(Clone)]
+pub struct RowCounters(std::sync::Arc<Cells>);
+
+struct Cells {
+    table: String,
+    ids: Vec<String>,
+    cells: Vec<OnceLock<Counter>>,
+}
+
+impl RowCounters {
+    pub fn for_table(table: &crate::fsm::Table) -> RowCounters {
+        RowCounters(std::sync::Arc::new(Cells {
+            table: table.name.clone(),
+            ids: table.rows.iter().map(|r| r.id.clone()).collect(),
+            cells: table.rows.iter().map(|_| OnceLock::new()).collect(),
+        }))
+    }
+
+    /// Counts the row `row` (its index) as fired: an atomic add, after the
+    /// row's first firing.
+    #[inline]
+    pub fn fired(&self, row: u16) {
+        let c = &self.0;
+        let i = usize::from(row);
+        let (Some(cell), Some(id)) = (c.cells.get(i), c.ids.get(i)) else {
+            return;
+        };
+        cell.get_or_init(|| {
+            let labels = RowLabels {
+                table: c.table.clone(),
+                row: id.clone(),
+                kind: "legal".to_string(),
+            };
+            metrics().rows.get_or_create(&labels).clone()
+        })
+        .inc();
     }
 }
 

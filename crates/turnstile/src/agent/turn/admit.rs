@@ -64,7 +64,6 @@ impl Turn<'_> {
         let event = admission::classify(&proposal);
         let mut machine = self.agent.tables.admission.machine();
         let fired = machine.fire(event);
-        telemetry::record(machine.snapshot());
         // A call a table refuses never left turnstile: refused, not failed.
         let anchor = |table: &str, row_id: &str| match event {
             AdmissionEvent::NarrowingStale => Anchor::NarrowingStale,

@@ -64,7 +64,6 @@ impl Turn<'_> {
         };
         let mut m = self.agent.tables.approval.machine();
         let fired = m.fire(event);
-        telemetry::record(m.snapshot());
         let (row_id, why) = match fired {
             Err(v) => {
                 telemetry::violation(&v);
@@ -111,7 +110,6 @@ impl Turn<'_> {
         let id = approval::action_id(first, &role.action_id);
         let mut machine = self.agent.tables.approval.machine();
         let step = machine.fire(id.event()).map_err(Stop::Violation)?;
-        telemetry::record(machine.snapshot());
         if id == ActionId::Missing {
             // The tool answered, and not with the field its configuration
             // names: no card can be shown, and the operator must know why.

@@ -154,7 +154,6 @@ impl Turn<'_> {
         if step.effect != Some(ApprovalEffect::Suspend) {
             return Ok(Err("the approval table does not suspend for it".into()));
         }
-        telemetry::record(machine.snapshot());
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let now = crate::store::now_unix_ms();
         // An open call (2025-11-25) waits as long: the MCP client's input

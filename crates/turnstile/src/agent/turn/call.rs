@@ -184,7 +184,6 @@ impl Turn<'_> {
             self.ledger
                 .dirty
                 .push((format!("paging#{n}"), stitcher.snapshot()));
-            telemetry::record(stitcher.snapshot());
             Box::new(stitcher.finish())
         });
         let digest = Digest::failed(&call.tool, "not judged yet");

@@ -127,7 +127,6 @@ impl Agent {
                 Ok(step) => step,
                 Err(v) => {
                     telemetry::violation(&v);
-                    telemetry::record(machine.snapshot());
                     return Err(DecideError::Refused {
                         row_id: v.row_id.clone(),
                         why: v.why.clone(),
@@ -433,7 +432,6 @@ impl Agent {
                 &snap,
             )
             .await?;
-        telemetry::record(machine.snapshot());
         if !won {
             return Ok(None);
         }
@@ -471,7 +469,6 @@ impl Agent {
         machine: &Typed<Approval>,
     ) -> Result<bool, StoreError> {
         let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
-        telemetry::record(machine.snapshot());
         self.store
             .swap_approval(
                 &stored.interrupt_id,

@@ -102,7 +102,6 @@ impl Turn<'_> {
         };
         let (row_id, why) = match machine.fire(event) {
             Ok(step) if step.effect == Some(ExportEffect::SendConfirm) => {
-                telemetry::record(machine.snapshot());
                 // The table's effect, not a state read back: this confirm's
                 // answer is the one to validate.
                 self.exports.confirm_out = Some(call.tool.clone());
@@ -210,7 +209,6 @@ impl Turn<'_> {
             _ => ExportEvent::ConfirmFailed,
         };
         let step = live.machine.fire(event).map_err(Stop::Violation)?;
-        telemetry::record(live.machine.snapshot());
         let preview = live.preview.clone();
         self.store_export_machine();
         match verdict {
@@ -235,7 +233,6 @@ impl Turn<'_> {
             _ => (ExportEvent::PreviewFailed, Map::new()),
         };
         machine.fire(event).map_err(Stop::Violation)?;
-        telemetry::record(machine.snapshot());
         self.exports.live = Some(Live {
             name: self.next_export_name(),
             confirm,
@@ -287,7 +284,6 @@ impl Turn<'_> {
             false => ExportEvent::LinkRequested,
         };
         let fired = machine.fire(event);
-        telemetry::record(machine.snapshot());
         let name = self.next_export_name();
         self.ledger.dirty.push((name.clone(), machine.snapshot()));
         match (fired, delivery) {

@@ -56,7 +56,6 @@ impl Turn<'_> {
                 (v.row_id.clone(), v.why.clone())
             }
             Ok(step) if step.effect == Some(ApprovalEffect::Suspend) => {
-                telemetry::record(machine.snapshot());
                 self.hold(call, args, reason, machine);
                 return Ok(Hold::Held);
             }

@@ -184,7 +184,6 @@ impl Turn<'_> {
         self.ledger
             .dirty
             .push((format!("narrowing#{n}"), snap.clone()));
-        telemetry::record(snap.clone());
         snap
     }
 

@@ -62,7 +62,6 @@ impl Turn<'_> {
                 }
             }
         };
-        telemetry::record(machine.snapshot());
         decision
     }
 

@@ -2,6 +2,8 @@
 //! between approve and the confirm's answer left the approval in
 //! `Confirming`. Its status is asked, never its confirm re-sent.
 
+use std::collections::{HashMap, HashSet};
+
 use super::Agent;
 use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::Names;
@@ -14,8 +16,46 @@ impl Agent {
     /// `restart_in_flight`. The status tool, if one is configured, is asked
     /// what became of it; without one it stays **outcome unknown**. The
     /// confirm is never sent again.
+    ///
+    /// One whose thread's lease is still live (a process restarted at once
+    /// finds its dead turn's lease; on PostgreSQL another process may be
+    /// running the confirm) is come back to when that lease expires, and
+    /// again while a live turn keeps renewing it (issue 34): left alone,
+    /// it would stay `Confirming` until a second restart.
     pub async fn recover_approvals(&self) -> Result<usize, StoreError> {
         let mut n = 0;
+        let (settled, mut deferred) = self.recover_confirms(None).await?;
+        n += settled;
+        // After the first pass over the confirms: a lost question becomes
+        // Unknown, and is not then mistaken for a confirm in flight (the
+        // retries below look at the deferred interrupts only).
+        n += self.recover_questions().await?;
+        while let Some(next) = deferred.values().copied().min() {
+            let wait = next.saturating_sub(crate::store::now_unix_ms()).max(0);
+            let wait = u64::try_from(wait).unwrap_or(0).saturating_add(50);
+            tracing::info!(
+                approvals = deferred.len(),
+                wait_ms = wait,
+                "confirms in flight on a leased thread: recovered when the lease expires"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            let ids: HashSet<String> = deferred.into_keys().collect();
+            let (settled, again) = self.recover_confirms(Some(&ids)).await?;
+            n += settled;
+            deferred = again;
+        }
+        Ok(n)
+    }
+
+    /// One pass over the confirms in flight (all, or those of `only`):
+    /// how many it settled, and those it left for a live lease, each with
+    /// that lease's expiry (unix ms).
+    async fn recover_confirms(
+        &self,
+        only: Option<&HashSet<String>>,
+    ) -> Result<(usize, HashMap<String, i64>), StoreError> {
+        let mut n = 0;
+        let mut deferred = HashMap::new();
         let now = crate::store::now_unix_ms();
         let states = [
             ApprovalState::Confirming.name(),
@@ -23,8 +63,12 @@ impl Agent {
             ApprovalState::Unknown.name(),
         ];
         for stored in self.store.approvals_in(&states).await? {
+            if only.is_some_and(|ids| !ids.contains(&stored.interrupt_id)) {
+                continue;
+            }
             let held = self.store.turn_lease(&stored.thread_id).await?;
-            if held.is_some_and(|l| l.is_live_at(now)) {
+            if let Some(lease) = held.filter(|l| l.is_live_at(now)) {
+                deferred.insert(stored.interrupt_id.clone(), lease.expires_at);
                 continue;
             }
             let Ok((mut machine, action)) = self.restore_held(&stored) else {
@@ -71,10 +115,7 @@ impl Agent {
                 }
             }
         }
-        // After the confirms: a lost question becomes Unknown, and is not
-        // then mistaken for a confirm in flight.
-        n += self.recover_questions().await?;
-        Ok(n)
+        Ok((n, deferred))
     }
 }
 

@@ -139,8 +139,6 @@ impl Agent {
             if let Some(c) = turn.claim.take() {
                 c.release().await;
             }
-            telemetry::record(turn.machine.snapshot());
-            telemetry::record(turn.frames.snapshot());
             telemetry::turn_ran();
         };
         work.instrument(span).await

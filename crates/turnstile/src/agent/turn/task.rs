@@ -9,7 +9,6 @@ use std::time::Instant;
 use super::{Stop, Turn};
 use crate::agent::tasks::{Following, TaskPlace};
 use crate::mcp::{Follow, McpError, Next, Progress, TaskTicket, ToolOutput};
-use crate::protocols::telemetry;
 use crate::wire;
 
 impl Turn<'_> {
@@ -94,7 +93,6 @@ impl Turn<'_> {
         };
         following.next = None;
         let snapshot = following.follow.snapshot();
-        telemetry::record(snapshot.clone());
         self.ledger
             .dirty
             .push((format!("task#{call_id}"), snapshot));
