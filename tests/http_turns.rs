@@ -365,3 +365,44 @@ async fn the_page_and_tables_are_served() {
     assert!(!names.contains(&"harness"), "{names:?}");
     s.pass();
 }
+
+/// Issue 34 item 8: the losers of a race for a busy thread, a message or a
+/// decision alike, get a 409 that names its row (`ownership`,
+/// `thread-busy`), like every other refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_losers_of_a_race_for_a_busy_thread_are_refused_by_a_named_row() {
+    let s = TestServer::builder()
+        .model(Slow::planning(Duration::from_secs(2)))
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    let mut running = s.open_turn(&thread, "photos of floor 2").await;
+    let tries = (0..6).map(|i| {
+        let (path, body) = match i % 2 {
+            0 => ("messages", json!({"text": format!("photos of floor {i}")})),
+            _ => (
+                "resume",
+                json!({"interrupt_id": "int-x", "decision": "approve"}),
+            ),
+        };
+        s.http
+            .post(format!("{}/v1/threads/{thread}/{path}", s.base))
+            .json(&body)
+            .send()
+    });
+    let mut unnamed = Vec::new();
+    for r in futures::future::join_all(tries).await {
+        let r = r.unwrap();
+        let status = r.status().as_u16();
+        let v: serde_json::Value = r.json().await.unwrap();
+        if status != 409 || v["table"] != "ownership" || v["row_id"] != "thread-busy" {
+            unnamed.push(format!("{status} {v}"));
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "refusals without their row: {unnamed:#?}"
+    );
+    running.until(common::frames::FrameKind::Done).await;
+    s.pass();
+}

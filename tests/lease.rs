@@ -195,7 +195,8 @@ async fn a_thread_runs_one_turn_across_two_processes_and_a_dead_holder_expires()
     assert_eq!(refused.status().as_u16(), 409);
     assert_eq!(
         refused.json::<Value>().await.unwrap(),
-        json!({ "error": HELD })
+        json!({ "error": HELD, "table": "ownership", "row_id": "thread-busy" }),
+        "the refusal names its row (issue 34 item 8)"
     );
 
     // A outlives several TTLs: its lease is renewed while the turn runs.

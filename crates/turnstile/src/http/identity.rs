@@ -374,6 +374,22 @@ impl Identity {
         bool::from(a.as_slice().ct_eq(b.as_slice()))
     }
 
+    /// After the grant, what claiming the thread's lease for a turn found:
+    /// the table's row decides; a refusal (`thread-busy`) is answered with
+    /// its row, like every other refusal.
+    pub fn lease(&self, caller: &mut Caller, claimed: bool) -> Result<(), ApiError> {
+        let event = match claimed {
+            true => OwnershipEvent::LeaseClaimed,
+            false => OwnershipEvent::LeaseHeld,
+        };
+        match fire(&mut caller.machine, event) {
+            Err(v) => Err(refused(&v, event, "")),
+            // Without the lease no turn can run, whatever a row allows.
+            Ok(_) if !claimed => Err(busy()),
+            Ok(_) => Ok(()),
+        }
+    }
+
     /// The `Identified → Granted` half for thread `id`.
     pub async fn thread(&self, caller: &mut Caller, id: &str) -> Result<Granted, ApiError> {
         let stored = self.store.ownership(id).await?;
@@ -528,6 +544,7 @@ fn refused(v: &Violation, event: OwnershipEvent, detail: &str) -> ApiError {
             StatusCode::FORBIDDEN,
             "a page of another origin may not write with this session".into(),
         ),
+        LeaseHeld => return busy().with_row("ownership", &v.row_id),
         OtherOwner | SessionOnlyAfterPromotion | NoSuchThread | UnownedThread => {
             tracing::debug!(row_id = %v.row_id, "thread refused");
             return hidden();
@@ -535,6 +552,14 @@ fn refused(v: &Violation, event: OwnershipEvent, detail: &str) -> ApiError {
         _ => (StatusCode::FORBIDDEN, v.why.clone()),
     };
     ApiError::new(status, message).with_row("ownership", &v.row_id)
+}
+
+/// The answer to a request whose turn finds the thread's lease held.
+fn busy() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "a turn is already running on this thread; wait for its done or error frame",
+    )
 }
 
 /// The one answer for a thread that is not the caller's or not there.

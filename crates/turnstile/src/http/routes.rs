@@ -248,13 +248,8 @@ pub async fn post_message(
     let turn_id = uuid::Uuid::new_v4().to_string();
     // One turn per thread, across processes: the claim is a lease in the
     // database, renewed while the turn runs.
-    let claim = claim_thread(
-        &st,
-        &id,
-        &turn_id,
-        "a turn is already running on this thread; wait for its done or error frame",
-    )
-    .await?;
+    let mut caller = caller;
+    let claim = claim_thread(&st, &mut caller, &id, &turn_id).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     // The task ends when the turn does or when the client disconnects (the
@@ -271,17 +266,28 @@ pub async fn post_message(
         .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
 }
 
-/// The thread's lease for a new stream: 409 with `busy` while another turn
-/// holds it, 404 for a thread that does not exist.
+/// The thread's lease for a new stream. What the claim found is fired on
+/// the caller's ownership machine: a held lease is refused by its row
+/// (`thread-busy`, 409); a thread that does not exist is a 404.
 async fn claim_thread(
     st: &AppState,
+    caller: &mut Caller,
     id: &str,
     turn_id: &str,
-    busy: &str,
 ) -> Result<crate::agent::Claim, ApiError> {
     match st.agent.claims.claim(id, turn_id).await {
-        Ok(Some(claim)) => Ok(claim),
-        Ok(None) => Err(ApiError::new(StatusCode::CONFLICT, busy)),
+        Ok(Some(claim)) => match st.identity.lease(caller, true) {
+            Ok(()) => Ok(claim),
+            Err(e) => {
+                claim.release().await;
+                Err(e)
+            }
+        },
+        Ok(None) => Err(st
+            .identity
+            .lease(caller, false)
+            .err()
+            .unwrap_or_else(|| ApiError::new(StatusCode::CONFLICT, "the thread is busy"))),
         Err(crate::store::StoreError::UnknownThread(_)) => Err(ApiError::not_found("thread")),
         Err(e) => Err(e.into()),
     }
@@ -329,13 +335,8 @@ pub async fn resume(
     // The thread's lease first: a decision that wins must be followed by
     // its effect, so nothing is decided while another turn runs.
     let turn_id = uuid::Uuid::new_v4().to_string();
-    let claim = claim_thread(
-        &st,
-        &id,
-        &turn_id,
-        "a turn is running on this thread; decide after its done or error frame",
-    )
-    .await?;
+    let mut caller = caller;
+    let claim = claim_thread(&st, &mut caller, &id, &turn_id).await?;
     use crate::agent::UserDecision;
     let answers = req.answers.unwrap_or_default();
     let answer = |action| UserDecision::Answer {

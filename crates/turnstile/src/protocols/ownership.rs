@@ -53,6 +53,10 @@ crate::names! {
         NoSuchThread = "no_such_thread",
         /// The thread was stored with no owner.
         UnownedThread = "unowned_thread",
+        /// The thread's lease was claimed for this request's turn.
+        LeaseClaimed = "lease_claimed",
+        /// Another turn holds the thread's lease.
+        LeaseHeld = "lease_held",
     }
 }
 
