@@ -93,6 +93,14 @@ pub struct DemoRun<'a> {
     pub verifier_fault: turnstile_demo::VerifierFault,
 }
 
+/// The demo's database when `--db` is not given: a SQLite file named for
+/// the chat server's port, so two demos in one folder (on two addresses)
+/// never share one. Two processes on one database is a deployment choice
+/// (`--db`), and each leaves the other's live questions alone.
+pub fn database_for(addr: SocketAddr) -> String {
+    format!("turnstile-demo-{}.db", addr.port())
+}
+
 /// A SQLite path as given; a PostgreSQL URL as scheme, host(:port) and path
 /// (it may hold a password).
 fn shown_database(db: &str) -> String {
@@ -188,6 +196,12 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     println!("turnstile demo is running: open {url}");
     println!(
         "  demo tool server (MCP): {}",
+        turnstile::llm::openai::shown_url(&demo.url)
+    );
+    // Its port is random unless --mcp-addr fixes it: a line that works now.
+    println!(
+        "  its tools: {} mcp {}",
+        super::self_command(),
         turnstile::llm::openai::shown_url(&demo.url)
     );
     if auth {

@@ -29,8 +29,11 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: SocketAddr,
         /// Database: a SQLite file path, or a sqlite:// or postgres:// URL.
-        #[arg(long, default_value = "turnstile-demo.db")]
-        db: String,
+        /// Without it, a file per address in the current directory
+        /// (`turnstile-demo-8080.db` for port 8080), so two demos in one
+        /// folder never share one by accident.
+        #[arg(long)]
+        db: Option<String>,
         /// Inject a fault (repeatable). Into the demo tool server:
         /// upstream-502, auth-empty-object, cursor-rejected, cursor-drift.
         /// Into the model: lying-model (the scripted model mixes
@@ -224,6 +227,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             verifier_fault,
         } => {
             let (faults, lying_model) = DemoFault::split(&faults);
+            let db = db.unwrap_or_else(|| cli::demo::database_for(addr));
             let opts = cli::demo::DemoRun {
                 addr,
                 mcp_addr,

@@ -57,14 +57,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn config(
-    dir: &Path,
-    port: u16,
-    db: &Path,
-    fake: &FakeOpenAi,
-    url: &str,
-    protocol: &str,
-) -> String {
+fn config(dir: &Path, port: u16, db: &str, fake: &FakeOpenAi, url: &str, protocol: &str) -> String {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
     let src = format!(
         r#"addr = {addr}
@@ -93,7 +86,7 @@ cancel = "cancel_action"
 status = "get_action"
 "#,
         addr = q(&format!("127.0.0.1:{port}")),
-        db = q(&format!("sqlite://{}?mode=rwc", db.display())),
+        db = q(db),
         base = q(&fake.base_url),
         name = q(FAKE_MODEL),
         key = q(KEY),
@@ -121,6 +114,19 @@ impl Served {
     async fn speaking(
         dir: &Path,
         db: &Path,
+        fake: &FakeOpenAi,
+        url: &str,
+        http: &reqwest::Client,
+        protocol: &str,
+    ) -> Served {
+        let db = format!("sqlite://{}?mode=rwc", db.display());
+        Served::on_database(dir, &db, fake, url, http, protocol).await
+    }
+
+    /// As [`Served::speaking`], on the database at URL `db`.
+    async fn on_database(
+        dir: &Path,
+        db: &str,
         fake: &FakeOpenAi,
         url: &str,
         http: &reqwest::Client,
@@ -496,11 +502,24 @@ async fn a_question_pending_at_a_sigkill() {
             assert_eq!(again.status().as_u16(), 409);
             assert_eq!(tools.notifications().len(), 1, "{protocol}: not twice");
         } else {
+            // Until the killed process's row expires (one lease), nobody can
+            // tell it from a live one: the answer is refused as held there,
+            // then recovery settles the question.
+            let status = r.status().as_u16();
+            let deadline = Instant::now() + Duration::from_secs(LEASE_SECS + 10);
+            let state = loop {
+                let state = approval_state(&second.thread(&http, &thread).await, &i.interrupt_id);
+                if state == "Unknown" || Instant::now() > deadline {
+                    break state;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
             assert_eq!(
-                approval_state(&second.thread(&http, &thread).await, &i.interrupt_id),
-                "Unknown",
+                state, "Unknown",
                 "{protocol}: the lost question is outcome unknown"
             );
+            assert_eq!(status, 409, "{protocol}");
+            let r = second.post(&http, &path, answer.clone()).await;
             assert_eq!(r.status().as_u16(), 409, "{protocol}");
             let body: Value = r.json().await.unwrap();
             assert_eq!(body["row_id"], "answer-while-unknown", "{body}");
@@ -785,5 +804,103 @@ async fn a_restored_machine_does_not_count_its_rows_again() {
         "each interrupt was shown once"
     );
     s.kill();
+    tools.shutdown().await;
+}
+
+/// Issue 34 item 10: a second process on the same database (here the same
+/// SQLite file, as two `turnstile demo`s in one folder once shared) starts
+/// while the first holds a 2025-11-25 question's open call. Its start-up
+/// recovery leaves the question alone, for the first process renews its
+/// row; an answer sent to the second is refused as held elsewhere, nothing
+/// decided; the first takes the answer and sends it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_leaves_the_first_ones_open_question_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}?mode=rwc", tmp.path().join("two.db").display());
+    two_processes_leave_each_others_questions_alone(tmp, &db).await;
+}
+
+/// The same with two processes on PostgreSQL, the usual deployment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: set TURNSTILE_TEST_DATABASE_URL, run with --include-ignored"]
+async fn a_second_process_leaves_the_first_ones_open_question_alone_on_postgres() {
+    let tmp = tempfile::tempdir().unwrap();
+    two_processes_leave_each_others_questions_alone(tmp, &common::needs::postgres()).await;
+}
+
+async fn two_processes_leave_each_others_questions_alone(tmp: tempfile::TempDir, db: &str) {
+    let http = own_browser();
+    let fake = FakeOpenAi::start().await;
+    let options = DemoOptions {
+        stateless: true,
+        ..DemoOptions::default()
+    };
+    let tools = DemoServer::start("127.0.0.1:0".parse().unwrap(), options)
+        .await
+        .unwrap();
+    let first = Served::on_database(tmp.path(), db, &fake, &tools.url, &http, "2025-11-25").await;
+    let created: Value = first
+        .post(&http, "/v1/threads", json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let thread = created["thread_id"].as_str().unwrap().to_string();
+    let r = first
+        .turn(
+            &http,
+            &fake,
+            &thread,
+            "notify the site contact about PANO-003-0611",
+            "notify_site_contact",
+            json!({"issue_id": "PANO-003-0611"}),
+        )
+        .await;
+    let frames = read_all(r).await;
+    let i = frames
+        .iter()
+        .find_map(|f| match f {
+            Frame::Interrupt(i) => Some(i.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no interrupt: {frames:?}"));
+    let key = i.input.as_ref().expect("a question").requests[0]
+        .key
+        .clone();
+    let second = Served::on_database(tmp.path(), db, &fake, &tools.url, &http, "2025-11-25").await;
+    // Several of the first process's lease periods: a recovery that
+    // settled it, at start or on a retry, would have done so by now.
+    tokio::time::sleep(Duration::from_millis(LEASE_SECS * 3000)).await;
+    assert_eq!(
+        approval_state(&second.thread(&http, &thread).await, &i.interrupt_id),
+        "Awaiting",
+        "the second process settled the first one's live question"
+    );
+    let answer = json!({
+        "interrupt_id": i.interrupt_id,
+        "decision": "accept",
+        "answers": {key: {"name": "Ana Kim", "email": "ana@example.com", "role": "foreman"}}
+    });
+    let path = format!("/v1/threads/{thread}/resume");
+    let there = second.post(&http, &path, answer.clone()).await;
+    assert_eq!(there.status().as_u16(), 409);
+    let body: Value = there.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("another running turnstile process")),
+        "{body}"
+    );
+    let r = first.post(&http, &path, answer).await;
+    assert_eq!(
+        r.status().as_u16(),
+        200,
+        "the first process takes the answer"
+    );
+    let frames = read_all(r).await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(tools.notifications().len(), 1, "sent once");
+    second.kill();
+    first.kill();
     tools.shutdown().await;
 }

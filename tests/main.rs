@@ -19,6 +19,7 @@ mod cli_output;
 mod conformance;
 mod crash;
 mod demo_auth;
+mod demo_start;
 mod demo_tools;
 mod export;
 mod forbidden_rows;

@@ -107,6 +107,14 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         agent.licences.anonymous(),
     );
     let agent = Arc::new(agent);
+    // This process's row in `process_leases`, before recovery reads anyone
+    // else's: what it holds in memory is settled by no other process while
+    // it renews the row (issue 34 item 10).
+    let row =
+        crate::store::ProcessRow::start(store.clone(), agent.parked.process(), cfg.turn_lease)
+            .await
+            .with_context(|| "cannot record this process in the database")?;
+    agent.parked.keep_row(row);
     // Confirms in flight when a process died: their status is asked in the
     // background (a tool server may still be starting), never re-sent.
     let recovering = agent.clone();

@@ -139,7 +139,7 @@ pub enum Record<'a> {
         tool: &'a str,
         /// The approval machine's state after it (`Withdrawn`).
         state: &'a str,
-        cancel: &'a crate::agent::turn::CancelSent,
+        cancel: &'a CancelSent,
     },
 }
 
@@ -324,4 +324,25 @@ pub fn card_line(c: &wire::Citation) -> String {
         (None, _) => String::new(),
     };
     format!("{}: {} shown{total} [{}]", c.source, c.displayed, c.grade)
+}
+
+/// What became of the cancel a withdrawal or an expiry sent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CancelSent {
+    /// Nothing to cancel at the backend (a held call, a question).
+    Nothing,
+    Cancelled {
+        tool: String,
+    },
+    /// The cancel tool answered with an error: the action may still be
+    /// pending at the backend.
+    Refused {
+        tool: String,
+        reason: Option<String>,
+    },
+    /// No answer came (the server was unreachable, the call timed out).
+    Failed {
+        tool: String,
+    },
 }

@@ -313,29 +313,6 @@ fn detect_ids_param(schema: &Value) -> Option<String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn id_list_parameters_are_detected_in_each_sdks_spelling() {
-        // The TypeScript SDK (zod): a plain array.
-        let ts = json!({"type": "object", "properties": {"floor": {"type": "integer"}, "uids": {"type": "array"}, "photo_ids": {"type": "array", "items": {"type": "string"}}}});
-        assert_eq!(detect_ids_param(&ts).as_deref(), Some("photo_ids"));
-        // The Python SDK (pydantic): `list[str] | None`.
-        let py = json!({"type": "object", "properties": {"photo_ids": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": null}}});
-        assert_eq!(detect_ids_param(&py).as_deref(), Some("photo_ids"));
-        let nullable = json!({"properties": {"ids": {"type": ["array", "null"]}}});
-        assert_eq!(detect_ids_param(&nullable).as_deref(), Some("ids"));
-        // Not a list, or two candidates: nothing is guessed.
-        let scalar = json!({"properties": {"ids": {"type": "string"}}});
-        assert_eq!(detect_ids_param(&scalar), None);
-        let two = json!({"properties": {"a_ids": {"type": "array"}, "b_ids": {"type": "array"}}});
-        assert_eq!(detect_ids_param(&two), None);
-    }
-}
-
 /// The tasks of `tool`'s server, as a follower asks them.
 pub struct ToolTasks<'a> {
     pub tools: &'a dyn Tools,
@@ -357,12 +334,42 @@ impl TaskPoller for ToolTasks<'_> {
 /// Dropping one (an expiry, a new message) answers its server `cancel`; a
 /// process that ends drops them all, and the questions can no longer be
 /// answered (`input_lost`).
-#[derive(Default)]
-pub struct Parked(std::sync::Mutex<std::collections::HashMap<String, Nested>>);
+///
+/// Each holds them under this process's id (random, one per process): it
+/// is stored with each question, and the process renews its row in
+/// `process_leases` while it runs, so another process settles a question
+/// only once its holder is gone (issue 34 item 10).
+pub struct Parked {
+    process: String,
+    open: std::sync::Mutex<std::collections::HashMap<String, Nested>>,
+    /// The process's row, kept while these calls can be held.
+    row: std::sync::OnceLock<crate::store::ProcessRow>,
+}
+
+impl Default for Parked {
+    fn default() -> Self {
+        Parked {
+            process: uuid::Uuid::new_v4().to_string(),
+            open: Default::default(),
+            row: Default::default(),
+        }
+    }
+}
 
 impl Parked {
     fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Nested>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The id of the process that holds these calls.
+    pub fn process(&self) -> &str {
+        &self.process
+    }
+
+    /// Keeps the process's row (renewed while it is kept) as long as these
+    /// calls are: dropped with them.
+    pub fn keep_row(&self, row: crate::store::ProcessRow) {
+        let _ = self.row.set(row);
     }
 
     /// Keeps `nested` open for the interrupt `id`. Calls whose server
@@ -382,5 +389,28 @@ impl Parked {
     /// Whether interrupt `id`'s call is open here.
     pub fn holds(&self, id: &str) -> bool {
         self.lock().contains_key(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn id_list_parameters_are_detected_in_each_sdks_spelling() {
+        // The TypeScript SDK (zod): a plain array.
+        let ts = json!({"type": "object", "properties": {"floor": {"type": "integer"}, "uids": {"type": "array"}, "photo_ids": {"type": "array", "items": {"type": "string"}}}});
+        assert_eq!(detect_ids_param(&ts).as_deref(), Some("photo_ids"));
+        // The Python SDK (pydantic): `list[str] | None`.
+        let py = json!({"type": "object", "properties": {"photo_ids": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": null}}});
+        assert_eq!(detect_ids_param(&py).as_deref(), Some("photo_ids"));
+        let nullable = json!({"properties": {"ids": {"type": ["array", "null"]}}});
+        assert_eq!(detect_ids_param(&nullable).as_deref(), Some("ids"));
+        // Not a list, or two candidates: nothing is guessed.
+        let scalar = json!({"properties": {"ids": {"type": "string"}}});
+        assert_eq!(detect_ids_param(&scalar), None);
+        let two = json!({"properties": {"a_ids": {"type": "array"}, "b_ids": {"type": "array"}}});
+        assert_eq!(detect_ids_param(&two), None);
     }
 }

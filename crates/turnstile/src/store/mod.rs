@@ -46,6 +46,7 @@ mod error;
 mod lease;
 mod model;
 mod owners;
+mod process;
 mod recovery;
 mod sql;
 mod task;
@@ -68,6 +69,7 @@ pub use model::{
     UnknownRole,
 };
 pub use owners::{LicenceAudit, Owner, OwnerKind, Ownership};
+pub use process::ProcessRow;
 pub use recovery::TurnMachines;
 use sql::now_ms;
 pub use task::{NewTask, StoredTask};
@@ -110,6 +112,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         7,
         "tasks",
         include_str!("../../../../migrations/0007_tasks.sql"),
+    ),
+    (
+        8,
+        "process_leases",
+        include_str!("../../../../migrations/0008_process_leases.sql"),
     ),
 ];
 

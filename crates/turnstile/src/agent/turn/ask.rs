@@ -195,6 +195,7 @@ impl Turn<'_> {
                     requests: shown,
                     request_state,
                     nested: is_nested,
+                    holder: is_nested.then(|| self.agent.parked.process().to_string()),
                     rounds: rounds + 1,
                 }),
                 ..Action::of_call(

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::held::{Action as HeldAction, ActionKind, Decided, UserDecision};
 use super::Agent;
+use super::CancelSent;
 use crate::fsm::Snapshot;
 use crate::judge::anchors::ActionOutcome;
 use crate::judge::approval::StillPrepared;
@@ -41,6 +42,10 @@ pub enum DecideError {
     /// was decided, and the interrupt still waits.
     #[error("{0}")]
     Unchecked(String),
+    /// A 2025-11-25 question whose open call another live process holds
+    /// (409): nothing was decided here, and the question still waits there.
+    #[error("{0}")]
+    Elsewhere(String),
     /// The stored machine no longer restores (its table changed).
     #[error("the pending interrupt was stored under another approval table: {0}")]
     Restore(String),
@@ -72,27 +77,6 @@ impl Withdrawal {
             (ActionKind::Prepared, _) => ActionOutcome::WithdrawnUncancelled,
         }
     }
-}
-
-/// What became of the cancel a withdrawal or an expiry sent.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
-pub enum CancelSent {
-    /// Nothing to cancel at the backend (a held call, a question).
-    Nothing,
-    Cancelled {
-        tool: String,
-    },
-    /// The cancel tool answered with an error: the action may still be
-    /// pending at the backend.
-    Refused {
-        tool: String,
-        reason: Option<String>,
-    },
-    /// No answer came (the server was unreachable, the call timed out).
-    Failed {
-        tool: String,
-    },
 }
 
 impl Agent {
@@ -203,6 +187,13 @@ impl Agent {
             && machine.state() == ApprovalState::Awaiting
             && !self.parked.holds(&stored.interrupt_id)
         {
+            // Another live process holds the open call: the question is
+            // not lost, only not answerable here.
+            if let Holder::Live(_) = self.holder(input.holder.as_deref()).await? {
+                return Err(DecideError::Elsewhere(
+                    "the call that asked is open in another running turnstile process; answer it through that process".into(),
+                ));
+            }
             let from = machine.state();
             if let Ok(step) = machine.fire(ApprovalEvent::InputLost) {
                 let row_id = machine.row_id(step.row).to_string();
@@ -478,4 +469,37 @@ impl Agent {
             )
             .await
     }
+}
+
+impl Agent {
+    /// Where the open call of a question held by process `holder` is.
+    pub(super) async fn holder(&self, holder: Option<&str>) -> Result<Holder, StoreError> {
+        let Some(h) = holder else {
+            // Stored before holders were: one process per SQLite file was
+            // the rule then; on PostgreSQL nobody can tell.
+            return Ok(match self.store.backend() {
+                crate::store::Backend::Sqlite => Holder::Gone,
+                _ => Holder::Unknown,
+            });
+        };
+        if h == self.parked.process() {
+            return Ok(Holder::Here);
+        }
+        Ok(match self.store.process_expiry(h).await? {
+            Some(until) if crate::store::now_unix_ms() < until => Holder::Live(until),
+            _ => Holder::Gone,
+        })
+    }
+}
+
+/// Where a 2025-11-25 question's open call is held.
+pub(super) enum Holder {
+    /// In this process.
+    Here,
+    /// In another process whose row holds until then (unix ms).
+    Live(i64),
+    /// In a process whose row expired or is gone: the call ended with it.
+    Gone,
+    /// Not recorded, on a database several processes may share.
+    Unknown,
 }

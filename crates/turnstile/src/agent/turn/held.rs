@@ -41,6 +41,11 @@ pub struct InputHeld {
     /// 2025-11-25: the call is open in this process's memory, waiting.
     #[serde(default)]
     pub nested: bool,
+    /// 2025-11-25: the id of the process whose memory holds the open call
+    /// (`None` in a question stored before issue 34: its holder is
+    /// unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
     /// Questions this call asked so far (a server that keeps asking is
     /// refused after [`MAX_INPUT_ROUNDS`]).
     #[serde(default)]

@@ -46,7 +46,8 @@ mod start;
 mod state;
 mod task;
 
-pub use decide::{CancelSent, DecideError, Withdrawal};
+pub use super::records::CancelSent;
+pub use decide::{DecideError, Withdrawal};
 use held::Approvals;
 pub use held::{Action as HeldAction, Decided, UserDecision};
 pub use limits::Limits;

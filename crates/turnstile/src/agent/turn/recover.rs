@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::decide::Holder;
 use super::Agent;
 use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::Names;
@@ -23,26 +24,35 @@ impl Agent {
     /// again while a live turn keeps renewing it (issue 34): left alone,
     /// it would stay `Confirming` until a second restart.
     pub async fn recover_approvals(&self) -> Result<usize, StoreError> {
-        let mut n = 0;
-        let (settled, mut deferred) = self.recover_confirms(None).await?;
-        n += settled;
+        let (mut n, mut deferred) = self.recover_confirms(None).await?;
         // After the first pass over the confirms: a lost question becomes
         // Unknown, and is not then mistaken for a confirm in flight (the
         // retries below look at the deferred interrupts only).
-        n += self.recover_questions().await?;
-        while let Some(next) = deferred.values().copied().min() {
+        let (settled, questions) = self.recover_questions(None).await?;
+        n += settled;
+        let mut questions = questions;
+        while let Some(next) = deferred.values().chain(questions.values()).copied().min() {
             let wait = next.saturating_sub(crate::store::now_unix_ms()).max(0);
             let wait = u64::try_from(wait).unwrap_or(0).saturating_add(50);
             tracing::info!(
-                approvals = deferred.len(),
+                confirms = deferred.len(),
+                questions = questions.len(),
                 wait_ms = wait,
-                "confirms in flight on a leased thread: recovered when the lease expires"
+                "interrupts another turn or process may hold: looked at again when its lease expires"
             );
             tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-            let ids: HashSet<String> = deferred.into_keys().collect();
-            let (settled, again) = self.recover_confirms(Some(&ids)).await?;
-            n += settled;
-            deferred = again;
+            if !deferred.is_empty() {
+                let ids: HashSet<String> = deferred.into_keys().collect();
+                let (settled, again) = self.recover_confirms(Some(&ids)).await?;
+                n += settled;
+                deferred = again;
+            }
+            if !questions.is_empty() {
+                let ids: HashSet<String> = questions.into_keys().collect();
+                let (settled, again) = self.recover_questions(Some(&ids)).await?;
+                n += settled;
+                questions = again;
+            }
         }
         Ok(n)
     }
@@ -120,27 +130,41 @@ impl Agent {
 }
 
 impl Agent {
-    /// Start-up on SQLite (one process by design): every 2025-11-25
-    /// question still pending had its call open in the process that
-    /// ended, so it can no longer be answered: `input_lost`, outcome
-    /// unknown. On PostgreSQL another live process may hold the open call;
-    /// such a question is found lost when it is answered instead
-    /// (`decide`).
-    async fn recover_questions(&self) -> Result<usize, StoreError> {
-        if self.store.backend() != crate::store::Backend::Sqlite {
-            return Ok(0);
-        }
+    /// Start-up: every 2025-11-25 question still pending whose open call
+    /// was held by a process that is gone can no longer be answered:
+    /// `input_lost`, outcome unknown. A question whose holder still renews
+    /// its row in `process_leases` is left alone and returned with the
+    /// row's expiry, to be looked at again then (issue 34 item 10: a second
+    /// process on the same SQLite file or PostgreSQL database once settled
+    /// the first one's live questions). A question stored before holders
+    /// were recorded is settled on SQLite only, as before.
+    async fn recover_questions(
+        &self,
+        only: Option<&HashSet<String>>,
+    ) -> Result<(usize, HashMap<String, i64>), StoreError> {
         let mut n = 0;
+        let mut held = HashMap::new();
         for stored in self
             .store
             .approvals_in(&[ApprovalState::Awaiting.name()])
             .await?
         {
+            if only.is_some_and(|ids| !ids.contains(&stored.interrupt_id)) {
+                continue;
+            }
             let Ok((mut machine, action)) = self.restore_held(&stored) else {
                 continue;
             };
-            if !action.input.as_ref().is_some_and(|i| i.nested) {
+            let Some(input) = action.input.as_ref().filter(|i| i.nested) else {
                 continue;
+            };
+            match self.holder(input.holder.as_deref()).await? {
+                Holder::Gone => {}
+                Holder::Here | Holder::Unknown => continue,
+                Holder::Live(until) => {
+                    held.insert(stored.interrupt_id.clone(), until);
+                    continue;
+                }
             }
             let from = machine.state();
             if machine.fire(ApprovalEvent::InputLost).is_err() {
@@ -148,10 +172,10 @@ impl Agent {
             }
             if self.swap(&stored, from, &machine).await? {
                 n += 1;
-                tracing::warn!("a question's open call ended with the process: outcome unknown");
+                tracing::warn!("a question's open call ended with its process: outcome unknown");
             }
         }
-        Ok(n)
+        Ok((n, held))
     }
 }
 
