@@ -12,7 +12,6 @@
 
 use crate::common;
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,14 +46,6 @@ fn own_browser() -> reqwest::Client {
         .cookie_store(true)
         .build()
         .expect("an HTTP client")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn config(dir: &Path, port: u16, db: &str, fake: &FakeOpenAi, url: &str, protocol: &str) -> String {
@@ -93,7 +84,7 @@ status = "get_action"
         url = q(url),
         protocol = q(protocol),
     );
-    let path = dir.join(format!("serve-{port}.toml"));
+    let path = dir.join(format!("serve-{}.toml", uuid::Uuid::new_v4()));
     std::fs::write(&path, src).unwrap();
     path.display().to_string()
 }
@@ -132,29 +123,60 @@ impl Served {
         http: &reqwest::Client,
         protocol: &str,
     ) -> Served {
-        let port = free_port();
-        let cfg = config(dir, port, db, fake, url, protocol);
+        // Port 0, and the address the process prints: a port chosen here
+        // could be taken by another test's process before this one binds
+        // it, and the readiness probe would then reach that process.
+        let cfg = config(dir, 0, db, fake, url, protocol);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.join("serve.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_turnstile"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_turnstile"))
             .args(["serve", "--config", &cfg])
             .env("RUST_LOG", "warn,turnstile=info")
             .env_remove("TURNSTILE_TABLES")
             .env_remove("TURNSTILE_DATABASE_URL")
+            .env_remove("TURNSTILE_ADDR")
             .env_remove("OPENAI_API_KEY")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
             .expect("turnstile serve runs");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut sent = false;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.strip_prefix("turnstile is serving on ") {
+                    if !sent {
+                        let _ = tx.send(url.trim_end_matches('/').to_string());
+                        sent = true;
+                    }
+                }
+            }
+        });
         let mut served = Served {
             child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: String::new(),
         };
         let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(base) = rx.try_recv() {
+                served.base = base;
+                break;
+            }
+            let exited = served.child.try_wait().unwrap();
+            assert!(
+                exited.is_none() && Instant::now() < deadline,
+                "turnstile serve did not come up ({exited:?}); see {}",
+                dir.join("serve.log").display()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         loop {
             let up = http
                 .get(format!("{}/readyz", served.base))
