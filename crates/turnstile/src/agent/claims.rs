@@ -294,6 +294,20 @@ impl Claim {
         out
     }
 
+    /// Stops renewing: the turn's last step is about to release the lease
+    /// in its own transaction (a renewal racing it would find the lease
+    /// gone and report it lost).
+    pub fn stop_renewing(&self) {
+        self.renewer.abort();
+    }
+
+    /// The turn's last step released the lease in its commit: nothing is
+    /// left to release.
+    pub fn released_by_commit(mut self) {
+        self.renewer.abort();
+        self.released = true;
+    }
+
     /// Stops renewing and releases the lease now, so the next claim on the
     /// thread succeeds at once.
     pub async fn release(mut self) {

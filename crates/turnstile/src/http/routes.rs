@@ -357,7 +357,12 @@ pub async fn resume(
             "`answers` go with `accept`, to a question of a tool's server",
         ));
     }
-    let decided = match st.agent.decide(&id, &req.interrupt_id, user).await {
+    // Who decided is recorded with the winning swap, in its statement.
+    let approver = caller.owner().map(|o| o.key);
+    let decided = match (st.agent)
+        .decide_as(&id, &req.interrupt_id, user, approver.as_deref())
+        .await
+    {
         Ok(d) => d,
         Err(e) => {
             claim.release().await;
@@ -384,11 +389,6 @@ pub async fn resume(
             });
         }
     };
-    if let Some(owner) = caller.owner() {
-        st.store
-            .set_approver(&decided.approval.interrupt_id, &owner.key)
-            .await?;
-    }
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     let access = Some(caller.access.clone());

@@ -86,15 +86,31 @@ impl Store {
         to: &str,
         machine: &serde_json::Value,
     ) -> Result<bool, StoreError> {
+        self.swap_approval_as(interrupt_id, from, to, machine, None)
+            .await
+    }
+
+    /// [`swap_approval`](Self::swap_approval), recording in the same
+    /// statement who decided it (`approver`: the winning caller's owner
+    /// hash), so a decision costs one commit, not two.
+    pub async fn swap_approval_as(
+        &self,
+        interrupt_id: &str,
+        from: &str,
+        to: &str,
+        machine: &serde_json::Value,
+        approver: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE approvals SET state = $1, machine = $2, updated_at = $3 \
-             WHERE interrupt_id = $4 AND state = $5",
+            "UPDATE approvals SET state = $1, machine = $2, updated_at = $3, \
+             approver = COALESCE($6, approver) WHERE interrupt_id = $4 AND state = $5",
         )
         .bind(to)
         .bind(serde_json::to_string(machine)?)
         .bind(now_ms())
         .bind(interrupt_id)
         .bind(from)
+        .bind(approver)
         .execute(&self.pool)
         .await?;
         self.committed();

@@ -496,7 +496,27 @@ impl Store {
         lease: (&str, Duration),
     ) -> Result<(Vec<i64>, bool), StoreError> {
         let step = (thread_id, turn_id, messages, machines, approval);
-        self.write_step(step, Some(lease)).await
+        self.write_step(step, Some((lease.0, lease.1, false))).await
+    }
+
+    /// [`step_leased`](Self::step_leased) for a turn's last step: the lease
+    /// is released (deleted) in the same transaction instead of renewed,
+    /// so the thread is free the moment the terminal frame is durable, at
+    /// no commit of its own (ADR 0031). Fails with
+    /// [`StoreError::LeaseLost`], writing nothing, when the turn no longer
+    /// holds it.
+    pub async fn step_releasing(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        messages: &[NewMessage],
+        machines: &[(&str, serde_json::Value)],
+        approval: Option<&NewApproval>,
+        holder: &str,
+    ) -> Result<Vec<i64>, StoreError> {
+        let step = (thread_id, turn_id, messages, machines, approval);
+        let lease = Some((holder, Duration::ZERO, true));
+        Ok(self.write_step(step, lease).await?.0)
     }
 
     /// Encodes a step here, on the caller's task, and hands it to the
@@ -511,7 +531,7 @@ impl Store {
     async fn write_step(
         &self,
         step: StepParts<'_>,
-        lease: Option<(&str, Duration)>,
+        lease: Option<(&str, Duration, bool)>,
     ) -> Result<(Vec<i64>, bool), StoreError> {
         let (thread_id, turn_id, messages, machines, approval) = step;
         let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval, lease)?;

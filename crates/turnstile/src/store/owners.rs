@@ -153,18 +153,6 @@ impl Store {
             .collect()
     }
 
-    /// Records who decided an approval: the owner hash of the caller whose
-    /// decision won its swap.
-    pub async fn set_approver(&self, interrupt_id: &str, approver: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE approvals SET approver = $1 WHERE interrupt_id = $2")
-            .bind(approver)
-            .bind(interrupt_id)
-            .execute(&self.pool)
-            .await?;
-        self.committed();
-        Ok(())
-    }
-
     /// Who decided an approval, if anyone has.
     pub async fn approver(&self, interrupt_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT approver FROM approvals WHERE interrupt_id = $1")

@@ -40,8 +40,9 @@ pub(super) struct Step {
     approval: Option<NewApproval>,
     /// Renew the lease held under this turn id (the claim's: a resumed
     /// stream claims under an id of its own) by this, in the same
-    /// transaction.
-    lease: Option<(String, std::time::Duration)>,
+    /// transaction; or, with `true`, release it there (the turn's last
+    /// step).
+    lease: Option<(String, std::time::Duration, bool)>,
 }
 
 /// What a committed step reports: its seqs, and whether it renewed the
@@ -56,7 +57,7 @@ impl Step {
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
-        lease: Option<(&str, std::time::Duration)>,
+        lease: Option<(&str, std::time::Duration, bool)>,
     ) -> Result<Step, StoreError> {
         let messages = messages
             .iter()
@@ -84,7 +85,7 @@ impl Step {
             messages,
             machines: kept,
             approval: approval.cloned(),
-            lease: lease.map(|(holder, ttl)| (holder.to_string(), ttl)),
+            lease: lease.map(|(holder, ttl, release)| (holder.to_string(), ttl, release)),
         })
     }
 }
@@ -229,14 +230,21 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
     // making progress, and its lease never waits behind other commits to be
     // renewed. First, so that a turn that no longer holds the lease (another
     // took the thread) writes nothing: its step is undone.
-    if let Some((holder, ttl)) = &step.lease {
-        let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-        let held = sqlx::query(
-            "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
-        )
-        .bind(until)
-        .bind(thread_id)
-        .bind(holder.as_str())
+    if let Some((holder, ttl, release)) = &step.lease {
+        let held = match release {
+            true => sqlx::query("DELETE FROM turn_leases WHERE thread_id = $1 AND turn_id = $2")
+                .bind(thread_id)
+                .bind(holder.as_str()),
+            false => {
+                let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+                sqlx::query(
+                    "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
+                )
+                .bind(until)
+                .bind(thread_id)
+                .bind(holder.as_str())
+            }
+        }
         .execute(&mut **tx)
         .await?
         .rows_affected()

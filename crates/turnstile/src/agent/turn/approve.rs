@@ -252,7 +252,8 @@ impl Turn<'_> {
         });
         tracing::info!(tool = %interrupt.tool, "turn suspended for approval");
         let record = Record::Interrupt(&interrupt).message();
-        self.step(wire::Frame::Interrupt(interrupt.clone()), vec![record])
+        // Committed with `done` below, nothing waited on between.
+        self.stage(wire::Frame::Interrupt(interrupt.clone()), vec![record])
             .await?;
         let awaiting = Record::Awaiting {
             interrupt_id: &interrupt.interrupt_id,
@@ -362,6 +363,8 @@ impl Turn<'_> {
         let poll = (ask_status || still_accepted) && self.approvals.polls < STATUS_POLLS;
         if let (true, Some(status)) = (poll, status) {
             if still_accepted {
+                // Nothing held waits out the gap (ADR 0031).
+                self.flush().await?;
                 tokio::time::sleep(STATUS_POLL_GAP).await;
             }
             self.approvals.polls += 1;

@@ -87,6 +87,18 @@ impl Agent {
         interrupt_id: &str,
         user: UserDecision,
     ) -> Result<Decided, DecideError> {
+        self.decide_as(thread_id, interrupt_id, user, None).await
+    }
+
+    /// [`decide`](Self::decide), recording `approver` (the caller's owner
+    /// hash) with the winning swap, in the same statement.
+    pub async fn decide_as(
+        &self,
+        thread_id: &str,
+        interrupt_id: &str,
+        user: UserDecision,
+        approver: Option<&str>,
+    ) -> Result<Decided, DecideError> {
         let decision = match &user {
             UserDecision::Approve => ApprovalEvent::Approve,
             UserDecision::Deny => ApprovalEvent::Deny,
@@ -119,7 +131,17 @@ impl Agent {
                 }
             };
             let to = machine.state();
-            if self.swap(&stored, from, &machine).await? {
+            let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
+            let won = (self.store)
+                .swap_approval_as(
+                    &stored.interrupt_id,
+                    from.name(),
+                    to.name(),
+                    &snap,
+                    approver,
+                )
+                .await?;
+            if won {
                 if let Some(why) = changed.filter(|_| to == ApprovalState::Voided) {
                     // Voided by its row: nothing is sent, so nothing
                     // resumes; the refusal names the row and says why.

@@ -67,6 +67,24 @@ impl Turn<'_> {
     }
 
     pub(super) async fn persist(&mut self, messages: Vec<NewMessage>) -> Result<(), Stop> {
+        self.commit(messages, false).await
+    }
+
+    /// Stores the step: the held frames' records and `messages`, the
+    /// machines' new rows, a pending interrupt; the lease renewed in the
+    /// same transaction, or, for the turn's last step (`last`), released
+    /// there.
+    async fn commit(&mut self, messages: Vec<NewMessage>, last: bool) -> Result<(), Stop> {
+        // Records of held frames go first, in the order the frames will be
+        // sent: every commit carries all that was fired before it.
+        let messages = match self.ledger.held_records.is_empty() {
+            true => messages,
+            false => {
+                let mut all = std::mem::take(&mut self.ledger.held_records);
+                all.extend(messages);
+                all
+            }
+        };
         // Moved, not cloned: every commit carries the machines' JSON.
         let mut machines = self.machines();
         let refs: Vec<(&str, Value)> = machines
@@ -77,6 +95,16 @@ impl Turn<'_> {
         let (store, thread, turn) = (&self.agent.store, &self.thread_id, &self.turn_id);
         let waited = std::time::Instant::now();
         match &self.claim {
+            // The last step releases the lease in its own transaction.
+            Some(claim) if last => {
+                claim.stop_renewing();
+                store
+                    .step_releasing(thread, turn, &messages, &refs, a.as_ref(), claim.turn_id())
+                    .await?;
+                if let Some(c) = self.claim.take() {
+                    c.released_by_commit();
+                }
+            }
             // The step renews the turn's lease in its own transaction.
             Some(claim) => {
                 let started = tokio::time::Instant::now();
@@ -101,6 +129,9 @@ impl Turn<'_> {
             }
         }
         telemetry::phase(telemetry::Phase::Commit, waited.elapsed());
+        // Held frames are durable now: a later failure does not take them
+        // back; the next step sends them first.
+        self.ledger.held_from = None;
         self.ledger.committed = (
             self.frames.machine().trace().len(),
             self.machine.untyped().trace().len(),
@@ -195,30 +226,90 @@ impl Turn<'_> {
 
     /// A frame whose step is durable before the client sees it: the
     /// machine moves, the records and the machine states are written in one
-    /// transaction, then the frame is sent.
+    /// transaction (with those of the frames held before it), then the held
+    /// frames and this one are sent, in order.
     pub(super) async fn step(
+        &mut self,
+        frame: wire::Frame,
+        messages: Vec<NewMessage>,
+    ) -> Result<(), Stop> {
+        let before = self
+            .ledger
+            .held_from
+            .unwrap_or_else(|| self.frames.checkpoint());
+        let effect = match self.frames.fire(event_of(&frame)).await {
+            Ok(effect) => effect,
+            Err(e) => {
+                self.drop_held(before);
+                return Err(e.into());
+            }
+        };
+        // The frame table's terminal frame is committed with the lease's
+        // release: the thread is free before the client hears the turn
+        // ended, so its next message is never a 409.
+        let last = effect == Some(FrameEffect::EmitFinal);
+        if let Err(e) = self.commit(messages, last).await {
+            // No frame of the step was sent: the machine goes back to what
+            // the client saw, so the failure can still be reported in order.
+            self.drop_held(before);
+            return Err(e);
+        }
+        for held in std::mem::take(&mut self.ledger.held) {
+            self.frames.send(held).await?;
+        }
+        self.frames.send(frame).await?;
+        Ok(())
+    }
+
+    /// A frame the turn follows at once with another, with no wait on the
+    /// outside world and no side effect between: fired now, stored and sent
+    /// with the next step's commit (ADR 0031). A terminal frame is never
+    /// staged.
+    pub(super) async fn stage(
         &mut self,
         frame: wire::Frame,
         messages: Vec<NewMessage>,
     ) -> Result<(), Stop> {
         let before = self.frames.checkpoint();
         let effect = self.frames.fire(event_of(&frame)).await?;
-        if let Err(e) = self.persist(messages).await {
-            // The frame was never sent: the machine goes back to what the
-            // client saw, so the failure can still be reported in order.
+        if effect == Some(FrameEffect::EmitFinal) {
             self.frames.restore(before);
+            return self.step(frame, messages).await;
+        }
+        self.ledger.held_from.get_or_insert(before);
+        self.ledger.held_records.extend(messages);
+        self.ledger.held.push(frame);
+        Ok(())
+    }
+
+    /// Commits and sends what is held, before the turn waits on the
+    /// outside world (a model, a tool) or lets a side effect leave.
+    pub(super) async fn flush(&mut self) -> Result<(), Stop> {
+        if self.ledger.held.is_empty() {
+            return Ok(());
+        }
+        let before = self
+            .ledger
+            .held_from
+            .unwrap_or_else(|| self.frames.checkpoint());
+        if let Err(e) = self.persist(Vec::new()).await {
+            self.drop_held(before);
             return Err(e);
         }
-        // The frame table's terminal frame is committed: the thread is free
-        // before the client hears the turn ended, so its next message is
-        // never a 409.
-        if effect == Some(FrameEffect::EmitFinal) {
-            if let Some(c) = self.claim.take() {
-                c.release().await;
-            }
+        for held in std::mem::take(&mut self.ledger.held) {
+            self.frames.send(held).await?;
         }
-        self.frames.send(frame).await?;
         Ok(())
+    }
+
+    /// Forgets the frames held since `before` (never stored, never sent).
+    fn drop_held(&mut self, before: crate::fsm::Mark) {
+        if self.ledger.held_from.is_some() {
+            self.ledger.held.clear();
+            self.ledger.held_records.clear();
+            self.ledger.held_from = None;
+        }
+        self.frames.restore(before);
     }
 
     pub(super) async fn finish(&mut self) -> Result<(), Stop> {
@@ -298,7 +389,7 @@ impl Turn<'_> {
             scope_released,
         }
         .message();
-        self.step(wire::Frame::ToolResult(frame), vec![record])
+        self.stage(wire::Frame::ToolResult(frame), vec![record])
             .await
     }
 

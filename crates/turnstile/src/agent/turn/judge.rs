@@ -143,7 +143,8 @@ impl Turn<'_> {
                 digest: &j.digest,
             }
             .message();
-            self.step(wire::Frame::Citation(card), vec![record]).await?;
+            self.stage(wire::Frame::Citation(card), vec![record])
+                .await?;
         }
         if let Some(figure) = j.figure {
             let record = Record::Figure {
@@ -151,7 +152,8 @@ impl Turn<'_> {
                 digest: &j.digest,
             }
             .message();
-            self.step(wire::Frame::Figure(figure), vec![record]).await?;
+            self.stage(wire::Frame::Figure(figure), vec![record])
+                .await?;
         }
         Ok(())
     }

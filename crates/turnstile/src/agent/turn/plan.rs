@@ -70,6 +70,8 @@ impl Turn<'_> {
             steps: self.ledger.steps.clone(),
         };
         self.export_model_call()?;
+        // Nothing held waits on the model (ADR 0031).
+        self.flush().await?;
         let asked = std::time::Instant::now();
         let planned = self.agent.model.step(&req, &answer).await;
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
@@ -156,7 +158,9 @@ impl Turn<'_> {
         };
         let record = Record::Plan(&frame).message();
         let decisions = Record::Licence { decisions: &audit }.message();
-        self.step(wire::Frame::Plan(frame), vec![record, decisions])
+        // Committed with the first call's intent, before it is sent (or
+        // before the next wait on the model): ADR 0031.
+        self.stage(wire::Frame::Plan(frame), vec![record, decisions])
             .await?;
         if let Some(refused) = refused {
             return self.refuse_round(&plan.calls, refused).await;

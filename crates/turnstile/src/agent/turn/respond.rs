@@ -27,6 +27,7 @@ impl Turn<'_> {
         let req = self.responder_request();
         let asked = std::time::Instant::now();
         telemetry::model_requests(1);
+        self.flush().await?;
         let opened = self.agent.model.respond(&req).await;
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
         match opened {
@@ -167,7 +168,15 @@ impl Turn<'_> {
         let mut ended = false;
         loop {
             let waited = std::time::Instant::now();
-            let next = stream.next().await;
+            // What is ready joins what is held; before waiting on the model
+            // the held deltas are committed and sent (ADR 0031).
+            let next = match stream.next().now_or_never() {
+                Some(next) => next,
+                None => {
+                    self.flush().await?;
+                    stream.next().await
+                }
+            };
             telemetry::phase(telemetry::Phase::Model, waited.elapsed());
             let Some(first) = next else { break };
             let mut batch = String::new();
@@ -308,7 +317,9 @@ impl Turn<'_> {
             capabilities,
             links,
         };
-        self.step(wire::Frame::Delta(frame), vec![record]).await
+        // Held until the next commit: the turn's next wait on the model, its
+        // next call, or its terminal frame (ADR 0031).
+        self.stage(wire::Frame::Delta(frame), vec![record]).await
     }
 }
 

@@ -47,7 +47,9 @@ impl Turn<'_> {
             state: state.name(),
         }
         .message();
-        self.step(start, vec![record]).await?;
+        // Committed with the decision's call (its intent) or whatever the
+        // turn shows next, before anything leaves (ADR 0031).
+        self.stage(start, vec![record]).await?;
         let limits = self.agent.limits;
         let (store, thread) = (&self.agent.store, &self.thread_id);
         self.thread.history =

@@ -94,6 +94,13 @@ pub(super) struct Ledger {
     /// How many rows of the frame and turn machines' traces are stored: a
     /// step stores only the rows after them.
     pub(super) committed: (usize, usize),
+    /// Frames held for the next commit (ADR 0031): fired, not yet stored
+    /// or sent; their records wait with them.
+    pub(super) held: Vec<wire::Frame>,
+    pub(super) held_records: Vec<crate::store::NewMessage>,
+    /// The frame machine before the first frame held since the last
+    /// commit: where a failed commit puts it back.
+    pub(super) held_from: Option<crate::fsm::Mark>,
 }
 
 /// What the turn knows of its thread and the user's screen: the bounded
