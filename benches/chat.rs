@@ -7,6 +7,10 @@
 //! run: the same search called directly on the demo MCP server (what a turn
 //! costs beyond its tool).
 //!
+//! Another server: `cargo bench --bench chat -- --url URL` (or
+//! `TURNSTILE_BENCH_URL`) runs the same levels against it and the current
+//! build's demo, alternating, with this client (see `url_mode`).
+//!
 //! Before/after: with `TURNSTILE_BENCH_BASELINE_BIN=/path/to/old/turnstile`
 //! the same measurements run against that binary too, alternating with the
 //! current build round by round, and both sets are printed with ratios.
@@ -1149,6 +1153,67 @@ async fn slow_mode(quick: bool) {
 
 /// The profile the server under test was built with (quick mode in CI runs
 /// the dev build).
+/// `cargo bench --bench chat -- --url URL` (or `TURNSTILE_BENCH_URL`): the
+/// same two levels, through this Rust client, against any server that speaks
+/// this HTTP API (`POST /v1/threads`, `POST /v1/threads/{id}/messages` as
+/// SSE ending with `done`; the LangGraph peer does), alternating round by
+/// round with the current build's `turnstile demo`: the ratio comes from one
+/// run, with no Python load generator capping either side.
+async fn url_mode(url: String, quick: bool) {
+    let rounds: usize = std::env::var("TURNSTILE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if quick { 1 } else { 3 })
+        .max(1);
+    let levels = levels(quick);
+    let server = Server::start("current", &PathBuf::from(CURRENT), &Db::Sqlite, &[]);
+    let other = url.trim_end_matches('/').to_string();
+    let sides = [server.base.clone(), other.clone()];
+    let warm_turns = if quick { 1 } else { 10 };
+    for base in &sides {
+        run(base, 1, warm_turns).await;
+    }
+    let mut measured: [[Level; 2]; 2] = Default::default();
+    for _ in 0..rounds {
+        for (li, (clients, turns_each)) in levels.iter().enumerate() {
+            for (si, base) in sides.iter().enumerate() {
+                let (firsts, wall, _, _) = run(base, *clients, *turns_each).await;
+                measured[si][li].firsts.extend(firsts);
+                measured[si][li].wall += wall;
+            }
+        }
+    }
+    println!(
+        "demo prompt {PROMPT:?}: `turnstile demo` (SQLite, {} build) against {other}, {rounds} round(s) alternating",
+        build()
+    );
+    println!(
+        "  machine: {} CPUs, load average {} after the runs; one Rust client drives both",
+        cpus(),
+        loadavg()
+    );
+    println!(
+        "  {:<42} {:>10} {:>10} {:>8}",
+        "", "turnstile", "--url", "ratio"
+    );
+    for (li, (clients, _)) in levels.iter().enumerate() {
+        let (a, b) = (&measured[0][li], &measured[1][li]);
+        let rows = [
+            ("turns/s", a.turns_per_s(), b.turns_per_s()),
+            ("first frame p50 ms", ms(a.p(0.5)), ms(b.p(0.5))),
+            ("first frame p95 ms", ms(a.p(0.95)), ms(b.p(0.95))),
+        ];
+        for (name, x, y) in rows {
+            println!(
+                "  {:<42} {x:>10.2} {y:>10.2} {:>7.2}x",
+                format!("{clients:>2} client(s): {name}"),
+                x / y
+            );
+        }
+    }
+    server.stop();
+}
+
 fn build() -> &'static str {
     if cfg!(debug_assertions) {
         "debug"
@@ -1167,7 +1232,13 @@ fn main() {
         .unwrap();
     let long = std::env::args().any(|a| a == "--long")
         || std::env::var("TURNSTILE_BENCH_LONG").is_ok_and(|v| v == "1");
-    if long {
+    let args: Vec<String> = std::env::args().collect();
+    let url = (args.iter().position(|a| a == "--url"))
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| std::env::var("TURNSTILE_BENCH_URL").ok());
+    if let Some(url) = url {
+        rt.block_on(url_mode(url, quick));
+    } else if long {
         let baseline = std::env::var_os("TURNSTILE_BENCH_BASELINE_BIN").map(PathBuf::from);
         rt.block_on(long_mode(baseline, quick));
     } else if slow {
