@@ -28,7 +28,7 @@ use super::verifier::{Verified, Verifier, VerifierConfig, MAX_SUBJECT, MAX_TIER,
 use crate::agent::Access;
 use crate::fsm::Violation;
 use crate::protocols::ownership::{Ownership, OwnershipEffect, OwnershipEvent};
-use crate::protocols::{telemetry, Bound, Typed};
+use crate::protocols::{telemetry, Bound, Typed, TypedStep};
 use crate::store::{Owner, OwnerKind, Store};
 
 /// The session cookie of the anonymous flow.
@@ -374,19 +374,23 @@ impl Identity {
         bool::from(a.as_slice().ct_eq(b.as_slice()))
     }
 
-    /// After the grant, what claiming the thread's lease for a turn found:
-    /// the table's row decides; a refusal (`thread-busy`) is answered with
-    /// its row, like every other refusal.
-    pub fn lease(&self, caller: &mut Caller, claimed: bool) -> Result<(), ApiError> {
-        let event = match claimed {
-            true => OwnershipEvent::LeaseClaimed,
-            false => OwnershipEvent::LeaseHeld,
-        };
-        match fire(&mut caller.machine, event) {
-            Err(v) => Err(refused(&v, event, "")),
-            // Without the lease no turn can run, whatever a row allows.
-            Ok(_) if !claimed => Err(busy()),
-            Ok(_) => Ok(()),
+    /// After the grant, the thread's lease was claimed for the request's
+    /// turn: the table's row decides whether the turn runs.
+    pub fn lease_claimed(&self, caller: &mut Caller) -> Result<(), ApiError> {
+        let event = OwnershipEvent::LeaseClaimed;
+        fire(&mut caller.machine, event).map_err(|v| refused(&v, event, ""))?;
+        Ok(())
+    }
+
+    /// After the grant, another turn holds the thread's lease: the answer
+    /// names the row taken (`thread-busy`). No turn can run without the
+    /// lease, so a table edited to make the row legal still gets a 409,
+    /// naming the legal row it took.
+    pub fn lease_held(&self, caller: &mut Caller) -> ApiError {
+        let event = OwnershipEvent::LeaseHeld;
+        match fire_step(&mut caller.machine, event) {
+            Err(v) => refused(&v, event, ""),
+            Ok(s) => busy().with_row("ownership", caller.machine.row_id(s.row)),
         }
     }
 
@@ -502,11 +506,19 @@ fn fire(
     machine: &mut Typed<Ownership>,
     event: OwnershipEvent,
 ) -> Result<Option<OwnershipEffect>, Box<Violation>> {
+    fire_step(machine, event).map(|s| s.effect)
+}
+
+/// Fires `event`; a forbidden row is counted.
+fn fire_step(
+    machine: &mut Typed<Ownership>,
+    event: OwnershipEvent,
+) -> Result<TypedStep<Ownership>, Box<Violation>> {
     let fired = machine.fire(event);
     if let Err(v) = &fired {
         telemetry::violation(v);
     }
-    fired.map(|s| s.effect)
+    fired
 }
 
 /// The answer to a forbidden row: its status by what was refused, named by

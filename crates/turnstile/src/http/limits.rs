@@ -118,37 +118,62 @@ pub async fn read_body(State(l): State<Limits>, req: Request, next: Next) -> Res
         }
         Ok(Ok(b)) => b,
     };
-    if let Some(at) = nul_at(&bytes) {
-        return ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("the request body holds a NUL character (U+0000) at byte {at}; ids and text may not hold one"),
-        )
-        .into_response();
-    }
-    if let Some(depth) = too_deep(&bytes, MAX_JSON_DEPTH) {
-        return ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "the JSON body is nested deeper than {MAX_JSON_DEPTH} levels (at byte {depth})"
-            ),
-        )
-        .into_response();
+    match scan(&bytes, MAX_JSON_DEPTH) {
+        Scan { nul: Some(at), .. } => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("the request body holds a NUL character (U+0000) at byte {at}; ids and text may not hold one"),
+            )
+            .into_response();
+        }
+        Scan {
+            too_deep: Some(depth),
+            ..
+        } => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "the JSON body is nested deeper than {MAX_JSON_DEPTH} levels (at byte {depth})"
+                ),
+            )
+            .into_response();
+        }
+        _ => {}
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
 }
 
-/// The byte offset where `body`, read as JSON, first opens more than `max`
-/// nested arrays or objects; `None` if it never does. Brackets inside
-/// strings do not count. Runs over raw bytes, before any parsing, so the
-/// bound holds for every key, known or not.
-pub fn too_deep(body: &[u8], max: usize) -> Option<usize> {
+/// What one pass over a body, read as JSON, found: where it first opens
+/// more than `max` nested arrays or objects (brackets inside strings do not
+/// count), and where it first holds U+0000 (a raw NUL byte, or the escape
+/// `\u0000` inside a string; an escaped backslash before `u0000` is text).
+/// Runs over raw bytes, before any parsing, so both bounds hold for every
+/// key, known or not.
+#[derive(Debug, Default, PartialEq)]
+pub struct Scan {
+    pub too_deep: Option<usize>,
+    pub nul: Option<usize>,
+}
+
+pub fn scan(body: &[u8], max: usize) -> Scan {
+    let mut found = Scan::default();
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
     for (i, &b) in body.iter().enumerate() {
+        if b == 0 {
+            found.nul.get_or_insert(i);
+        }
         if in_string {
             match (escaped, b) {
+                (true, b'u') => {
+                    escaped = false;
+                    let hex = body.get(i + 1..i + 5);
+                    if hex.is_some_and(|h| h.iter().all(|&c| c == b'0')) {
+                        found.nul.get_or_insert(i - 1);
+                    }
+                }
                 (true, _) => escaped = false,
                 (false, b'\\') => escaped = true,
                 (false, b'"') => in_string = false,
@@ -161,14 +186,17 @@ pub fn too_deep(body: &[u8], max: usize) -> Option<usize> {
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max {
-                    return Some(i);
+                    found.too_deep.get_or_insert(i);
                 }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        if found.nul.is_some() && found.too_deep.is_some() {
+            break;
+        }
     }
-    None
+    found
 }
 
 /// The byte offset of the first `%00` in a request target, if any (the
@@ -176,37 +204,6 @@ pub fn too_deep(body: &[u8], max: usize) -> Option<usize> {
 fn nul_in_uri(target: &str) -> Option<usize> {
     let b = target.as_bytes();
     (0..b.len().saturating_sub(2)).find(|&i| b[i] == b'%' && b[i + 1] == b'0' && b[i + 2] == b'0')
-}
-
-/// The byte offset where `body` holds U+0000: a raw NUL byte, or the JSON
-/// escape `\u0000` inside a string (an escaped backslash before `u0000` is
-/// text, not a NUL).
-pub fn nul_at(body: &[u8]) -> Option<usize> {
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, &b) in body.iter().enumerate() {
-        if b == 0 {
-            return Some(i);
-        }
-        if !in_string {
-            in_string = b == b'"';
-            continue;
-        }
-        match (escaped, b) {
-            (true, b'u') => {
-                escaped = false;
-                let hex = body.get(i + 1..i + 5);
-                if hex.is_some_and(|h| h.iter().all(|&c| c == b'0')) {
-                    return Some(i - 1);
-                }
-            }
-            (true, _) => escaped = false,
-            (false, b'\\') => escaped = true,
-            (false, b'"') => in_string = false,
-            _ => {}
-        }
-    }
-    None
 }
 
 /// Every 4xx and 5xx leaves as `{"error": "…"}`: responses made by axum
@@ -272,7 +269,15 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
 
 #[cfg(test)]
 mod tests {
-    use super::{nul_at, nul_in_uri, too_deep};
+    use super::{nul_in_uri, scan};
+
+    fn nul_at(body: &[u8]) -> Option<usize> {
+        scan(body, usize::MAX).nul
+    }
+
+    fn too_deep(body: &[u8], max: usize) -> Option<usize> {
+        scan(body, max).too_deep
+    }
 
     #[test]
     fn a_nul_is_found_raw_or_escaped_but_not_as_escaped_text() {

@@ -27,7 +27,7 @@ pub use state::{AppState, HttpConfig, MAX_BODY, MAX_JSON_DEPTH, MAX_TEXT};
 pub use verifier::VerifierConfig;
 
 pub use headers::csp;
-pub use limits::too_deep;
+pub use limits::{scan, Scan};
 
 /// The app with the default [`HttpConfig`].
 pub fn router(state: AppState) -> Router {

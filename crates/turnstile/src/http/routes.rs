@@ -276,18 +276,14 @@ async fn claim_thread(
     turn_id: &str,
 ) -> Result<crate::agent::Claim, ApiError> {
     match st.agent.claims.claim(id, turn_id).await {
-        Ok(Some(claim)) => match st.identity.lease(caller, true) {
+        Ok(Some(claim)) => match st.identity.lease_claimed(caller) {
             Ok(()) => Ok(claim),
             Err(e) => {
                 claim.release().await;
                 Err(e)
             }
         },
-        Ok(None) => Err(st
-            .identity
-            .lease(caller, false)
-            .err()
-            .unwrap_or_else(|| ApiError::new(StatusCode::CONFLICT, "the thread is busy"))),
+        Ok(None) => Err(st.identity.lease_held(caller)),
         Err(crate::store::StoreError::UnknownThread(_)) => Err(ApiError::not_found("thread")),
         Err(e) => Err(e.into()),
     }

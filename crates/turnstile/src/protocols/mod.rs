@@ -102,9 +102,10 @@ impl<P: Protocol> Bound<P> {
         let t = table
             .reordered(P::State::NAMES, P::Event::NAMES, P::Effect::NAMES)
             .ok_or_else(|| LoadError::Binding(P::NAME.to_string()))?;
+        let table = Arc::new(t);
         Ok(Bound {
-            counters: telemetry::RowCounters::for_table(&t),
-            table: Arc::new(t),
+            counters: telemetry::RowCounters::for_table(&table),
+            table,
             _p: PhantomData,
         })
     }

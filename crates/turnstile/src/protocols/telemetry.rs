@@ -86,16 +86,14 @@ fn count(table: &str, row: &str, kind: &str) {
 pub struct RowCounters(std::sync::Arc<Cells>);
 
 struct Cells {
-    table: String,
-    ids: Vec<String>,
+    table: std::sync::Arc<crate::fsm::Table>,
     cells: Vec<OnceLock<Counter>>,
 }
 
 impl RowCounters {
-    pub fn for_table(table: &crate::fsm::Table) -> RowCounters {
+    pub fn for_table(table: &std::sync::Arc<crate::fsm::Table>) -> RowCounters {
         RowCounters(std::sync::Arc::new(Cells {
-            table: table.name.clone(),
-            ids: table.rows.iter().map(|r| r.id.clone()).collect(),
+            table: table.clone(),
             cells: table.rows.iter().map(|_| OnceLock::new()).collect(),
         }))
     }
@@ -106,13 +104,13 @@ impl RowCounters {
     pub fn fired(&self, row: u16) {
         let c = &self.0;
         let i = usize::from(row);
-        let (Some(cell), Some(id)) = (c.cells.get(i), c.ids.get(i)) else {
+        let (Some(cell), Some(row)) = (c.cells.get(i), c.table.rows.get(i)) else {
             return;
         };
         cell.get_or_init(|| {
             let labels = RowLabels {
-                table: c.table.clone(),
-                row: id.clone(),
+                table: c.table.name.clone(),
+                row: row.id.clone(),
                 kind: "legal".to_string(),
             };
             metrics().rows.get_or_create(&labels).clone()

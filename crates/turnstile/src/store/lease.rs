@@ -46,7 +46,7 @@ impl Lease {
 }
 
 /// `now + ttl` in unix milliseconds, saturating.
-fn expiry(now: i64, ttl: Duration) -> i64 {
+pub(super) fn expiry(now: i64, ttl: Duration) -> i64 {
     now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
 }
 

@@ -14,7 +14,7 @@ impl Store {
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn renew_process(&self, id: &str, ttl: Duration) -> Result<(), StoreError> {
         let now = now_ms();
-        let expires_at = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+        let expires_at = super::lease::expiry(now, ttl);
         sqlx::query(
             "INSERT INTO process_leases (process_id, started_at, expires_at) VALUES ($1, $2, $3) \
              ON CONFLICT (process_id) DO UPDATE SET expires_at = excluded.expires_at",
@@ -60,7 +60,6 @@ impl Store {
 /// process that stops cleanly (or an app dropped in a test) is at once
 /// known to hold nothing; a killed one is known so once the row expires.
 pub struct ProcessRow {
-    id: String,
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -89,13 +88,6 @@ impl ProcessRow {
                 tracing::debug!(error = %e, "removing this process's row");
             }
         });
-        Ok(ProcessRow {
-            id: id.to_string(),
-            _stop: stop,
-        })
-    }
-
-    pub fn id(&self) -> &str {
-        &self.id
+        Ok(ProcessRow { _stop: stop })
     }
 }

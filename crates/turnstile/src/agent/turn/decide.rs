@@ -131,17 +131,7 @@ impl Agent {
                 }
             };
             let to = machine.state();
-            let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
-            let won = (self.store)
-                .swap_approval_as(
-                    &stored.interrupt_id,
-                    from.name(),
-                    to.name(),
-                    &snap,
-                    approver,
-                )
-                .await?;
-            if won {
+            if self.swap_as(&stored, from, &machine, approver).await? {
                 if let Some(why) = changed.filter(|_| to == ApprovalState::Voided) {
                     // Voided by its row: nothing is sent, so nothing
                     // resumes; the refusal names the row and says why.
@@ -481,13 +471,26 @@ impl Agent {
         from: ApprovalState,
         machine: &Typed<Approval>,
     ) -> Result<bool, StoreError> {
+        self.swap_as(stored, from, machine, None).await
+    }
+
+    /// [`swap`](Self::swap), recording who decided (`approver`) in the same
+    /// statement.
+    async fn swap_as(
+        &self,
+        stored: &StoredApproval,
+        from: ApprovalState,
+        machine: &Typed<Approval>,
+        approver: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let snap = serde_json::to_value(machine.snapshot()).unwrap_or(Value::Null);
         self.store
-            .swap_approval(
+            .swap_approval_as(
                 &stored.interrupt_id,
                 from.name(),
                 machine.state().name(),
                 &snap,
+                approver,
             )
             .await
     }

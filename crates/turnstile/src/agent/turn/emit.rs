@@ -248,16 +248,29 @@ impl Turn<'_> {
         // release: the thread is free before the client hears the turn
         // ended, so its next message is never a 409.
         let last = effect == Some(FrameEffect::EmitFinal);
+        self.commit_and_send(messages, last, before, Some(frame))
+            .await
+    }
+
+    /// Commits what is held with `messages`, then sends the held frames and
+    /// `frame`, in order. On a failed commit nothing was sent: the machine
+    /// goes back to `before`, so the failure can still be reported in
+    /// order.
+    async fn commit_and_send(
+        &mut self,
+        messages: Vec<NewMessage>,
+        last: bool,
+        before: crate::fsm::Mark,
+        frame: Option<wire::Frame>,
+    ) -> Result<(), Stop> {
         if let Err(e) = self.commit(messages, last).await {
-            // No frame of the step was sent: the machine goes back to what
-            // the client saw, so the failure can still be reported in order.
             self.drop_held(before);
             return Err(e);
         }
-        for held in std::mem::take(&mut self.ledger.held) {
-            self.frames.send(held).await?;
+        let held = std::mem::take(&mut self.ledger.held);
+        for f in held.into_iter().chain(frame) {
+            self.frames.send(f).await?;
         }
-        self.frames.send(frame).await?;
         Ok(())
     }
 
@@ -292,14 +305,7 @@ impl Turn<'_> {
             .ledger
             .held_from
             .unwrap_or_else(|| self.frames.checkpoint());
-        if let Err(e) = self.persist(Vec::new()).await {
-            self.drop_held(before);
-            return Err(e);
-        }
-        for held in std::mem::take(&mut self.ledger.held) {
-            self.frames.send(held).await?;
-        }
-        Ok(())
+        self.commit_and_send(Vec::new(), false, before, None).await
     }
 
     /// Forgets the frames held since `before` (never stored, never sent).
