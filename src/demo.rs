@@ -71,7 +71,9 @@ impl DemoFault {
 pub struct DemoRun<'a> {
     pub addr: SocketAddr,
     pub mcp_addr: SocketAddr,
-    pub db: &'a str,
+    /// `--db`; without it, [`database_for`] the address the chat server
+    /// bound.
+    pub db: Option<&'a str>,
     pub faults: Vec<Fault>,
     /// `--fault lying-model`: the scripted model lies ([`Lying`]).
     pub lying_model: bool,
@@ -94,8 +96,8 @@ pub struct DemoRun<'a> {
 }
 
 /// The demo's database when `--db` is not given: a SQLite file named for
-/// the chat server's port, so two demos in one folder (on two addresses)
-/// never share one. Two processes on one database is a deployment choice
+/// the port the chat server bound (not the one asked for: two demos on port
+/// 0 get two ports), so two demos in one folder never share one. Two processes on one database is a deployment choice
 /// (`--db`), and each leaves the other's live questions alone.
 pub fn database_for(addr: SocketAddr) -> String {
     format!("turnstile-demo-{}.db", addr.port())
@@ -125,6 +127,12 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         auth,
         verifier_fault,
     } = opts;
+    // Bound first: the default database is named for the port it got.
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let named = database_for(listener.local_addr()?);
+    let db = db.unwrap_or(&named);
     let demo = DemoServer::start(
         mcp_addr,
         DemoOptions {
@@ -189,9 +197,6 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         client,
     )
     .await?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
     let url = format!("http://{}/", listener.local_addr()?);
     println!("turnstile demo is running: open {url}");
     println!(

@@ -227,11 +227,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             verifier_fault,
         } => {
             let (faults, lying_model) = DemoFault::split(&faults);
-            let db = db.unwrap_or_else(|| cli::demo::database_for(addr));
             let opts = cli::demo::DemoRun {
                 addr,
                 mcp_addr,
-                db: &db,
+                db: db.as_deref(),
                 faults,
                 lying_model,
                 tables_dir: tables.as_deref(),

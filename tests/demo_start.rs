@@ -4,7 +4,6 @@
 //! `turnstile mcp` line that works as printed, whatever port the tool
 //! server took.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,19 +12,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 const BIN: &str = env!("CARGO_BIN_EXE_turnstile");
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A demo started in `dir` on `port`, and the lines it printed up to its
-/// `try:` line.
-async fn start(dir: &Path, port: u16) -> (tokio::process::Child, Vec<String>) {
+/// A demo started in `dir` on a port of the OS's choosing, and the lines
+/// it printed up to its `try:` line.
+async fn start(dir: &Path) -> (tokio::process::Child, Vec<String>) {
     let mut child = tokio::process::Command::new(BIN)
-        .args(["demo", "--addr", &format!("127.0.0.1:{port}")])
+        .args(["demo", "--addr", "127.0.0.1:0"])
         .current_dir(dir)
         .env("RUST_LOG", "warn")
         .env_remove("TURNSTILE_TABLES")
@@ -61,14 +52,21 @@ fn line<'a>(lines: &'a [String], prefix: &str) -> &'a str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_demos_in_one_folder_get_a_database_each() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (free_port(), free_port());
-    let (_first, first) = start(dir.path(), a).await;
-    let (_second, second) = start(dir.path(), b).await;
-    for (port, lines) in [(a, &first), (b, &second)] {
+    let (_first, first) = start(dir.path()).await;
+    let (_second, second) = start(dir.path()).await;
+    for lines in [&first, &second] {
+        // The port the demo bound, from the address it prints.
+        let url = line(lines, "turnstile demo is running: open ");
+        let port = url.trim_end_matches('/').rsplit(':').next().unwrap();
         let db = format!("turnstile-demo-{port}.db");
         assert_eq!(line(lines, "database: "), db, "{lines:#?}");
         assert!(dir.path().join(&db).is_file(), "{db} was created");
     }
+    assert_ne!(
+        line(&first, "database: "),
+        line(&second, "database: "),
+        "two demos, two files"
+    );
     assert!(
         !dir.path().join("turnstile-demo.db").exists(),
         "no shared default file"
@@ -78,7 +76,7 @@ async fn two_demos_in_one_folder_get_a_database_each() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_tools_line_works_as_printed() {
     let dir = tempfile::tempdir().unwrap();
-    let (_demo, lines) = start(dir.path(), free_port()).await;
+    let (_demo, lines) = start(dir.path()).await;
     let command = line(&lines, "its tools: ");
     let url = command
         .split_whitespace()
