@@ -589,6 +589,15 @@ struct Measured {
     threads: Vec<String>,
 }
 
+/// `TURNSTILE_BENCH_ROUNDS`, at least 1 (1 in quick mode, 3 by default).
+fn rounds(quick: bool) -> usize {
+    std::env::var("TURNSTILE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if quick { 1 } else { 3 })
+        .max(1)
+}
+
 /// (clients, turns each) per level.
 fn levels(quick: bool) -> [(usize, usize); 2] {
     if quick {
@@ -620,11 +629,7 @@ async fn direct_baseline(mcp_url: &str, calls: usize) -> Duration {
 }
 
 async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
-    let rounds: usize = std::env::var("TURNSTILE_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(if quick { 1 } else { 3 })
-        .max(1);
+    let rounds = rounds(quick);
     let levels = levels(quick);
     let (direct_calls, warm_clients, warm_turns) = if quick { (10, 1, 1) } else { (200, 4, 10) };
     let mut bins = vec![("current", PathBuf::from(CURRENT))];
@@ -1160,11 +1165,7 @@ async fn slow_mode(quick: bool) {
 /// round with the current build's `turnstile demo`: the ratio comes from one
 /// run, with no Python load generator capping either side.
 async fn url_mode(url: String, quick: bool) {
-    let rounds: usize = std::env::var("TURNSTILE_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(if quick { 1 } else { 3 })
-        .max(1);
+    let rounds = rounds(quick);
     let levels = levels(quick);
     let server = Server::start("current", &PathBuf::from(CURRENT), &Db::Sqlite, &[]);
     let other = url.trim_end_matches('/').to_string();

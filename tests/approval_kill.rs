@@ -245,13 +245,7 @@ impl Killable {
             .await
             .unwrap();
         let first = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, protocol).await;
-        let created: Value = first
-            .post(&http, "/v1/threads", json!({}))
-            .await
-            .json()
-            .await
-            .unwrap();
-        let thread = created["thread_id"].as_str().unwrap().to_string();
+        let thread = first.new_thread(&http).await;
         Killable {
             tmp,
             db,
@@ -289,6 +283,60 @@ impl Served {
     }
 }
 
+impl Served {
+    /// A new thread on this process.
+    async fn new_thread(&self, http: &reqwest::Client) -> String {
+        let created: Value = self
+            .post(http, "/v1/threads", json!({}))
+            .await
+            .json()
+            .await
+            .unwrap();
+        created["thread_id"].as_str().unwrap().to_string()
+    }
+
+    /// A turn whose planner calls `notify_site_contact`, whose server asks
+    /// the user for a contact: the interrupt, and its form's key.
+    async fn ask_contact(
+        &self,
+        http: &reqwest::Client,
+        fake: &FakeOpenAi,
+        thread: &str,
+    ) -> (turnstile::wire::Interrupt, String) {
+        let r = self
+            .turn(
+                http,
+                fake,
+                thread,
+                "notify the site contact about PANO-003-0611",
+                "notify_site_contact",
+                json!({"issue_id": "PANO-003-0611"}),
+            )
+            .await;
+        let frames = read_all(r).await;
+        let i = frames
+            .iter()
+            .find_map(|f| match f {
+                Frame::Interrupt(i) => Some(i.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no interrupt: {frames:?}"));
+        let key = i.input.as_ref().expect("a question").requests[0]
+            .key
+            .clone();
+        (i, key)
+    }
+}
+
+/// The answer to [`Served::ask_contact`]'s question.
+fn contact_answer(interrupt_id: &str, key: &str) -> Value {
+    json!({
+        "interrupt_id": interrupt_id,
+        "decision": "accept",
+        "answers": {key: {"name": "Ana Kim", "email": "ana@example.com", "role": "foreman"}}
+    })
+}
+
 async fn read_all(r: reqwest::Response) -> Vec<Frame> {
     let mut reader = FrameReader::new();
     let mut body = r.bytes_stream();
@@ -321,13 +369,7 @@ async fn reserve_seat(
     http: &reqwest::Client,
     seat: &str,
 ) -> (String, String) {
-    let created: Value = s
-        .post(http, "/v1/threads", json!({}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let thread = created["thread_id"].as_str().unwrap().to_string();
+    let thread = s.new_thread(http).await;
     let args = json!({"seat": seat, "time": "15:00"}).to_string();
     fake.on(
         Role::Planner,
@@ -484,35 +526,11 @@ async fn a_question_pending_at_a_sigkill() {
             first,
             thread,
         } = Killable::start(protocol).await;
-        let r = first
-            .turn(
-                &http,
-                &fake,
-                &thread,
-                "notify the site contact about PANO-003-0611",
-                "notify_site_contact",
-                json!({"issue_id": "PANO-003-0611"}),
-            )
-            .await;
-        let frames = read_all(r).await;
-        let i = frames
-            .iter()
-            .find_map(|f| match f {
-                Frame::Interrupt(i) => Some(i.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{protocol}: no interrupt: {frames:?}"));
-        let key = i.input.as_ref().expect("a question").requests[0]
-            .key
-            .clone();
+        let (i, key) = first.ask_contact(&http, &fake, &thread).await;
         first.kill();
 
         let second = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, protocol).await;
-        let answer = json!({
-            "interrupt_id": i.interrupt_id,
-            "decision": "accept",
-            "answers": {key: {"name": "Ana Kim", "email": "ana@example.com", "role": "foreman"}}
-        });
+        let answer = contact_answer(&i.interrupt_id, &key);
         let path = format!("/v1/threads/{thread}/resume");
         let r = second.post(&http, &path, answer.clone()).await;
         if survives {
@@ -658,13 +676,7 @@ async fn a_python_sdk_task_running_at_a_sigkill_is_followed_after_restart() {
     let fake = FakeOpenAi::start().await;
     let protocol = "2026-07-28";
     let first = Served::speaking(tmp.path(), &db, &fake, &py.url, &http, protocol).await;
-    let created: Value = first
-        .post(&http, "/v1/threads", json!({}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let thread = created["thread_id"].as_str().unwrap().to_string();
+    let thread = first.new_thread(&http).await;
     let r = first
         .turn(
             &http,
@@ -861,34 +873,8 @@ async fn two_processes_leave_each_others_questions_alone(tmp: tempfile::TempDir,
         .await
         .unwrap();
     let first = Served::on_database(tmp.path(), db, &fake, &tools.url, &http, "2025-11-25").await;
-    let created: Value = first
-        .post(&http, "/v1/threads", json!({}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let thread = created["thread_id"].as_str().unwrap().to_string();
-    let r = first
-        .turn(
-            &http,
-            &fake,
-            &thread,
-            "notify the site contact about PANO-003-0611",
-            "notify_site_contact",
-            json!({"issue_id": "PANO-003-0611"}),
-        )
-        .await;
-    let frames = read_all(r).await;
-    let i = frames
-        .iter()
-        .find_map(|f| match f {
-            Frame::Interrupt(i) => Some(i.clone()),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no interrupt: {frames:?}"));
-    let key = i.input.as_ref().expect("a question").requests[0]
-        .key
-        .clone();
+    let thread = first.new_thread(&http).await;
+    let (i, key) = first.ask_contact(&http, &fake, &thread).await;
     let second = Served::on_database(tmp.path(), db, &fake, &tools.url, &http, "2025-11-25").await;
     // Several of the first process's lease periods: a recovery that
     // settled it, at start or on a retry, would have done so by now.
@@ -898,11 +884,7 @@ async fn two_processes_leave_each_others_questions_alone(tmp: tempfile::TempDir,
         "Awaiting",
         "the second process settled the first one's live question"
     );
-    let answer = json!({
-        "interrupt_id": i.interrupt_id,
-        "decision": "accept",
-        "answers": {key: {"name": "Ana Kim", "email": "ana@example.com", "role": "foreman"}}
-    });
+    let answer = contact_answer(&i.interrupt_id, &key);
     let path = format!("/v1/threads/{thread}/resume");
     let there = second.post(&http, &path, answer.clone()).await;
     assert_eq!(there.status().as_u16(), 409);

@@ -14,7 +14,6 @@
 
 use crate::common;
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,14 +64,6 @@ impl Drop for Killed {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Proc {
     /// Starts the demo on `db` and waits until it serves; on a port taken
     /// between choosing and binding it, tries another.
@@ -86,7 +77,7 @@ impl Proc {
     }
 
     async fn try_start(db: &Path, log: &Path, http: &reqwest::Client) -> Option<Proc> {
-        let port = free_port();
+        let port = crate::common::free_port();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -46,7 +46,6 @@ use crate::common;
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -163,13 +162,6 @@ async fn make_sqlite(path: &Path) {
 
 fn interop_dir() -> PathBuf {
     needs::interop_dir()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,7 +320,7 @@ impl Running {
 }
 
 async fn spawn_http(kind: Kind, cmd: &str, script: &str) -> Running {
-    let port = free_port();
+    let port = crate::common::free_port();
     let mut child = tokio::process::Command::new(cmd)
         .arg(interop_dir().join(script))
         .args(["--port", &port.to_string()])

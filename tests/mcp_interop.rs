@@ -18,7 +18,7 @@
 use crate::common;
 
 use common::{init_tracing, needs};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -553,16 +553,9 @@ pub(crate) struct PyServer {
     pub(crate) url: String,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 pub(crate) async fn start_py_server() -> PyServer {
     let py = needs::python_sdk();
-    let port = free_port();
+    let port = crate::common::free_port();
     let mut child = tokio::process::Command::new(&py)
         .arg(interop_dir().join("py_server.py"))
         .args(["--port", &port.to_string()])

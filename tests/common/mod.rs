@@ -65,3 +65,13 @@ pub mod thread;
 pub fn init_tracing() {
     logs::capture();
 }
+
+/// A port nothing listens on now (the OS's pick; another process may take
+/// it before the caller binds it: prefer port 0 and a printed address where
+/// the process prints one).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
