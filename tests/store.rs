@@ -94,6 +94,8 @@ suite!(
     recent_said_pages_newest_first_without_tool_records,
     a_failing_step_among_concurrent_ones_fails_alone,
     a_step_of_a_turn_that_lost_its_lease_writes_nothing,
+    a_batch_on_many_threads_is_one_statement_per_table,
+    a_rewound_trace_reads_back_to_its_length,
     a_task_settles_once_by_compare_and_swap,
 );
 
@@ -251,6 +253,131 @@ async fn a_failing_step_among_concurrent_ones_fails_alone(db: &Db) {
         // Eight steps of two messages each; thread 1 lost step 17's.
         assert_eq!(seqs.len(), if n == 1 { 14 } else { 16 }, "thread {n}");
     }
+}
+
+/// Steps on as many threads as there are steps, sent at once, are written
+/// by the writer's one-statement-per-table path (issue 35 §3): no batch
+/// falls back to one savepoint per step. Among them a step whose turn lost
+/// its lease, one that releases its lease, and one on an unknown thread:
+/// each of those hears its own result and the others are written whole,
+/// their leases renewed or released in the same commit.
+async fn a_batch_on_many_threads_is_one_statement_per_table(db: &Db) {
+    let store = db.open().await;
+    let ttl = Duration::from_secs(30);
+    let threads: Vec<String> =
+        futures::future::join_all((0..48).map(|_| store.create_thread(None)))
+            .await
+            .into_iter()
+            .map(|t| t.unwrap().id)
+            .collect();
+    for (i, t) in threads.iter().enumerate() {
+        store
+            .claim_turn_lease(t, &format!("turn-{i}"), ttl)
+            .await
+            .unwrap();
+    }
+    let leases_before: Vec<i64> =
+        futures::future::join_all(threads.iter().map(|t| store.turn_lease(t)))
+            .await
+            .into_iter()
+            .map(|l| l.unwrap().unwrap().expires_at)
+            .collect();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let (commits, fallbacks) = (store.commits(), store.batch_fallbacks());
+    let unknown = random_id();
+    let steps = (0..49).map(|i| {
+        let store = store.clone();
+        let thread = threads.get(i).cloned().unwrap_or_else(|| unknown.clone());
+        async move {
+            let turn = format!("turn-{i}");
+            let m = [msg(Role::User, json!({ "i": i })), msg(Role::Assistant, json!({ "i": i }))];
+            let snap = json!({"table": "t", "table_hash": "h", "state": "S", "trace": ["a", "b"], "trace_from": 0});
+            let machines = [("frame", snap)];
+            let r = match i {
+                // Holds no lease: another turn's id.
+                7 => store.step_leased(&thread, "someone-else", &m, &machines, None, ("someone-else", ttl)).await,
+                11 => store.step_releasing(&thread, &turn, &m, &machines, None, &turn).await.map(|s| (s, true)),
+                48 => store.step(&thread, &turn, &m, &machines).await.map(|s| (s, false)),
+                _ => store.step_leased(&thread, &turn, &m, &machines, None, (&turn, ttl)).await,
+            };
+            (i, r)
+        }
+    });
+    let results = futures::future::join_all(steps).await;
+    for (i, r) in &results {
+        match i {
+            7 => assert!(matches!(r, Err(StoreError::LeaseLost { .. })), "{r:?}"),
+            48 => assert!(matches!(r, Err(StoreError::UnknownThread(_))), "{r:?}"),
+            _ => assert_eq!(
+                r.as_ref().ok(),
+                Some(&(vec![1, 2], true)),
+                "step {i}: {r:?}"
+            ),
+        }
+    }
+    assert_eq!(store.batch_fallbacks() - fallbacks, 0, "a batch fell back");
+    let commits = store.commits() - commits;
+    assert!(
+        (1..=48).contains(&commits),
+        "{commits} commits for 49 steps"
+    );
+    let other = db.open().await;
+    for (i, t) in threads.iter().enumerate() {
+        let messages = other.messages(t).await.unwrap();
+        let lease = other.turn_lease(t).await.unwrap();
+        let trace = other
+            .machine(t, &format!("turn-{i}"), "frame")
+            .await
+            .unwrap();
+        match i {
+            7 => {
+                assert!(messages.is_empty(), "thread {i}");
+                assert_eq!(
+                    lease.map(|l| l.expires_at),
+                    Some(leases_before[i]),
+                    "untouched"
+                );
+                assert!(trace.is_none());
+            }
+            11 => {
+                assert_eq!(messages.len(), 2);
+                assert!(lease.is_none(), "released with its last step");
+            }
+            _ => {
+                let seqs: Vec<i64> = messages.iter().map(|m| m.seq).collect();
+                assert_eq!(seqs, vec![1, 2], "thread {i}");
+                assert_eq!(messages[0].body, json!({ "i": i }));
+                assert!(lease.unwrap().expires_at > leases_before[i], "renewed");
+                assert_eq!(trace.unwrap()["trace"], json!(["a", "b"]));
+            }
+        }
+    }
+}
+
+/// A machine rewound to fewer rows than it stored (a failed commit puts
+/// the frame machine back) reads back as its new trace: rows are upserted,
+/// not deleted, and the head's length hides the rest.
+async fn a_rewound_trace_reads_back_to_its_length(db: &Db) {
+    let store = db.open().await;
+    let t = store.create_thread(None).await.unwrap().id;
+    let part = |from: usize, rows: &[&str]| json!({"table": "frame", "table_hash": "h", "state": "S", "trace": rows, "trace_from": from});
+    store
+        .step(&t, "u", &[], &[("frame", part(0, &["a", "b", "c", "d"]))])
+        .await
+        .unwrap();
+    store
+        .step(&t, "u", &[], &[("frame", part(1, &["x"]))])
+        .await
+        .unwrap();
+    let snap = store.machine(&t, "u", "frame").await.unwrap().unwrap();
+    assert_eq!(snap["trace"], json!(["a", "x"]));
+    assert!(snap.get("trace_len").is_none(), "{snap}");
+    store
+        .step(&t, "u", &[], &[("frame", part(2, &["y"]))])
+        .await
+        .unwrap();
+    let all = db.open().await.machines(&t).await.unwrap();
+    assert_eq!(all[0].2["trace"], json!(["a", "x", "y"]));
 }
 
 /// A step that renews its turn's lease is refused, writing nothing, once

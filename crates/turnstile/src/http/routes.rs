@@ -204,6 +204,11 @@ pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
             "Payload bytes the step writer committed: message bodies, machine heads and trace rows",
             st.store.committed_bytes(),
         ),
+        (
+            "turnstile_store_batch_fallbacks",
+            "Group commits written again one step per savepoint after the one-statement-per-table path failed (a step that violates a constraint)",
+            st.store.batch_fallbacks(),
+        ),
     ];
     (
         [(

@@ -121,13 +121,22 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 ];
 
 /// A stored snapshot with its trace: the rows of `machine_rows` when it has
-/// any, else the trace stored inline (snapshots from before migration 3).
+/// any, else the trace stored inline (snapshots from before migration 3);
+/// only the first `trace_len` rows where the head says how many there are
+/// (rows past it are a rewound machine's, left by an upsert).
 pub(crate) fn with_trace(
     mut snapshot: serde_json::Value,
     rows: Option<Vec<String>>,
 ) -> serde_json::Value {
-    if let (Some(rows), Some(obj)) = (rows, snapshot.as_object_mut()) {
+    let Some(obj) = snapshot.as_object_mut() else {
+        return snapshot;
+    };
+    let len = obj.remove("trace_len").and_then(|v| v.as_u64());
+    if let Some(mut rows) = rows {
         if obj.contains_key("trace") {
+            if let Some(len) = len.and_then(|n| usize::try_from(n).ok()) {
+                rows.truncate(len);
+            }
             obj.insert("trace".into(), rows.into());
         }
     }
@@ -192,11 +201,9 @@ pub struct Store {
     /// The one task per database that commits steps, grouped (ADR 0021).
     writer: writer::Writer,
     /// Write statements and transactions committed through this handle
-    /// and its clones (benchmarks report commits per turn and per cycle).
-    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// Payload bytes the writer committed (message bodies, machine heads
-    /// and trace rows).
-    bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// and its clones (benchmarks report commits per turn and per cycle),
+    /// payload bytes the writer committed, and its fallbacks.
+    counters: std::sync::Arc<writer::Counters>,
 }
 
 /// A connection string, classified.
@@ -358,16 +365,13 @@ impl Store {
             let pool = pool.connect_with(target.options).await?;
             migrator().run(&pool).await?;
             tracing::info!("store ready");
-            let commits: std::sync::Arc<std::sync::atomic::AtomicU64> = Default::default();
-            let bytes: std::sync::Arc<std::sync::atomic::AtomicU64> = Default::default();
-            let writer =
-                writer::Writer::spawn(pool.clone(), backend, commits.clone(), bytes.clone());
+            let counters: std::sync::Arc<writer::Counters> = Default::default();
+            let writer = writer::Writer::spawn(pool.clone(), backend, counters.clone());
             Ok(Store {
                 pool,
                 backend,
                 writer,
-                commits,
-                bytes,
+                counters,
             })
         }
         .instrument(span)
@@ -378,18 +382,31 @@ impl Store {
     /// [`step`](Self::step), approval swap, lease claim, renewal and
     /// release, and thread creation is one commit.
     pub fn commits(&self) -> u64 {
-        self.commits.load(std::sync::atomic::Ordering::Relaxed)
+        self.counters
+            .commits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Group commits the writer had to write again one step per savepoint
+    /// because a statement of its one-statement-per-table path failed.
+    pub fn batch_fallbacks(&self) -> u64 {
+        self.counters
+            .fallbacks
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Payload bytes the step writer committed (message bodies, machine
     /// heads and trace rows; not the SQL around them).
     pub fn committed_bytes(&self) -> u64 {
-        self.bytes.load(std::sync::atomic::Ordering::Relaxed)
+        self.counters
+            .bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Counts one committed write.
     pub(crate) fn committed(&self) {
-        self.commits
+        self.counters
+            .commits
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 

@@ -6,13 +6,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::error::StoreError;
 
 /// A machine snapshot as a step hands it over, split into what is stored
-/// in `machines` (its trace left empty) and its trace rows: all of them,
-/// or, with `"trace_from": n`, the rows from the n-th on (the rest are
-/// stored already). A value without a trace of row ids is stored as it is.
+/// in `machines` (its trace left empty, its length as `trace_len`) and its
+/// trace rows: all of them, or, with `"trace_from": n`, the rows from the
+/// n-th on (the rest are stored already). A value without a trace of row
+/// ids is stored as it is.
+///
+/// The length is what lets a step upsert its rows without deleting: a
+/// rewound machine's rows past its length may linger and are not read.
 pub(super) fn split_trace(
     snapshot: &serde_json::Value,
 ) -> Result<(serde_json::Value, i64, Vec<String>), StoreError> {
-    let rows = snapshot
+    let rows: Option<Vec<String>> = snapshot
         .get("trace")
         .and_then(serde_json::Value::as_array)
         .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
@@ -32,6 +36,7 @@ pub(super) fn split_trace(
                 })?;
         }
         obj.insert("trace".into(), serde_json::json!([]));
+        obj.insert("trace_len".into(), (from + rows.len() as i64).into());
     }
     Ok((head, from, rows))
 }
@@ -42,10 +47,16 @@ pub(super) const ROWS_PER_INSERT: usize = 1000;
 /// `($1, …, $k), ($k+1, …), …`: `rows` groups of `width` numbered
 /// placeholders, for one multi-row `VALUES`.
 pub(super) fn placeholders(rows: usize, width: usize) -> String {
+    placeholders_from(rows, width, 0)
+}
+
+/// [`placeholders`], numbered from `$offset + 1` (after the statement's
+/// own parameters).
+pub(super) fn placeholders_from(rows: usize, width: usize, offset: usize) -> String {
     (0..rows)
         .map(|r| {
             let group = (1..=width)
-                .map(|c| format!("${}", r * width + c))
+                .map(|c| format!("${}", offset + r * width + c))
                 .collect::<Vec<_>>()
                 .join(", ");
             format!("({group})")

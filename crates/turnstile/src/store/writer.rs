@@ -20,11 +20,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::error::StoreError;
 use super::model::{Backend, Mark, NewApproval, NewMessage};
-use super::sql::{now_ms, placeholders, split_trace, ROWS_PER_INSERT};
+use super::sql::{now_ms, placeholders, placeholders_from, split_trace, ROWS_PER_INSERT};
 
 /// The most steps one transaction takes: a bound on how long a batch holds
 /// the write lock and on the statement sizes.
-const MAX_BATCH: usize = 64;
+const MAX_BATCH: usize = 256;
 
 /// Steps waiting for the writer, at most (backpressure on the turns).
 const QUEUE: usize = 1024;
@@ -35,8 +35,7 @@ pub(super) struct Step {
     turn_id: String,
     /// (role, body as JSON text, mark).
     messages: Vec<(&'static str, String, Option<Mark>)>,
-    /// (name, snapshot head as JSON text, trace from, trace rows).
-    machines: Vec<(String, String, i64, Vec<String>)>,
+    machines: Vec<Head>,
     approval: Option<NewApproval>,
     /// Renew the lease held under this turn id (the claim's: a resumed
     /// stream claims under an id of its own) by this, in the same
@@ -44,6 +43,10 @@ pub(super) struct Step {
     /// step).
     lease: Option<(String, std::time::Duration, bool)>,
 }
+
+/// A machine as a step writes it: (name, snapshot head as JSON text,
+/// trace from, trace rows).
+type Head = (String, String, i64, Vec<String>);
 
 /// What a committed step reports: its seqs, and whether it renewed the
 /// turn's lease (it still held it).
@@ -106,6 +109,19 @@ impl Step {
 
 type Reply = oneshot::Sender<Result<Written, StoreError>>;
 
+/// What the writer counts, shared with every clone of the store.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    /// Group commits.
+    pub(super) commits: AtomicU64,
+    /// Payload bytes committed (see `Step::bytes`).
+    pub(super) bytes: AtomicU64,
+    /// Batches written again one step per savepoint after a statement of
+    /// the one-statement-per-table path failed (a step that violates a
+    /// constraint; a rising count with no such step is a bug).
+    pub(super) fallbacks: AtomicU64,
+}
+
 /// The handle every clone of a store shares.
 #[derive(Clone, Debug)]
 pub(super) struct Writer {
@@ -114,14 +130,9 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Starts the writer task of `pool`. It ends when every handle is gone.
-    pub(super) fn spawn(
-        pool: AnyPool,
-        backend: Backend,
-        commits: Arc<AtomicU64>,
-        bytes: Arc<AtomicU64>,
-    ) -> Writer {
+    pub(super) fn spawn(pool: AnyPool, backend: Backend, counters: Arc<Counters>) -> Writer {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(pool, backend, commits, bytes, rx));
+        tokio::spawn(run(pool, backend, counters, rx));
         Writer { tx }
     }
 
@@ -141,8 +152,7 @@ impl Writer {
 async fn run(
     pool: AnyPool,
     backend: Backend,
-    commits: Arc<AtomicU64>,
-    bytes: Arc<AtomicU64>,
+    counters: Arc<Counters>,
     mut rx: mpsc::Receiver<(Step, Reply)>,
 ) {
     while let Some(first) = rx.recv().await {
@@ -155,11 +165,14 @@ async fn run(
         }
         let (steps, replies): (Vec<Step>, Vec<Reply>) = batch.into_iter().unzip();
         let span = tracing::debug_span!("store.group_commit", steps = steps.len());
-        let results = tracing::Instrument::instrument(commit(&pool, backend, &steps), span).await;
+        let results =
+            tracing::Instrument::instrument(commit(&pool, backend, &counters, &steps), span).await;
         match results {
             Ok(results) => {
-                commits.fetch_add(1, Ordering::Relaxed);
-                bytes.fetch_add(steps.iter().map(Step::bytes).sum(), Ordering::Relaxed);
+                counters.commits.fetch_add(1, Ordering::Relaxed);
+                counters
+                    .bytes
+                    .fetch_add(steps.iter().map(Step::bytes).sum(), Ordering::Relaxed);
                 for (reply, result) in replies.into_iter().zip(results) {
                     let _ = reply.send(result);
                 }
@@ -176,18 +189,344 @@ async fn run(
     }
 }
 
-/// One transaction for `steps`: each in a savepoint when there are several,
-/// so that a failing step is undone alone. The per-step results, once
-/// committed.
+/// One transaction for `steps`, the per-step results once committed.
+///
+/// A batch of steps on distinct threads is written as one statement per
+/// table for the whole batch (`commit_batch`): a statement is a hop to
+/// the database's worker, and a batch of many steps would otherwise make
+/// several hops per step. Any statement error there undoes the batch,
+/// which is then written again one savepoint per step (`commit_each`), so
+/// a step that violates a constraint fails alone, as before.
 async fn commit(
+    pool: &AnyPool,
+    backend: Backend,
+    counters: &Counters,
+    steps: &[Step],
+) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+    if batchable(steps) {
+        match commit_batch(pool, backend, steps).await {
+            Ok(out) => return Ok(out),
+            Err(e) => {
+                counters.fallbacks.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    error = %e,
+                    steps = steps.len(),
+                    "a batched commit failed; writing its steps one by one"
+                );
+            }
+        }
+    }
+    commit_each(pool, backend, steps).await
+}
+
+/// Whether one statement per table can carry the batch: every step on a
+/// thread of its own (the seq allocation is one row per thread, and an
+/// upsert may not touch one key twice).
+fn batchable(steps: &[Step]) -> bool {
+    let mut threads = std::collections::HashSet::with_capacity(steps.len());
+    steps.iter().all(|s| threads.insert(s.thread_id.as_str()))
+}
+
+/// Bind parameters per statement, under both databases' limits (SQLite
+/// 32,766; PostgreSQL 65,535).
+const PARAMS_PER_STATEMENT: usize = 30_000;
+
+/// Rows of `width` parameters per statement.
+fn rows_per_statement(width: usize) -> usize {
+    (PARAMS_PER_STATEMENT / width).max(1)
+}
+
+/// The batch in one transaction, one statement per table (chunked under
+/// the parameter limits): leases first, so a step whose turn lost its
+/// lease writes nothing; then the threads' seqs, so a step on an unknown
+/// thread writes nothing; then every surviving step's messages, machines,
+/// trace rows and interrupts.
+async fn commit_batch(
     pool: &AnyPool,
     backend: Backend,
     steps: &[Step],
 ) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
-    let mut tx = match backend {
+    let mut tx = begin(pool, backend).await?;
+    let now = now_ms();
+    let mut out: Vec<Option<Result<Written, StoreError>>> =
+        (0..steps.len()).map(|_| None).collect();
+
+    // Leases: renewals grouped by their new expiry, releases apart.
+    let mut renewals: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+    let mut releases = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        match &step.lease {
+            Some((_, _, true)) => releases.push(i),
+            Some((_, ttl, false)) => {
+                let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+                renewals.entry(until).or_default().push(i);
+            }
+            None => {}
+        }
+    }
+    let mut held = std::collections::HashSet::new();
+    for (until, group) in &renewals {
+        for chunk in group.chunks(rows_per_statement(2)) {
+            let sql = format!(
+                "UPDATE turn_leases SET expires_at = $1 WHERE (thread_id, turn_id) IN (VALUES {}) \
+                 RETURNING thread_id",
+                placeholders_from(chunk.len(), 2, 1)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(*until);
+            for &i in chunk {
+                q = q
+                    .bind(steps[i].thread_id.as_str())
+                    .bind(lease_holder(&steps[i]));
+            }
+            for row in q.fetch_all(&mut *tx).await? {
+                held.insert(row.try_get::<String, _>("thread_id")?);
+            }
+        }
+    }
+    for chunk in releases.chunks(rows_per_statement(2)) {
+        let sql = format!(
+            "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id",
+            placeholders(chunk.len(), 2)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for &i in chunk {
+            q = q
+                .bind(steps[i].thread_id.as_str())
+                .bind(lease_holder(&steps[i]));
+        }
+        for row in q.fetch_all(&mut *tx).await? {
+            held.insert(row.try_get::<String, _>("thread_id")?);
+        }
+    }
+    for (i, step) in steps.iter().enumerate() {
+        if let Some((holder, ..)) = &step.lease {
+            if !held.contains(&step.thread_id) {
+                out[i] = Some(Err(StoreError::LeaseLost {
+                    thread_id: step.thread_id.clone(),
+                    turn_id: holder.clone(),
+                }));
+            }
+        }
+    }
+
+    // Seqs: one row per thread; the pointers move in the same statement
+    // (`threads.last_seq` on the right is the value before it).
+    let live: Vec<usize> = (0..steps.len()).filter(|i| out[*i].is_none()).collect();
+    let mut last_seqs = std::collections::HashMap::new();
+    for chunk in live.chunks(rows_per_statement(4)) {
+        let sql = format!(
+            "UPDATE threads SET last_seq = threads.last_seq + v.column2, \
+             population_seq = CASE WHEN v.column3 > 0 THEN threads.last_seq + v.column3 \
+               ELSE threads.population_seq END, \
+             delivery_seq = CASE WHEN v.column4 > 0 THEN threads.last_seq + v.column4 \
+               ELSE threads.delivery_seq END \
+             FROM (VALUES {}) AS v WHERE threads.id = v.column1 \
+             RETURNING threads.id, threads.last_seq",
+            placeholders(chunk.len(), 4)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for &i in chunk {
+            let step = &steps[i];
+            q = q
+                .bind(step.thread_id.as_str())
+                .bind(step.count()?)
+                .bind(step.marked(Mark::Population))
+                .bind(step.marked(Mark::Delivery));
+        }
+        for row in q.fetch_all(&mut *tx).await? {
+            let id: String = row.try_get("id")?;
+            last_seqs.insert(id, row.try_get::<i64, _>("last_seq")?);
+        }
+    }
+    let mut written = Vec::new();
+    for &i in &live {
+        let step = &steps[i];
+        match last_seqs.get(&step.thread_id) {
+            Some(&last) => {
+                let first = last - step.count()? + 1;
+                written.push((i, first));
+                out[i] = Some(Ok(((first..=last).collect(), step.lease.is_some())));
+            }
+            None => out[i] = Some(Err(StoreError::UnknownThread(step.thread_id.clone()))),
+        }
+    }
+
+    // Messages, machines and trace rows of every step written.
+    let messages: Vec<Seqd<'_>> = written
+        .iter()
+        .flat_map(|&(i, first)| {
+            (first..)
+                .zip(&steps[i].messages)
+                .map(move |(seq, m)| (&steps[i], seq, m))
+        })
+        .collect();
+    insert_messages(&mut tx, &messages, now).await?;
+    let steps_written: Vec<&Step> = written.iter().map(|&(i, _)| &steps[i]).collect();
+    upsert_machines(&mut tx, &steps_written, now).await?;
+    for &(i, _) in &written {
+        if let Some(a) = &steps[i].approval {
+            insert_approval(&mut tx, &steps[i], a, now).await?;
+        }
+    }
+    tx.commit().await?;
+    out.into_iter()
+        .map(|r| r.ok_or_else(|| StoreError::Writer("a step of the batch was not written".into())))
+        .collect()
+}
+
+/// A message of a step with the seq it was given.
+type Seqd<'a> = (&'a Step, i64, &'a (&'static str, String, Option<Mark>));
+
+/// `messages` inserted: one statement (chunked under the parameter limits).
+async fn insert_messages(
+    tx: &mut Transaction<'static, Any>,
+    messages: &[Seqd<'_>],
+    now: i64,
+) -> Result<(), StoreError> {
+    for chunk in messages.chunks(rows_per_statement(6)) {
+        let sql = format!(
+            "INSERT INTO messages (thread_id, seq, turn_id, role, body, created_at) VALUES {}",
+            placeholders(chunk.len(), 6)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (step, seq, (role, body, _)) in chunk {
+            q = q
+                .bind(step.thread_id.as_str())
+                .bind(*seq)
+                .bind(step.turn_id.as_str())
+                .bind(*role)
+                .bind(body.as_str())
+                .bind(now);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// The turn id a step's lease is held under.
+fn lease_holder(step: &Step) -> &str {
+    step.lease
+        .as_ref()
+        .map_or("", |(holder, ..)| holder.as_str())
+}
+
+impl Step {
+    /// How many messages the step appends.
+    fn count(&self) -> Result<i64, StoreError> {
+        i64::try_from(self.messages.len()).map_err(|_| StoreError::Corrupt {
+            table: "messages",
+            detail: "too many messages in one step".into(),
+        })
+    }
+
+    /// The position (1-based) in this step of the last message of `mark`,
+    /// 0 for none: the thread's pointer moves to its seq.
+    fn marked(&self, mark: Mark) -> i64 {
+        self.messages
+            .iter()
+            .rposition(|(_, _, m)| *m == Some(mark))
+            .map_or(0, |i| i as i64 + 1)
+    }
+}
+
+async fn begin(pool: &AnyPool, backend: Backend) -> Result<Transaction<'static, Any>, StoreError> {
+    Ok(match backend {
         Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await?,
         Backend::Postgres => pool.begin().await?,
-    };
+    })
+}
+
+/// Every machine of `steps` upserted, and their new trace rows: one
+/// statement each (chunked). Rows are upserted, not deleted and inserted:
+/// a rewritten tail (a full snapshot, a rewound machine, a step retried)
+/// overwrites rows from its `from` on, and the head's `trace_len` hides
+/// any row past the end.
+async fn upsert_machines(
+    tx: &mut Transaction<'static, Any>,
+    steps: &[&Step],
+    now: i64,
+) -> Result<(), StoreError> {
+    let heads: Vec<(&Step, &Head)> = steps
+        .iter()
+        .flat_map(|s| s.machines.iter().map(move |m| (*s, m)))
+        .collect();
+    for chunk in heads.chunks(rows_per_statement(5)) {
+        let sql = format!(
+            "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) VALUES {} \
+             ON CONFLICT (thread_id, turn_id, name) \
+             DO UPDATE SET snapshot = excluded.snapshot, updated_at = excluded.updated_at",
+            placeholders(chunk.len(), 5)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (step, (name, snapshot, _, _)) in chunk {
+            q = q
+                .bind(step.thread_id.as_str())
+                .bind(step.turn_id.as_str())
+                .bind(name.as_str())
+                .bind(snapshot.as_str())
+                .bind(now);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    let rows: Vec<(&Step, &str, i64, &str)> = heads
+        .iter()
+        .flat_map(|(step, (name, _, from, ids))| {
+            (*from..)
+                .zip(ids)
+                .map(move |(n, id)| (*step, name.as_str(), n, id.as_str()))
+        })
+        .collect();
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) VALUES {} \
+             ON CONFLICT (thread_id, turn_id, name, n) DO UPDATE SET row_id = excluded.row_id",
+            placeholders(chunk.len(), 5)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (step, name, n, row_id) in chunk {
+            q = q
+                .bind(step.thread_id.as_str())
+                .bind(step.turn_id.as_str())
+                .bind(*name)
+                .bind(*n)
+                .bind(*row_id);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+async fn insert_approval(
+    tx: &mut Transaction<'static, Any>,
+    step: &Step,
+    a: &NewApproval,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO approvals (interrupt_id, thread_id, turn_id, state, machine, action, \
+         expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+    )
+    .bind(a.interrupt_id.as_str())
+    .bind(step.thread_id.as_str())
+    .bind(step.turn_id.as_str())
+    .bind(a.state.as_str())
+    .bind(serde_json::to_string(&a.machine)?)
+    .bind(serde_json::to_string(&a.action)?)
+    .bind(a.expires_at)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// One transaction for `steps`, each in a savepoint when there are
+/// several, so that a failing step is undone alone.
+async fn commit_each(
+    pool: &AnyPool,
+    backend: Backend,
+    steps: &[Step],
+) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
+    let mut tx = begin(pool, backend).await?;
     let alone = steps.len() == 1;
     let mut out = Vec::with_capacity(steps.len());
     for step in steps {
@@ -221,10 +560,11 @@ async fn commit(
     Ok(out)
 }
 
-/// One step's statements: its seqs (and the thread's pointers), its
-/// messages, its machines and their new trace rows, its interrupt.
+/// One step's statements: its lease, its seqs (and the thread's
+/// pointers), its messages, its machines and their new trace rows, its
+/// interrupt.
 async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Written, StoreError> {
-    let (thread_id, turn_id) = (step.thread_id.as_str(), step.turn_id.as_str());
+    let thread_id = step.thread_id.as_str();
     let now = now_ms();
     // The turn's lease rides on its own commits: a turn that commits is
     // making progress, and its lease never waits behind other commits to be
@@ -256,18 +596,7 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
             });
         }
     }
-    let count = i64::try_from(step.messages.len()).map_err(|_| StoreError::Corrupt {
-        table: "messages",
-        detail: "too many messages in one step".into(),
-    })?;
-    // The position (1-based) in this step of the last message of each mark,
-    // 0 for none: the thread's pointer moves to its seq.
-    let marked = |mark: Mark| -> i64 {
-        step.messages
-            .iter()
-            .rposition(|(_, _, m)| *m == Some(mark))
-            .map_or(0, |i| i as i64 + 1)
-    };
+    let count = step.count()?;
     // Allocates the seqs and (PostgreSQL) row-locks the thread until commit;
     // a rollback undoes the increment, so seqs stay gapless. The pointers
     // move in the same statement (`last_seq` on the right is the value
@@ -280,8 +609,8 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
     )
     .bind(count)
     .bind(thread_id)
-    .bind(marked(Mark::Population))
-    .bind(marked(Mark::Delivery))
+    .bind(step.marked(Mark::Population))
+    .bind(step.marked(Mark::Delivery))
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {
@@ -290,104 +619,14 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
     let last: i64 = row.try_get("last_seq")?;
     let first = last - count + 1;
 
-    // One statement per table, however many rows: a statement costs a round
-    // trip to the database.
-    if !step.messages.is_empty() {
-        let sql = format!(
-            "INSERT INTO messages (thread_id, seq, turn_id, role, body, created_at) VALUES {}",
-            placeholders(step.messages.len(), 6)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (seq, (role, body, _)) in (first..).zip(&step.messages) {
-            q = q
-                .bind(thread_id)
-                .bind(seq)
-                .bind(turn_id)
-                .bind(*role)
-                .bind(body.as_str())
-                .bind(now);
-        }
-        q.execute(&mut **tx).await?;
-    }
-
-    let snapshots = &step.machines;
-    if !snapshots.is_empty() {
-        let sql = format!(
-            "INSERT INTO machines (thread_id, turn_id, name, snapshot, updated_at) VALUES {} \
-             ON CONFLICT (thread_id, turn_id, name) \
-             DO UPDATE SET snapshot = excluded.snapshot, updated_at = excluded.updated_at",
-            placeholders(snapshots.len(), 5)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (name, snapshot, _, _) in snapshots {
-            q = q
-                .bind(thread_id)
-                .bind(turn_id)
-                .bind(name.as_str())
-                .bind(snapshot.as_str())
-                .bind(now);
-        }
-        q.execute(&mut **tx).await?;
-        // Each machine's rows from its `from` on are these: a rewritten tail
-        // (a full snapshot, a rewound machine, a step retried) replaces what
-        // was there.
-        let tails = (0..snapshots.len())
-            .map(|i| format!("(name = ${} AND n >= ${})", 3 + 2 * i, 4 + 2 * i))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        let sql =
-            format!("DELETE FROM machine_rows WHERE thread_id = $1 AND turn_id = $2 AND ({tails})");
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(thread_id)
-            .bind(turn_id);
-        for (name, _, from, _) in snapshots {
-            q = q.bind(name.as_str()).bind(*from);
-        }
-        q.execute(&mut **tx).await?;
-        // A full snapshot (recovery, a long stream) may carry thousands of
-        // rows: in chunks, under both databases' parameter limits (SQLite
-        // 32,766; PostgreSQL 65,535).
-        let rows: Vec<(&str, i64, &str)> = snapshots
-            .iter()
-            .flat_map(|(name, _, from, ids)| {
-                (*from..)
-                    .zip(ids)
-                    .map(move |(n, id)| (name.as_str(), n, id.as_str()))
-            })
-            .collect();
-        for chunk in rows.chunks(ROWS_PER_INSERT) {
-            let sql = format!(
-                "INSERT INTO machine_rows (thread_id, turn_id, name, n, row_id) VALUES {}",
-                placeholders(chunk.len(), 5)
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (name, n, row_id) in chunk {
-                q = q
-                    .bind(thread_id)
-                    .bind(turn_id)
-                    .bind(*name)
-                    .bind(*n)
-                    .bind(*row_id);
-            }
-            q.execute(&mut **tx).await?;
-        }
-    }
-
+    let messages: Vec<Seqd<'_>> = (first..)
+        .zip(&step.messages)
+        .map(|(seq, m)| (step, seq, m))
+        .collect();
+    insert_messages(tx, &messages, now).await?;
+    upsert_machines(tx, &[step], now).await?;
     if let Some(a) = &step.approval {
-        sqlx::query(
-            "INSERT INTO approvals (interrupt_id, thread_id, turn_id, state, machine, action, \
-             expires_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-        )
-        .bind(a.interrupt_id.as_str())
-        .bind(thread_id)
-        .bind(turn_id)
-        .bind(a.state.as_str())
-        .bind(serde_json::to_string(&a.machine)?)
-        .bind(serde_json::to_string(&a.action)?)
-        .bind(a.expires_at)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
+        insert_approval(tx, step, a, now).await?;
     }
     Ok(((first..=last).collect(), step.lease.is_some()))
 }
