@@ -96,6 +96,7 @@ suite!(
     a_step_of_a_turn_that_lost_its_lease_writes_nothing,
     a_batch_on_many_threads_is_one_statement_per_table,
     a_rewound_trace_reads_back_to_its_length,
+    claims_on_many_threads_go_through_the_step_writer,
     a_task_settles_once_by_compare_and_swap,
 );
 
@@ -352,6 +353,48 @@ async fn a_batch_on_many_threads_is_one_statement_per_table(db: &Db) {
             }
         }
     }
+}
+
+/// Lease claims go through the step writer and share its group commits:
+/// sent at once on 32 threads, half of them held by a live lease, each
+/// hears its own answer, no batch falls back, and the claimed ones hold.
+async fn claims_on_many_threads_go_through_the_step_writer(db: &Db) {
+    let store = db.open().await;
+    let ttl = Duration::from_secs(30);
+    let threads: Vec<String> =
+        futures::future::join_all((0..32).map(|_| store.create_thread(None)))
+            .await
+            .into_iter()
+            .map(|t| t.unwrap().id)
+            .collect();
+    for t in threads.iter().step_by(2) {
+        store.claim_turn_lease(t, "first", ttl).await.unwrap();
+    }
+    let fallbacks = store.batch_fallbacks();
+    let claims = threads
+        .iter()
+        .map(|t| store.claim_turn_lease(t, "second", ttl));
+    let results = futures::future::join_all(claims).await;
+    for (i, r) in results.iter().enumerate() {
+        match i % 2 {
+            0 => assert!(matches!(r, Err(StoreError::LeaseHeld(_))), "{i}: {r:?}"),
+            _ => assert_eq!(r.as_ref().map(|l| l.turn_id.as_str()).ok(), Some("second")),
+        }
+        let holder = db
+            .open()
+            .await
+            .turn_lease(&threads[i])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(holder.turn_id, if i % 2 == 0 { "first" } else { "second" });
+    }
+    assert_eq!(store.batch_fallbacks(), fallbacks, "a batch fell back");
+    let unknown = store.claim_turn_lease(&random_id(), "x", ttl).await;
+    assert!(
+        matches!(unknown, Err(StoreError::UnknownThread(_))),
+        "{unknown:?}"
+    );
 }
 
 /// A machine rewound to fewer rows than it stored (a failed commit puts

@@ -72,32 +72,13 @@ impl Store {
             claimed_at: now,
             expires_at: expiry(now, ttl),
         };
-        let done = sqlx::query(
-            "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) \
-             VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
-             claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
-             WHERE turn_leases.expires_at <= $3",
-        )
-        .bind(thread_id)
-        .bind(turn_id)
-        .bind(lease.claimed_at)
-        .bind(lease.expires_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                StoreError::UnknownThread(thread_id.to_owned())
-            }
-            _ => StoreError::Database(e),
-        })?;
-        self.committed();
-        if done.rows_affected() == 1 {
-            tracing::debug!(expires_at = lease.expires_at, "turn lease claimed");
-            Ok(lease)
-        } else {
-            Err(StoreError::LeaseHeld(thread_id.to_owned()))
-        }
+        // Through the step writer: a claim shares a group commit with other
+        // turns' steps instead of waiting for SQLite's write lock on its own.
+        let step =
+            super::writer::Step::claim(thread_id, turn_id, lease.claimed_at, lease.expires_at);
+        self.writer.write(step).await?;
+        tracing::debug!(expires_at = lease.expires_at, "turn lease claimed");
+        Ok(lease)
     }
 
     /// Extends `turn_id`'s lease on the thread to `ttl` from now. Fails with

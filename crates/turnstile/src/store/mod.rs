@@ -513,7 +513,8 @@ impl Store {
         lease: (&str, Duration),
     ) -> Result<(Vec<i64>, bool), StoreError> {
         let step = (thread_id, turn_id, messages, machines, approval);
-        self.write_step(step, Some((lease.0, lease.1, false))).await
+        self.write_step(step, Some((lease.0, writer::LeaseOp::Renew(lease.1))))
+            .await
     }
 
     /// [`step_leased`](Self::step_leased) for a turn's last step: the lease
@@ -532,7 +533,7 @@ impl Store {
         holder: &str,
     ) -> Result<Vec<i64>, StoreError> {
         let step = (thread_id, turn_id, messages, machines, approval);
-        let lease = Some((holder, Duration::ZERO, true));
+        let lease = Some((holder, writer::LeaseOp::Release));
         Ok(self.write_step(step, lease).await?.0)
     }
 
@@ -548,7 +549,7 @@ impl Store {
     async fn write_step(
         &self,
         step: StepParts<'_>,
-        lease: Option<(&str, Duration, bool)>,
+        lease: Option<(&str, writer::LeaseOp)>,
     ) -> Result<(Vec<i64>, bool), StoreError> {
         let (thread_id, turn_id, messages, machines, approval) = step;
         let step = writer::Step::encode(thread_id, turn_id, messages, machines, approval, lease)?;

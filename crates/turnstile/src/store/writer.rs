@@ -37,11 +37,24 @@ pub(super) struct Step {
     messages: Vec<(&'static str, String, Option<Mark>)>,
     machines: Vec<Head>,
     approval: Option<NewApproval>,
-    /// Renew the lease held under this turn id (the claim's: a resumed
-    /// stream claims under an id of its own) by this, in the same
-    /// transaction; or, with `true`, release it there (the turn's last
-    /// step).
-    lease: Option<(String, std::time::Duration, bool)>,
+    /// The lease held under this turn id (the claim's: a resumed stream
+    /// claims under an id of its own), and what the step does to it in
+    /// its transaction.
+    lease: Option<(String, LeaseOp)>,
+}
+
+/// What a step does to its thread's lease.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum LeaseOp {
+    /// Renew it by this TTL from the commit (a step of a running turn).
+    Renew(std::time::Duration),
+    /// Delete it (the turn's last step).
+    Release,
+    /// Take it when no lease exists or the existing one has expired by
+    /// `claimed_at`, holding until `expires_at` (unix ms). A claim step
+    /// writes nothing else: claims share group commits with the steps of
+    /// other turns instead of taking SQLite's write lock on their own.
+    Claim { claimed_at: i64, expires_at: i64 },
 }
 
 /// A machine as a step writes it: (name, snapshot head as JSON text,
@@ -60,7 +73,7 @@ impl Step {
         messages: &[NewMessage],
         machines: &[(&str, serde_json::Value)],
         approval: Option<&NewApproval>,
-        lease: Option<(&str, std::time::Duration, bool)>,
+        lease: Option<(&str, LeaseOp)>,
     ) -> Result<Step, StoreError> {
         let messages = messages
             .iter()
@@ -88,8 +101,26 @@ impl Step {
             messages,
             machines: kept,
             approval: approval.cloned(),
-            lease: lease.map(|(holder, ttl, release)| (holder.to_string(), ttl, release)),
+            lease: lease.map(|(holder, op)| (holder.to_string(), op)),
         })
+    }
+
+    /// A step that only claims the thread's lease for `turn_id`.
+    pub(super) fn claim(thread_id: &str, turn_id: &str, claimed_at: i64, expires_at: i64) -> Step {
+        Step {
+            thread_id: thread_id.to_string(),
+            turn_id: turn_id.to_string(),
+            messages: Vec::new(),
+            machines: Vec::new(),
+            approval: None,
+            lease: Some((
+                turn_id.to_string(),
+                LeaseOp::Claim {
+                    claimed_at,
+                    expires_at,
+                },
+            )),
+        }
     }
 }
 
@@ -251,20 +282,40 @@ async fn commit_batch(
     let mut out: Vec<Option<Result<Written, StoreError>>> =
         (0..steps.len()).map(|_| None).collect();
 
-    // Leases: renewals grouped by their new expiry, releases apart.
+    // Leases: claims, renewals grouped by their new expiry, releases.
+    let mut claims = Vec::new();
     let mut renewals: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
     let mut releases = Vec::new();
     for (i, step) in steps.iter().enumerate() {
-        match &step.lease {
-            Some((_, _, true)) => releases.push(i),
-            Some((_, ttl, false)) => {
-                let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-                renewals.entry(until).or_default().push(i);
-            }
+        match step.lease.as_ref().map(|(_, op)| *op) {
+            Some(LeaseOp::Release) => releases.push(i),
+            Some(LeaseOp::Renew(ttl)) => renewals.entry(until(now, ttl)).or_default().push(i),
+            Some(LeaseOp::Claim { .. }) => claims.push(i),
             None => {}
         }
     }
     let mut held = std::collections::HashSet::new();
+    for chunk in claims.chunks(rows_per_statement(4)) {
+        let sql = format!(
+            "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) VALUES {} \
+             ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
+             claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
+             WHERE turn_leases.expires_at <= excluded.claimed_at RETURNING thread_id",
+            placeholders(chunk.len(), 4)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for &i in chunk {
+            let (claimed_at, expires_at) = claim_times(&steps[i]);
+            q = q
+                .bind(steps[i].thread_id.as_str())
+                .bind(lease_holder(&steps[i]))
+                .bind(claimed_at)
+                .bind(expires_at);
+        }
+        for row in q.fetch_all(&mut *tx).await? {
+            held.insert(row.try_get::<String, _>("thread_id")?);
+        }
+    }
     for (until, group) in &renewals {
         for chunk in group.chunks(rows_per_statement(2)) {
             let sql = format!(
@@ -299,13 +350,18 @@ async fn commit_batch(
         }
     }
     for (i, step) in steps.iter().enumerate() {
-        if let Some((holder, ..)) = &step.lease {
-            if !held.contains(&step.thread_id) {
-                out[i] = Some(Err(StoreError::LeaseLost {
+        if let Some((holder, op)) = &step.lease {
+            out[i] = match (held.contains(&step.thread_id), op) {
+                (true, LeaseOp::Claim { .. }) => Some(Ok((Vec::new(), true))),
+                (true, _) => None,
+                (false, LeaseOp::Claim { .. }) => {
+                    Some(Err(StoreError::LeaseHeld(step.thread_id.clone())))
+                }
+                (false, _) => Some(Err(StoreError::LeaseLost {
                     thread_id: step.thread_id.clone(),
                     turn_id: holder.clone(),
-                }));
-            }
+                })),
+            };
         }
     }
 
@@ -401,6 +457,25 @@ async fn insert_messages(
         q.execute(&mut **tx).await?;
     }
     Ok(())
+}
+
+/// A renewal's new expiry: `ttl` from `now` (unix ms).
+fn until(now: i64, ttl: std::time::Duration) -> i64 {
+    now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A claim step's times (none for another step).
+fn claim_times(step: &Step) -> (i64, i64) {
+    match step.lease {
+        Some((
+            _,
+            LeaseOp::Claim {
+                claimed_at,
+                expires_at,
+            },
+        )) => (claimed_at, expires_at),
+        _ => (0, 0),
+    }
 }
 
 /// The turn id a step's lease is held under.
@@ -570,30 +645,53 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
     // making progress, and its lease never waits behind other commits to be
     // renewed. First, so that a turn that no longer holds the lease (another
     // took the thread) writes nothing: its step is undone.
-    if let Some((holder, ttl, release)) = &step.lease {
-        let held = match release {
-            true => sqlx::query("DELETE FROM turn_leases WHERE thread_id = $1 AND turn_id = $2")
-                .bind(thread_id)
-                .bind(holder.as_str()),
-            false => {
-                let until = now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-                sqlx::query(
-                    "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
-                )
-                .bind(until)
-                .bind(thread_id)
-                .bind(holder.as_str())
+    if let Some((holder, op)) = &step.lease {
+        let q = match *op {
+            LeaseOp::Release => {
+                sqlx::query("DELETE FROM turn_leases WHERE thread_id = $1 AND turn_id = $2")
+                    .bind(thread_id)
+                    .bind(holder.as_str())
             }
-        }
-        .execute(&mut **tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if !held {
-            return Err(StoreError::LeaseLost {
-                thread_id: thread_id.to_owned(),
-                turn_id: holder.clone(),
-            });
+            LeaseOp::Renew(ttl) => sqlx::query(
+                "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
+            )
+            .bind(until(now, ttl))
+            .bind(thread_id)
+            .bind(holder.as_str()),
+            LeaseOp::Claim {
+                claimed_at,
+                expires_at,
+            } => sqlx::query(
+                "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) \
+                 VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
+                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
+                 WHERE turn_leases.expires_at <= $3",
+            )
+            .bind(thread_id)
+            .bind(holder.as_str())
+            .bind(claimed_at)
+            .bind(expires_at),
+        };
+        let held = q.execute(&mut **tx).await.map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+                StoreError::UnknownThread(thread_id.to_owned())
+            }
+            _ => StoreError::Database(e),
+        })?;
+        let held = held.rows_affected() == 1;
+        match (held, op) {
+            (true, LeaseOp::Claim { .. }) => return Ok((Vec::new(), true)),
+            (true, _) => {}
+            (false, LeaseOp::Claim { .. }) => {
+                return Err(StoreError::LeaseHeld(thread_id.to_owned()))
+            }
+            (false, _) => {
+                return Err(StoreError::LeaseLost {
+                    thread_id: thread_id.to_owned(),
+                    turn_id: holder.clone(),
+                })
+            }
         }
     }
     let count = step.count()?;
