@@ -222,7 +222,7 @@ async fn run(
 
 /// One transaction for `steps`, the per-step results once committed.
 ///
-/// A batch of steps on distinct threads is written as one statement per
+/// A batch of several steps on distinct threads is written as one statement per
 /// table for the whole batch (`commit_batch`): a statement is a hop to
 /// the database's worker, and a batch of many steps would otherwise make
 /// several hops per step. Any statement error there undoes the batch,
@@ -234,7 +234,16 @@ async fn commit(
     counters: &Counters,
     steps: &[Step],
 ) -> Result<Vec<Result<Written, StoreError>>, StoreError> {
-    if batchable(steps) {
+    // A claim alone is one autocommit statement (a transaction around it
+    // would cost two more round trips to the database's worker).
+    if let [step] = steps {
+        if matches!(step.lease, Some((_, LeaseOp::Claim { .. }))) {
+            let mut conn = pool.acquire().await?;
+            return Ok(vec![write_lease(&mut conn, step, now_ms()).await]);
+        }
+    }
+    // A step alone takes the plainer statements of the per-step path.
+    if steps.len() > 1 && batchable(steps) {
         match commit_batch(pool, backend, steps).await {
             Ok(out) => return Ok(out),
             Err(e) => {
@@ -644,55 +653,11 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
     // The turn's lease rides on its own commits: a turn that commits is
     // making progress, and its lease never waits behind other commits to be
     // renewed. First, so that a turn that no longer holds the lease (another
-    // took the thread) writes nothing: its step is undone.
-    if let Some((holder, op)) = &step.lease {
-        let q = match *op {
-            LeaseOp::Release => {
-                sqlx::query("DELETE FROM turn_leases WHERE thread_id = $1 AND turn_id = $2")
-                    .bind(thread_id)
-                    .bind(holder.as_str())
-            }
-            LeaseOp::Renew(ttl) => sqlx::query(
-                "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
-            )
-            .bind(until(now, ttl))
-            .bind(thread_id)
-            .bind(holder.as_str()),
-            LeaseOp::Claim {
-                claimed_at,
-                expires_at,
-            } => sqlx::query(
-                "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) \
-                 VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
-                 claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
-                 WHERE turn_leases.expires_at <= $3",
-            )
-            .bind(thread_id)
-            .bind(holder.as_str())
-            .bind(claimed_at)
-            .bind(expires_at),
-        };
-        let held = q.execute(&mut **tx).await.map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                StoreError::UnknownThread(thread_id.to_owned())
-            }
-            _ => StoreError::Database(e),
-        })?;
-        let held = held.rows_affected() == 1;
-        match (held, op) {
-            (true, LeaseOp::Claim { .. }) => return Ok((Vec::new(), true)),
-            (true, _) => {}
-            (false, LeaseOp::Claim { .. }) => {
-                return Err(StoreError::LeaseHeld(thread_id.to_owned()))
-            }
-            (false, _) => {
-                return Err(StoreError::LeaseLost {
-                    thread_id: thread_id.to_owned(),
-                    turn_id: holder.clone(),
-                })
-            }
-        }
+    // took the thread) writes nothing: its step is undone. A claim step is
+    // only its claim.
+    let lease = write_lease(tx, step, now).await?;
+    if matches!(step.lease, Some((_, LeaseOp::Claim { .. }))) {
+        return Ok(lease);
     }
     let count = step.count()?;
     // Allocates the seqs and (PostgreSQL) row-locks the thread until commit;
@@ -727,4 +692,60 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
         insert_approval(tx, step, a, now).await?;
     }
     Ok(((first..=last).collect(), step.lease.is_some()))
+}
+
+/// A step's lease statement: the claim taken (the step's whole answer),
+/// or the lease renewed or released; `LeaseHeld` / `LeaseLost` when the
+/// turn does not hold it, `UnknownThread` for a claim on no thread.
+async fn write_lease(
+    conn: &mut sqlx::AnyConnection,
+    step: &Step,
+    now: i64,
+) -> Result<Written, StoreError> {
+    let thread_id = step.thread_id.as_str();
+    let Some((holder, op)) = &step.lease else {
+        return Ok((Vec::new(), false));
+    };
+    let q = match *op {
+        LeaseOp::Release => {
+            sqlx::query("DELETE FROM turn_leases WHERE thread_id = $1 AND turn_id = $2")
+                .bind(thread_id)
+                .bind(holder.as_str())
+        }
+        LeaseOp::Renew(ttl) => sqlx::query(
+            "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
+        )
+        .bind(until(now, ttl))
+        .bind(thread_id)
+        .bind(holder.as_str()),
+        LeaseOp::Claim {
+            claimed_at,
+            expires_at,
+        } => sqlx::query(
+            "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
+             claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
+             WHERE turn_leases.expires_at <= $3",
+        )
+        .bind(thread_id)
+        .bind(holder.as_str())
+        .bind(claimed_at)
+        .bind(expires_at),
+    };
+    let held = q.execute(&mut *conn).await.map_err(|e| match &e {
+        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+            StoreError::UnknownThread(thread_id.to_owned())
+        }
+        _ => StoreError::Database(e),
+    })?;
+    let held = held.rows_affected() == 1;
+    match (held, op) {
+        (true, _) => Ok((Vec::new(), true)),
+        (false, LeaseOp::Claim { .. }) => Err(StoreError::LeaseHeld(thread_id.to_owned())),
+        (false, _) => Err(StoreError::LeaseLost {
+            thread_id: thread_id.to_owned(),
+            turn_id: holder.clone(),
+        }),
+    }
 }
