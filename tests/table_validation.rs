@@ -168,3 +168,85 @@ fn misspelling_a_state_in_any_entry_fails_at_that_entry() {
         }
     }
 }
+
+/// Each guarantee the code states about a real table (issue 36: the
+/// approval, export, admission and task bindings' invariants) fails the
+/// table at load once a reviewer edits a row to break it, with T023 at
+/// that row; the tables as shipped keep them all.
+#[test]
+fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
+    // (file, row id, event, legal to-state, effect)
+    let edits: &[(&str, &str, &str, &str, Option<&str>)] = &[
+        (
+            "approval.ron",
+            "confirm-without-approval",
+            "model_confirm",
+            "Confirming",
+            Some("confirm"),
+        ),
+        (
+            "approval.ron",
+            "hold-call-for-approval",
+            "call_held",
+            "Idle",
+            None,
+        ),
+        (
+            "approval.ron",
+            "second-question-while-confirming",
+            "input_required",
+            "Confirming",
+            None,
+        ),
+        (
+            "export.ron",
+            "confirm-after-preview",
+            "confirm_planned",
+            "Confirming",
+            None,
+        ),
+        (
+            "admission.ron",
+            "unknown-tool",
+            "unknown_tool",
+            "Admitted",
+            Some("run"),
+        ),
+        (
+            "task.ron",
+            "task-completed",
+            "completed",
+            "Working",
+            Some("settle"),
+        ),
+    ];
+    for (file, id, on, to, effect) in edits {
+        let (_, mut raw) = builtin_tables()
+            .find(|(f, _)| f == file)
+            .expect("a built-in table");
+        // Groups stand for their rows: edit the expansion.
+        let table = registry_check_source(&raw.to_ron(), file).expect("ships valid");
+        raw = table.raw.clone();
+        let i = raw
+            .rows
+            .iter()
+            .position(|r| r.id() == *id)
+            .unwrap_or_else(|| panic!("{file}: no row {id}"));
+        let from = raw.rows[i].from().expect("a row").to_string();
+        raw.rows[i] = RawRow::Legal {
+            id: raw.rows[i].id().to_string(),
+            from,
+            on: on.to_string(),
+            to: to.to_string(),
+            effect: effect.map(str::to_string),
+        };
+        let (text, f) = load_edited(&raw, file);
+        let broken: Vec<_> =
+            f.0.iter()
+                .filter(|x| x.code == Code::InvariantBroken)
+                .collect();
+        assert_eq!(broken.len(), 1, "{file} {id}: {f}");
+        assert_eq!(broken[0].pos.line, entry_line(&text, i), "{file} {id}: {f}");
+        assert!(f.to_string().contains("T023"), "{f}");
+    }
+}

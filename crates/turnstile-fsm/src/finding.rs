@@ -57,6 +57,10 @@ pub enum Code {
     UnknownPlaceholder,
     /// A group covers no pair at all.
     EmptyGroup,
+    /// A legal row breaks a guarantee the protocol's code states about
+    /// every table it runs (a pair it must forbid, an effect a row must
+    /// carry, the states an effect may end in).
+    InvariantBroken,
 }
 
 impl Code {
@@ -84,6 +88,7 @@ impl Code {
             Code::GroupOverlap => "T020",
             Code::UnknownPlaceholder => "T021",
             Code::EmptyGroup => "T022",
+            Code::InvariantBroken => "T023",
         }
     }
 
@@ -111,6 +116,7 @@ impl Code {
             Code::GroupOverlap => "group-overlap",
             Code::UnknownPlaceholder => "unknown-placeholder",
             Code::EmptyGroup => "empty-group",
+            Code::InvariantBroken => "invariant-broken",
         }
     }
 }

@@ -26,4 +26,4 @@ pub mod validate;
 pub use finding::{Code, Finding, Findings};
 pub use machine::{Machine, Mark, RestoreError, Snapshot, Step, Violation};
 pub use table::{Row, RowKind, Table};
-pub use validate::{load, load_with, BindingNames, Expect};
+pub use validate::{load, load_with, BindingNames, Expect, Invariant};

@@ -24,6 +24,35 @@ pub struct BindingNames<'a> {
     pub states: &'a [&'a str],
     pub events: &'a [&'a str],
     pub effects: &'a [&'a str],
+    /// What the code guarantees whatever a table says: a table that breaks
+    /// one fails to load ([`Code::InvariantBroken`]), located at the row.
+    pub invariants: &'a [Invariant<'a>],
+}
+
+/// A guarantee a protocol's code states about every table it runs (issue
+/// 36): not a preference a reviewer may edit, so it lives in the binding,
+/// and the table is checked against it at load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Invariant<'a> {
+    /// Every row on `event` from these states (every state, if empty) is
+    /// forbidden.
+    Forbid {
+        event: &'a str,
+        from: &'a [&'a str],
+        why: &'a str,
+    },
+    /// Every legal row on `event` carries `effect`.
+    LegalOnlyWith {
+        event: &'a str,
+        effect: &'a str,
+        why: &'a str,
+    },
+    /// Every legal row with `effect` ends in one of `to`.
+    EffectEndsIn {
+        effect: &'a str,
+        to: &'a [&'a str],
+        why: &'a str,
+    },
 }
 
 /// What a table is expected to be, beyond being a valid table.
@@ -285,6 +314,7 @@ impl<'a> Validator<'a> {
         if let Some(b) = expect.binding {
             let protocol = expect.protocol.unwrap_or(&raw.name).to_string();
             self.binding(&raw, b, &protocol);
+            self.invariants(&expanded, b.invariants, &protocol);
         }
 
         if !self.findings.is_empty() {
@@ -840,6 +870,75 @@ impl<'a> Validator<'a> {
                         format!("declare \"{name}\" in `{field}` (and give it its rows)"),
                     );
                 }
+            }
+        }
+    }
+}
+
+impl Validator<'_> {
+    /// Reports every legal row that breaks one of the binding's invariants,
+    /// at the row's field that breaks it (groups are forbidden rows only,
+    /// so they never do).
+    fn invariants(&mut self, expanded: &[RawRow], invariants: &[Invariant<'_>], protocol: &str) {
+        for (i, row) in expanded.iter().enumerate() {
+            let RawRow::Legal {
+                id,
+                from,
+                on,
+                to,
+                effect,
+            } = row
+            else {
+                continue;
+            };
+            for inv in invariants {
+                let (field, message, why) = match *inv {
+                    Invariant::Forbid {
+                        event,
+                        from: states,
+                        why,
+                    } if on == event
+                        && (states.is_empty() || states.contains(&from.as_str())) =>
+                    {
+                        (
+                            "id",
+                            format!("row \"{id}\" makes ({from}, {on}) legal, but the `{protocol}` protocol's code requires it forbidden"),
+                            why,
+                        )
+                    }
+                    Invariant::LegalOnlyWith {
+                        event,
+                        effect: want,
+                        why,
+                    } if on == event && effect.as_deref() != Some(want) => (
+                        "effect",
+                        format!(
+                            "row \"{id}\" makes ({from}, {on}) legal with effect {}, but the `{protocol}` protocol's code requires \"{want}\" on every legal row of \"{on}\"",
+                            effect.as_deref().map_or("none".to_string(), |e| format!("\"{e}\""))
+                        ),
+                        why,
+                    ),
+                    Invariant::EffectEndsIn {
+                        effect: fx,
+                        to: states,
+                        why,
+                    } if effect.as_deref() == Some(fx) && !states.contains(&to.as_str()) => (
+                        "to",
+                        format!(
+                            "row \"{id}\" has effect \"{fx}\" and ends in \"{to}\", but the `{protocol}` protocol's code requires it to end in one of {}",
+                            states.join(", ")
+                        ),
+                        why,
+                    ),
+                    _ => continue,
+                };
+                let pos = self.at(i, field);
+                self.push(
+                    Code::InvariantBroken,
+                    pos,
+                    message,
+                    format!("{why}; this guarantee is the code's, not the table's: change the row, or change the protocol's code first"),
+                );
             }
         }
     }

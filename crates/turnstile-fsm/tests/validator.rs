@@ -18,6 +18,7 @@ const DOOR: BindingNames<'static> = BindingNames {
     states: &["Closed", "Open", "Gone"],
     events: &["open", "close", "remove"],
     effects: &["creak"],
+    invariants: &[],
 };
 
 fn check_fixture(name: &str, expect: Code) {
@@ -318,4 +319,87 @@ fn every_fixture_has_a_test() {
             "fixture {name} has no test"
         );
     }
+}
+
+/// A binding's invariants (issue 36): a table that keeps them loads; one
+/// whose legal row breaks one fails, located at the row, whatever else the
+/// table says.
+#[test]
+fn invariants_are_checked_at_load_and_located_at_the_row() {
+    use fsm::Invariant;
+    let src = std::fs::read_to_string("tests/fixtures/door.ron").unwrap();
+    let kept = BindingNames {
+        invariants: &[
+            Invariant::Forbid {
+                event: "open",
+                from: &["Open"],
+                why: "an open door is never opened again",
+            },
+            Invariant::LegalOnlyWith {
+                event: "close",
+                effect: "creak",
+                why: "closing is heard",
+            },
+            Invariant::EffectEndsIn {
+                effect: "creak",
+                to: &["Open", "Closed"],
+                why: "a creak is a door that stays",
+            },
+        ],
+        ..DOOR
+    };
+    fsm::load(&src, "door.ron", Some(kept)).expect("a table that keeps its invariants loads");
+
+    let broken = BindingNames {
+        invariants: &[
+            Invariant::Forbid {
+                event: "remove",
+                from: &[],
+                why: "a door is never removed",
+            },
+            Invariant::LegalOnlyWith {
+                event: "open",
+                effect: "creak",
+                why: "opening is heard",
+            },
+            Invariant::EffectEndsIn {
+                effect: "creak",
+                to: &["Open"],
+                why: "only opening creaks",
+            },
+        ],
+        ..DOOR
+    };
+    let findings = fsm::load(&src, "door.ron", Some(broken)).expect_err("broken invariants");
+    let got: Vec<(u32, &str)> = findings
+        .0
+        .iter()
+        .map(|f| (f.pos.line, f.code.id()))
+        .collect();
+    // `remove-door` (line 16) is legal; `close-door` (line 15) creaks into
+    // Closed. `open-door` creaks, as required.
+    assert_eq!(got, vec![(15, "T023"), (16, "T023")], "{findings}");
+    let text = findings.to_string();
+    assert!(
+        text.contains("row \"remove-door\" makes (Open, remove) legal"),
+        "{text}"
+    );
+    assert!(text.contains("a door is never removed"), "{text}");
+    assert!(text.contains("ends in \"Closed\""), "{text}");
+
+    // An edited table that forbids the pair loads again.
+    let edited = src.replace(
+        r#"Legal(id: "remove-door", from: "Open", on: "remove", to: "Gone"),"#,
+        r#"Forbidden(id: "remove-door", from: "Open", on: "remove", why: "Doors stay."),"#,
+    );
+    let only_forbid = BindingNames {
+        invariants: &broken.invariants[..1],
+        ..DOOR
+    };
+    // `Gone` is then unreachable: that finding, not the invariant's.
+    let findings = fsm::load(&edited, "door.ron", Some(only_forbid)).expect_err("unreachable");
+    assert!(
+        findings.0.iter().all(|f| f.code != Code::InvariantBroken),
+        "{findings}"
+    );
 }

@@ -170,6 +170,10 @@ struct FileModel {
 const MAX_STEPS: u64 = 64;
 /// The most calls one planning round may be configured to make.
 const MAX_CALLS_PER_STEP: usize = 64;
+/// The most asks of a status tool that may be configured.
+const MAX_STATUS_POLLS: u64 = 100;
+/// The longest pause between two asks of a status tool, in milliseconds.
+const MAX_STATUS_POLL_MS: u64 = 60_000;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -186,6 +190,9 @@ struct FileLimits {
     digest_bytes: Option<usize>,
     approval_ttl_secs: Option<u64>,
     task_wait_secs: Option<u64>,
+    status_polls: Option<u64>,
+    restart_status_polls: Option<u64>,
+    status_poll_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -367,6 +374,12 @@ pub struct LimitsConfig {
     /// Seconds a turn follows a call its server made a task before it asks
     /// the server to cancel it.
     pub task_wait_secs: u64,
+    /// Most asks of an approved action's status tool in one resumed turn.
+    pub status_polls: u32,
+    /// The same at start-up, for a confirm a dead process left in flight.
+    pub restart_status_polls: u32,
+    /// Milliseconds between two asks of a status tool.
+    pub status_poll_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -385,6 +398,9 @@ impl Default for LimitsConfig {
             digest_bytes: agent.digest.bytes,
             approval_ttl_secs: agent.approval_ttl.as_secs(),
             task_wait_secs: agent.task_wait.as_secs(),
+            status_polls: agent.status.per_turn,
+            restart_status_polls: agent.status.after_restart,
+            status_poll_ms: u64::try_from(agent.status.gap.as_millis()).unwrap_or(u64::MAX),
         }
     }
 }
@@ -406,6 +422,11 @@ impl LimitsConfig {
         base.digest.bytes = self.digest_bytes;
         base.approval_ttl = Duration::from_secs(self.approval_ttl_secs);
         base.task_wait = Duration::from_secs(self.task_wait_secs);
+        base.status = crate::agent::StatusPolls {
+            per_turn: self.status_polls,
+            after_restart: self.restart_status_polls,
+            gap: Duration::from_millis(self.status_poll_ms),
+        };
         base
     }
 }
@@ -1459,6 +1480,20 @@ impl Validator {
                 format!("at most {MAX_CALLS_PER_STEP}"),
             );
         }
+        for (key, v) in [
+            ("limits.status_polls", l.status_polls),
+            ("limits.restart_status_polls", l.restart_status_polls),
+        ] {
+            if v.is_some_and(|n| n > MAX_STATUS_POLLS) {
+                self.problem(key, format!("at most {MAX_STATUS_POLLS}"));
+            }
+        }
+        if l.status_poll_ms.is_some_and(|n| n > MAX_STATUS_POLL_MS) {
+            self.problem(
+                "limits.status_poll_ms",
+                format!("at most {MAX_STATUS_POLL_MS} (a minute)"),
+            );
+        }
         let max_lease = crate::agent::claims::MAX_TURN_LEASE.as_secs();
         if l.turn_lease_secs.is_some_and(|s| s > max_lease) {
             self.problem(
@@ -1506,6 +1541,19 @@ impl Validator {
                 l.task_wait_secs,
                 d.task_wait_secs,
             ),
+            status_polls: self
+                .positive("limits.status_polls", l.status_polls, d.status_polls.into())
+                .min(MAX_STATUS_POLLS) as u32,
+            restart_status_polls: self
+                .positive(
+                    "limits.restart_status_polls",
+                    l.restart_status_polls,
+                    d.restart_status_polls.into(),
+                )
+                .min(MAX_STATUS_POLLS) as u32,
+            status_poll_ms: self
+                .positive("limits.status_poll_ms", l.status_poll_ms, d.status_poll_ms)
+                .min(MAX_STATUS_POLL_MS),
             digest_items: usize_positive(
                 self,
                 "limits.digest_items",
@@ -1906,6 +1954,36 @@ name = "gpt-test"
             .any(|s| s.tools.values().any(|t| t.licence_tier.is_some())));
     }
 
+    /// The status tool's asks are configuration (issue 36), bounded, and
+    /// reach the agent's limits.
+    #[test]
+    fn status_polls_are_configured_and_bounded() {
+        let src = format!(
+            "{MINIMAL}\n[limits]\nstatus_polls = 2\nrestart_status_polls = 3\nstatus_poll_ms = 40\n"
+        );
+        let l = load(&src, &[("OPENAI_API_KEY", KEY)])
+            .unwrap()
+            .agent_limits();
+        assert_eq!(
+            l.status,
+            crate::agent::StatusPolls {
+                per_turn: 2,
+                after_restart: 3,
+                gap: Duration::from_millis(40),
+            }
+        );
+        let src = format!("{MINIMAL}\n[limits]\nstatus_polls = 101\nstatus_poll_ms = 0\n");
+        let Err(e) = load(&src, &[("OPENAI_API_KEY", KEY)]) else {
+            panic!("101 polls are refused")
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("limits.status_polls") && e.contains("at most 100"),
+            "{e}"
+        );
+        assert!(e.contains("limits.status_poll_ms"), "{e}");
+    }
+
     #[test]
     fn defaults_and_limits_map_to_the_agent() {
         let c = load(MINIMAL, &[("OPENAI_API_KEY", KEY)]).unwrap();
@@ -1925,6 +2003,9 @@ name = "gpt-test"
                 digest_bytes: 2048,
                 approval_ttl_secs: 600,
                 task_wait_secs: 900,
+                status_polls: 5,
+                restart_status_polls: 8,
+                status_poll_ms: 250,
             }
         );
         assert_eq!(c.turn_lease(), Duration::from_secs(30));

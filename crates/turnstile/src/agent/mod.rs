@@ -23,4 +23,6 @@ pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
 pub use problems::{FieldProblem, FieldProblems};
 pub use tools::{ToolBelt, Tools};
-pub use turn::{Agent, DecideError, Decided, Limits, TurnRequest, TurnTables, UserDecision};
+pub use turn::{
+    Agent, DecideError, Decided, Limits, StatusPolls, TurnRequest, TurnTables, UserDecision,
+};

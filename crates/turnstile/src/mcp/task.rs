@@ -470,7 +470,9 @@ impl Follow {
             (TaskState::Completed, Some(Settled::Completed(out))) => Settled::Completed(out),
             (TaskState::Failed, Some(Settled::Failed(reason))) => Settled::Failed(reason),
             (TaskState::Cancelled, _) => Settled::Cancelled,
-            // A table edited to settle elsewhere claims nothing it cannot show.
+            // Unknown, or a settled state whose answer carried no payload to
+            // show (the task binding's invariant keeps `settle` to these four
+            // states): nothing is claimed that cannot be shown.
             _ => Settled::Unknown(
                 self.unknown_reason
                     .take()

@@ -1,6 +1,7 @@
 //! `tables/admission.ron`: whether a planned call may run.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum AdmissionState {
@@ -40,4 +41,9 @@ impl Protocol for Admission {
     type State = AdmissionState;
     type Event = AdmissionEvent;
     type Effect = AdmissionEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[Invariant::Forbid {
+        event: "unknown_tool",
+        from: &[],
+        why: "a tool no connected server offers has nowhere to be sent",
+    }];
 }

@@ -2,6 +2,7 @@
 //! prepare result that names it to its settled outcome.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum ApprovalState {
@@ -108,4 +109,26 @@ impl Protocol for Approval {
     type State = ApprovalState;
     type Event = ApprovalEvent;
     type Effect = ApprovalEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[
+        Invariant::Forbid {
+            event: "model_confirm",
+            from: &[],
+            why: "only a human's decision sends a confirm, never the model's own call",
+        },
+        Invariant::Forbid {
+            event: "model_confirm_same_step",
+            from: &[],
+            why: "only a human's decision sends a confirm, never the model's own call",
+        },
+        Invariant::LegalOnlyWith {
+            event: "call_held",
+            effect: "suspend",
+            why: "a call that needs approval is sent only after it: holding it suspends the turn",
+        },
+        Invariant::Forbid {
+            event: "input_required",
+            from: &["Confirming", "Accepted"],
+            why: "an approved action's confirm that asks a question is not held: the decision was for the action, not for an answer",
+        },
+    ];
 }

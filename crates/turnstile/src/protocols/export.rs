@@ -2,6 +2,7 @@
 //! capability code delivers (issue 18).
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum ExportState {
@@ -62,4 +63,16 @@ impl Protocol for Export {
     type State = ExportState;
     type Event = ExportEvent;
     type Effect = ExportEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[
+        Invariant::LegalOnlyWith {
+            event: "confirm_planned",
+            effect: "send-confirm",
+            why: "a confirm the table lets through is the one sent and validated",
+        },
+        Invariant::LegalOnlyWith {
+            event: "confirm_same_step",
+            effect: "send-confirm",
+            why: "a confirm the table lets through is the one sent and validated",
+        },
+    ];
 }

@@ -27,7 +27,7 @@ pub mod turn;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::fsm::{BindingNames, Machine, RestoreError, Snapshot, Table, Violation};
+use crate::fsm::{BindingNames, Invariant, Machine, RestoreError, Snapshot, Table, Violation};
 
 pub use registry::{
     binding_for, check_dir, check_source as registry_check_source, read_table_file, LoadError,
@@ -66,12 +66,17 @@ pub trait Protocol: 'static {
     type State: Names;
     type Event: Names;
     type Effect: Names;
+    /// What the protocol's code guarantees whatever its table says (issue
+    /// 36): checked when the table loads, so the code never second-guesses
+    /// a row the table chose.
+    const INVARIANTS: &'static [Invariant<'static>] = &[];
 
     fn binding() -> BindingNames<'static> {
         BindingNames {
             states: Self::State::NAMES,
             events: Self::Event::NAMES,
             effects: Self::Effect::NAMES,
+            invariants: Self::INVARIANTS,
         }
     }
 }

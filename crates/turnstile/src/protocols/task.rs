@@ -4,6 +4,7 @@
 //! performs the effect of the row it took.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum TaskState {
@@ -68,4 +69,9 @@ impl Protocol for Task {
     type State = TaskState;
     type Event = TaskEvent;
     type Effect = TaskEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[Invariant::EffectEndsIn {
+        effect: "settle",
+        to: &["Completed", "Failed", "Cancelled", "Unknown"],
+        why: "a settled task is told as completed, failed, cancelled or unknown, and nothing else can be shown",
+    }];
 }

@@ -21,11 +21,6 @@ use crate::protocols::{telemetry, Names};
 use crate::store::NewApproval;
 use crate::wire;
 
-/// How often, at most, the status tool is asked after an accepted confirm
-/// in one resumed turn, and how long apart.
-const STATUS_POLLS: u32 = 5;
-const STATUS_POLL_GAP: std::time::Duration = std::time::Duration::from_millis(250);
-
 impl Turn<'_> {
     /// After a plan is read: whether its step prepares, and its calls to a
     /// confirm tool first, so that their refusals are shown before a
@@ -63,19 +58,13 @@ impl Turn<'_> {
             false => ApprovalEvent::ModelConfirm,
         };
         let mut m = self.agent.tables.approval.machine();
-        let fired = m.fire(event);
-        let (row_id, why) = match fired {
-            Err(v) => {
-                telemetry::violation(&v);
-                (v.row_id.clone(), v.why.clone())
-            }
-            // A table edited to allow it still sends nothing: only a
-            // decision queues a confirm.
-            Ok(step) => (
-                m.row_id(step.row).to_string(),
-                "only a human's approval sends a confirm".into(),
-            ),
+        let Err(v) = m.fire(event) else {
+            unreachable!(
+                "the approval binding forbids the model's confirm in every state (checked at load)"
+            )
         };
+        telemetry::violation(&v);
+        let (row_id, why) = (v.row_id.clone(), v.why.clone());
         // Refused, never "failed": it did not leave turnstile.
         let anchor = Anchor::Refused {
             tool: call.tool.clone(),
@@ -360,12 +349,13 @@ impl Turn<'_> {
         if let Some(reason) = out.filter(|_| failed).and_then(approval::told_reason) {
             self.anchor(Anchor::ServerReason { tool, reason });
         }
-        let poll = (ask_status || still_accepted) && self.approvals.polls < STATUS_POLLS;
+        let poll = (ask_status || still_accepted)
+            && self.approvals.polls < self.agent.limits.status.per_turn;
         if let (true, Some(status)) = (poll, status) {
             if still_accepted {
                 // Nothing held waits out the gap (ADR 0031).
                 self.flush().await?;
-                tokio::time::sleep(STATUS_POLL_GAP).await;
+                tokio::time::sleep(self.agent.limits.status.gap).await;
             }
             self.approvals.polls += 1;
             self.queue_decision(DecisionCall::Status, status, status_args);

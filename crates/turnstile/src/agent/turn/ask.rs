@@ -106,13 +106,13 @@ impl Turn<'_> {
             .filter(|_| decided && decided_kind == Some(ActionKind::Prepared))
         {
             let mut beside = h.machine.clone();
-            return Ok(Err(match beside.fire(ApprovalEvent::InputRequired) {
-                Err(v) => {
-                    telemetry::violation(&v);
-                    format!("{} (approval row `{}`)", v.why, v.row_id)
-                }
-                Ok(_) => "an approved action's confirm asked a question, which is not held".into(),
-            }));
+            // Forbidden while Confirming or Accepted: the approval binding's
+            // invariant, checked at load.
+            let Err(v) = beside.fire(ApprovalEvent::InputRequired) else {
+                unreachable!("the approval binding forbids a question beside an approved action (checked at load)")
+            };
+            telemetry::violation(&v);
+            return Ok(Err(format!("{} (approval row `{}`)", v.why, v.row_id)));
         }
         // The call that asks again is the decided one: its answer (or its
         // approval) was delivered, so that machine settles first, as a

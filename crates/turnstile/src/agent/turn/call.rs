@@ -3,7 +3,6 @@
 
 use serde_json::{Map, Value};
 
-use super::admit::Refusal;
 use super::{Outcome, Stop, Turn};
 use crate::judge::contracts::Contract;
 use crate::judge::digest::Digest;
@@ -61,28 +60,19 @@ impl Turn<'_> {
             None => (call.args.clone(), None),
         };
         let offered = server.is_some();
-        let admitted = match self.admit(call, offered, stale.as_deref()) {
-            Ok(row) => row,
-            Err(refusal) => return self.refuse(call, args, refusal).await.map(Some),
-        };
+        if let Err(refusal) = self.admit(call, offered, stale.as_deref()) {
+            return self.refuse(call, args, refusal).await.map(Some);
+        }
         if let Some(conflict) = &conflict {
             return self
                 .refuse_conflict(call, &args, conflict, gate)
                 .await
                 .map(Some);
         }
+        // A tool nobody offers is `unknown_tool`, which the admission
+        // binding forbids in every state (checked at load).
         let Some(server) = server else {
-            // Admission refuses a tool nobody offers; a table edited to
-            // admit one still runs nothing.
-            let refusal = Box::new(Refusal {
-                table: "admission",
-                row_id: admitted,
-                detail: "unknown tool".into(),
-                anchor: Anchor::ToolFailed {
-                    tool: call.tool.clone(),
-                },
-            });
-            return self.refuse(call, args, refusal).await.map(Some);
+            unreachable!("admission admitted a tool no server offers")
         };
         match self.hold_call(call, &args)? {
             super::hold::Hold::Send => {}

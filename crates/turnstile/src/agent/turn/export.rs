@@ -101,18 +101,13 @@ impl Turn<'_> {
             None => &mut fresh,
         };
         let (row_id, why) = match machine.fire(event) {
-            Ok(step) if step.effect == Some(ExportEffect::SendConfirm) => {
-                // The table's effect, not a state read back: this confirm's
-                // answer is the one to validate.
+            // Every legal row of a planned confirm sends it (the export
+            // binding's invariant, checked at load): this confirm's answer
+            // is the one to validate.
+            Ok(_) => {
                 self.exports.confirm_out = Some(call.tool.clone());
                 return None;
             }
-            // A table edited to let it through without `send-confirm`
-            // still sends nothing.
-            Ok(step) => (
-                machine.row_id(step.row).to_string(),
-                "the export table did not send this confirm".to_string(),
-            ),
             Err(v) => {
                 telemetry::violation(&v);
                 (v.row_id.clone(), v.why.clone())

@@ -17,7 +17,7 @@ use crate::judge::narrowing::Gate;
 use crate::judge::Anchor;
 use crate::judge::{card, lang};
 use crate::llm::PlannedCall;
-use crate::protocols::approval::{ApprovalEffect, ApprovalEvent};
+use crate::protocols::approval::ApprovalEvent;
 use crate::protocols::telemetry;
 use crate::wire;
 
@@ -50,20 +50,17 @@ impl Turn<'_> {
             Some(h) if !h.machine.is_terminal() => h.machine.clone(),
             _ => self.agent.tables.approval.machine(),
         };
+        // Every legal `call_held` row suspends (the approval binding's
+        // invariant, checked when the table loads).
         let (row_id, why) = match machine.fire(ApprovalEvent::CallHeld) {
             Err(v) => {
                 telemetry::violation(&v);
                 (v.row_id.clone(), v.why.clone())
             }
-            Ok(step) if step.effect == Some(ApprovalEffect::Suspend) => {
+            Ok(_) => {
                 self.hold(call, args, reason, machine);
                 return Ok(Hold::Held);
             }
-            // A table edited not to suspend still sends nothing unapproved.
-            Ok(step) => (
-                machine.row_id(step.row).to_string(),
-                "a call that needs approval is sent only after it".into(),
-            ),
         };
         Ok(Hold::Refused(Box::new(Refusal {
             table: "approval",

@@ -27,6 +27,32 @@ pub struct Limits {
     /// How long a turn follows a call its server made a task before it
     /// asks the server to cancel it (`tables/task.ron`'s `deadline`).
     pub task_wait: std::time::Duration,
+    /// How often the status tool is asked about an accepted confirm, and
+    /// how long apart.
+    pub status: StatusPolls,
+}
+
+/// How often, at most, the status tool of an approved action is asked
+/// what became of it, and how long apart (`limits.status_polls`,
+/// `limits.status_poll_ms`, `limits.restart_status_polls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusPolls {
+    /// In one resumed turn, after the confirm was accepted.
+    pub per_turn: u32,
+    /// At start-up, for a confirm a dead process left in flight.
+    pub after_restart: u32,
+    /// The pause between two asks.
+    pub gap: std::time::Duration,
+}
+
+impl Default for StatusPolls {
+    fn default() -> Self {
+        StatusPolls {
+            per_turn: 5,
+            after_restart: 8,
+            gap: std::time::Duration::from_millis(250),
+        }
+    }
 }
 
 impl Limits {
@@ -47,6 +73,7 @@ impl Default for Limits {
             history_bytes: 4096,
             approval_ttl: std::time::Duration::from_secs(600),
             task_wait: crate::mcp::DEFAULT_TASK_WAIT,
+            status: StatusPolls::default(),
         }
     }
 }

@@ -50,7 +50,7 @@ pub use super::records::CancelSent;
 pub use decide::{DecideError, Withdrawal};
 use held::Approvals;
 pub use held::{Action as HeldAction, Decided, UserDecision};
-pub use limits::Limits;
+pub use limits::{Limits, StatusPolls};
 use state::{Cursor, Evidence, Exports, Ledger, Outcome, ThreadScope};
 
 pub use super::tables::TurnTables;

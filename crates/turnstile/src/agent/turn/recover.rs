@@ -100,7 +100,7 @@ impl Agent {
             let Some(status) = action.status.clone() else {
                 continue;
             };
-            for _ in 0..STATUS_POLLS {
+            for _ in 0..self.limits.status.after_restart {
                 if !ask {
                     break;
                 }
@@ -121,7 +121,7 @@ impl Agent {
                     break;
                 }
                 if ask {
-                    tokio::time::sleep(STATUS_POLL_GAP).await;
+                    tokio::time::sleep(self.limits.status.gap).await;
                 }
             }
         }
@@ -178,6 +178,3 @@ impl Agent {
         Ok((n, held))
     }
 }
-
-const STATUS_POLLS: u32 = 8;
-const STATUS_POLL_GAP: std::time::Duration = std::time::Duration::from_millis(250);
