@@ -895,6 +895,8 @@ async fn two_processes_leave_each_others_questions_alone(tmp: tempfile::TempDir,
             .is_some_and(|e| e.contains("another running turnstile process")),
         "{body}"
     );
+    assert_eq!(body["table"], "approval", "{body}");
+    assert_eq!(body["row_id"], "answered-elsewhere", "{body}");
     let r = first.post(&http, &path, answer).await;
     assert_eq!(
         r.status().as_u16(),

@@ -24,10 +24,13 @@
 //! - [`fsm`]: the generic core — table schema, loader, validator, machine,
 //!   renderer. Knows no protocol.
 //! - [`wire`]: the frames as they travel, and the one SSE parser.
-//! - [`demo`]: the embedded demo MCP tool server with fault switches.
-//! - [`app`], [`cli`]: assembly and command-line front ends.
+//! - [`app`]: assembly of a server from its parts.
 //! - [`config`]: the `turnstile serve` config file and its environment
 //!   overrides, validated with located messages.
+//!
+//! Not in this crate: the command-line front ends (`src/`, the binary's
+//! crate) and the demo tool server and models (`crates/turnstile-demo`),
+//! which depend on this library like any tool server would.
 //!
 //! Imports point one way: `cli → {app, config} → http → agent → {guard,
 //! llm} → judge → mcp → protocols → fsm`, with `store` below the agent,

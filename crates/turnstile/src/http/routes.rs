@@ -379,9 +379,7 @@ pub async fn resume(
                     format!("the interrupt is {state}: {why}"),
                 )
                 .with_row("approval", &row_id),
-                DecideError::Restore(m) | DecideError::Elsewhere(m) => {
-                    ApiError::new(StatusCode::CONFLICT, m)
-                }
+                DecideError::Restore(m) => ApiError::new(StatusCode::CONFLICT, m),
                 DecideError::Unchecked(m) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, m),
                 DecideError::Choice(m) | DecideError::Invalid(m) => {
                     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m)

@@ -80,6 +80,9 @@ crate::names! {
         /// the id no longer names the action prepared: other arguments, or
         /// no longer pending (issue 34).
         ApproveChanged = "approve_changed",
+        /// An answer to a 2025-11-25 question whose open call another live
+        /// process holds (issue 34 item 10): only that process can send it.
+        AnsweredElsewhere = "answered_elsewhere",
     }
 }
 
@@ -124,6 +127,11 @@ impl Protocol for Approval {
             event: "call_held",
             effect: "suspend",
             why: "a call that needs approval is sent only after it: holding it suspends the turn",
+        },
+        Invariant::Forbid {
+            event: "answered_elsewhere",
+            from: &[],
+            why: "only the process that holds a question's open call can send its answer",
         },
         Invariant::Forbid {
             event: "input_required",

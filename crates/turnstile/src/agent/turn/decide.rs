@@ -42,10 +42,6 @@ pub enum DecideError {
     /// was decided, and the interrupt still waits.
     #[error("{0}")]
     Unchecked(String),
-    /// A 2025-11-25 question whose open call another live process holds
-    /// (409): nothing was decided here, and the question still waits there.
-    #[error("{0}")]
-    Elsewhere(String),
     /// The stored machine no longer restores (its table changed).
     #[error("the pending interrupt was stored under another approval table: {0}")]
     Restore(String),
@@ -163,10 +159,24 @@ impl Agent {
                 None => break,
             };
         }
-        Err(DecideError::Refused {
-            row_id: "second-approve".into(),
-            why: "another decision on this interrupt won".into(),
-            state: stored.state,
+        // Two other decisions won while this one retried: the table's row
+        // for the state the last of them left.
+        let (mut machine, _) = self.restore_held(&stored)?;
+        let state = machine.state().name().to_string();
+        Err(match machine.fire(decision) {
+            Err(v) => {
+                telemetry::violation(&v);
+                DecideError::Refused {
+                    row_id: v.row_id.clone(),
+                    why: v.why.clone(),
+                    state,
+                }
+            }
+            Ok(step) => DecideError::Refused {
+                row_id: machine.row_id(step.row).to_string(),
+                why: "another decision on this interrupt won".into(),
+                state,
+            },
         })
     }
 
@@ -202,9 +212,21 @@ impl Agent {
             // Another live process holds the open call: the question is
             // not lost, only not answerable here.
             if let Holder::Live(_) = self.holder(input.holder.as_deref()).await? {
-                return Err(DecideError::Elsewhere(
-                    "the call that asked is open in another running turnstile process; answer it through that process".into(),
-                ));
+                // The table's row says why, and that nothing is decided.
+                let mut here = machine.clone();
+                return Err(match here.fire(ApprovalEvent::AnsweredElsewhere) {
+                    Err(v) => {
+                        telemetry::violation(&v);
+                        DecideError::Refused {
+                            row_id: v.row_id.clone(),
+                            why: v.why.clone(),
+                            state: v.state.clone(),
+                        }
+                    }
+                    Ok(_) => unreachable!(
+                        "the approval binding forbids answered_elsewhere everywhere (checked at load)"
+                    ),
+                });
             }
             let from = machine.state();
             if let Ok(step) = machine.fire(ApprovalEvent::InputLost) {
