@@ -3,7 +3,9 @@
 //! Default mode (`cargo bench --bench chat`): first-frame latency and turns
 //! per second at 1 and 32 concurrent clients, commits per turn (read back
 //! from `GET /v1/threads/{id}`: every committed step appends exactly one
-//! message, ADR 0010) and the server's peak memory. Baseline in the same
+//! message, ADR 0010), the server's peak memory, and its CPU per turn at
+//! each level with the kernel's share of it (`/proc/PID/stat`: syscalls,
+//! fsyncs, hand-offs between threads). Baseline in the same
 //! run: the same search called directly on the demo MCP server (what a turn
 //! costs beyond its tool).
 //!
@@ -29,7 +31,8 @@
 //! `TURNSTILE_BENCH_LONG=1`): one client sends the demo prompt
 //! `TURNSTILE_BENCH_LONG_TURNS` (1,000) times on ONE thread; the turn time
 //! (sent → `done`) p50 of the first 20 turns against the last 20, their
-//! ratio (goal ≤ 1.2), and the server's CPU per turn (utime + stime from
+//! ratio (goal ≤ 1.2), the server's CPU per turn and the kernel's share of
+//! it (utime + stime from
 //! `/proc`). With a baseline binary both run on threads of their own,
 //! alternating every 50 turns.
 //!
@@ -569,6 +572,10 @@ async fn run(
 struct Level {
     firsts: Vec<Duration>,
     wall: Duration,
+    /// The server's user and kernel CPU time while this level ran (the
+    /// demo's tool server is in the same process).
+    user: Duration,
+    system: Duration,
 }
 
 impl Level {
@@ -656,8 +663,12 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
     for _ in 0..rounds {
         for (li, (clients, turns_each)) in levels.iter().enumerate() {
             for m in measured.iter_mut() {
+                let (user, system) = cpu_split(m.server.pid);
                 let (firsts, wall, frames, threads) =
                     run(&m.server.base, *clients, *turns_each).await;
+                let (user_after, system_after) = cpu_split(m.server.pid);
+                m.levels[li].user += user_after.saturating_sub(user);
+                m.levels[li].system += system_after.saturating_sub(system);
                 m.turns += firsts.len();
                 m.frames += frames;
                 m.threads.extend(threads);
@@ -709,6 +720,17 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
             push(
                 &format!("{clients:>2} client(s): first frame p95 ms"),
                 ms(l.p(0.95)),
+                &mut rows,
+            );
+            let cpu = ms(l.user + l.system);
+            push(
+                &format!("{clients:>2} client(s): server CPU per turn, ms"),
+                cpu / l.firsts.len().max(1) as f64,
+                &mut rows,
+            );
+            push(
+                &format!("{clients:>2} client(s): server CPU in the kernel, %"),
+                100.0 * ms(l.system) / cpu.max(f64::MIN_POSITIVE),
                 &mut rows,
             );
         }
@@ -788,6 +810,13 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
 
 /// The server's CPU time so far (user + system), from `/proc/PID/stat`.
 fn cpu_time(pid: u32) -> Duration {
+    let (user, system) = cpu_split(pid);
+    user + system
+}
+
+/// The server's user and system (kernel) CPU time so far, from
+/// `/proc/PID/stat`.
+fn cpu_split(pid: u32) -> (Duration, Duration) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command's closing parenthesis; utime and stime are
     // the 14th and 15th of the whole line.
@@ -800,7 +829,8 @@ fn cpu_time(pid: u32) -> Duration {
         .collect();
     // SAFETY: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_micros(f.iter().sum::<u64>() * 1_000_000 / ticks)
+    let at = |i: usize| Duration::from_micros(f.get(i).copied().unwrap_or(0) * 1_000_000 / ticks);
+    (at(0), at(1))
 }
 
 async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
@@ -819,17 +849,20 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
         thread: String,
         times: Vec<Duration>,
         cpu_before: Duration,
+        system_before: Duration,
     }
     let mut runs = Vec::new();
     for (label, bin) in &bins {
         let server = Server::start(label, bin, &Db::Sqlite, &[]);
         let thread = new_thread(&http, &server.base).await;
         let cpu_before = cpu_time(server.pid);
+        let system_before = cpu_split(server.pid).1;
         runs.push(Long {
             server,
             thread,
             times: Vec::new(),
             cpu_before,
+            system_before,
         });
     }
     let mut done = 0;
@@ -873,6 +906,13 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
         push(
             "server CPU per turn, ms",
             ms(cpu) / r.times.len() as f64,
+            &mut rows,
+        );
+        // The kernel's share of it: syscalls, fsyncs, thread hand-offs.
+        let system = cpu_split(r.server.pid).1.saturating_sub(r.system_before);
+        push(
+            "server CPU in the kernel (stime / (utime + stime)), %",
+            100.0 * ms(system) / ms(cpu).max(f64::MIN_POSITIVE),
             &mut rows,
         );
         let (_, messages, _) =
