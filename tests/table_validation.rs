@@ -193,6 +193,20 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
         ),
         (
             "approval.ron",
+            "deny-sends-cancel",
+            "deny",
+            "Denied",
+            Some("confirm"),
+        ),
+        (
+            "approval.ron",
+            "answered-elsewhere",
+            "answered_elsewhere",
+            "Confirming",
+            Some("confirm"),
+        ),
+        (
+            "approval.ron",
             "second-question-while-confirming",
             "input_required",
             "Confirming",

@@ -124,6 +124,21 @@ impl Protocol for Approval {
             why: "only a human's decision sends a confirm, never the model's own call",
         },
         Invariant::LegalOnlyWith {
+            event: "approve",
+            effect: "confirm",
+            why: "an approve sends the confirm, never a cancel",
+        },
+        Invariant::LegalOnlyWith {
+            event: "answered",
+            effect: "confirm",
+            why: "an answer is sent as the user gave it, once",
+        },
+        Invariant::LegalOnlyWith {
+            event: "deny",
+            effect: "cancel",
+            why: "a deny sends the cancel, never the confirm",
+        },
+        Invariant::LegalOnlyWith {
             event: "call_held",
             effect: "suspend",
             why: "a call that needs approval is sent only after it: holding it suspends the turn",

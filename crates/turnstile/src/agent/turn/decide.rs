@@ -13,7 +13,7 @@ use super::CancelSent;
 use crate::fsm::Snapshot;
 use crate::judge::anchors::ActionOutcome;
 use crate::judge::approval::StillPrepared;
-use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::protocols::approval::{Approval, ApprovalEvent, ApprovalState};
 use crate::protocols::{telemetry, Names, Typed};
 use crate::store::{StoreError, StoredApproval};
 
@@ -128,17 +128,25 @@ impl Agent {
             };
             let to = machine.state();
             if self.swap_as(&stored, from, &machine, approver).await? {
-                if let Some(why) = changed.filter(|_| to == ApprovalState::Voided) {
-                    // Voided by its row: nothing is sent, so nothing
-                    // resumes; the refusal names the row and says why.
-                    tracing::info!(state = to.name(), "approve refused: the action changed");
+                // A legal row with no effect sends nothing, so nothing
+                // resumes (`approve_changed` → Voided): the refusal names
+                // the row and says why. Which decisions must send what is
+                // the approval binding's invariant, checked at load.
+                let Some(effect) = step.effect else {
+                    tracing::info!(
+                        state = to.name(),
+                        "decision taken by a row that sends nothing"
+                    );
+                    let why = match changed {
+                        Some(why) => format!("{why}; nothing was sent, neither the confirm nor a cancel, for the id now names something else"),
+                        None => "the table's row for this decision sends nothing; nothing was sent, neither the confirm nor a cancel".into(),
+                    };
                     return Err(DecideError::Refused {
                         row_id: machine.row_id(step.row).to_string(),
-                        why: format!("{why}; nothing was sent, neither the confirm nor a cancel, for the id now names something else"),
+                        why,
                         state: to.name().to_string(),
                     });
-                }
-                let effect = step.effect.unwrap_or(ApprovalEffect::Cancel);
+                };
                 tracing::info!(
                     decision = decision.name(),
                     state = to.name(),
