@@ -213,8 +213,10 @@ impl Agent {
                 ))
             }
         };
+        // A question this process does not hold whose table would still
+        // let it be lost (it waits).
         if input.nested
-            && machine.state() == ApprovalState::Awaiting
+            && machine.allows(ApprovalEvent::InputLost)
             && !self.parked.holds(&stored.interrupt_id)
         {
             // Another live process holds the open call: the question is
@@ -288,12 +290,13 @@ impl Agent {
         action: &HeldAction,
         decision: ApprovalEvent,
     ) -> Result<(ApprovalEvent, Option<String>), DecideError> {
-        if machine.state() == ApprovalState::Awaiting
-            && crate::store::now_unix_ms() > stored.expires_at
+        // Whether the interrupt can still expire, and whether it still
+        // waits for this decision, are the table's rows, not a state read.
+        if crate::store::now_unix_ms() > stored.expires_at && machine.allows(ApprovalEvent::Expired)
         {
             self.expire(stored, machine, action).await?;
         }
-        let pending = machine.state() == ApprovalState::Awaiting;
+        let pending = machine.allows(decision);
         if pending && self.is_stale(stored).await? {
             return Ok((ApprovalEvent::ApproveStale, None));
         }
@@ -416,12 +419,14 @@ impl Agent {
     pub async fn supersede_pending(&self, thread_id: &str) -> Result<Vec<Withdrawal>, StoreError> {
         let mut out = Vec::new();
         for stored in self.store.approvals(thread_id).await? {
-            if stored.state != ApprovalState::Awaiting.name() {
-                continue;
-            }
             let Ok((mut machine, action)) = self.restore_held(&stored) else {
                 continue;
             };
+            // Which interrupts a new message withdraws is the table's
+            // `new_user_turn` rows (Awaiting, as shipped), not a state read.
+            if !machine.allows(ApprovalEvent::NewUserTurn) {
+                continue;
+            }
             let before = machine.state();
             if machine.fire(ApprovalEvent::NewUserTurn).is_err() {
                 continue;
