@@ -329,36 +329,15 @@ async fn commit_batch(
     }
     for (until, group) in &renewals {
         for chunk in group.chunks(rows_per_statement(2)) {
-            let sql = format!(
-                "UPDATE turn_leases SET expires_at = $1 WHERE (thread_id, turn_id) IN (VALUES {}) \
-                 RETURNING thread_id",
-                placeholders_from(chunk.len(), 2, 1)
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(*until);
-            for &i in chunk {
-                q = q
-                    .bind(steps[i].thread_id.as_str())
-                    .bind(lease_holder(&steps[i]));
-            }
-            for row in q.fetch_all(&mut *tx).await? {
-                held.insert(row.try_get::<String, _>("thread_id")?);
-            }
+            let sql = "UPDATE turn_leases SET expires_at = $1 \
+                       WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
+            lease_pairs(&mut tx, sql, Some(*until), steps, chunk, &mut held).await?;
         }
     }
     for chunk in releases.chunks(rows_per_statement(2)) {
-        let sql = format!(
-            "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id",
-            placeholders(chunk.len(), 2)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for &i in chunk {
-            q = q
-                .bind(steps[i].thread_id.as_str())
-                .bind(lease_holder(&steps[i]));
-        }
-        for row in q.fetch_all(&mut *tx).await? {
-            held.insert(row.try_get::<String, _>("thread_id")?);
-        }
+        let sql =
+            "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
+        lease_pairs(&mut tx, sql, None, steps, chunk, &mut held).await?;
     }
     for (i, step) in steps.iter().enumerate() {
         if let Some((holder, op)) = &step.lease {
@@ -466,6 +445,33 @@ async fn insert_messages(
                 .bind(now);
         }
         q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Runs `statement` over the `(thread_id, turn_id)` pairs of the steps
+/// `chunk` names (its `{}`, numbered after `lead`, its `$1` when given) and
+/// adds the threads it returns to `held`.
+async fn lease_pairs(
+    tx: &mut Transaction<'static, Any>,
+    statement: &str,
+    lead: Option<i64>,
+    steps: &[Step],
+    chunk: &[usize],
+    held: &mut std::collections::HashSet<String>,
+) -> Result<(), StoreError> {
+    let pairs = placeholders_from(chunk.len(), 2, usize::from(lead.is_some()));
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(statement.replace("{}", &pairs)));
+    if let Some(v) = lead {
+        q = q.bind(v);
+    }
+    for &i in chunk {
+        q = q
+            .bind(steps[i].thread_id.as_str())
+            .bind(lease_holder(&steps[i]));
+    }
+    for row in q.fetch_all(&mut **tx).await? {
+        held.insert(row.try_get::<String, _>("thread_id")?);
     }
     Ok(())
 }
