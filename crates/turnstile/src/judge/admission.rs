@@ -70,6 +70,28 @@ mod tests {
         }
     }
 
+    /// A tool no server offers is `unknown_tool` whatever else is wrong
+    /// with the call: with the admission binding's invariant (forbidden
+    /// everywhere, checked at load) this is what proves that an unoffered
+    /// tool is never admitted (`agent/turn/call.rs`).
+    #[test]
+    fn an_unoffered_tool_is_unknown_whatever_else_holds() {
+        for invalid in [None, Some("not an object")] {
+            for stale in [None, Some("table changed")] {
+                for call_in_step in [1, 8, 9, 100] {
+                    let p = Proposal {
+                        offered: false,
+                        invalid_args: invalid,
+                        stale,
+                        call_in_step,
+                        max_calls_per_step: 8,
+                    };
+                    assert_eq!(classify(&p), AdmissionEvent::UnknownTool, "{p:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn one_reason_in_order() {
         assert_eq!(classify(&ok()), AdmissionEvent::Admit);
