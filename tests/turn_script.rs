@@ -101,7 +101,7 @@ fn parse(text: &str) -> Case {
                 tools.push(ToolInfo {
                     name: name.into(),
                     description: String::new(),
-                    input_schema: json!({"type": "object", "properties": props}),
+                    input_schema: json!({"type": "object", "properties": props}).into(),
                 });
             }
             "context" => context = Some(serde_json::from_str(rest).expect("context is JSON")),

@@ -286,7 +286,7 @@ async fn plan_like_scripted(req: &Captured) -> turnstile::llm::Plan {
                 .map(|t| ToolInfo {
                     name: t["function"]["name"].as_str().unwrap_or("").into(),
                     description: t["function"]["description"].as_str().unwrap_or("").into(),
-                    input_schema: t["function"]["parameters"].clone(),
+                    input_schema: t["function"]["parameters"].clone().into(),
                 })
                 .collect()
         })

@@ -642,7 +642,7 @@ mod tests {
         let tool = |name: &str| turnstile::mcp::ToolInfo {
             name: name.into(),
             description: String::new(),
-            input_schema: json!({}),
+            input_schema: json!({}).into(),
         };
         PlanRequest {
             prompt: Prompt::new(turnstile::llm::prompt::PLANNER_FIXED),

@@ -1006,7 +1006,7 @@ mod tests {
             tools: vec![ToolInfo {
                 name: "search_photos".into(),
                 description: String::new(),
-                input_schema: json!({}),
+                input_schema: json!({}).into(),
             }],
             context,
             history: vec![],
@@ -1069,7 +1069,7 @@ mod tests {
             tools: vec![ToolInfo {
                 name: "search_photos".into(),
                 description: String::new(),
-                input_schema: json!({}),
+                input_schema: json!({}).into(),
             }],
             context: None,
             history: vec![],
@@ -1095,7 +1095,7 @@ mod tests {
         ToolInfo {
             name: name.into(),
             description: String::new(),
-            input_schema: json!({}),
+            input_schema: json!({}).into(),
         }
     }
 

@@ -981,9 +981,9 @@ fn wire_tools(tools: &[ToolInfo]) -> Vec<WireTool> {
         }
         // The provider requires an object schema; MCP promises one, but a
         // server that sends something else should not break every request.
-        let parameters = match &t.input_schema {
+        let parameters = match &*t.input_schema {
             Value::Object(m) if m.get("type").and_then(Value::as_str) == Some("object") => {
-                t.input_schema.clone()
+                (*t.input_schema).clone()
             }
             _ => json!({"type": "object", "properties": {}}),
         };
@@ -1475,17 +1475,18 @@ mod tests {
             ToolInfo {
                 name: "files.read/v2".into(),
                 description: String::new(),
-                input_schema: json!({}),
+                input_schema: json!({}).into(),
             },
             ToolInfo {
                 name: "files_read_v2".into(),
                 description: "d".into(),
-                input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+                input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}})
+                    .into(),
             },
             ToolInfo {
                 name: NARROW_PREVIOUS_TOOL.into(),
                 description: String::new(),
-                input_schema: json!({"type": "object"}),
+                input_schema: json!({"type": "object"}).into(),
             },
         ];
         let w = wire_tools(&tools);

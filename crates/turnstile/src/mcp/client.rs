@@ -465,7 +465,7 @@ impl ToolClient {
                         "Unavailable: the MCP server '{}' that offers this tool is down; a call fails.",
                         self.shared.spec.name
                     ),
-                    input_schema: serde_json::json!({"type": "object"}),
+                    input_schema: serde_json::json!({"type": "object"}).into(),
                 })
                 .collect(),
         }

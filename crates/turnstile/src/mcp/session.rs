@@ -698,7 +698,7 @@ impl Session {
                 listing.tools.push(ToolInfo {
                     name,
                     description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
-                    input_schema: Value::Object((*t.input_schema).clone()),
+                    input_schema: std::sync::Arc::new(Value::Object((*t.input_schema).clone())),
                 });
             }
             match result.next_cursor {

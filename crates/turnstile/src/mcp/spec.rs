@@ -220,8 +220,10 @@ pub struct ToolInfo {
     pub name: String,
     /// Empty when the server gave none.
     pub description: String,
-    /// The tool's `inputSchema` (a JSON Schema object).
-    pub input_schema: Value,
+    /// The tool's `inputSchema` (a JSON Schema object), shared: every turn
+    /// takes the catalogue, and a schema copied per turn was ~8 KB of each
+    /// open turn's heap (issue 35's heap profile).
+    pub input_schema: std::sync::Arc<Value>,
 }
 
 /// What a server says about itself in `initialize` (`serverInfo`).
