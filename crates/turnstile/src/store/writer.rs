@@ -293,109 +293,9 @@ async fn commit_batch(
     let mut out: Vec<Option<Result<Written, StoreError>>> =
         (0..steps.len()).map(|_| None).collect();
 
-    // Leases: claims, renewals grouped by their new expiry, releases.
-    let mut claims = Vec::new();
-    let mut renewals: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
-    let mut releases = Vec::new();
-    for (i, step) in steps.iter().enumerate() {
-        match step.lease.as_ref().map(|(_, op)| *op) {
-            Some(LeaseOp::Release) => releases.push(i),
-            Some(LeaseOp::Renew(ttl)) => renewals.entry(until(now, ttl)).or_default().push(i),
-            Some(LeaseOp::Claim { .. }) => claims.push(i),
-            None => {}
-        }
-    }
-    let mut held = std::collections::HashSet::new();
-    for chunk in claims.chunks(rows_per_statement(4)) {
-        let sql = format!(
-            "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) VALUES {} \
-             ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
-             claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
-             WHERE turn_leases.expires_at <= excluded.claimed_at RETURNING thread_id",
-            placeholders(chunk.len(), 4)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for &i in chunk {
-            let (claimed_at, expires_at) = claim_times(&steps[i]);
-            q = q
-                .bind(steps[i].thread_id.as_str())
-                .bind(lease_holder(&steps[i]))
-                .bind(claimed_at)
-                .bind(expires_at);
-        }
-        for row in q.fetch_all(&mut *tx).await? {
-            held.insert(row.try_get::<String, _>("thread_id")?);
-        }
-    }
-    for (until, group) in &renewals {
-        for chunk in group.chunks(rows_per_statement(2)) {
-            let sql = "UPDATE turn_leases SET expires_at = $1 \
-                       WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
-            lease_pairs(&mut tx, sql, Some(*until), steps, chunk, &mut held).await?;
-        }
-    }
-    for chunk in releases.chunks(rows_per_statement(2)) {
-        let sql =
-            "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
-        lease_pairs(&mut tx, sql, None, steps, chunk, &mut held).await?;
-    }
-    for (i, step) in steps.iter().enumerate() {
-        if let Some((holder, op)) = &step.lease {
-            out[i] = match (held.contains(&step.thread_id), op) {
-                (true, LeaseOp::Claim { .. }) => Some(Ok((Vec::new(), true))),
-                (true, _) => None,
-                (false, LeaseOp::Claim { .. }) => {
-                    Some(Err(StoreError::LeaseHeld(step.thread_id.clone())))
-                }
-                (false, _) => Some(Err(StoreError::LeaseLost {
-                    thread_id: step.thread_id.clone(),
-                    turn_id: holder.clone(),
-                })),
-            };
-        }
-    }
+    write_leases(&mut tx, steps, now, &mut out).await?;
 
-    // Seqs: one row per thread; the pointers move in the same statement
-    // (`threads.last_seq` on the right is the value before it).
-    let live: Vec<usize> = (0..steps.len()).filter(|i| out[*i].is_none()).collect();
-    let mut last_seqs = std::collections::HashMap::new();
-    for chunk in live.chunks(rows_per_statement(4)) {
-        let sql = format!(
-            "UPDATE threads SET last_seq = threads.last_seq + v.column2, \
-             population_seq = CASE WHEN v.column3 > 0 THEN threads.last_seq + v.column3 \
-               ELSE threads.population_seq END, \
-             delivery_seq = CASE WHEN v.column4 > 0 THEN threads.last_seq + v.column4 \
-               ELSE threads.delivery_seq END \
-             FROM (VALUES {}) AS v WHERE threads.id = v.column1 \
-             RETURNING threads.id, threads.last_seq",
-            placeholders(chunk.len(), 4)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for &i in chunk {
-            let step = &steps[i];
-            q = q
-                .bind(step.thread_id.as_str())
-                .bind(step.count()?)
-                .bind(step.marked(Mark::Population))
-                .bind(step.marked(Mark::Delivery));
-        }
-        for row in q.fetch_all(&mut *tx).await? {
-            let id: String = row.try_get("id")?;
-            last_seqs.insert(id, row.try_get::<i64, _>("last_seq")?);
-        }
-    }
-    let mut written = Vec::new();
-    for &i in &live {
-        let step = &steps[i];
-        match last_seqs.get(&step.thread_id) {
-            Some(&last) => {
-                let first = last - step.count()? + 1;
-                written.push((i, first));
-                out[i] = Some(Ok(((first..=last).collect(), step.lease.is_some())));
-            }
-            None => out[i] = Some(Err(StoreError::UnknownThread(step.thread_id.clone()))),
-        }
-    }
+    let written = allocate_seqs(&mut tx, steps, &mut out).await?;
 
     // Messages, machines and trace rows of every step written.
     let messages: Vec<Seqd<'_>> = written
@@ -418,6 +318,151 @@ async fn commit_batch(
     out.into_iter()
         .map(|r| r.ok_or_else(|| StoreError::Writer("a step of the batch was not written".into())))
         .collect()
+}
+
+/// The batch's lease statements: claims, renewals grouped by their new
+/// expiry, releases. A step whose lease is not returned hears `LeaseHeld`
+/// (a claim) or `LeaseLost` in `out`; a claim taken is its whole answer.
+async fn write_leases(
+    tx: &mut Transaction<'static, Any>,
+    steps: &[Step],
+    now: i64,
+    out: &mut [Option<Result<Written, StoreError>>],
+) -> Result<(), StoreError> {
+    let mut claims = Vec::new();
+    let mut renewals: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+    let mut releases = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        match step.lease.as_ref().map(|(_, op)| *op) {
+            Some(LeaseOp::Release) => releases.push(i),
+            Some(LeaseOp::Renew(ttl)) => renewals.entry(until(now, ttl)).or_default().push(i),
+            Some(LeaseOp::Claim { .. }) => claims.push(i),
+            None => {}
+        }
+    }
+    let mut held = std::collections::HashSet::new();
+    for chunk in claims.chunks(rows_per_statement(4)) {
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(claim_sql(chunk.len())));
+        for &i in chunk {
+            if let Some((
+                holder,
+                LeaseOp::Claim {
+                    claimed_at,
+                    expires_at,
+                },
+            )) = &steps[i].lease
+            {
+                q = q
+                    .bind(steps[i].thread_id.as_str())
+                    .bind(holder.as_str())
+                    .bind(*claimed_at)
+                    .bind(*expires_at);
+            }
+        }
+        for row in q.fetch_all(&mut **tx).await? {
+            held.insert(row.try_get::<String, _>("thread_id")?);
+        }
+    }
+    for (until, group) in &renewals {
+        for chunk in group.chunks(rows_per_statement(2)) {
+            let sql = "UPDATE turn_leases SET expires_at = $1 \
+                       WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
+            lease_pairs(tx, sql, Some(*until), steps, chunk, &mut held).await?;
+        }
+    }
+    for chunk in releases.chunks(rows_per_statement(2)) {
+        let sql =
+            "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
+        lease_pairs(tx, sql, None, steps, chunk, &mut held).await?;
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let Some((_, op)) = &step.lease else { continue };
+        let held = held.contains(&step.thread_id);
+        // A renewed or released lease lets the step go on to its writes.
+        if !held || matches!(op, LeaseOp::Claim { .. }) {
+            out[i] = Some(lease_outcome(step, held));
+        }
+    }
+    Ok(())
+}
+
+/// The batch's seqs: one row per thread, the pointers moved in the same
+/// statement (`threads.last_seq` on the right is the value before it). The
+/// steps written, each with its first seq; a step on an unknown thread
+/// hears so in `out`.
+async fn allocate_seqs(
+    tx: &mut Transaction<'static, Any>,
+    steps: &[Step],
+    out: &mut [Option<Result<Written, StoreError>>],
+) -> Result<Vec<(usize, i64)>, StoreError> {
+    let live: Vec<usize> = (0..steps.len()).filter(|i| out[*i].is_none()).collect();
+    let mut last_seqs = std::collections::HashMap::new();
+    for chunk in live.chunks(rows_per_statement(4)) {
+        let sql = format!(
+            "UPDATE threads SET last_seq = threads.last_seq + v.column2, \
+             population_seq = CASE WHEN v.column3 > 0 THEN threads.last_seq + v.column3 \
+               ELSE threads.population_seq END, \
+             delivery_seq = CASE WHEN v.column4 > 0 THEN threads.last_seq + v.column4 \
+               ELSE threads.delivery_seq END \
+             FROM (VALUES {}) AS v WHERE threads.id = v.column1 \
+             RETURNING threads.id, threads.last_seq",
+            placeholders(chunk.len(), 4)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for &i in chunk {
+            let step = &steps[i];
+            q = q
+                .bind(step.thread_id.as_str())
+                .bind(step.count()?)
+                .bind(step.marked(Mark::Population))
+                .bind(step.marked(Mark::Delivery));
+        }
+        for row in q.fetch_all(&mut **tx).await? {
+            let id: String = row.try_get("id")?;
+            last_seqs.insert(id, row.try_get::<i64, _>("last_seq")?);
+        }
+    }
+    let mut written = Vec::new();
+    for &i in &live {
+        let step = &steps[i];
+        match last_seqs.get(&step.thread_id) {
+            Some(&last) => {
+                let first = last - step.count()? + 1;
+                written.push((i, first));
+                out[i] = Some(Ok(((first..=last).collect(), step.lease.is_some())));
+            }
+            None => out[i] = Some(Err(StoreError::UnknownThread(step.thread_id.clone()))),
+        }
+    }
+    Ok(written)
+}
+
+/// A claim of `rows` leases: taken where none exists or the one there has
+/// expired by the claim's time; returns the threads claimed.
+fn claim_sql(rows: usize) -> String {
+    format!(
+        "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) VALUES {} \
+         ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
+         claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
+         WHERE turn_leases.expires_at <= excluded.claimed_at RETURNING thread_id",
+        placeholders(rows, 4)
+    )
+}
+
+/// What a step's lease statement means for the step: a claim taken is its
+/// answer, a lease renewed or released lets it go on (`Ok`), and one not
+/// held is `LeaseHeld` (a claim) or `LeaseLost`.
+fn lease_outcome(step: &Step, held: bool) -> Result<Written, StoreError> {
+    match (held, &step.lease) {
+        (true, _) | (_, None) => Ok((Vec::new(), held)),
+        (false, Some((_, LeaseOp::Claim { .. }))) => {
+            Err(StoreError::LeaseHeld(step.thread_id.clone()))
+        }
+        (false, Some((holder, _))) => Err(StoreError::LeaseLost {
+            thread_id: step.thread_id.clone(),
+            turn_id: holder.clone(),
+        }),
+    }
 }
 
 /// A message of a step with the seq it was given.
@@ -479,20 +524,6 @@ async fn lease_pairs(
 /// A renewal's new expiry: `ttl` from `now` (unix ms).
 fn until(now: i64, ttl: std::time::Duration) -> i64 {
     now.saturating_add(i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// A claim step's times (none for another step).
-fn claim_times(step: &Step) -> (i64, i64) {
-    match step.lease {
-        Some((
-            _,
-            LeaseOp::Claim {
-                claimed_at,
-                expires_at,
-            },
-        )) => (claimed_at, expires_at),
-        _ => (0, 0),
-    }
 }
 
 /// The turn id a step's lease is held under.
@@ -729,17 +760,11 @@ async fn write_lease(
         LeaseOp::Claim {
             claimed_at,
             expires_at,
-        } => sqlx::query(
-            "INSERT INTO turn_leases (thread_id, turn_id, claimed_at, expires_at) \
-             VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (thread_id) DO UPDATE SET turn_id = excluded.turn_id, \
-             claimed_at = excluded.claimed_at, expires_at = excluded.expires_at \
-             WHERE turn_leases.expires_at <= $3",
-        )
-        .bind(thread_id)
-        .bind(holder.as_str())
-        .bind(claimed_at)
-        .bind(expires_at),
+        } => sqlx::query(sqlx::AssertSqlSafe(claim_sql(1)))
+            .bind(thread_id)
+            .bind(holder.as_str())
+            .bind(claimed_at)
+            .bind(expires_at),
     };
     let held = q.execute(&mut *conn).await.map_err(|e| match &e {
         sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
@@ -747,13 +772,5 @@ async fn write_lease(
         }
         _ => StoreError::Database(e),
     })?;
-    let held = held.rows_affected() == 1;
-    match (held, op) {
-        (true, _) => Ok((Vec::new(), true)),
-        (false, LeaseOp::Claim { .. }) => Err(StoreError::LeaseHeld(thread_id.to_owned())),
-        (false, _) => Err(StoreError::LeaseLost {
-            thread_id: thread_id.to_owned(),
-            turn_id: holder.clone(),
-        }),
-    }
+    lease_outcome(step, held.rows_affected() == 1)
 }
