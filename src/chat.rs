@@ -740,6 +740,8 @@ async fn server_frame_table(http: &reqwest::Client, base: &str) -> anyhow::Resul
         states: Vec<String>,
         events: Vec<String>,
         effects: Vec<String>,
+        #[serde(default)]
+        precedence: Vec<String>,
         rows: Vec<Row>,
     }
     let url = format!("{base}/v1/tables/frame");
@@ -758,6 +760,7 @@ async fn server_frame_table(http: &reqwest::Client, base: &str) -> anyhow::Resul
         states: j.states,
         events: j.events,
         effects: j.effects,
+        precedence: j.precedence,
         rows: j
             .rows
             .into_iter()

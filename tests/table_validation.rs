@@ -233,6 +233,20 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
             "Working",
             Some("settle"),
         ),
+        (
+            "licence.ron",
+            "withheld-with-its-round",
+            "round_refused",
+            "Allowed",
+            Some("run"),
+        ),
+        (
+            "connection.ron",
+            "call-waits-for-new-session",
+            "call_asked",
+            "Expired",
+            Some("send"),
+        ),
     ];
     for (file, id, on, to, effect) in edits {
         let (_, mut raw) = builtin_tables()
@@ -262,5 +276,54 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
         assert_eq!(broken.len(), 1, "{file} {id}: {f}");
         assert_eq!(broken[0].pos.line, entry_line(&text, i), "{file} {id}: {f}");
         assert!(f.to_string().contains("T023"), "{f}");
+    }
+}
+
+/// The order in which one input's several true events are acted on is the
+/// table's `precedence` (issue 36): a reviewer may reorder what the code
+/// leaves open, and an order that breaks the code's guarantee fails at the
+/// list, with T023 naming both events.
+#[test]
+fn a_precedence_edited_to_break_a_binding_invariant_fails_at_the_list() {
+    // (file, an order the binding accepts, one it refuses, the words)
+    let edits: &[(&str, &[&str], &[&str], &str)] = &[
+        (
+            "turn.ron",
+            &["terminal_result", "approval_needed", "call_failed", "call_ok"],
+            &["approval_needed", "call_ok", "terminal_result", "call_failed"],
+            "must rank \"terminal_result\" before \"call_ok\"",
+        ),
+        (
+            "admission.ron",
+            &["unknown_tool", "over_call_budget", "narrowing_stale", "invalid_arguments"],
+            &["invalid_arguments", "unknown_tool", "narrowing_stale", "over_call_budget"],
+            "must rank \"unknown_tool\" before \"invalid_arguments\"",
+        ),
+        (
+            "admission.ron",
+            &["unknown_tool", "invalid_arguments", "narrowing_stale", "over_call_budget"],
+            &["unknown_tool", "invalid_arguments", "narrowing_stale"],
+            "does not rank \"over_call_budget\"",
+        ),
+    ];
+    for (file, accepted, refused, words) in edits {
+        let (_, mut raw) = builtin_tables()
+            .find(|(f, _)| f == file)
+            .expect("a built-in table");
+        raw.precedence = accepted.iter().map(|e| e.to_string()).collect();
+        registry_check_source(&raw.to_ron(), file)
+            .unwrap_or_else(|f| panic!("{file}: {accepted:?} keeps the guarantees: {f}"));
+        raw.precedence = refused.iter().map(|e| e.to_string()).collect();
+        let (text, f) = load_edited(&raw, file);
+        let line = 1 + text
+            .lines()
+            .position(|l| l.trim_start().starts_with("precedence:"))
+            .expect("the list is written") as u32;
+        assert!(
+            f.0.iter()
+                .all(|x| x.code == Code::InvariantBroken && x.pos.line == line),
+            "{file}: {f}"
+        );
+        assert!(f.to_string().contains(words), "{file}: {f}");
     }
 }

@@ -70,6 +70,15 @@ pub fn markdown(t: &Table) -> String {
         t.legal_count(),
         t.rows.len() - t.legal_count()
     );
+    if !t.precedence.is_empty() {
+        let order: Vec<String> = (t.precedence.iter())
+            .map(|&e| format!("`{}`", t.events[e as usize]))
+            .collect();
+        out += &format!(
+            "precedence (of events found true at once, the first fires): {}\n\n",
+            order.join(" > ")
+        );
+    }
     out += "| state \\ event |";
     for e in &t.events {
         out += &format!(" {e} |");
@@ -168,6 +177,8 @@ pub struct JsonTable<'a> {
     pub states: &'a [String],
     pub events: &'a [String],
     pub effects: &'a [String],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub precedence: Vec<&'a str>,
     pub rows: Vec<JsonRow<'a>>,
 }
 
@@ -201,6 +212,9 @@ pub fn json(t: &Table) -> JsonTable<'_> {
         states: &t.states,
         events: &t.events,
         effects: &t.effects,
+        precedence: (t.precedence.iter())
+            .map(|&e| t.events[e as usize].as_str())
+            .collect(),
         rows: t
             .rows
             .iter()

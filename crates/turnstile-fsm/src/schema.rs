@@ -24,6 +24,12 @@ pub struct RawTable {
     pub events: Vec<String>,
     #[serde(default)]
     pub effects: Vec<String>,
+    /// When code finds several of these events true of one input at once,
+    /// the first listed is the one fired (issue 36): the order of a
+    /// classification is the table's, not an `if` chain's. Events not
+    /// listed rank after every listed one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precedence: Vec<String>,
     pub rows: Vec<RawRow>,
 }
 
@@ -116,6 +122,9 @@ impl RawTable {
         let _ = writeln!(out, "    states: {},", list(&self.states));
         let _ = writeln!(out, "    events: {},", list(&self.events));
         let _ = writeln!(out, "    effects: {},", list(&self.effects));
+        if !self.precedence.is_empty() {
+            let _ = writeln!(out, "    precedence: {},", list(&self.precedence));
+        }
         out += "    rows: [\n";
         for r in &self.rows {
             let entry = match r {
@@ -201,6 +210,7 @@ mod tests {
             states: vec!["A".into(), "B".into()],
             events: vec!["go".into(), "stop".into()],
             effects: vec![],
+            precedence: vec!["stop".into(), "go".into()],
             rows: vec![
                 RawRow::Legal {
                     id: "go".into(),

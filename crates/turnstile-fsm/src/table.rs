@@ -56,6 +56,8 @@ pub struct Table {
     pub effects: Vec<String>,
     pub initial: u16,
     pub terminal: Vec<bool>,
+    /// Event indices in the table's `precedence` order.
+    pub precedence: Vec<u16>,
     /// Rows in source order.
     pub rows: Vec<Row>,
     /// `states.len() * events.len()` cells, row-major by state.
@@ -107,6 +109,18 @@ impl Table {
         self.terminal[state as usize]
     }
 
+    /// Of events code found true of one input at once, the one to fire:
+    /// the first in the table's `precedence`; an unlisted event ranks after
+    /// every listed one, in the order given. `None` for no candidates.
+    pub fn first_of(&self, candidates: &[u16]) -> Option<u16> {
+        let rank = |e: u16| {
+            (self.precedence.iter().position(|&p| p == e)).unwrap_or(self.precedence.len())
+        };
+        // `min_by_key` keeps the first of equal keys: unlisted events stay
+        // in the order given.
+        candidates.iter().copied().min_by_key(|&e| rank(e))
+    }
+
     pub fn legal_count(&self) -> usize {
         self.rows.iter().filter(|r| r.is_legal()).count()
     }
@@ -156,6 +170,7 @@ impl Table {
             effects: effects.iter().map(|s| s.to_string()).collect(),
             initial: sp[self.initial as usize],
             terminal,
+            precedence: self.precedence.iter().map(|&e| ep[e as usize]).collect(),
             cells: build_cells(&rows, states.len(), events.len()),
             rows,
             hash: self.hash.clone(),

@@ -53,6 +53,15 @@ pub enum Invariant<'a> {
         to: &'a [&'a str],
         why: &'a str,
     },
+    /// The table's `precedence` lists every one of `events`: code finds
+    /// them true at once, and the table, not the code, says which fires.
+    Ranked { events: &'a [&'a str], why: &'a str },
+    /// The table's `precedence` ranks `first` before `then`.
+    Precedes {
+        first: &'a str,
+        then: &'a str,
+        why: &'a str,
+    },
 }
 
 /// What a table is expected to be, beyond being a valid table.
@@ -305,6 +314,7 @@ impl<'a> Validator<'a> {
             }
         }
 
+        let precedence = self.precedence(&raw, &events);
         let expanded = self.expand(&raw, &states, &events, &terminal);
         let (rows, pairs) = self.rows(&raw, &expanded, &states, &events, &effects, &terminal);
         self.totality(&raw, &expanded, &pairs);
@@ -315,6 +325,7 @@ impl<'a> Validator<'a> {
             let protocol = expect.protocol.unwrap_or(&raw.name).to_string();
             self.binding(&raw, b, &protocol);
             self.invariants(&expanded, b.invariants, &protocol);
+            self.ranking(&raw, b.invariants, &protocol);
         }
 
         if !self.findings.is_empty() {
@@ -338,6 +349,7 @@ impl<'a> Validator<'a> {
             rows,
             initial: initial.unwrap_or(0),
             terminal,
+            precedence,
             states: raw.states,
             events: raw.events,
             effects: raw.effects,
@@ -876,6 +888,76 @@ impl<'a> Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// The `precedence` list as event indices; reports names that are not
+    /// declared events, or are listed twice.
+    fn precedence(&mut self, raw: &RawTable, events: &HashMap<String, u16>) -> Vec<u16> {
+        let mut out: Vec<u16> = Vec::with_capacity(raw.precedence.len());
+        for (i, name) in raw.precedence.iter().enumerate() {
+            let pos = self.spans.value("precedence", i);
+            match events.get(name) {
+                None => self.push(
+                    Code::UnknownEvent,
+                    pos,
+                    format!("\"{name}\" in `precedence` is not a declared event"),
+                    did_you_mean(name, &raw.events, "events"),
+                ),
+                Some(e) if out.contains(e) => self.push(
+                    Code::DuplicateDeclaration,
+                    pos,
+                    format!("\"{name}\" is listed twice in `precedence`"),
+                    format!("an event has one rank: remove the second \"{name}\""),
+                ),
+                Some(&e) => out.push(e),
+            }
+        }
+        out
+    }
+
+    /// The binding's `Ranked` and `Precedes` invariants, located at the
+    /// `precedence` list (or at `events` when the table has none).
+    fn ranking(&mut self, raw: &RawTable, invariants: &[Invariant<'_>], protocol: &str) {
+        let rank = |e: &str| raw.precedence.iter().position(|p| p == e);
+        let at = |v: &Self, e: Option<&str>| match e.and_then(rank) {
+            Some(i) => v.spans.value("precedence", i),
+            None if raw.precedence.is_empty() => v.spans.field("events"),
+            None => v.spans.field("precedence"),
+        };
+        for inv in invariants {
+            let (pos, message, why) = match *inv {
+                Invariant::Ranked { events, why } => {
+                    let missing: Vec<&str> =
+                        events.iter().copied().filter(|e| rank(e).is_none()).collect();
+                    if missing.is_empty() {
+                        continue;
+                    }
+                    (
+                        at(self, None),
+                        format!(
+                            "`precedence` does not rank {}, which the `{protocol}` protocol's code finds true at once with others",
+                            missing.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(", ")
+                        ),
+                        why,
+                    )
+                }
+                Invariant::Precedes { first, then, why } => match (rank(first), rank(then)) {
+                    (Some(a), Some(b)) if a < b => continue,
+                    _ => (
+                        at(self, Some(then)),
+                        format!("`precedence` must rank \"{first}\" before \"{then}\": the `{protocol}` protocol's code requires it"),
+                        why,
+                    ),
+                },
+                _ => continue,
+            };
+            self.push(
+                Code::InvariantBroken,
+                pos,
+                message,
+                format!("{why}; this guarantee is the code's, not the table's: change the order, or change the protocol's code first"),
+            );
+        }
+    }
+
     /// Reports every legal row that breaks one of the binding's invariants,
     /// at the row's field that breaks it (groups are forbidden rows only,
     /// so they never do).

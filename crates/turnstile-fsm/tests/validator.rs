@@ -403,3 +403,66 @@ fn invariants_are_checked_at_load_and_located_at_the_row() {
         "{findings}"
     );
 }
+
+#[test]
+fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
+    use fsm::Invariant;
+    let src = std::fs::read_to_string("tests/fixtures/door.ron").unwrap();
+    let ranked = src.replace(
+        "    effects: [\"creak\"],\n",
+        "    effects: [\"creak\"],\n    precedence: [\"remove\", \"close\"],\n",
+    );
+    // Line 10 is the `precedence` list.
+    assert!(ranked.lines().nth(9).unwrap().contains("precedence"));
+    let t = fsm::load(&ranked, "door.ron", Some(DOOR)).expect("a ranked table loads");
+    let ev = |n: &str| t.event_index(n).unwrap();
+    // Listed events by rank; an unlisted one after every listed one.
+    assert_eq!(t.first_of(&[ev("close"), ev("remove")]), Some(ev("remove")));
+    assert_eq!(t.first_of(&[ev("open"), ev("close")]), Some(ev("close")));
+    assert_eq!(t.first_of(&[ev("open")]), Some(ev("open")));
+    assert_eq!(t.first_of(&[]), None);
+    // Renumbered for a binding, the ranks follow their events.
+    let r = t
+        .reordered(&["Gone", "Open", "Closed"], &["remove", "open", "close"], &["creak"])
+        .unwrap();
+    assert_eq!(r.first_of(&[2, 0]), Some(0), "remove is index 0 after renumbering");
+    // It renders, and reads back the same.
+    let md = fsm::render::markdown(&t);
+    assert!(md.contains("`remove` > `close`"), "{md}");
+    assert_eq!(fsm::schema::parse(&t.raw.to_ron()).unwrap().precedence, ["remove", "close"]);
+    // The hash covers it: the order decides behaviour.
+    let plain = fsm::load(&src, "door.ron", Some(DOOR)).unwrap();
+    assert_ne!(plain.hash, t.hash);
+
+    // An undeclared or repeated name is located in the list.
+    let bad = src.replace(
+        "    effects: [\"creak\"],\n",
+        "    effects: [\"creak\"],\n    precedence: [\"close\", \"slam\", \"close\"],\n",
+    );
+    let f = fsm::load(&bad, "door.ron", Some(DOOR)).expect_err("bad precedence");
+    let got: Vec<(u32, u32, &str)> = f.0.iter().map(|f| (f.pos.line, f.pos.col, f.code.id())).collect();
+    assert_eq!(got, vec![(10, 27, "T003"), (10, 35, "T016")], "{f}");
+
+    // The binding's ranking invariants.
+    let needs = BindingNames {
+        invariants: &[
+            Invariant::Ranked {
+                events: &["open", "close"],
+                why: "opening and closing can be asked at once",
+            },
+            Invariant::Precedes {
+                first: "close",
+                then: "remove",
+                why: "a door is closed before it goes",
+            },
+        ],
+        ..DOOR
+    };
+    let f = fsm::load(&ranked, "door.ron", Some(needs)).expect_err("broken ranking");
+    let text = f.to_string();
+    assert!(f.0.iter().all(|f| f.code == Code::InvariantBroken && f.pos.line == 10), "{text}");
+    assert!(text.contains("does not rank \"open\""), "{text}");
+    assert!(text.contains("must rank \"close\" before \"remove\""), "{text}");
+    let kept = ranked.replace(r#"["remove", "close"]"#, r#"["open", "close", "remove"]"#);
+    fsm::load(&kept, "door.ron", Some(needs)).expect("a table that keeps its ranking loads");
+}

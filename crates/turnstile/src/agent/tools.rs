@@ -266,9 +266,9 @@ impl ToolBelt {
         self.clients.iter().map(|c| c.status()).collect()
     }
 
-    /// Is every server's connection `Ready`?
+    /// Does every server's connection carry calls now?
     pub fn ready(&self) -> bool {
-        self.clients.iter().all(|c| c.state().serves())
+        self.clients.iter().all(|c| c.carries_calls())
     }
 
     /// Closes every connection and stops every retry.

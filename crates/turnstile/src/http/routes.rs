@@ -45,13 +45,13 @@ pub async fn healthz() -> &'static str {
 }
 
 /// Readiness: each MCP server's connection state (`tables/connection.ron`);
-/// 200 when every one is `Ready`, else 503. `/healthz` stays liveness.
+/// 200 when every one would send a call now (its `call_asked` row), else 503. `/healthz` stays liveness.
 /// A server whose answers missed a configured result field also lists
 /// those `problems` (issue 33 §4): they are the operator's to fix, but a
 /// server that answers is still ready, so they never change the status.
 pub async fn readyz(State(st): State<AppState>) -> Response {
     let servers = st.agent.tools.servers();
-    let ready = servers.iter().all(|s| s.state.serves());
+    let ready = servers.iter().all(|s| s.carries_calls);
     let status = match ready {
         true => StatusCode::OK,
         false => StatusCode::SERVICE_UNAVAILABLE,

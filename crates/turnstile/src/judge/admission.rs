@@ -2,7 +2,8 @@
 //! into one `admission` table event, the table decides, and a refusal's
 //! words for the model and the user come from here. Pure: no I/O.
 
-use crate::protocols::admission::AdmissionEvent;
+use crate::protocols::admission::{Admission, AdmissionEvent};
+use crate::protocols::Bound;
 
 /// What is known about one planned call before it runs.
 #[derive(Debug, Clone, Copy)]
@@ -19,21 +20,27 @@ pub struct Proposal<'a> {
     pub max_calls_per_step: usize,
 }
 
-/// The event for a proposal. One reason is reported, in this order: a tool
-/// nobody offers, arguments that are not an object, a stale narrowing, a
-/// round past its call budget.
-pub fn classify(p: &Proposal<'_>) -> AdmissionEvent {
-    if !p.offered {
-        AdmissionEvent::UnknownTool
-    } else if p.invalid_args.is_some() {
-        AdmissionEvent::InvalidArguments
-    } else if p.stale.is_some() {
-        AdmissionEvent::NarrowingStale
-    } else if p.call_in_step > p.max_calls_per_step {
-        AdmissionEvent::OverCallBudget
-    } else {
-        AdmissionEvent::Admit
-    }
+/// Every reason that stands against a proposal, in no particular order:
+/// which one is told is the table's `precedence`, not this function's.
+pub fn reasons(p: &Proposal<'_>) -> Vec<AdmissionEvent> {
+    let found = [
+        (!p.offered, AdmissionEvent::UnknownTool),
+        (p.invalid_args.is_some(), AdmissionEvent::InvalidArguments),
+        (p.stale.is_some(), AdmissionEvent::NarrowingStale),
+        (
+            p.call_in_step > p.max_calls_per_step,
+            AdmissionEvent::OverCallBudget,
+        ),
+    ];
+    (found.into_iter()).filter_map(|(holds, e)| holds.then_some(e)).collect()
+}
+
+/// The event for a proposal: `admit` when nothing stands against it, else
+/// the reason the admission table ranks first.
+pub fn classify(p: &Proposal<'_>, table: &Bound<Admission>) -> AdmissionEvent {
+    table
+        .first_of(&reasons(p))
+        .unwrap_or(AdmissionEvent::Admit)
 }
 
 /// The refused call's tool result summary: what was found, in the words
@@ -60,6 +67,10 @@ pub fn detail(event: AdmissionEvent, p: &Proposal<'_>) -> String {
 mod tests {
     use super::*;
 
+    fn table() -> Bound<Admission> {
+        crate::protocols::TableSet::builtin().unwrap().bound().unwrap()
+    }
+
     fn ok() -> Proposal<'static> {
         Proposal {
             offered: true,
@@ -76,6 +87,8 @@ mod tests {
     /// tool is never admitted (`agent/turn/call.rs`).
     #[test]
     fn an_unoffered_tool_is_unknown_whatever_else_holds() {
+        // The admission binding requires `unknown_tool` ranked first.
+        let t = table();
         for invalid in [None, Some("not an object")] {
             for stale in [None, Some("table changed")] {
                 for call_in_step in [1, 8, 9, 100] {
@@ -86,14 +99,16 @@ mod tests {
                         call_in_step,
                         max_calls_per_step: 8,
                     };
-                    assert_eq!(classify(&p), AdmissionEvent::UnknownTool, "{p:?}");
+                    assert_eq!(classify(&p, &t), AdmissionEvent::UnknownTool, "{p:?}");
                 }
             }
         }
     }
 
     #[test]
-    fn one_reason_in_order() {
+    fn one_reason_in_the_tables_order() {
+        let t = table();
+        let classify = |p: &Proposal<'_>| classify(p, &t);
         assert_eq!(classify(&ok()), AdmissionEvent::Admit);
         let all = Proposal {
             offered: false,
@@ -125,5 +140,30 @@ mod tests {
             ..p
         };
         assert_eq!(classify(&p), AdmissionEvent::Admit);
+    }
+
+    /// Which reason is told is the table's: reordered, the same proposal
+    /// is refused for the reason the table now ranks first.
+    #[test]
+    fn the_reason_told_follows_the_tables_precedence() {
+        let src = crate::protocols::BUILTIN
+            .iter()
+            .find(|(name, _, _)| *name == "admission")
+            .map(|(_, _, src)| *src)
+            .unwrap();
+        let edited = src.replace(
+            r#"precedence: ["unknown_tool", "invalid_arguments", "narrowing_stale", "over_call_budget"]"#,
+            r#"precedence: ["unknown_tool", "over_call_budget", "narrowing_stale", "invalid_arguments"]"#,
+        );
+        assert_ne!(edited, src, "the shipped order is written as expected");
+        let edited = crate::protocols::registry_check_source(&edited, "admission.ron").unwrap();
+        let reordered: Bound<Admission> = Bound::new(&edited).unwrap();
+        let p = Proposal {
+            invalid_args: Some("not an object"),
+            call_in_step: 9,
+            ..ok()
+        };
+        assert_eq!(classify(&p, &table()), AdmissionEvent::InvalidArguments);
+        assert_eq!(classify(&p, &reordered), AdmissionEvent::OverCallBudget);
     }
 }

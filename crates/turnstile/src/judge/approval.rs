@@ -269,30 +269,31 @@ pub fn confirm_event(out: &ToolOutput) -> ApprovalEvent {
 }
 
 /// What a status tool's answer says: the worker succeeded, failed, or has
-/// not finished (`None`).
-pub fn status_event(out: &ToolOutput) -> Option<ApprovalEvent> {
-    if out.is_error {
-        return None;
-    }
-    match status_word(out)?.as_str() {
-        "COMPLETED" | "SUCCEEDED" | "SUCCESS" | "DONE" => Some(ApprovalEvent::WorkerSucceeded),
-        "FAILED" | "ERROR" | "REJECTED" | "CANCELLED" | "EXPIRED" => {
-            Some(ApprovalEvent::WorkerFailed)
+/// not finished or does not say (`status_pending`; a tool error says
+/// nothing of the action).
+pub fn status_event(out: &ToolOutput) -> ApprovalEvent {
+    let word = status_word(out).filter(|_| !out.is_error);
+    match word.as_deref() {
+        Some("COMPLETED" | "SUCCEEDED" | "SUCCESS" | "DONE") => ApprovalEvent::WorkerSucceeded,
+        Some("FAILED" | "ERROR" | "REJECTED" | "CANCELLED" | "EXPIRED") => {
+            ApprovalEvent::WorkerFailed
         }
-        _ => None,
+        // Not ended, or not said: the table's `status_pending` row.
+        _ => ApprovalEvent::StatusPending,
     }
 }
 
-/// What a status answer says of a confirm a restart found in flight: the
-/// backend accepted it (its worker still runs), or its worker finished.
+/// What a status answer says of a confirm a restart found in flight: its
+/// worker finished, or the backend accepted it and it still runs.
 /// `None`: it says nothing the confirm can be known by (a pending action
 /// never got the confirm, or cannot say), and the outcome stays unknown.
 pub fn recovered_event(out: &ToolOutput) -> Option<ApprovalEvent> {
-    if let Some(e) = status_event(out) {
-        return Some(e);
+    match status_event(out) {
+        ApprovalEvent::StatusPending => {}
+        ended => return Some(ended),
     }
     match status_word(out)?.as_str() {
-        "ACCEPTED" | "CONFIRMED" | "RUNNING" | "PROCESSING" => Some(ApprovalEvent::ConfirmAccepted),
+        "ACCEPTED" | "CONFIRMED" | "RUNNING" | "PROCESSING" => Some(ApprovalEvent::StatusPending),
         _ => None,
     }
 }
@@ -706,11 +707,16 @@ mod tests {
         assert_eq!(confirm_event(&err), ApprovalEvent::ConfirmFailed);
         assert_eq!(
             status_event(&text(r#"{"status":"COMPLETED"}"#)),
-            Some(ApprovalEvent::WorkerSucceeded)
+            ApprovalEvent::WorkerSucceeded
         );
         let failed = text(r#"{"status":"FAILED","reason":"seat taken"}"#);
-        assert_eq!(status_event(&failed), Some(ApprovalEvent::WorkerFailed));
+        assert_eq!(status_event(&failed), ApprovalEvent::WorkerFailed);
         assert_eq!(failure_reason(&failed).as_deref(), Some("seat taken"));
-        assert_eq!(status_event(&text(r#"{"status":"ACCEPTED"}"#)), None);
+        let running = text(r#"{"status":"ACCEPTED"}"#);
+        assert_eq!(status_event(&running), ApprovalEvent::StatusPending);
+        assert_eq!(recovered_event(&running), Some(ApprovalEvent::StatusPending));
+        let said_nothing = text(r#"{"status":"PENDING_CONFIRM"}"#);
+        assert_eq!(status_event(&said_nothing), ApprovalEvent::StatusPending);
+        assert_eq!(recovered_event(&said_nothing), None);
     }
 }

@@ -169,8 +169,17 @@ pub struct ServerStatus {
     pub name: String,
     #[serde(serialize_with = "state_name")]
     pub state: ConnectionState,
+    /// Whether a call would be sent now (the connection table's row).
+    #[serde(skip)]
+    pub carries_calls: bool,
     /// The revision the server agreed to (empty until it first answered).
     pub protocol: String,
+}
+
+/// Whether the connection table sends a call asked in the machine's state.
+fn carries_calls(machine: &Typed<Connection>) -> bool {
+    (machine.peek(ConnectionEvent::CallAsked))
+        .is_ok_and(|s| s.effect == Some(ConnectionEffect::Send))
 }
 
 fn state_name<S: serde::Serializer>(s: &ConnectionState, ser: S) -> Result<S::Ok, S::Error> {
@@ -315,7 +324,7 @@ impl ToolClient {
     /// reconnects as `tables/connection.ron` says.
     pub async fn connect_with(spec: &ServerSpec, options: ClientOptions) -> Result<Self, McpError> {
         let client = Self::start(spec, options, builtin_connection_table()?).await?;
-        if client.state().serves() {
+        if client.carries_calls() {
             return Ok(client);
         }
         let err = client.shared.lock().last_error.clone();
@@ -402,11 +411,17 @@ impl ToolClient {
         self.shared.lock().machine.state()
     }
 
+    /// Would a call be sent now (the table's `call_asked` row is `send`)?
+    pub fn carries_calls(&self) -> bool {
+        carries_calls(&self.shared.lock().machine)
+    }
+
     /// Name and state, for `GET /readyz`.
     pub fn status(&self) -> ServerStatus {
         ServerStatus {
             name: self.name().to_string(),
             state: self.state(),
+            carries_calls: self.carries_calls(),
             protocol: self.protocol_version(),
         }
     }
@@ -1042,12 +1057,13 @@ impl Shared {
         loop {
             let waiting_in = {
                 let inner = self.lock();
-                match (inner.machine.state(), &inner.session) {
-                    (state, Some(s)) if state.serves() => return Ok(s.clone()),
-                    (ConnectionState::Down | ConnectionState::Closed, _) => {
-                        return Err(self.down(tool, &inner))
-                    }
-                    (state, _) => state,
+                // The connection table's `call_asked` row decides: send,
+                // wait for the session under way, or fail at once.
+                let asked = inner.machine.peek(ConnectionEvent::CallAsked);
+                match (asked.map(|s| s.effect), &inner.session) {
+                    (Ok(Some(ConnectionEffect::Send)), Some(s)) => return Ok(s.clone()),
+                    (Err(_), _) => return Err(self.down(tool, &inner)),
+                    _ => inner.machine.state(),
                 }
             };
             match tokio::time::timeout_at(deadline, rx.changed()).await {
@@ -1120,8 +1136,8 @@ impl Shared {
             }
             let session = {
                 let inner = self.lock();
-                match (inner.machine.state(), &inner.session) {
-                    (state, Some(s)) if state.serves() => s.clone(),
+                match (carries_calls(&inner.machine), &inner.session) {
+                    (true, Some(s)) => s.clone(),
                     _ => continue,
                 }
             };

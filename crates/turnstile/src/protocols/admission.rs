@@ -41,9 +41,35 @@ impl Protocol for Admission {
     type State = AdmissionState;
     type Event = AdmissionEvent;
     type Effect = AdmissionEffect;
-    const INVARIANTS: &'static [Invariant<'static>] = &[Invariant::Forbid {
-        event: "unknown_tool",
-        from: &[],
-        why: "a tool no connected server offers has nowhere to be sent",
-    }];
+    const INVARIANTS: &'static [Invariant<'static>] = &[
+        Invariant::Forbid {
+            event: "unknown_tool",
+            from: &[],
+            why: "a tool no connected server offers has nowhere to be sent",
+        },
+        Invariant::Ranked {
+            events: &[
+                "unknown_tool",
+                "invalid_arguments",
+                "narrowing_stale",
+                "over_call_budget",
+            ],
+            why: "several reasons can stand against one call; the table says which one is told",
+        },
+        Invariant::Precedes {
+            first: "unknown_tool",
+            then: "invalid_arguments",
+            why: "a tool nobody offers is refused as such, whatever row the other reasons have",
+        },
+        Invariant::Precedes {
+            first: "unknown_tool",
+            then: "narrowing_stale",
+            why: "a tool nobody offers is refused as such, whatever row the other reasons have",
+        },
+        Invariant::Precedes {
+            first: "unknown_tool",
+            then: "over_call_budget",
+            why: "a tool nobody offers is refused as such, whatever row the other reasons have",
+        },
+    ];
 }

@@ -83,6 +83,9 @@ crate::names! {
         /// An answer to a 2025-11-25 question whose open call another live
         /// process holds (issue 34 item 10): only that process can send it.
         AnsweredElsewhere = "answered_elsewhere",
+        /// The status tool answered, but not how the action ended: it
+        /// still runs, or the answer says nothing the end can be known by.
+        StatusPending = "status_pending",
     }
 }
 

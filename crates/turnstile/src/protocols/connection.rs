@@ -3,6 +3,7 @@
 //! wire into one of these events and performs the effect of the row it took.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum ConnectionState {
@@ -29,6 +30,9 @@ crate::names! {
 crate::names! {
     /// What the client classified; the table decides what follows.
     pub enum ConnectionEvent {
+        /// A tool call wants a session. Only peeked, never fired: its row's
+        /// effect says whether the call is sent, waits or fails.
+        CallAsked = "call_asked",
         /// The first connection opened: transport, `initialize`, `tools/list`.
         ConnectOk = "connect_ok",
         /// The first connection to a 2026-07-28 server: `server/discover`
@@ -86,14 +90,10 @@ crate::names! {
         RestartChild = "restart-child",
         /// Close the session and stop every retry.
         Close = "close",
-    }
-}
-
-impl ConnectionState {
-    /// Calls go out in this state: a session is open (Ready), or a
-    /// stateless server is discovered (Stateless).
-    pub fn serves(self) -> bool {
-        matches!(self, ConnectionState::Ready | ConnectionState::Stateless)
+        /// Send the call on the current session.
+        Send = "send",
+        /// Wait for the session under way (up to the connect timeout).
+        Wait = "wait",
     }
 }
 
@@ -105,4 +105,9 @@ impl Protocol for Connection {
     type State = ConnectionState;
     type Event = ConnectionEvent;
     type Effect = ConnectionEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[Invariant::EffectEndsIn {
+        effect: "send",
+        to: &["Ready", "Stateless"],
+        why: "a call is sent only where a session (or a discovered stateless server) is open",
+    }];
 }

@@ -2,11 +2,13 @@
 //! the tier its tool requires and the tiers the caller holds.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum LicenceState {
         Proposed = "Proposed",
         Allowed = "Allowed",
+        Withheld = "Withheld",
     }
 }
 
@@ -24,6 +26,9 @@ crate::names! {
         TierNotHeldInPart = "tier_not_held_in_part",
         /// The tool requires a tier the configuration does not know.
         TierUnknown = "tier_unknown",
+        /// Another call of the same planning round was refused (issue 36:
+        /// what that means for this one is the table's row).
+        RoundRefused = "round_refused",
     }
 }
 
@@ -31,6 +36,8 @@ crate::names! {
     pub enum LicenceEffect {
         /// Send the call.
         Run = "run",
+        /// Hold the call back with its round: it is offered, not sent.
+        Withhold = "withhold",
     }
 }
 
@@ -42,4 +49,9 @@ impl Protocol for Licence {
     type State = LicenceState;
     type Event = LicenceEvent;
     type Effect = LicenceEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[Invariant::LegalOnlyWith {
+        event: "round_refused",
+        effect: "withhold",
+        why: "a round with a refused call runs none of its calls: half a request is never done silently (seed 003 §4.6)",
+    }];
 }

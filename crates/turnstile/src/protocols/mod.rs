@@ -119,6 +119,13 @@ impl<P: Protocol> Bound<P> {
         &self.table
     }
 
+    /// Of events found true of one input at once, the one the table's
+    /// `precedence` fires first (issue 36). `None` for no candidates.
+    pub fn first_of(&self, candidates: &[P::Event]) -> Option<P::Event> {
+        let idx: Vec<u16> = candidates.iter().map(|e| e.index()).collect();
+        (self.table.first_of(&idx)).map(|e| P::Event::ALL[e as usize])
+    }
+
     pub fn machine(&self) -> Typed<P> {
         Typed {
             inner: Machine::new(self.table.clone()),
@@ -189,6 +196,17 @@ impl<P: Protocol> Typed<P> {
     /// Would `event` be legal now? Does not change the machine.
     pub fn allows(&self, event: P::Event) -> bool {
         self.inner.peek(event.index()).is_ok()
+    }
+
+    /// What `fire` would do now, without doing it or counting the row.
+    pub fn peek(&self, event: P::Event) -> Result<TypedStep<P>, Box<Violation>> {
+        let s = self.inner.peek(event.index())?;
+        Ok(TypedStep {
+            row: s.row,
+            from: P::State::ALL[s.from as usize],
+            to: P::State::ALL[s.to as usize],
+            effect: s.effect.map(|e| P::Effect::ALL[e as usize]),
+        })
     }
 
     pub fn row_id(&self, row: u16) -> &str {

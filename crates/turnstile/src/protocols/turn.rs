@@ -1,6 +1,7 @@
 //! `tables/turn.ron`: the agent loop of one turn.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum TurnState {
@@ -60,6 +61,9 @@ crate::names! {
         /// (`tables/licence.ron`): the answer is code's.
         CallUnlicensed = "call_unlicensed",
         ClientGone = "client_gone",
+        /// The planning round after a "show more" continuation: its page
+        /// was judged (issue 36: what follows is the table's row).
+        Continued = "continued",
     }
 }
 
@@ -100,4 +104,30 @@ impl Protocol for Turn {
     type State = TurnState;
     type Event = TurnEvent;
     type Effect = TurnEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[
+        Invariant::Ranked {
+            events: &["approval_needed", "terminal_result", "call_ok", "call_failed"],
+            why: "one call's outcome can be a held action, a terminal result and a result at once; the table says which is acted on",
+        },
+        Invariant::Precedes {
+            first: "approval_needed",
+            then: "call_ok",
+            why: "a prepared action waits for the human: its prepare result is never answered as if nothing waited",
+        },
+        Invariant::Precedes {
+            first: "approval_needed",
+            then: "call_failed",
+            why: "a held action's own outcome is the approval's to tell, not a failed call's",
+        },
+        Invariant::Precedes {
+            first: "terminal_result",
+            then: "call_ok",
+            why: "a terminal result is delivered by code's formatter; the model never narrates a capability",
+        },
+        Invariant::Precedes {
+            first: "terminal_result",
+            then: "call_failed",
+            why: "a terminal flow's failed confirm is told by code's formatter, not narrated by the model",
+        },
+    ];
 }

@@ -61,7 +61,7 @@ impl Turn<'_> {
             call_in_step: self.cursor.calls_this_step,
             max_calls_per_step: self.agent.limits.max_calls_per_step,
         };
-        let event = admission::classify(&proposal);
+        let event = admission::classify(&proposal, &self.agent.tables.admission);
         let mut machine = self.agent.tables.admission.machine();
         let fired = machine.fire(event);
         // A call a table refuses never left turnstile: refused, not failed.

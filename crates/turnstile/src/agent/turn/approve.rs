@@ -288,8 +288,9 @@ impl Turn<'_> {
             }
             (DecisionCall::Confirm, Some(out)) => Some(approval::confirm_event(out)),
             (DecisionCall::Confirm, None) => Some(ApprovalEvent::ConfirmFailed),
-            (DecisionCall::Status, Some(out)) => approval::status_event(out),
-            (DecisionCall::Status, None) => None,
+            (DecisionCall::Status, Some(out)) => Some(approval::status_event(out)),
+            // A status call that failed says nothing of how the action ended.
+            (DecisionCall::Status, None) => Some(ApprovalEvent::StatusPending),
         };
         let Some(held) = self.approvals.held.as_mut() else {
             return Ok(());
@@ -308,7 +309,6 @@ impl Turn<'_> {
             held.stored = Some(to);
         }
         let state = held.machine.state();
-        let still_accepted = kind == DecisionCall::Status && state == ApprovalState::Accepted;
         let status = held.action.status.clone();
         let status_args = held.action.status_args.clone();
         let tool = held.action.prepare.clone();
@@ -349,10 +349,11 @@ impl Turn<'_> {
         if let Some(reason) = out.filter(|_| failed).and_then(approval::told_reason) {
             self.anchor(Anchor::ServerReason { tool, reason });
         }
-        let poll = (ask_status || still_accepted)
-            && self.approvals.polls < self.agent.limits.status.per_turn;
+        // The row says whether to ask again (`ask-status`); the limits say
+        // how often and how far apart.
+        let poll = ask_status && self.approvals.polls < self.agent.limits.status.per_turn;
         if let (true, Some(status)) = (poll, status) {
-            if still_accepted {
+            if kind == DecisionCall::Status {
                 // Nothing held waits out the gap (ADR 0031).
                 self.flush().await?;
                 tokio::time::sleep(self.agent.limits.status.gap).await;

@@ -33,12 +33,25 @@ impl Turn<'_> {
         };
         let suspend = self.classify_approval(&call, &outcome).await?;
         let terminal = self.classify_export(&call, &outcome)?;
-        let event = match &outcome {
-            _ if suspend.is_some() => TurnEvent::ApprovalNeeded,
-            _ if terminal.is_some() => TurnEvent::TerminalResult,
-            Outcome::Returned { .. } => TurnEvent::CallOk,
-            Outcome::Refused { .. } | Outcome::Failed { .. } => TurnEvent::CallFailed,
-        };
+        // Everything true of the outcome; which one is acted on is the
+        // turn table's `precedence`.
+        let found = [
+            (suspend.is_some(), TurnEvent::ApprovalNeeded),
+            (terminal.is_some(), TurnEvent::TerminalResult),
+            (
+                matches!(outcome, Outcome::Returned { .. }),
+                TurnEvent::CallOk,
+            ),
+            (
+                !matches!(outcome, Outcome::Returned { .. }),
+                TurnEvent::CallFailed,
+            ),
+        ];
+        let found: Vec<TurnEvent> = (found.into_iter())
+            .filter_map(|(holds, e)| holds.then_some(e))
+            .collect();
+        let event = (self.agent.tables.turn.first_of(&found))
+            .expect("an outcome is returned or not, so one event holds");
         self.cursor.outcome = Some(outcome);
         Ok(event)
     }

@@ -21,16 +21,18 @@ use crate::judge::tiers::{LicenceMap, Verdict};
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
 use crate::mcp::ToolInfo;
-use crate::protocols::licence::{LicenceEffect, LicenceEvent};
+use crate::protocols::licence::{Licence, LicenceEffect, LicenceEvent};
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
-use crate::protocols::Names;
+use crate::protocols::{Names, Typed};
 use crate::store::LicenceAudit;
 
 /// One call's decision.
 pub(super) struct Decision {
     pub(super) allowed: bool,
     pub(super) row_id: String,
+    /// Let through by its tier, then held back with its refused round.
+    pub(super) withheld: bool,
 }
 
 /// A round the gate refused: each call's decision, in plan order.
@@ -45,24 +47,24 @@ impl Turn<'_> {
         (self.agent.licences).verdict(tool, declared.as_deref(), &self.access)
     }
 
-    /// Fires a fresh licence machine on `event`: the row and whether it
+    /// Fires `event` on a call's licence machine: the row and whether it
     /// lets the call run.
-    fn decide_licence(&self, event: LicenceEvent) -> Decision {
-        let mut machine = self.agent.tables.licence.machine();
-        let decision = match machine.fire(event) {
+    fn decide_licence(&self, machine: &mut Typed<Licence>, event: LicenceEvent) -> Decision {
+        match machine.fire(event) {
             Ok(step) => Decision {
                 allowed: step.effect == Some(LicenceEffect::Run),
                 row_id: machine.row_id(step.row).to_string(),
+                withheld: false,
             },
             Err(v) => {
                 telemetry::violation(&v);
                 Decision {
                     allowed: false,
                     row_id: v.row_id.clone(),
+                    withheld: false,
                 }
             }
-        };
-        decision
+        }
     }
 
     /// The catalogue filter: the tools the table lets this caller use, as
@@ -87,27 +89,46 @@ impl Turn<'_> {
         calls: &[PlannedCall],
     ) -> (Option<Refused>, Vec<LicenceAudit>) {
         let verdicts: Vec<Verdict> = calls.iter().map(|c| self.verdict(&c.tool)).collect();
+        let mut machines = Vec::with_capacity(calls.len());
         let mut decisions = Vec::with_capacity(calls.len());
         let mut audit = Vec::with_capacity(calls.len());
+        let row = |tool: &str, v: &Verdict, event: LicenceEvent, d: &Decision| LicenceAudit {
+            turn_id: self.turn_id.clone(),
+            tool: tool.to_string(),
+            required_tier: v.required().map(str::to_string),
+            held_tiers: self.access.tiers.clone(),
+            event: event.name().to_string(),
+            row_id: d.row_id.clone(),
+            allowed: d.allowed,
+        };
         for (i, v) in verdicts.iter().enumerate() {
             let others_allowed = (verdicts.iter().enumerate()).any(|(j, o)| j != i && o.allows());
             let event = LicenceMap::classify(v, others_allowed);
-            let d = self.decide_licence(event);
-            audit.push(LicenceAudit {
-                turn_id: self.turn_id.clone(),
-                tool: calls[i].tool.clone(),
-                required_tier: v.required().map(str::to_string),
-                held_tiers: self.access.tiers.clone(),
-                event: event.name().to_string(),
-                row_id: d.row_id.clone(),
-                allowed: d.allowed,
-            });
+            let mut machine = self.agent.tables.licence.machine();
+            let d = self.decide_licence(&mut machine, event);
+            audit.push(row(&calls[i].tool, v, event, &d));
             decisions.push(d);
+            machines.push(machine);
         }
         if decisions.iter().all(|d| d.allowed) {
             return (None, audit);
         }
-        for (call, d) in calls.iter().zip(&decisions).filter(|(_, d)| !d.allowed) {
+        // A refused call in the round: each call let through hears it, and
+        // its row says what becomes of it (held back, as shipped; the
+        // binding requires it).
+        let event = LicenceEvent::RoundRefused;
+        for (i, machine) in machines.iter_mut().enumerate() {
+            if !decisions[i].allowed {
+                continue;
+            }
+            let d = self.decide_licence(machine, event);
+            audit.push(row(&calls[i].tool, &verdicts[i], event, &d));
+            decisions[i] = Decision {
+                withheld: true,
+                ..d
+            };
+        }
+        for (call, d) in calls.iter().zip(&decisions).filter(|(_, d)| !d.withheld) {
             tracing::info!(tool = %call.tool, row_id = %d.row_id, "call refused by the licence gate");
         }
         (Some(Refused { decisions }), audit)
@@ -124,13 +145,13 @@ impl Turn<'_> {
         let lang = CopyLang::of(&self.user_text);
         let mut possible: Vec<String> = Vec::new();
         for (call, d) in calls.iter().zip(&refused.decisions) {
-            if d.allowed && !possible.contains(&call.tool) {
+            if d.withheld && !possible.contains(&call.tool) {
                 possible.push(call.tool.clone());
             }
         }
         let message = crate::judge::refusal::copy(lang, &possible);
         for (call, d) in calls.iter().zip(&refused.decisions) {
-            if d.allowed {
+            if d.withheld {
                 continue;
             }
             // What a model could ever read of it is that it was not run:

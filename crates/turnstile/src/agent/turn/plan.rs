@@ -25,10 +25,10 @@ impl Turn<'_> {
         self.cursor.step += 1;
         // A continuation not sent in its round is not kept for a later one.
         self.thread.continuing = None;
-        // "Show more" is one round: after it, the answer. A planner asked
-        // again would search page 1 anew and move the listing under it.
+        // The round after a "show more" continuation: what follows is the
+        // turn table's `continued` row (the answer, as shipped).
         if self.cursor.continued {
-            return Ok(TurnEvent::Answered);
+            return Ok(TurnEvent::Continued);
         }
         // "Show more" sent as a marker (the page's button, `chat --more`):
         // the plan is the continuation, made by code; no model is asked

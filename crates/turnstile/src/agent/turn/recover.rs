@@ -111,11 +111,10 @@ impl Agent {
                     break;
                 };
                 from = machine.state();
+                // A forbidden row ends the asking; the stored state stays.
                 match machine.fire(event) {
                     Ok(step) => ask = step.effect == Some(ApprovalEffect::AskStatus),
-                    Err(_) => {
-                        ask = from == ApprovalState::Accepted;
-                    }
+                    Err(_) => break,
                 }
                 if machine.state() != from && !self.swap(&stored, from, &machine).await? {
                     break;
