@@ -858,6 +858,73 @@ async fn a_held_call_is_sent_once_on_approve_and_never_otherwise() {
     s.pass_and_stop().await;
 }
 
+/// Which calls wait is the approval policy table, `tables/hold.ron`
+/// (issue 36), not code: a deployment whose reviewed table sends
+/// `before-call` tools at once gets no interrupt, and one that forbids the
+/// row refuses the call by that row, unsent. Through HTTP/SSE and the demo
+/// tool server, counted there.
+#[tokio::test]
+async fn the_hold_table_decides_which_calls_wait() {
+    use common::fake_openai::{Action, FakeOpenAi, Role};
+    let shipped = turnstile::protocols::BUILTIN
+        .iter()
+        .find(|(name, _, _)| *name == "hold")
+        .map(|(_, _, src)| *src)
+        .unwrap();
+    let row = r#"Legal(id: "configured-before-call", from: "Proposed", on: "configured_before_call", to: "Held", effect: "hold-configured"),"#;
+    assert!(
+        shipped.contains(row),
+        "the shipped row is written as expected"
+    );
+    let edits = [
+        r#"Legal(id: "configured-before-call", from: "Proposed", on: "configured_before_call", to: "Sent", effect: "send"),"#,
+        r#"Forbidden(id: "configured-before-call", from: "Proposed", on: "configured_before_call", why: "This deployment never sends a tool configured before-call."),"#,
+    ];
+    for (sent, edit) in [(true, edits[0]), (false, edits[1])] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("hold.ron"), shipped.replace(row, edit)).unwrap();
+        let fake = FakeOpenAi::start().await;
+        let s = TestServer::builder()
+            .model(fake.model())
+            .roles(held_export_confirm())
+            .terminals(Default::default())
+            .tables_dir(dir.path())
+            .start()
+            .await;
+        let exports = demo(&s).exports().clone();
+        let e = exports.preview().export_id;
+        let args = serde_json::json!({ "exportId": e }).to_string();
+        fake.on(
+            Role::Planner,
+            Action::ToolCalls(vec![("confirm_lms_material_export".into(), args)]),
+        );
+        let t = s.new_thread().await;
+        let frames = s.say(&t, "download all my lecture files").await;
+        assert!(is_done(&frames), "{frames:?}");
+        assert!(interrupt(&frames).is_none(), "held: {frames:?}");
+        let results: Vec<_> = tool_results(&frames)
+            .into_iter()
+            .filter(|r| r.tool == "confirm_lms_material_export")
+            .collect();
+        assert_eq!(results.len(), 1, "{frames:?}");
+        if sent {
+            assert!(results[0].ok, "{results:?}");
+            assert_eq!(exports.confirms(&e), 1);
+        } else {
+            assert!(!results[0].ok, "{results:?}");
+            // Refused, not failed: the summary names the table and the row.
+            assert!(
+                results[0]
+                    .summary
+                    .starts_with("not run (hold row `configured-before-call`)"),
+                "{results:?}"
+            );
+            assert_eq!(exports.confirms(&e), 0, "a refused call was sent");
+        }
+        s.pass_and_stop().await;
+    }
+}
+
 /// The demo's roles, with its export confirm configured `approval =
 /// "before-call"` instead of as a terminal flow: a tool that mutates,
 /// held for approval of each exact call.

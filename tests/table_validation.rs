@@ -241,6 +241,13 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
             Some("run"),
         ),
         (
+            "hold.ron",
+            "decision-sends-its-call",
+            "decision_call",
+            "Held",
+            Some("hold-configured"),
+        ),
+        (
             "connection.ron",
             "call-waits-for-new-session",
             "call_asked",
@@ -289,21 +296,73 @@ fn a_precedence_edited_to_break_a_binding_invariant_fails_at_the_list() {
     let edits: &[(&str, &[&str], &[&str], &str)] = &[
         (
             "turn.ron",
-            &["terminal_result", "approval_needed", "call_failed", "call_ok"],
-            &["approval_needed", "call_ok", "terminal_result", "call_failed"],
+            &[
+                "terminal_result",
+                "approval_needed",
+                "call_failed",
+                "call_ok",
+            ],
+            &[
+                "approval_needed",
+                "call_ok",
+                "terminal_result",
+                "call_failed",
+            ],
             "must rank \"terminal_result\" before \"call_ok\"",
         ),
         (
             "admission.ron",
-            &["unknown_tool", "over_call_budget", "narrowing_stale", "invalid_arguments"],
-            &["invalid_arguments", "unknown_tool", "narrowing_stale", "over_call_budget"],
+            &[
+                "unknown_tool",
+                "over_call_budget",
+                "narrowing_stale",
+                "invalid_arguments",
+            ],
+            &[
+                "invalid_arguments",
+                "unknown_tool",
+                "narrowing_stale",
+                "over_call_budget",
+            ],
             "must rank \"unknown_tool\" before \"invalid_arguments\"",
         ),
         (
             "admission.ron",
-            &["unknown_tool", "invalid_arguments", "narrowing_stale", "over_call_budget"],
+            &[
+                "unknown_tool",
+                "invalid_arguments",
+                "narrowing_stale",
+                "over_call_budget",
+            ],
             &["unknown_tool", "invalid_arguments", "narrowing_stale"],
             "does not rank \"over_call_budget\"",
+        ),
+        // An untrusted server's tools held even when configured "none".
+        (
+            "hold.ron",
+            &[
+                "decision_call",
+                "terminal_confirm",
+                "configured_before_call",
+                "approval_role",
+                "server_untrusted",
+                "configured_none",
+                "declared_destructive",
+                "declared_safe",
+                "undeclared",
+            ],
+            &[
+                "configured_before_call",
+                "decision_call",
+                "terminal_confirm",
+                "approval_role",
+                "configured_none",
+                "server_untrusted",
+                "declared_destructive",
+                "declared_safe",
+                "undeclared",
+            ],
+            "must rank \"decision_call\" before \"configured_before_call\"",
         ),
     ];
     for (file, accepted, refused, words) in edits {

@@ -423,13 +423,24 @@ fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
     assert_eq!(t.first_of(&[]), None);
     // Renumbered for a binding, the ranks follow their events.
     let r = t
-        .reordered(&["Gone", "Open", "Closed"], &["remove", "open", "close"], &["creak"])
+        .reordered(
+            &["Gone", "Open", "Closed"],
+            &["remove", "open", "close"],
+            &["creak"],
+        )
         .unwrap();
-    assert_eq!(r.first_of(&[2, 0]), Some(0), "remove is index 0 after renumbering");
+    assert_eq!(
+        r.first_of(&[2, 0]),
+        Some(0),
+        "remove is index 0 after renumbering"
+    );
     // It renders, and reads back the same.
     let md = fsm::render::markdown(&t);
     assert!(md.contains("`remove` > `close`"), "{md}");
-    assert_eq!(fsm::schema::parse(&t.raw.to_ron()).unwrap().precedence, ["remove", "close"]);
+    assert_eq!(
+        fsm::schema::parse(&t.raw.to_ron()).unwrap().precedence,
+        ["remove", "close"]
+    );
     // The hash covers it: the order decides behaviour.
     let plain = fsm::load(&src, "door.ron", Some(DOOR)).unwrap();
     assert_ne!(plain.hash, t.hash);
@@ -440,7 +451,10 @@ fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
         "    effects: [\"creak\"],\n    precedence: [\"close\", \"slam\", \"close\"],\n",
     );
     let f = fsm::load(&bad, "door.ron", Some(DOOR)).expect_err("bad precedence");
-    let got: Vec<(u32, u32, &str)> = f.0.iter().map(|f| (f.pos.line, f.pos.col, f.code.id())).collect();
+    let got: Vec<(u32, u32, &str)> =
+        f.0.iter()
+            .map(|f| (f.pos.line, f.pos.col, f.code.id()))
+            .collect();
     assert_eq!(got, vec![(10, 27, "T003"), (10, 35, "T016")], "{f}");
 
     // The binding's ranking invariants.
@@ -460,9 +474,16 @@ fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
     };
     let f = fsm::load(&ranked, "door.ron", Some(needs)).expect_err("broken ranking");
     let text = f.to_string();
-    assert!(f.0.iter().all(|f| f.code == Code::InvariantBroken && f.pos.line == 10), "{text}");
+    assert!(
+        f.0.iter()
+            .all(|f| f.code == Code::InvariantBroken && f.pos.line == 10),
+        "{text}"
+    );
     assert!(text.contains("does not rank \"open\""), "{text}");
-    assert!(text.contains("must rank \"close\" before \"remove\""), "{text}");
+    assert!(
+        text.contains("must rank \"close\" before \"remove\""),
+        "{text}"
+    );
     let kept = ranked.replace(r#"["remove", "close"]"#, r#"["open", "close", "remove"]"#);
     fsm::load(&kept, "door.ron", Some(needs)).expect("a table that keeps its ranking loads");
 }

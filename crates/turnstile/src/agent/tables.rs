@@ -5,6 +5,7 @@ use crate::protocols::admission::Admission;
 use crate::protocols::approval::Approval;
 use crate::protocols::export::Export;
 use crate::protocols::frame::Frame;
+use crate::protocols::hold::Hold;
 use crate::protocols::licence::Licence;
 use crate::protocols::narration::Narration;
 use crate::protocols::narrowing::Narrowing;
@@ -20,6 +21,7 @@ pub struct TurnTables {
     pub approval: Bound<Approval>,
     pub export: Bound<Export>,
     pub frame: Bound<Frame>,
+    pub hold: Bound<Hold>,
     pub licence: Bound<Licence>,
     pub narrowing: Bound<Narrowing>,
     pub paging: Bound<Paging>,
@@ -36,6 +38,7 @@ impl TurnTables {
             approval: set.bound()?,
             export: set.bound()?,
             frame: set.bound()?,
+            hold: set.bound()?,
             licence: set.bound()?,
             narrowing: set.bound()?,
             paging: set.bound()?,

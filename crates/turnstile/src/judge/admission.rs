@@ -32,15 +32,15 @@ pub fn reasons(p: &Proposal<'_>) -> Vec<AdmissionEvent> {
             AdmissionEvent::OverCallBudget,
         ),
     ];
-    (found.into_iter()).filter_map(|(holds, e)| holds.then_some(e)).collect()
+    (found.into_iter())
+        .filter_map(|(holds, e)| holds.then_some(e))
+        .collect()
 }
 
 /// The event for a proposal: `admit` when nothing stands against it, else
 /// the reason the admission table ranks first.
 pub fn classify(p: &Proposal<'_>, table: &Bound<Admission>) -> AdmissionEvent {
-    table
-        .first_of(&reasons(p))
-        .unwrap_or(AdmissionEvent::Admit)
+    table.first_of(&reasons(p)).unwrap_or(AdmissionEvent::Admit)
 }
 
 /// The refused call's tool result summary: what was found, in the words
@@ -68,7 +68,10 @@ mod tests {
     use super::*;
 
     fn table() -> Bound<Admission> {
-        crate::protocols::TableSet::builtin().unwrap().bound().unwrap()
+        crate::protocols::TableSet::builtin()
+            .unwrap()
+            .bound()
+            .unwrap()
     }
 
     fn ok() -> Proposal<'static> {

@@ -9,9 +9,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use crate::fsm::Violation;
 use crate::mcp::normalize::Block;
 use crate::mcp::{pyliteral, ToolOutput};
 use crate::protocols::approval::ApprovalEvent;
+use crate::protocols::hold::{Hold, HoldEffect, HoldEvent};
+use crate::protocols::Bound;
 
 /// The role a tool plays in the approval protocol, from configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,29 +63,72 @@ impl HoldReason {
     }
 }
 
-/// Whether a planned call of a tool must wait for the user's approval of
-/// the exact call. The configuration decides first: a tool with a role in
-/// the approval protocol (prepare, confirm, cancel, status) is governed by
-/// it, `approval = "none"` exempts, `before-call` holds. Then the server:
-/// every call of an untrusted server's tool waits (its annotations are
-/// hints, never decisions). Then a trusted server's annotations, read with
-/// MCP's defaults: a tool that declares annotations is destructive unless
-/// it says `destructiveHint: false`, or says `readOnlyHint: true` and
-/// nothing about `destructiveHint`. A trusted tool that declares no
-/// annotations at all runs as before.
-pub fn hold_reason(role: Option<&Role>, trust: &crate::mcp::ToolTrust) -> Option<HoldReason> {
-    match role {
-        Some(Role::BeforeCall) => return Some(HoldReason::Configured),
-        Some(_) => return None,
-        None => {}
+/// What is known about a planned call when the approval policy
+/// (`tables/hold.ron`) is asked whether it waits for approval of itself.
+#[derive(Debug, Clone, Copy)]
+pub struct HoldFacts<'a> {
+    /// An approval decision sends it (approve, cancel, status).
+    pub decision_call: bool,
+    /// It is an export flow's confirm.
+    pub terminal_confirm: bool,
+    pub role: Option<&'a Role>,
+    pub trust: &'a crate::mcp::ToolTrust,
+}
+
+impl HoldFacts<'_> {
+    /// Every fact true of the call, in no particular order: which one
+    /// decides is the hold table's `precedence`. A trusted server's
+    /// annotations are read with MCP's defaults: a tool that declares any
+    /// is destructive unless it says `destructiveHint: false`, or says
+    /// `readOnlyHint: true` and nothing about `destructiveHint`.
+    pub fn events(&self) -> Vec<HoldEvent> {
+        let mut found = Vec::with_capacity(4);
+        found.extend(self.decision_call.then_some(HoldEvent::DecisionCall));
+        found.extend(self.terminal_confirm.then_some(HoldEvent::TerminalConfirm));
+        found.extend(self.role.map(|r| match r {
+            Role::BeforeCall => HoldEvent::ConfiguredBeforeCall,
+            Role::Exempt => HoldEvent::ConfiguredNone,
+            Role::Prepare(_) | Role::Confirm | Role::Cancel | Role::Status => {
+                HoldEvent::ApprovalRole
+            }
+        }));
+        found.extend((!self.trust.server_trusted).then_some(HoldEvent::ServerUntrusted));
+        found.push(match self.trust.hints {
+            None => HoldEvent::Undeclared,
+            Some(h) if h.destructive.unwrap_or(h.read_only != Some(true)) => {
+                HoldEvent::DeclaredDestructive
+            }
+            Some(_) => HoldEvent::DeclaredSafe,
+        });
+        found
     }
-    if !trust.server_trusted {
-        return Some(HoldReason::Untrusted);
+}
+
+/// What the approval policy decided for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HoldVerdict {
+    Send,
+    /// Held for approval of the exact call, for this reason.
+    Hold(HoldReason),
+    /// A row the table forbids: the call is not sent at all.
+    Refused(Box<Violation>),
+}
+
+/// Asks the approval policy (`tables/hold.ron`) about one call: the fact
+/// its `precedence` ranks first, fired on a machine of its own.
+pub fn hold_verdict(table: &Bound<Hold>, facts: &HoldFacts<'_>) -> HoldVerdict {
+    let Some(event) = table.first_of(&facts.events()) else {
+        return HoldVerdict::Send;
+    };
+    match table.machine().fire(event) {
+        Ok(step) => match step.effect {
+            Some(HoldEffect::HoldConfigured) => HoldVerdict::Hold(HoldReason::Configured),
+            Some(HoldEffect::HoldUntrusted) => HoldVerdict::Hold(HoldReason::Untrusted),
+            Some(HoldEffect::HoldDestructive) => HoldVerdict::Hold(HoldReason::Destructive),
+            Some(HoldEffect::Send) | None => HoldVerdict::Send,
+        },
+        Err(v) => HoldVerdict::Refused(v),
     }
-    let h = trust.hints?;
-    h.destructive
-        .unwrap_or(h.read_only != Some(true))
-        .then_some(HoldReason::Destructive)
 }
 
 /// A prepare tool and the tools that settle what it prepared.
@@ -636,8 +682,33 @@ mod tests {
             (Some(Role::Cancel), trust(true, destructive), None),
             (Some(prepare), trust(false, None), None),
         ];
+        let table: Bound<Hold> = crate::protocols::TableSet::builtin()
+            .unwrap()
+            .bound()
+            .unwrap();
         for (role, t, want) in cases {
-            assert_eq!(hold_reason(role.as_ref(), &t), want, "{role:?} {t:?}");
+            let facts = HoldFacts {
+                decision_call: false,
+                terminal_confirm: false,
+                role: role.as_ref(),
+                trust: &t,
+            };
+            let got = match hold_verdict(&table, &facts) {
+                HoldVerdict::Send => None,
+                HoldVerdict::Hold(r) => Some(r),
+                HoldVerdict::Refused(v) => panic!("refused by {}", v.row_id),
+            };
+            assert_eq!(got, want, "{role:?} {t:?}");
+            // A decision's own call and an export's confirm are sent,
+            // whatever else is true of them.
+            for (decision_call, terminal_confirm) in [(true, false), (false, true), (true, true)] {
+                let facts = HoldFacts {
+                    decision_call,
+                    terminal_confirm,
+                    ..facts
+                };
+                assert_eq!(hold_verdict(&table, &facts), HoldVerdict::Send);
+            }
         }
     }
 
@@ -714,7 +785,10 @@ mod tests {
         assert_eq!(failure_reason(&failed).as_deref(), Some("seat taken"));
         let running = text(r#"{"status":"ACCEPTED"}"#);
         assert_eq!(status_event(&running), ApprovalEvent::StatusPending);
-        assert_eq!(recovered_event(&running), Some(ApprovalEvent::StatusPending));
+        assert_eq!(
+            recovered_event(&running),
+            Some(ApprovalEvent::StatusPending)
+        );
         let said_nothing = text(r#"{"status":"PENDING_CONFIRM"}"#);
         assert_eq!(status_event(&said_nothing), ApprovalEvent::StatusPending);
         assert_eq!(recovered_event(&said_nothing), None);

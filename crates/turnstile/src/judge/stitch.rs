@@ -261,6 +261,8 @@ impl Stitcher {
             | Some(PagingEffect::ResumeListing)
             | Some(PagingEffect::StopAtCap)
             | Some(PagingEffect::StopFollowing)
+            // A page that came holds nothing: only a question can be held.
+            | Some(PagingEffect::HoldCall)
             | None => {}
         }
         self.next_cursor = acc.and_then(|a| a.next_cursor);
@@ -291,11 +293,31 @@ impl Stitcher {
         Ok(())
     }
 
+    /// The server answered a page's call with a question for the user: the
+    /// table's `page_asks` row says whether the call is held for it (true)
+    /// or the page is no page, like a failed one (false).
+    pub fn page_asks(&mut self) -> Result<bool, Box<Violation>> {
+        self.no_page(PagingEvent::PageAsks, "input_required")
+            .map(|effect| effect == Some(PagingEffect::HoldCall))
+    }
+
     /// A later page's call failed (`kind` names how, never the text): the
     /// table's `page_failed` row. The first page stands alone.
     pub fn page_failed(&mut self, kind: &str) -> Result<(), Box<Violation>> {
+        self.no_page(PagingEvent::PageFailed, kind).map(drop)
+    }
+
+    /// A page that did not come: the row's effect, applied.
+    fn no_page(
+        &mut self,
+        event: PagingEvent,
+        kind: &str,
+    ) -> Result<Option<PagingEffect>, Box<Violation>> {
         let from = self.machine.state();
-        let step = self.machine.fire(PagingEvent::PageFailed)?;
+        let step = self.machine.fire(event)?;
+        if step.effect == Some(PagingEffect::HoldCall) {
+            return Ok(step.effect);
+        }
         if from == PagingState::Continuing {
             self.nothing_continued = true;
         }
@@ -307,7 +329,7 @@ impl Stitcher {
         self.anomaly = Some(Anomaly::PageFailed {
             error: kind.to_string(),
         });
-        Ok(())
+        Ok(step.effect)
     }
 
     /// The paging machine as it is now.

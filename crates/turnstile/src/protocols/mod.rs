@@ -14,6 +14,7 @@ pub mod approval;
 pub mod connection;
 pub mod export;
 pub mod frame;
+pub mod hold;
 pub mod licence;
 pub mod narration;
 pub mod narrowing;

@@ -29,6 +29,9 @@ crate::names! {
         StopFollowing = "stop_following",
         /// "Show more": continue a listing an earlier turn showed.
         ContinueShown = "continue_shown",
+        /// The server answered the page's call with a question for the
+        /// user instead of a page.
+        PageAsks = "page_asks",
     }
 }
 
@@ -50,6 +53,9 @@ crate::names! {
         /// The continued page's call failed: nothing is appended, and the
         /// listing stays where it stopped, to be asked for again.
         KeepShown = "keep-shown",
+        /// Hold the call at an interrupt that shows the server's question
+        /// (the approval table's `input_required`).
+        HoldCall = "hold-call",
     }
 }
 

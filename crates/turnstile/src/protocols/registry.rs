@@ -9,7 +9,7 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
     admission::Admission, approval::Approval, connection::Connection, export::Export, frame::Frame,
-    licence::Licence, narration::Narration, narrowing::Narrowing, ownership::Ownership,
+    hold::Hold, licence::Licence, narration::Narration, narrowing::Narrowing, ownership::Ownership,
     paging::Paging, task::Task, turn::Turn, Protocol,
 };
 
@@ -34,6 +34,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "frame",
         "frame.ron",
         include_str!("../../../../tables/frame.ron"),
+    ),
+    (
+        "hold",
+        "hold.ron",
+        include_str!("../../../../tables/hold.ron"),
     ),
     (
         "narrowing",
@@ -84,6 +89,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Approval::NAME => Some(Approval::binding()),
         Export::NAME => Some(Export::binding()),
         Frame::NAME => Some(Frame::binding()),
+        Hold::NAME => Some(Hold::binding()),
         Narrowing::NAME => Some(Narrowing::binding()),
         Paging::NAME => Some(Paging::binding()),
         Turn::NAME => Some(Turn::binding()),

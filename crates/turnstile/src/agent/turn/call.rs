@@ -139,19 +139,17 @@ impl Turn<'_> {
                         anchor: failure.1,
                     }))
                 }
-                // The first page asks the user: held, or refused.
-                Page::Asks(ask) if first_page => {
+                // The server asks the user: the paging table's `page_asks`
+                // row holds the call (its first page, as shipped), or the
+                // page is no page (a later or continued one).
+                Page::Asks(ask) => {
+                    if !stitcher.page_asks().map_err(Stop::Violation)? {
+                        break;
+                    }
                     return match self.hold_input(call, server, &args, *ask).await? {
                         Ok(()) => Ok(None),
                         Err(reason) => Ok(Some(self.refused_question(call, args, &reason))),
                     };
-                }
-                // A later page that asks is no page.
-                Page::Asks(_) => {
-                    stitcher
-                        .page_failed("input_required")
-                        .map_err(Stop::Violation)?;
-                    break;
                 }
                 // No page at all: the first page stands alone.
                 Page::Gone(kind) => {

@@ -1,7 +1,7 @@
-//! A call held for the user's approval of itself (issue 17): a tool
-//! configured `approval = "before-call"`, one that declares
-//! `destructiveHint: true`, or an unannotated tool of an untrusted server
-//! (`judge::approval::hold_reason`). Nothing is sent: the approval table's
+//! A call held for the user's approval of itself (issue 17): which calls
+//! wait is the approval policy, `tables/hold.ron` (a tool configured
+//! `approval = "before-call"`, one that declares itself destructive, any
+//! tool of an untrusted server, as shipped). Nothing is sent: the approval table's
 //! `call_held` row suspends the turn at an interrupt that shows the exact
 //! tool and arguments. Approve sends that exact call once, through the
 //! normal result path; deny sends nothing.
@@ -30,18 +30,33 @@ impl Turn<'_> {
         call: &PlannedCall,
         args: &Map<String, Value>,
     ) -> Result<Hold, Stop> {
-        // A terminal flow's confirm is the export table's: it is sent only
-        // after its preview, in a later step, and its answer is delivered by
-        // code (tables/export.ron). Held here, it would go out on resume
-        // outside that table.
-        if self.approvals.running.is_some()
-            || self.agent.terminals.confirmed_by(&call.tool).is_some()
-        {
-            return Ok(Hold::Send);
-        }
+        // Which calls wait is the approval policy's (`tables/hold.ron`): a
+        // decision's own call and an export's confirm go out under their
+        // own protocols (the hold binding requires them ranked first and
+        // sent), the rest by configuration, trust and annotations.
         let trust = self.agent.tools.trust(&call.tool);
-        let Some(reason) = approval::hold_reason(self.agent.roles.get(&call.tool), &trust) else {
-            return Ok(Hold::Send);
+        let facts = approval::HoldFacts {
+            decision_call: self.approvals.running.is_some(),
+            terminal_confirm: self.agent.terminals.confirmed_by(&call.tool).is_some(),
+            role: self.agent.roles.get(&call.tool),
+            trust: &trust,
+        };
+        let reason = match approval::hold_verdict(&self.agent.tables.hold, &facts) {
+            approval::HoldVerdict::Send => return Ok(Hold::Send),
+            approval::HoldVerdict::Hold(reason) => reason,
+            approval::HoldVerdict::Refused(v) => {
+                telemetry::violation(&v);
+                return Ok(Hold::Refused(Box::new(Refusal {
+                    table: "hold",
+                    row_id: v.row_id.clone(),
+                    detail: v.why.clone(),
+                    anchor: Anchor::Refused {
+                        tool: call.tool.clone(),
+                        table: "hold".into(),
+                        row_id: v.row_id.clone(),
+                    },
+                })));
+            }
         };
         // An action this turn still settles is the machine asked: one
         // action is held at a time (`second-hold-while-…`). A settled one is

@@ -7,6 +7,7 @@ use super::respond::DIRECTIVES;
 use super::state::Continuing;
 use super::{Stop, Turn};
 use crate::agent::records::Record;
+use crate::judge::approval::{self, HoldVerdict};
 use crate::judge::narrowing::Scope;
 use crate::judge::stitch::Stitcher;
 use crate::judge::Anchor;
@@ -200,10 +201,17 @@ impl Turn<'_> {
             }));
         }
         let tool = scope.tool.clone();
-        // A call held for approval goes out from a stored decision, where
-        // no paging machine waits: such a listing is not continued.
-        let roles = self.agent.roles.get(&tool);
-        if crate::judge::approval::hold_reason(roles, &self.agent.tools.trust(&tool)).is_some() {
+        // A call the approval policy would not send at once goes out from a
+        // stored decision, where no paging machine waits: such a listing is
+        // not continued.
+        let trust = self.agent.tools.trust(&tool);
+        let facts = approval::HoldFacts {
+            decision_call: false,
+            terminal_confirm: false,
+            role: self.agent.roles.get(&tool),
+            trust: &trust,
+        };
+        if approval::hold_verdict(&self.agent.tables.hold, &facts) != HoldVerdict::Send {
             return Ok(Some(Anchor::NothingToContinue { shown: true }));
         }
         let args = mark.args.clone().unwrap_or_else(|| scope.args.clone());
