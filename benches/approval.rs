@@ -188,7 +188,7 @@ async fn library_cycle(rig: &Rig, i: usize) -> (Duration, Duration) {
         .id;
     let t0 = Instant::now();
     let turn_id = uuid::Uuid::new_v4().to_string();
-    let claim = agent.claims.claim(&thread, &turn_id).await.expect("claim");
+    let claim = agent.leases.claim(&thread, &turn_id).await.expect("claim");
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let req = TurnRequest {
         text: prompt(i),
@@ -204,7 +204,7 @@ async fn library_cycle(rig: &Rig, i: usize) -> (Duration, Duration) {
     let id = interrupt_id(&kinds);
     let t1 = Instant::now();
     let turn_id = uuid::Uuid::new_v4().to_string();
-    let claim = agent.claims.claim(&thread, &turn_id).await.expect("claim");
+    let claim = agent.leases.claim(&thread, &turn_id).await.expect("claim");
     let decided = agent
         .decide(&thread, &id, turnstile::agent::UserDecision::Approve)
         .await

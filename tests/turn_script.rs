@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
-use turnstile::agent::{Agent, Limits, ThreadClaims, Tools, TurnRequest, TurnTables};
+use turnstile::agent::{Agent, Limits, ThreadLeases, Tools, TurnRequest, TurnTables};
 use turnstile::judge::Contract;
 use turnstile::mcp::{McpError, ServerStatus, ToolInfo, ToolOutput};
 use turnstile::protocols::TableSet;
@@ -194,7 +194,7 @@ async fn run(case: Case) -> String {
         cards: turnstile_demo::cards(),
         instructions: turnstile_demo::instructions(),
         limits: case.limits,
-        claims: Arc::new(ThreadClaims::new(
+        leases: Arc::new(ThreadLeases::new(
             store.clone(),
             std::time::Duration::from_secs(30),
         )),

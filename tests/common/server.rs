@@ -465,7 +465,7 @@ impl TestServer {
             model: Arc::new(Scripted::demo()),
             tools: Tools::Demo(DemoOptions::default()),
             limits: Limits::default(),
-            turn_lease: turnstile::agent::claims::DEFAULT_TURN_LEASE,
+            turn_lease: turnstile::agent::thread_lease::DEFAULT_TURN_LEASE,
             tables_dir: None,
             contracts: turnstile_demo::contracts(),
             roles: turnstile_demo::roles(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::agent::{Agent, Limits, ThreadClaims, ToolBelt, TurnTables};
+use crate::agent::{Agent, Limits, ThreadLeases, ToolBelt, TurnTables};
 use crate::http::AppState;
 use crate::judge::approval::Roles;
 use crate::judge::Contracts;
@@ -94,7 +94,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         terminals: cfg.terminals,
         cards: cfg.cards,
         instructions: cfg.instructions,
-        claims: Arc::new(ThreadClaims::new(store.clone(), cfg.turn_lease)),
+        leases: Arc::new(ThreadLeases::new(store.clone(), cfg.turn_lease)),
         limits: cfg.limits,
         licences: cfg.licences,
         parked: Default::default(),

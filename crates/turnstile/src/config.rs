@@ -390,7 +390,7 @@ impl Default for LimitsConfig {
             page_cap: agent.page_cap,
             max_string: agent.context.max_string,
             max_items: agent.context.max_items,
-            turn_lease_secs: crate::agent::claims::DEFAULT_TURN_LEASE.as_secs(),
+            turn_lease_secs: crate::agent::thread_lease::DEFAULT_TURN_LEASE.as_secs(),
             max_steps: agent.max_steps,
             max_calls_per_step: agent.max_calls_per_step,
             history_bytes: agent.history_bytes,
@@ -1494,7 +1494,7 @@ impl Validator {
                 format!("at most {MAX_STATUS_POLL_MS} (a minute)"),
             );
         }
-        let max_lease = crate::agent::claims::MAX_TURN_LEASE.as_secs();
+        let max_lease = crate::agent::thread_lease::MAX_TURN_LEASE.as_secs();
         if l.turn_lease_secs.is_some_and(|s| s > max_lease) {
             self.problem(
                 "limits.turn_lease_secs",

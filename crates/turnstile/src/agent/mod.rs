@@ -5,7 +5,6 @@
 //! grades and absence come from `judge`; the model only proposes calls and
 //! writes sentences.
 
-pub mod claims;
 pub mod context;
 pub mod frames;
 pub mod history;
@@ -14,14 +13,15 @@ pub mod records;
 pub mod recovery;
 pub mod tables;
 pub mod tasks;
+pub mod thread_lease;
 pub mod tools;
 pub mod turn;
 
 pub use crate::judge::tiers::Access;
-pub use claims::{Claim, ThreadClaims};
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
 pub use problems::{FieldProblem, FieldProblems};
+pub use thread_lease::{ThreadLease, ThreadLeases};
 pub use tools::{ToolBelt, Tools};
 pub use turn::{
     Agent, DecideError, Decided, Limits, StatusPolls, TurnRequest, TurnTables, UserDecision,

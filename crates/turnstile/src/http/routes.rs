@@ -279,8 +279,8 @@ async fn claim_thread(
     caller: &mut Caller,
     id: &str,
     turn_id: &str,
-) -> Result<crate::agent::Claim, ApiError> {
-    match st.agent.claims.claim(id, turn_id).await {
+) -> Result<crate::agent::ThreadLease, ApiError> {
+    match st.agent.leases.claim(id, turn_id).await {
         Ok(Some(claim)) => match st.identity.lease_claimed(caller) {
             Ok(()) => Ok(claim),
             Err(e) => {

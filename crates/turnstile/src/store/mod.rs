@@ -47,9 +47,9 @@ mod lease;
 mod model;
 mod owners;
 mod process;
-mod recovery;
 mod sql;
 mod task;
+mod unfinished;
 mod writer;
 
 use std::borrow::Cow;
@@ -70,9 +70,9 @@ pub use model::{
 };
 pub use owners::{LicenceAudit, Owner, OwnerKind, Ownership};
 pub use process::ProcessRow;
-pub use recovery::TurnMachines;
 use sql::now_ms;
 pub use task::{NewTask, StoredTask};
+pub use unfinished::TurnMachines;
 
 /// The migrations under `migrations/`, embedded at compile time:
 /// `(version, description, sql)`. A new file there must be added here too

@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::held::{Action, ActionKind, DecisionCall, Held, InputHeld, MAX_INPUT_ROUNDS};
+use super::approvals::{Action, ActionKind, DecisionCall, Held, InputHeld, MAX_INPUT_ROUNDS};
 use super::{Outcome, Stop, Turn};
 use crate::agent::tools::Tools;
 use crate::judge::anchors::ActionOutcome;

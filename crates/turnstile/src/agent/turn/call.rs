@@ -88,9 +88,11 @@ impl Turn<'_> {
             unreachable!("admission admitted a tool no server offers")
         };
         match self.hold_call(call, &args)? {
-            super::hold::Hold::Send => {}
-            super::hold::Hold::Held => return Ok(None),
-            super::hold::Hold::Refused(r) => return self.refuse(call, args, r).await.map(Some),
+            super::hold_call::Hold::Send => {}
+            super::hold_call::Hold::Held => return Ok(None),
+            super::hold_call::Hold::Refused(r) => {
+                return self.refuse(call, args, r).await.map(Some)
+            }
         }
         self.fetch(call, &server, args, scoped, gate).await
     }

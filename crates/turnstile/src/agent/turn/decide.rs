@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::held::{Action as HeldAction, ActionKind, Decided, UserDecision};
+use super::approvals::{Action as HeldAction, ActionKind, Decided, UserDecision};
 use super::Agent;
 use super::CancelSent;
 use crate::fsm::Snapshot;
@@ -198,7 +198,7 @@ impl Agent {
         user: &UserDecision,
     ) -> Result<Option<crate::mcp::InputRound>, DecideError> {
         let (mut machine, action) = self.restore_held(stored)?;
-        let asks = action.kind == super::held::ActionKind::Input;
+        let asks = action.kind == super::approvals::ActionKind::Input;
         let input = match (asks, user, action.input.as_ref()) {
             (false, UserDecision::Answer { .. }, _) => {
                 return Err(DecideError::Choice(

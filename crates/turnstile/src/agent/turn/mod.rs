@@ -27,19 +27,19 @@ use crate::store::Store;
 use crate::wire;
 
 mod admit;
+mod approvals;
 mod approve;
 mod ask;
 mod call;
 mod decide;
 mod emit;
 mod export;
-mod held;
-mod hold;
+mod hold_call;
+mod in_flight;
 mod judge;
 mod licence;
 mod limits;
 mod plan;
-mod recover;
 mod respond;
 mod resume;
 mod start;
@@ -47,9 +47,9 @@ mod state;
 mod task;
 
 pub use super::records::CancelSent;
+use approvals::Approvals;
+pub use approvals::{Action as HeldAction, Decided, UserDecision};
 pub use decide::{DecideError, Withdrawal};
-use held::Approvals;
-pub use held::{Action as HeldAction, Decided, UserDecision};
 pub use limits::{Limits, StatusPolls};
 use state::{Cursor, Evidence, Exports, Ledger, Outcome, ThreadScope};
 
@@ -94,7 +94,7 @@ pub struct Agent {
     /// instructions`), first in every prompt, before code's rules.
     pub instructions: crate::llm::prompt::Instructions,
     pub limits: Limits,
-    pub claims: Arc<super::claims::ThreadClaims>,
+    pub leases: Arc<super::thread_lease::ThreadLeases>,
     /// The one tool → required-tier map: the catalogue filter and the
     /// licence gate before each call read it (`tables/licence.ron`).
     pub licences: LicenceMap,
@@ -141,7 +141,7 @@ struct Turn<'a> {
     last_row: String,
     /// The thread's lease; released right before the terminal frame is
     /// sent, so a client that read `done` may start the next turn at once.
-    claim: Option<super::claims::Claim>,
+    claim: Option<super::thread_lease::ThreadLease>,
     evidence: Evidence,
     cursor: Cursor,
     ledger: Ledger,

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::held::{Decided, DecisionCall, Held};
+use super::approvals::{Decided, DecisionCall, Held};
 use super::{Stop, Turn};
 use crate::agent::records::Record;
 use crate::llm::PlannedCall;

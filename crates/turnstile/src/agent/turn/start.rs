@@ -4,10 +4,10 @@
 
 use tracing::Instrument;
 
-use super::held::Decided;
+use super::approvals::Decided;
 use super::{Agent, Cursor, Evidence, Ledger, Opening, Stop, ThreadScope, Turn, TurnRequest};
-use crate::agent::claims::Claim;
 use crate::agent::frames::{EmitError, FrameWriter, OutFrame};
+use crate::agent::thread_lease::ThreadLease;
 use crate::judge::tiers::Access;
 use crate::protocols::telemetry;
 use crate::protocols::turn::Turn as TurnTable;
@@ -30,7 +30,7 @@ impl Agent {
         turn_id: &str,
         req: TurnRequest,
         tx: tokio::sync::mpsc::Sender<OutFrame>,
-        claim: Option<Claim>,
+        claim: Option<ThreadLease>,
     ) {
         let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
         let access = (req.access.clone()).unwrap_or_else(|| self.licences.anonymous());
@@ -50,7 +50,7 @@ impl Agent {
         decided: Decided,
         access: Option<Access>,
         tx: tokio::sync::mpsc::Sender<OutFrame>,
-        claim: Option<Claim>,
+        claim: Option<ThreadLease>,
     ) {
         let turn_id = decided.approval.turn_id.clone();
         let span =
@@ -92,7 +92,7 @@ impl Agent {
         &self,
         mut turn: Turn<'_>,
         opening: Opening,
-        claim: Option<Claim>,
+        claim: Option<ThreadLease>,
         span: tracing::Span,
     ) {
         let closed = turn.frames.sender();

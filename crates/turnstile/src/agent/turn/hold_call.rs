@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::admit::Refusal;
-use super::held::{Action, ActionKind, DecisionCall, Held};
+use super::approvals::{Action, ActionKind, DecisionCall, Held};
 use super::{Outcome, Stop, Turn};
 use crate::judge::anchors::ActionOutcome;
 use crate::judge::approval;

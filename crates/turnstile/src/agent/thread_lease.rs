@@ -4,7 +4,7 @@
 //!
 //! The claim is a lease row in the store (`Store::claim_turn_lease`,
 //! `docs/adr/0009-turn-lease.md`): it holds for a TTL, every step the turn
-//! commits renews it in the same transaction ([`Claim::renewed`]), a
+//! commits renews it in the same transaction ([`ThreadLease::renewed`]), a
 //! background task renews it when no step did for TTL/3 (a slow model),
 //! and it is released when the turn ends. A renewal that waits behind
 //! commits never expires a lease that those commits renewed. A crashed process stops renewing, so its leases expire after
@@ -33,17 +33,17 @@ const MIN_RENEW_EVERY: Duration = Duration::from_millis(10);
 
 /// Hands out thread claims backed by the store's turn leases.
 #[derive(Debug, Clone)]
-pub struct ThreadClaims {
+pub struct ThreadLeases {
     store: Store,
     ttl: Duration,
 }
 
 /// Held while a turn runs: the thread's lease, renewed in the background.
-/// [`Claim::release`] (or [`Claim::hold_while`]) frees the thread; dropping
+/// [`ThreadLease::release`] (or [`ThreadLease::hold_while`]) frees the thread; dropping
 /// the guard stops the renewal at once and releases the lease in a spawned
 /// task (or, outside a runtime, leaves it to expire).
 #[derive(Debug)]
-pub struct Claim {
+pub struct ThreadLease {
     store: Store,
     thread: String,
     turn: String,
@@ -75,11 +75,11 @@ impl Deadline {
     }
 }
 
-impl ThreadClaims {
+impl ThreadLeases {
     /// Claims backed by `store`, each lease holding for `ttl` (at most
     /// [`MAX_TURN_LEASE`]) between renewals, renewed every `ttl / 3`.
     pub fn new(store: Store, ttl: Duration) -> Self {
-        ThreadClaims {
+        ThreadLeases {
             store,
             ttl: ttl.min(MAX_TURN_LEASE),
         }
@@ -94,7 +94,11 @@ impl ThreadClaims {
     /// (in this process or another) holds it. Fails with
     /// [`StoreError::UnknownThread`] for a thread that does not exist, and
     /// with the store's error when the database cannot be reached.
-    pub async fn claim(&self, thread: &str, turn_id: &str) -> Result<Option<Claim>, StoreError> {
+    pub async fn claim(
+        &self,
+        thread: &str,
+        turn_id: &str,
+    ) -> Result<Option<ThreadLease>, StoreError> {
         // On a task of its own: a caller dropped half-way (a client that
         // reset its connection right after sending) cannot leave a claimed
         // row behind without its guard; the task finishes, and a claim no
@@ -117,7 +121,7 @@ async fn claim_now(
     thread: String,
     turn: String,
     ttl: Duration,
-) -> Result<Option<Claim>, StoreError> {
+) -> Result<Option<ThreadLease>, StoreError> {
     // The local deadline starts before the row's expiry is computed, so the
     // holder gives up no later than the row expires.
     let started = Instant::now();
@@ -136,7 +140,7 @@ async fn claim_now(
         deadline.clone(),
         lost_tx,
     ));
-    Ok(Some(Claim {
+    Ok(Some(ThreadLease {
         store,
         thread,
         turn,
@@ -238,7 +242,7 @@ fn lease_span(thread: &str, turn: &str) -> tracing::Span {
     tracing::info_span!(parent: None, "turn_lease", thread_id = %thread, turn_id = %turn)
 }
 
-impl Claim {
+impl ThreadLease {
     pub fn thread_id(&self) -> &str {
         &self.thread
     }
@@ -321,7 +325,7 @@ impl Claim {
     }
 }
 
-impl Drop for Claim {
+impl Drop for ThreadLease {
     fn drop(&mut self) {
         self.renewer.abort();
         if self.released {
@@ -349,10 +353,10 @@ impl Drop for Claim {
 mod tests {
     use super::*;
 
-    async fn setup(ttl: Duration) -> (Store, ThreadClaims, String) {
+    async fn setup(ttl: Duration) -> (Store, ThreadLeases, String) {
         let store = Store::connect("sqlite::memory:").await.expect("store");
         let thread = store.create_thread(None).await.expect("thread").id;
-        let claims = ThreadClaims::new(store.clone(), ttl);
+        let claims = ThreadLeases::new(store.clone(), ttl);
         (store, claims, thread)
     }
 
