@@ -248,6 +248,20 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
             Some("hold-configured"),
         ),
         (
+            "paging.ron",
+            "first-page-failed",
+            "page_failed",
+            "Abandoned",
+            Some("discard-stitch"),
+        ),
+        (
+            "paging.ron",
+            "first-page-asks-the-user",
+            "page_asks",
+            "Abandoned",
+            Some("keep-shown"),
+        ),
+        (
             "connection.ron",
             "call-waits-for-new-session",
             "call_asked",

@@ -53,6 +53,13 @@ pub enum Invariant<'a> {
         to: &'a [&'a str],
         why: &'a str,
     },
+    /// The row for (`from`, `event`) is legal and carries `effect`.
+    RowIs {
+        from: &'a str,
+        event: &'a str,
+        effect: &'a str,
+        why: &'a str,
+    },
     /// The table's `precedence` lists every one of `events`: code finds
     /// them true at once, and the table, not the code, says which fires.
     Ranked { events: &'a [&'a str], why: &'a str },
@@ -913,6 +920,52 @@ impl Validator<'_> {
         out
     }
 
+    /// The binding's `RowIs` invariants: the pair's row, legal or
+    /// forbidden, located at its `effect` (or its `id`).
+    fn required_rows(&mut self, expanded: &[RawRow], invariants: &[Invariant<'_>], protocol: &str) {
+        for inv in invariants {
+            let Invariant::RowIs {
+                from,
+                event,
+                effect,
+                why,
+            } = *inv
+            else {
+                continue;
+            };
+            let found = (expanded.iter().enumerate())
+                .find(|(_, r)| r.from() == Some(from) && r.on() == Some(event));
+            let Some((i, row)) = found else {
+                continue; // a missing pair is T011 already
+            };
+            let (field, has) = match row {
+                RawRow::Legal { effect: e, .. } => ("effect", e.as_deref()),
+                _ => ("id", None),
+            };
+            if has == Some(effect) {
+                continue;
+            }
+            let what = match row {
+                RawRow::Legal { .. } => format!(
+                    "legal with effect {}",
+                    has.map_or("none".to_string(), |e| format!("\"{e}\""))
+                ),
+                _ => "forbidden".to_string(),
+            };
+            let message = format!(
+                "row \"{}\" makes ({from}, {event}) {what}, but the `{protocol}` protocol's code requires it legal with \"{effect}\"",
+                row.id()
+            );
+            let pos = self.at(i, field);
+            self.push(
+                Code::InvariantBroken,
+                pos,
+                message,
+                format!("{why}; this guarantee is the code's, not the table's: change the row, or change the protocol's code first"),
+            );
+        }
+    }
+
     /// The binding's `Ranked` and `Precedes` invariants, located at the
     /// `precedence` list (or at `events` when the table has none).
     fn ranking(&mut self, raw: &RawTable, invariants: &[Invariant<'_>], protocol: &str) {
@@ -962,6 +1015,7 @@ impl Validator<'_> {
     /// at the row's field that breaks it (groups are forbidden rows only,
     /// so they never do).
     fn invariants(&mut self, expanded: &[RawRow], invariants: &[Invariant<'_>], protocol: &str) {
+        self.required_rows(expanded, invariants, protocol);
         for (i, row) in expanded.iter().enumerate() {
             let RawRow::Legal {
                 id,

@@ -487,3 +487,45 @@ fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
     let kept = ranked.replace(r#"["remove", "close"]"#, r#"["open", "close", "remove"]"#);
     fsm::load(&kept, "door.ron", Some(needs)).expect("a table that keeps its ranking loads");
 }
+
+#[test]
+fn a_required_row_is_checked_whether_legal_or_forbidden() {
+    use fsm::Invariant;
+    let src = std::fs::read_to_string("tests/fixtures/door.ron").unwrap();
+    let kept = BindingNames {
+        invariants: &[Invariant::RowIs {
+            from: "Closed",
+            event: "open",
+            effect: "creak",
+            why: "a closed door creaks open",
+        }],
+        ..DOOR
+    };
+    fsm::load(&src, "door.ron", Some(kept)).expect("the row is as required");
+    let broken = BindingNames {
+        invariants: &[
+            Invariant::RowIs {
+                from: "Open",
+                event: "remove",
+                effect: "creak",
+                why: "removing is heard",
+            },
+            Invariant::RowIs {
+                from: "Closed",
+                event: "close",
+                effect: "creak",
+                why: "closing a closed door is heard",
+            },
+        ],
+        ..DOOR
+    };
+    let f = fsm::load(&src, "door.ron", Some(broken)).expect_err("two rows not as required");
+    let got: Vec<(u32, &str)> = f.0.iter().map(|f| (f.pos.line, f.code.id())).collect();
+    assert_eq!(got, vec![(12, "T023"), (16, "T023")], "{f}");
+    let text = f.to_string();
+    assert!(text.contains("makes (Closed, close) forbidden"), "{text}");
+    assert!(
+        text.contains("makes (Open, remove) legal with effect none"),
+        "{text}"
+    );
+}

@@ -263,6 +263,7 @@ impl Stitcher {
             | Some(PagingEffect::StopFollowing)
             // A page that came holds nothing: only a question can be held.
             | Some(PagingEffect::HoldCall)
+            | Some(PagingEffect::FailCall)
             | None => {}
         }
         self.next_cursor = acc.and_then(|a| a.next_cursor);
@@ -301,10 +302,12 @@ impl Stitcher {
             .map(|effect| effect == Some(PagingEffect::HoldCall))
     }
 
-    /// A later page's call failed (`kind` names how, never the text): the
-    /// table's `page_failed` row. The first page stands alone.
-    pub fn page_failed(&mut self, kind: &str) -> Result<(), Box<Violation>> {
-        self.no_page(PagingEvent::PageFailed, kind).map(drop)
+    /// A page's call failed (`kind` names how, never the text): the
+    /// table's `page_failed` row says whether that fails the call (true: a
+    /// first page, as shipped) or the first page stands alone.
+    pub fn page_failed(&mut self, kind: &str) -> Result<bool, Box<Violation>> {
+        self.no_page(PagingEvent::PageFailed, kind)
+            .map(|effect| effect == Some(PagingEffect::FailCall))
     }
 
     /// A page that did not come: the row's effect, applied.
@@ -315,7 +318,10 @@ impl Stitcher {
     ) -> Result<Option<PagingEffect>, Box<Violation>> {
         let from = self.machine.state();
         let step = self.machine.fire(event)?;
-        if step.effect == Some(PagingEffect::HoldCall) {
+        if matches!(
+            step.effect,
+            Some(PagingEffect::HoldCall | PagingEffect::FailCall)
+        ) {
             return Ok(step.effect);
         }
         if from == PagingState::Continuing {

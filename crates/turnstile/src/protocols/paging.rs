@@ -1,6 +1,7 @@
 //! `tables/paging.ron`: page stitching invariants.
 
 use super::Protocol;
+use crate::fsm::Invariant;
 
 crate::names! {
     pub enum PagingState {
@@ -56,6 +57,9 @@ crate::names! {
         /// Hold the call at an interrupt that shows the server's question
         /// (the approval table's `input_required`).
         HoldCall = "hold-call",
+        /// The first page's call failed: the call failed, judged by the
+        /// turn (there is no page to stand alone).
+        FailCall = "fail-call",
     }
 }
 
@@ -67,4 +71,18 @@ impl Protocol for Paging {
     type State = PagingState;
     type Event = PagingEvent;
     type Effect = PagingEffect;
+    const INVARIANTS: &'static [Invariant<'static>] = &[
+        Invariant::RowIs {
+            from: "Start",
+            event: "page_failed",
+            effect: "fail-call",
+            why: "a first page that never came is the call's failure: read as no page, it would be an empty result, and an empty result is a claim of \"none\"",
+        },
+        Invariant::RowIs {
+            from: "Start",
+            event: "page_asks",
+            effect: "hold-call",
+            why: "a first page that is a question is held for the user: read as no page, it would be an empty result, and an empty result is a claim of \"none\"",
+        },
+    ];
 }

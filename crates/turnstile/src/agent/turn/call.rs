@@ -153,9 +153,16 @@ impl Turn<'_> {
                         Err(reason) => Ok(Some(self.refused_question(call, args, &reason))),
                     };
                 }
-                // No page at all: the first page stands alone.
-                Page::Gone(kind) => {
-                    stitcher.page_failed(kind).map_err(Stop::Violation)?;
+                // No page at all: the paging table's `page_failed` row says
+                // whether the call failed (its first page, as shipped) or
+                // the first page stands alone.
+                Page::Gone(kind, failure) => {
+                    if stitcher.page_failed(kind).map_err(Stop::Violation)? {
+                        return Ok(Some(Outcome::Failed {
+                            call: self.record_for(call.id.as_deref(), &call.tool, args, failure.0),
+                            anchor: failure.1,
+                        }));
+                    }
                     break;
                 }
             };
@@ -286,20 +293,14 @@ impl Turn<'_> {
                 };
                 self.emit_result(frame, args, None, Some(&digest)).await?;
                 following.iter_mut().for_each(|f| f.shown());
-                return Ok(match first_page {
-                    true => {
-                        let tool = tool.clone();
-                        let anchor = match e {
-                            McpError::Unanswered { .. } => Anchor::OutcomeUnknown { tool },
-                            _ => Anchor::ToolFailed { tool },
-                        };
-                        Page::Failed((digest, anchor))
-                    }
-                    // A later page whose call failed (a rejected cursor may
-                    // come as a JSON-RPC error) is no page: the paging
-                    // table's `page_failed`.
-                    false => Page::Gone(e.kind()),
-                });
+                // What that means (the call failed, or a later page is no
+                // page: a rejected cursor may come as a JSON-RPC error) is
+                // the paging table's `page_failed` row.
+                let anchor = match e {
+                    McpError::Unanswered { .. } => Anchor::OutcomeUnknown { tool: tool.clone() },
+                    _ => Anchor::ToolFailed { tool: tool.clone() },
+                };
+                return Ok(Page::Gone(e.kind(), (digest, anchor)));
             }
         };
         let shape = out.shape();
@@ -351,8 +352,10 @@ enum Page {
     Answer(ToolOutput, Reading),
     /// The server asked the user something instead of answering.
     Asks(Box<InputAsk>),
-    /// The listing's first page failed: the call's digest and anchor.
+    /// The first page is not a real answer (an in-band failure): the
+    /// call's digest and anchor.
     Failed((Digest, Anchor)),
-    /// A later page's call failed: no page, of this kind.
-    Gone(&'static str),
+    /// The page's call failed, of this kind: no page. The call's digest
+    /// and anchor, should that fail the call.
+    Gone(&'static str, (Digest, Anchor)),
 }
