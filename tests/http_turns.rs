@@ -360,7 +360,15 @@ async fn the_page_and_tables_are_served() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 12, "{names:?}");
+    assert_eq!(
+        names.len(),
+        turnstile::protocols::BUILTIN.len(),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"hold"),
+        "the approval policy is served: {names:?}"
+    );
     // The harness table is the tests' own: not compiled in, not served.
     assert!(!names.contains(&"harness"), "{names:?}");
     s.pass();

@@ -214,21 +214,14 @@ impl Anchor {
     pub fn text(&self) -> String {
         match self {
             Anchor::Action { tool, outcome } => action_text(tool, *outcome),
-            Anchor::CountExact { source, total, displayed, complete: true } => format!(
-                "[{source}] The population is exactly {total} and all {displayed} are shown: you may say \"exactly {total}\" and call the list complete."
-            ),
-            Anchor::CountExact { source, total, displayed, .. } => format!(
-                "[{source}] The population is exactly {total}; {displayed} are shown. Say \"exactly {total}\" of the population and speak of the shown ones as \"these {displayed}\"."
-            ),
-            Anchor::CountLowerBound { source, at_least, displayed } => format!(
-                "[{source}] At least {at_least} match; the exact number is unknown. Say \"at least {at_least}\", never an exact total. Speak of the shown ones as \"these {displayed}\", never as all results."
-            ),
-            Anchor::CountShown { source, displayed } => format!(
-                "[{source}] Only the {displayed} shown are known. Say \"these {displayed}\"; claim no total."
-            ),
-            Anchor::CountUnknown { source } => format!(
-                "[{source}] The server gave no accounting. Utter no count at all."
-            ),
+            Anchor::CountExact { .. }
+            | Anchor::CountLowerBound { .. }
+            | Anchor::CountShown { .. }
+            | Anchor::CountUnknown { .. }
+            | Anchor::Aggregate { .. }
+            | Anchor::ValueUnaccounted { .. }
+            | Anchor::NoValue { .. }
+            | Anchor::Record { .. } => Self::count_text(self),
             Anchor::ToolFailed { tool } => format!(
                 "[{tool}] The tool failed. Say so; infer nothing about the data and do not answer from it."
             ),
@@ -247,12 +240,76 @@ impl Anchor {
             Anchor::ContextTruncated { field } => format!(
                 "The host context field `{field}` arrived at its size bound and may be truncated: its length is a shown count, never a total."
             ),
+            Anchor::ContinuationDrifted { .. }
+            | Anchor::CursorRejected { .. }
+            | Anchor::NothingToContinue { .. }
+            | Anchor::ListComplete
+            | Anchor::ContinuationCapped { .. }
+            | Anchor::NarrowingReleased
+            | Anchor::OutsideScope { .. }
+            | Anchor::StitchAbandoned { .. }
+            | Anchor::NothingToNarrow
+            | Anchor::ContextMissing { .. }
+            | Anchor::NarrowingUnsupported { .. }
+            | Anchor::NarrowingStale
+            | Anchor::StitchCapped { .. } => Self::follow_up_text(self),
+            Anchor::InBandFailure { tool } => format!(
+                "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."
+            ),
+            Anchor::Absent { cause } => absence_text(*cause),
+            Anchor::StepLimit { steps } => format!(
+                "The turn stopped after its limit of {steps} tool steps: answer from what was found, and say that more steps may have been needed."
+            ),
+            Anchor::Delivered { tool, .. } => format!(
+                "[{tool}] The download link was delivered by code; nothing more is said about it."
+            ),
+            Anchor::LinkUnavailable { expired: true } => {
+                "The download link delivered earlier has expired and cannot be shown again: say so, and that a new export gives a new link. Write no URL.".into()
+            }
+            Anchor::LinkUnavailable { expired: false } => {
+                "No download link was delivered in this conversation, so none can be shown again: say so. Write no URL.".into()
+            }
+
+        }
+    }
+
+    /// The directive for a count, a value or one record.
+    fn count_text(anchor: &Anchor) -> String {
+        match anchor {
+            Anchor::CountExact { source, total, displayed, complete: true } => format!(
+                "[{source}] The population is exactly {total} and all {displayed} are shown: you may say \"exactly {total}\" and call the list complete."
+            ),
+            Anchor::CountExact { source, total, displayed, .. } => format!(
+                "[{source}] The population is exactly {total}; {displayed} are shown. Say \"exactly {total}\" of the population and speak of the shown ones as \"these {displayed}\"."
+            ),
+            Anchor::CountLowerBound { source, at_least, displayed } => format!(
+                "[{source}] At least {at_least} match; the exact number is unknown. Say \"at least {at_least}\", never an exact total. Speak of the shown ones as \"these {displayed}\", never as all results."
+            ),
+            Anchor::CountShown { source, displayed } => format!(
+                "[{source}] Only the {displayed} shown are known. Say \"these {displayed}\"; claim no total."
+            ),
+            Anchor::CountUnknown { source } => format!(
+                "[{source}] The server gave no accounting. Utter no count at all."
+            ),
             Anchor::Aggregate { source, column, value } => format!(
                 "[{source}] The single-value aggregate {column} is exactly {value}: you may say \"exactly {value}\"."
             ),
             Anchor::ValueUnaccounted { source, column, value } => format!(
                 "[{source}] The server answered {column} = {value} without accounting: you may say the server reports {value}; do not call it exact, complete or verified."
             ),
+            Anchor::NoValue { source } => format!(
+                "[{source}] The aggregate has no value (no rows, or only empty values): state no number and do not say anything is absent."
+            ),
+            Anchor::Record { source, id } => format!(
+                "[{source}] One record, {id}, was opened: describe what it shows from its digest. It is a lookup, not a count: state no total from it."
+            ),
+            _ => unreachable!("count_text is called only for its own anchors"),
+        }
+    }
+
+    /// The directive for what became of a follow-up (show more, narrowing, stitching).
+    fn follow_up_text(anchor: &Anchor) -> String {
+        match anchor {
             Anchor::ContinuationDrifted { anomaly } => format!(
                 "The next page no longer continues the results shown before ({anomaly}), so it was discarded and nothing from it is shown. Say the data changed since the earlier answer and offer to search again; do not count or describe the discarded page."
             ),
@@ -271,10 +328,6 @@ impl Anchor {
             Anchor::ContinuationCapped { shown } => format!(
                 "The earlier list already showed {shown} items, the most one list is continued to, so nothing more was fetched: say so, and suggest a narrower search."
             ),
-            Anchor::InBandFailure { tool } => format!(
-                "[{tool}] The tool's answer carried no accounting and no result structure: treat it as a failed data source. Say the data could not be retrieved; do not describe, count or summarise anything from it."
-            ),
-            Anchor::Absent { cause } => absence_text(*cause),
             Anchor::NarrowingReleased => {
                 "The narrowing scope is already released: the next search covers everything. Do not re-run the search in this turn.".into()
             }
@@ -283,9 +336,6 @@ impl Anchor {
             ),
             Anchor::StitchAbandoned { anomaly } => format!(
                 "Combining result pages was abandoned because {anomaly}; only the first page is shown. Say so, and never present a combined count."
-            ),
-            Anchor::NoValue { source } => format!(
-                "[{source}] The aggregate has no value (no rows, or only empty values): state no number and do not say anything is absent."
             ),
             Anchor::NothingToNarrow => {
                 "There are no earlier results in this conversation to narrow, and nothing was searched: say so and ask what to search for.".into()
@@ -299,24 +349,10 @@ impl Anchor {
             Anchor::NarrowingStale => {
                 "The previous results were judged under rules that have changed since, so they cannot be narrowed: say so and offer a new search; nothing was searched.".into()
             }
-            Anchor::Record { source, id } => format!(
-                "[{source}] One record, {id}, was opened: describe what it shows from its digest. It is a lookup, not a count: state no total from it."
-            ),
-            Anchor::StepLimit { steps } => format!(
-                "The turn stopped after its limit of {steps} tool steps: answer from what was found, and say that more steps may have been needed."
-            ),
             Anchor::StitchCapped { pages } => format!(
                 "Only the first {pages} pages were combined; more may exist. Never present the combined length as a total."
             ),
-            Anchor::Delivered { tool, .. } => format!(
-                "[{tool}] The download link was delivered by code; nothing more is said about it."
-            ),
-            Anchor::LinkUnavailable { expired: true } => {
-                "The download link delivered earlier has expired and cannot be shown again: say so, and that a new export gives a new link. Write no URL.".into()
-            }
-            Anchor::LinkUnavailable { expired: false } => {
-                "No download link was delivered in this conversation, so none can be shown again: say so. Write no URL.".into()
-            }
+            _ => unreachable!("follow_up_text is called only for its own anchors"),
         }
     }
 }

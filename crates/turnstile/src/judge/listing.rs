@@ -264,32 +264,7 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
         .map(|v| v.len() as u64)
         .or(accounting.as_ref().map(|a| a.returned))
         .unwrap_or(0);
-    let mut count = match reading.mode {
-        AccountingMode::Required => grade(accounting.as_ref(), displayed, input.limit_sentinel),
-        AccountingMode::Absent => grade::unaccounted(displayed, input.limit_sentinel),
-    };
-    // A continuation adds its pages to what earlier turns showed of the
-    // listing: `displayed` adds up, the total stays the first page's
-    // verified total, and the listing is complete only when the pages
-    // shown reach it and nothing more exists.
-    let prior = input.stitched.and_then(|s| s.prior.as_ref());
-    if let Some(p) = prior {
-        count.displayed += p.shown();
-        // An exact total below what the pages delivered is contradicted by
-        // them, as `grade` treats one page's delivery.
-        if count.grade == CountGrade::Exact && count.total.is_some_and(|t| t < count.displayed) {
-            count.grade = CountGrade::Shown;
-            count.total = None;
-        }
-        count.complete = count.grade == CountGrade::Exact
-            && !count.has_more
-            && count.total == Some(count.displayed);
-    }
-    // A total the server contradicted between pages is its word, not a
-    // verified count (paging row `total-changed`): what is shown is shown.
-    if input.stitched.is_some_and(|s| s.contradicted) {
-        grade::contradicted(&mut count);
-    }
+    let mut count = listing_count(&input, accounting.as_ref(), displayed);
     let items = items.unwrap_or_default();
 
     // The listing's narrowing verdict, decided by the table. Emptiness is
@@ -340,27 +315,62 @@ fn listing(input: Input<'_>, gate: &mut Gate) -> Judgement {
         j = j.released();
     } else {
         j.anchors.push(count_anchor(tool, emptiness, &count));
-        let shown = narrowing::Shown {
-            prior,
-            displayed: count.displayed,
-            pages: input.stitched.map_or(1, |s| s.pages),
-            narrowed: narrowed(&input),
-            call_args: input.args,
-        };
-        let population = Scope::new(tool, input.args)
-            .with_ids(input.ids_param, &reading.id_field, &items, count.complete)
-            .with_prior_ids(prior)
-            .with_page(
-                accounting.as_ref(),
-                &reading.id_field,
-                &items,
-                input.stitched,
-                shown,
-            );
-        j.population = Some(population);
+        j.population = Some(population(&input, accounting.as_ref(), &items, &count));
     }
     j.card = Some(card(&input, items, &count));
     j
+}
+
+/// The listing's count, graded. A continuation adds its pages to what
+/// earlier turns showed of the listing: `displayed` adds up, the total
+/// stays the first page's verified total, and the listing is complete only
+/// when the pages shown reach it and nothing more exists.
+fn listing_count(input: &Input<'_>, accounting: Option<&Accounting>, displayed: u64) -> Count {
+    let mut count = match input.reading.mode {
+        AccountingMode::Required => grade(accounting, displayed, input.limit_sentinel),
+        AccountingMode::Absent => grade::unaccounted(displayed, input.limit_sentinel),
+    };
+    if let Some(p) = input.stitched.and_then(|s| s.prior.as_ref()) {
+        count.displayed += p.shown();
+        // An exact total below what the pages delivered is contradicted by
+        // them, as `grade` treats one page's delivery.
+        if count.grade == CountGrade::Exact && count.total.is_some_and(|t| t < count.displayed) {
+            count.grade = CountGrade::Shown;
+            count.total = None;
+        }
+        count.complete = count.grade == CountGrade::Exact
+            && !count.has_more
+            && count.total == Some(count.displayed);
+    }
+    // A total the server contradicted between pages is its word, not a
+    // verified count (paging row `total-changed`): what is shown is shown.
+    if input.stitched.is_some_and(|s| s.contradicted) {
+        grade::contradicted(&mut count);
+    }
+    count
+}
+
+/// The population a listing showed, for a narrowing follow-up and for
+/// "show more": its tool and arguments, its ids, and where it stopped.
+fn population(
+    input: &Input<'_>,
+    accounting: Option<&Accounting>,
+    items: &[Value],
+    count: &Count,
+) -> Scope {
+    let prior = input.stitched.and_then(|s| s.prior.as_ref());
+    let reading = input.reading;
+    let shown = narrowing::Shown {
+        prior,
+        displayed: count.displayed,
+        pages: input.stitched.map_or(1, |s| s.pages),
+        narrowed: narrowed(input),
+        call_args: input.args,
+    };
+    Scope::new(input.tool, input.args)
+        .with_ids(input.ids_param, &reading.id_field, items, count.complete)
+        .with_prior_ids(prior)
+        .with_page(accounting, &reading.id_field, items, input.stitched, shown)
 }
 
 /// The listing's items and accounting, stitched or one page, and what the

@@ -21,6 +21,58 @@ pub fn sentence(anchor: &Anchor, korean: bool) -> String {
 fn english(anchor: &Anchor) -> String {
     match anchor {
         Anchor::Record { .. } => String::new(),
+        Anchor::Action { .. }
+        | Anchor::Delivered { .. }
+        | Anchor::LinkUnavailable { .. } => english_outcome(anchor),
+        Anchor::ContinuationDrifted { .. }
+        | Anchor::CursorRejected { .. }
+        | Anchor::NothingToContinue { .. }
+        | Anchor::ListComplete
+        | Anchor::ContinuationCapped { .. }
+        | Anchor::NarrowingReleased
+        | Anchor::OutsideScope { .. }
+        | Anchor::StitchAbandoned { .. }
+        | Anchor::NothingToNarrow
+        | Anchor::ContextMissing { .. }
+        | Anchor::NarrowingUnsupported { .. }
+        | Anchor::NarrowingStale
+        | Anchor::StitchCapped { .. } => english_follow_up(anchor),
+        Anchor::StepLimit { steps } => {
+            format!("I stopped after {steps} tool steps; more may have been needed.")
+        }
+        Anchor::CountExact { .. }
+        | Anchor::CountLowerBound { .. }
+        | Anchor::CountShown { .. }
+        | Anchor::CountUnknown { .. }
+        | Anchor::Aggregate { .. }
+        | Anchor::ValueUnaccounted { .. }
+        | Anchor::NoValue { .. }
+        | Anchor::Absent { .. } => english_count(anchor),
+        Anchor::ToolFailed { tool } => {
+            format!("The {tool} tool failed, so I cannot answer from it.")
+        }
+        Anchor::OutcomeUnknown { tool } => format!(
+            "The {tool} call reached its server, but no answer came back, so whether it ran is unknown; it was not sent again."
+        ),
+        Anchor::Refused { tool, .. } => {
+            format!("The {tool} call was refused and never sent, so it did not run.")
+        }
+        Anchor::ServerReason { reason, .. } => {
+            format!("The server gave this reason: \u{201c}{reason}\u{201d}.")
+        }
+        Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
+        Anchor::ContextTruncated { field } => {
+            format!("(The {field} list from your screen may be truncated.)")
+        }
+        Anchor::InBandFailure { tool } => format!(
+            "The data source behind {tool} did not return a usable answer, so I cannot tell you anything about this data right now. Nothing here is inferred from it."
+        ),
+    }
+}
+
+/// How an action, an export or a link ended, in English.
+fn english_outcome(anchor: &Anchor) -> String {
+    match anchor {
         Anchor::Action { outcome, .. } => match outcome {
             ActionOutcome::Accepted => "You approved it, and it was sent once and accepted; it is being processed.".into(),
             ActionOutcome::Completed => "You approved it, and it is done.".into(),
@@ -44,12 +96,6 @@ fn english(anchor: &Anchor) -> String {
             ActionOutcome::QuestionExpired => "Nobody answered the question in time, so nothing was answered.".into(),
             ActionOutcome::QuestionRefused => "The tool asked for something I do not ask you for, so nothing was asked or answered and the tool could not go on.".into(),
         },
-        Anchor::NarrowingStale => {
-            "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
-        }
-        Anchor::StepLimit { steps } => {
-            format!("I stopped after {steps} tool steps; more may have been needed.")
-        }
         Anchor::Delivered { files, bytes, expires_at, .. } => {
             let mut s = "Your export is ready".to_string();
             let what: Vec<String> = [
@@ -74,6 +120,13 @@ fn english(anchor: &Anchor) -> String {
         Anchor::LinkUnavailable { expired: false } => {
             "No download link was given in this conversation, so there is none to show again.".into()
         }
+        _ => unreachable!("english_outcome is called only for its own anchors"),
+    }
+}
+
+/// A count, a value or an absence, as English says it.
+fn english_count(anchor: &Anchor) -> String {
+    match anchor {
         Anchor::CountExact { total, complete: true, .. } => {
             format!("There are exactly {total}, and all of them are in the card above.")
         }
@@ -89,23 +142,27 @@ fn english(anchor: &Anchor) -> String {
         Anchor::CountUnknown { .. } => {
             "The search answered, but without any count, so I cannot say how many there are.".into()
         }
-        Anchor::ToolFailed { tool } => {
-            format!("The {tool} tool failed, so I cannot answer from it.")
-        }
-        Anchor::OutcomeUnknown { tool } => format!(
-            "The {tool} call reached its server, but no answer came back, so whether it ran is unknown; it was not sent again."
-        ),
-        Anchor::Refused { tool, .. } => {
-            format!("The {tool} call was refused and never sent, so it did not run.")
-        }
-        Anchor::ServerReason { reason, .. } => {
-            format!("The server gave this reason: \u{201c}{reason}\u{201d}.")
-        }
-        Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
-        Anchor::ContextTruncated { field } => {
-            format!("(The {field} list from your screen may be truncated.)")
-        }
         Anchor::Aggregate { value, .. } => format!("There are exactly {value}."),
+        Anchor::ValueUnaccounted { value, .. } => {
+            format!("The server reports {value}; it sent no accounting to check it against.")
+        }
+        Anchor::Absent { cause } => match cause {
+            AbsenceCause::ZeroFromStart => "There are none: the search accounted for its answer and found nothing.".into(),
+            AbsenceCause::ZeroAfterNarrowing => "None of the previous results match.".into(),
+            AbsenceCause::AuthenticationFailed => "Authentication with the data source failed, so nothing was searched.".into(),
+            AbsenceCause::BlockedByPermission => "This was not searched: it needs access you do not have.".into(),
+        },
+        Anchor::NoValue { .. } => "The data source returned no value for this, so I cannot state a number.".into(),
+        _ => unreachable!("english_count is called only for its own anchors"),
+    }
+}
+
+/// What became of a follow-up (show more, narrowing, stitching), in English.
+fn english_follow_up(anchor: &Anchor) -> String {
+    match anchor {
+        Anchor::NarrowingStale => {
+            "Those earlier results were judged under rules that have changed since, so I cannot narrow them; I can run a new search instead.".into()
+        }
         Anchor::ContinuationDrifted { anomaly } => format!(
             "The results changed since my earlier answer ({anomaly}), so I did not show that next page, and the total I gave earlier may no longer be right. Shall I search again?"
         ),
@@ -124,18 +181,6 @@ fn english(anchor: &Anchor) -> String {
         Anchor::ContinuationCapped { shown } => format!(
             "This list already showed {shown} items, the most I continue one list to; a narrower search can reach the rest."
         ),
-        Anchor::ValueUnaccounted { value, .. } => {
-            format!("The server reports {value}; it sent no accounting to check it against.")
-        }
-        Anchor::InBandFailure { tool } => format!(
-            "The data source behind {tool} did not return a usable answer, so I cannot tell you anything about this data right now. Nothing here is inferred from it."
-        ),
-        Anchor::Absent { cause } => match cause {
-            AbsenceCause::ZeroFromStart => "There are none: the search accounted for its answer and found nothing.".into(),
-            AbsenceCause::ZeroAfterNarrowing => "None of the previous results match.".into(),
-            AbsenceCause::AuthenticationFailed => "Authentication with the data source failed, so nothing was searched.".into(),
-            AbsenceCause::BlockedByPermission => "This was not searched: it needs access you do not have.".into(),
-        },
         Anchor::NarrowingReleased => {
             "I have let go of that narrowing: your next search covers the whole project. Shall I search everything?".into()
         }
@@ -145,7 +190,6 @@ fn english(anchor: &Anchor) -> String {
         Anchor::StitchAbandoned { anomaly } => {
             format!("I stopped combining result pages because {anomaly}; only the first page is shown.")
         }
-        Anchor::NoValue { .. } => "The data source returned no value for this, so I cannot state a number.".into(),
         Anchor::NothingToNarrow => {
             "There are no earlier results to narrow in this conversation. What should I search for?".into()
         }
@@ -156,12 +200,62 @@ fn english(anchor: &Anchor) -> String {
             "I cannot narrow the previous results by a different search term; I can run a new search instead.".into()
         }
         Anchor::StitchCapped { pages } => format!("Only the first {pages} pages are combined here."),
+
+        _ => unreachable!("english_follow_up is called only for its own anchors"),
     }
 }
 
 fn korean_sentence(anchor: &Anchor) -> String {
     match anchor {
         Anchor::Record { .. } => String::new(),
+        Anchor::Action { .. }
+        | Anchor::Delivered { .. }
+        | Anchor::LinkUnavailable { .. } => korean_outcome(anchor),
+        Anchor::ContinuationDrifted { .. }
+        | Anchor::CursorRejected { .. }
+        | Anchor::NothingToContinue { .. }
+        | Anchor::ListComplete
+        | Anchor::ContinuationCapped { .. }
+        | Anchor::NarrowingReleased
+        | Anchor::OutsideScope { .. }
+        | Anchor::StitchAbandoned { .. }
+        | Anchor::NothingToNarrow
+        | Anchor::ContextMissing { .. }
+        | Anchor::NarrowingUnsupported { .. }
+        | Anchor::NarrowingStale
+        | Anchor::StitchCapped { .. } => korean_follow_up(anchor),
+        Anchor::StepLimit { steps } => {
+            format!("도구 단계 {steps}번에서 멈췄습니다. 더 필요했을 수 있습니다.")
+        }
+        Anchor::CountExact { .. }
+        | Anchor::CountLowerBound { .. }
+        | Anchor::CountShown { .. }
+        | Anchor::CountUnknown { .. }
+        | Anchor::Aggregate { .. }
+        | Anchor::ValueUnaccounted { .. }
+        | Anchor::NoValue { .. }
+        | Anchor::Absent { .. } => korean_count(anchor),
+        Anchor::ToolFailed { tool } => format!("{tool} 도구가 실패하여 답변할 수 없습니다."),
+        Anchor::OutcomeUnknown { tool } => format!(
+            "{tool} 요청이 서버에 전달되었지만 응답이 오지 않아 실행 여부를 알 수 없습니다. 다시 보내지 않았습니다."
+        ),
+        Anchor::Refused { tool, .. } => {
+            format!("{tool} 요청은 거부되어 보내지 않았고, 실행되지 않았습니다.")
+        }
+        Anchor::ServerReason { reason, .. } => {
+            format!("서버가 밝힌 이유: \u{201c}{reason}\u{201d}.")
+        }
+        Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
+        Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
+        Anchor::InBandFailure { tool } => {
+            format!("{tool} 데이터 소스가 사용할 수 있는 응답을 주지 않아 지금은 이 데이터에 대해 말씀드릴 수 없습니다.")
+        }
+    }
+}
+
+/// How an action, an export or a link ended, in Korean.
+fn korean_outcome(anchor: &Anchor) -> String {
+    match anchor {
         Anchor::Action { outcome, .. } => match outcome {
             ActionOutcome::Accepted => "승인하신 요청을 한 번 보냈고 접수되었습니다. 처리 중입니다.".into(),
             ActionOutcome::Completed => "승인하신 요청이 완료되었습니다.".into(),
@@ -185,12 +279,6 @@ fn korean_sentence(anchor: &Anchor) -> String {
             ActionOutcome::QuestionExpired => "제때 답하지 않아 아무것도 답하지 않았습니다.".into(),
             ActionOutcome::QuestionRefused => "도구가 여쭐 수 없는 정보를 요청하여 아무것도 묻거나 답하지 않았고, 도구는 진행하지 못했습니다.".into(),
         },
-        Anchor::NarrowingStale => {
-            "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()
-        }
-        Anchor::StepLimit { steps } => {
-            format!("도구 단계 {steps}번에서 멈췄습니다. 더 필요했을 수 있습니다.")
-        }
         Anchor::Delivered { files, bytes, expires_at, .. } => {
             let what: Vec<String> = [
                 files.map(|n| format!("파일 {n}개")),
@@ -215,6 +303,13 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::LinkUnavailable { expired: false } => {
             "이 대화에서 드린 다운로드 링크가 없어 다시 보여드릴 수 없습니다.".into()
         }
+        _ => unreachable!("korean_outcome is called only for its own anchors"),
+    }
+}
+
+/// A count, a value or an absence, as Korean says it.
+fn korean_count(anchor: &Anchor) -> String {
+    match anchor {
         Anchor::CountExact { total, complete: true, .. } => {
             format!("정확히 {total}건이며, 위 카드에 전부 있습니다.")
         }
@@ -228,19 +323,27 @@ fn korean_sentence(anchor: &Anchor) -> String {
             format!("이 {displayed}건을 위 카드에 표시했습니다. 전체 수는 알 수 없습니다.")
         }
         Anchor::CountUnknown { .. } => "검색 결과에 개수 정보가 없어 몇 건인지 말씀드릴 수 없습니다.".into(),
-        Anchor::ToolFailed { tool } => format!("{tool} 도구가 실패하여 답변할 수 없습니다."),
-        Anchor::OutcomeUnknown { tool } => format!(
-            "{tool} 요청이 서버에 전달되었지만 응답이 오지 않아 실행 여부를 알 수 없습니다. 다시 보내지 않았습니다."
-        ),
-        Anchor::Refused { tool, .. } => {
-            format!("{tool} 요청은 거부되어 보내지 않았고, 실행되지 않았습니다.")
-        }
-        Anchor::ServerReason { reason, .. } => {
-            format!("서버가 밝힌 이유: \u{201c}{reason}\u{201d}.")
-        }
-        Anchor::NotRun { possible, lang } => super::refusal::copy(*lang, possible),
-        Anchor::ContextTruncated { field } => format!("(화면에서 받은 {field} 목록은 잘렸을 수 있습니다.)"),
         Anchor::Aggregate { value, .. } => format!("정확히 {value}건입니다."),
+        Anchor::ValueUnaccounted { value, .. } => {
+            format!("서버는 {value}(이)라고 답했습니다. 확인할 집계 정보는 없습니다.")
+        }
+        Anchor::Absent { cause } => match cause {
+            AbsenceCause::ZeroFromStart => "해당하는 항목이 없습니다. 검색 서버가 결과 집계와 함께 0건을 확인했습니다.".into(),
+            AbsenceCause::ZeroAfterNarrowing => "이전 결과 중에는 해당하는 항목이 없습니다.".into(),
+            AbsenceCause::AuthenticationFailed => "데이터 소스 인증에 실패하여 검색하지 못했습니다.".into(),
+            AbsenceCause::BlockedByPermission => "접근 권한이 없어 검색하지 않았습니다.".into(),
+        },
+        Anchor::NoValue { .. } => "데이터 소스가 값을 돌려주지 않아 숫자를 말씀드릴 수 없습니다.".into(),
+        _ => unreachable!("korean_count is called only for its own anchors"),
+    }
+}
+
+/// What became of a follow-up (show more, narrowing, stitching), in Korean.
+fn korean_follow_up(anchor: &Anchor) -> String {
+    match anchor {
+        Anchor::NarrowingStale => {
+            "이전 결과는 그 뒤 바뀐 규칙으로 판정된 것이라 좁힐 수 없습니다. 새로 검색해 드릴 수 있습니다.".into()
+        }
         Anchor::ContinuationDrifted { anomaly } => format!(
             "이전 답변 이후 결과가 바뀌어({anomaly}) 다음 페이지는 표시하지 않았고, 앞서 말씀드린 전체 수도 더는 맞지 않을 수 있습니다. 다시 검색할까요?"
         ),
@@ -259,24 +362,11 @@ fn korean_sentence(anchor: &Anchor) -> String {
         Anchor::ContinuationCapped { shown } => format!(
             "이 목록은 이미 {shown}건을 보여 드려 한 목록을 이어 보는 최대치에 이르렀습니다. 더 좁혀 검색하면 나머지를 볼 수 있습니다."
         ),
-        Anchor::ValueUnaccounted { value, .. } => {
-            format!("서버는 {value}(이)라고 답했습니다. 확인할 집계 정보는 없습니다.")
-        }
-        Anchor::InBandFailure { tool } => {
-            format!("{tool} 데이터 소스가 사용할 수 있는 응답을 주지 않아 지금은 이 데이터에 대해 말씀드릴 수 없습니다.")
-        }
-        Anchor::Absent { cause } => match cause {
-            AbsenceCause::ZeroFromStart => "해당하는 항목이 없습니다. 검색 서버가 결과 집계와 함께 0건을 확인했습니다.".into(),
-            AbsenceCause::ZeroAfterNarrowing => "이전 결과 중에는 해당하는 항목이 없습니다.".into(),
-            AbsenceCause::AuthenticationFailed => "데이터 소스 인증에 실패하여 검색하지 못했습니다.".into(),
-            AbsenceCause::BlockedByPermission => "접근 권한이 없어 검색하지 않았습니다.".into(),
-        },
         Anchor::NarrowingReleased => "좁힌 범위는 해제했습니다. 다음 검색은 전체를 대상으로 합니다. 전체에서 다시 찾을까요?".into(),
         Anchor::OutsideScope { .. } => "좁힌 검색 결과가 이전 결과 범위를 벗어나 버렸습니다. 좁힌 질문에는 답할 수 없습니다.".into(),
         Anchor::StitchAbandoned { anomaly } => {
             format!("결과 페이지를 이어 붙이다가 중단했습니다({anomaly}). 첫 페이지만 표시합니다.")
         }
-        Anchor::NoValue { .. } => "데이터 소스가 값을 돌려주지 않아 숫자를 말씀드릴 수 없습니다.".into(),
         Anchor::NothingToNarrow => "이 대화에는 좁힐 이전 결과가 없습니다. 무엇을 검색할까요?".into(),
         Anchor::ContextMissing { field } => {
             // The object particle follows the noun's last sound.
@@ -291,6 +381,8 @@ fn korean_sentence(anchor: &Anchor) -> String {
             "이전 결과를 다른 검색어로 좁힐 수는 없습니다. 새로 검색해 드릴 수 있습니다.".into()
         }
         Anchor::StitchCapped { pages } => format!("처음 {pages}페이지만 이어 붙였습니다."),
+
+        _ => unreachable!("korean_follow_up is called only for its own anchors"),
     }
 }
 

@@ -146,6 +146,11 @@ impl Protocol for Approval {
             effect: "suspend",
             why: "a call that needs approval is sent only after it: holding it suspends the turn",
         },
+        Invariant::LegalOnlyWith {
+            event: "input_required",
+            effect: "suspend",
+            why: "a question is answered only by the user: holding it suspends the turn at its interrupt",
+        },
         Invariant::Forbid {
             event: "answered_elsewhere",
             from: &[],

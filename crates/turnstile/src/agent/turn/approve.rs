@@ -15,9 +15,10 @@ use crate::judge::approval::{self, ActionId, Role};
 use crate::judge::Anchor;
 use crate::judge::{card, lang};
 use crate::llm::PlannedCall;
-use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::mcp::ToolOutput;
+use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::turn::TurnEvent;
-use crate::protocols::{telemetry, Names};
+use crate::protocols::{telemetry, Names, Typed};
 use crate::store::NewApproval;
 use crate::wire;
 
@@ -104,29 +105,53 @@ impl Turn<'_> {
             // names: no card can be shown, and the operator must know why.
             self.field_not_found(&call.tool, "action_id", &role.action_id);
         }
-        // What the user is told of a prepare that holds nothing is the
-        // row's effect. (A failed call is told by its own anchor.)
-        let told = match step.effect {
-            Some(ApprovalEffect::TellNothingPrepared) => Some(ActionOutcome::NothingPrepared),
-            Some(ApprovalEffect::TellUnread) => Some(ActionOutcome::PrepareUnread),
-            _ => None,
-        };
-        if let (Some(outcome), false) = (told, first.is_error) {
-            self.anchor(Anchor::Action {
-                tool: call.tool.clone(),
-                outcome,
-            });
-            // Why nothing was prepared, in the server's words ("seat
-            // taken"), when it says.
-            if let Some(reason) = approval::told_reason(first) {
-                let tool = call.tool.clone();
-                self.anchor(Anchor::ServerReason { tool, reason });
-            }
-        }
+        self.tell_what_was_not_held(&call.tool, first, step.effect);
         let (ActionId::Positive(action_id), Some(ApprovalEffect::Suspend)) = (id, step.effect)
         else {
             return Ok(None);
         };
+        self.hold_prepared(call, &role, first, action_id, machine);
+        Ok(Some(TurnEvent::ApprovalNeeded))
+    }
+
+    /// What the user is told of a prepare that holds nothing is the row's
+    /// effect. (A failed call is told by its own anchor.)
+    fn tell_what_was_not_held(
+        &mut self,
+        tool: &str,
+        first: &ToolOutput,
+        effect: Option<ApprovalEffect>,
+    ) {
+        let told = match effect {
+            Some(ApprovalEffect::TellNothingPrepared) => Some(ActionOutcome::NothingPrepared),
+            Some(ApprovalEffect::TellUnread) => Some(ActionOutcome::PrepareUnread),
+            _ => None,
+        };
+        let (Some(outcome), false) = (told, first.is_error) else {
+            return;
+        };
+        self.anchor(Anchor::Action {
+            tool: tool.to_string(),
+            outcome,
+        });
+        // Why nothing was prepared, in the server's words ("seat taken"),
+        // when it says.
+        if let Some(reason) = approval::told_reason(first) {
+            let tool = tool.to_string();
+            self.anchor(Anchor::ServerReason { tool, reason });
+        }
+    }
+
+    /// Holds a prepared action at a new interrupt: its card, the confirm,
+    /// cancel and status calls a decision will send, and its machine.
+    fn hold_prepared(
+        &mut self,
+        call: &PlannedCall,
+        role: &approval::Prepare,
+        first: &ToolOutput,
+        action_id: u64,
+        machine: Typed<Approval>,
+    ) {
         let interrupt_id = uuid::Uuid::new_v4().to_string();
         let mut base = Map::new();
         base.insert(role.id_arg().to_string(), Value::from(action_id));
@@ -191,7 +216,6 @@ impl Turn<'_> {
                 input: None,
             },
         });
-        Ok(Some(TurnEvent::ApprovalNeeded))
     }
 
     /// A configured result field (`key` = `path`) that `tool`'s answer did
@@ -262,41 +286,11 @@ impl Turn<'_> {
             Outcome::Returned { first, .. } => Some(first.as_ref()),
             _ => None,
         };
-        let unanswered = matches!(
-            outcome,
-            Outcome::Failed {
-                anchor: Anchor::OutcomeUnknown { .. },
-                ..
-            }
-        );
-        let Some(held_kind) = self.approvals.held.as_ref().map(|h| h.action.kind) else {
-            return Ok(());
-        };
-        let event = match (kind, out) {
-            (DecisionCall::Cancel, _) => None,
-            // A held call (or an answered question's call) is its own
-            // confirm: it ran, or it did not.
-            (DecisionCall::Confirm, Some(_)) if held_kind != ActionKind::Prepared => {
-                Some(ApprovalEvent::HeldCallReturned)
-            }
-            // It went out and no answer came back: not a failure.
-            (DecisionCall::Confirm, None) if held_kind != ActionKind::Prepared && unanswered => {
-                Some(ApprovalEvent::HeldCallUnanswered)
-            }
-            (DecisionCall::Confirm, None) if held_kind != ActionKind::Prepared => {
-                Some(ApprovalEvent::HeldCallFailed)
-            }
-            (DecisionCall::Confirm, Some(out)) => Some(approval::confirm_event(out)),
-            (DecisionCall::Confirm, None) => Some(ApprovalEvent::ConfirmFailed),
-            (DecisionCall::Status, Some(out)) => Some(approval::status_event(out)),
-            // A status call that failed says nothing of how the action ended.
-            (DecisionCall::Status, None) => Some(ApprovalEvent::StatusPending),
-        };
         let Some(held) = self.approvals.held.as_mut() else {
             return Ok(());
         };
         let mut ask_status = false;
-        if let Some(event) = event {
+        if let Some(event) = decision_event(kind, held.action.kind, outcome) {
             let step = held.machine.fire(event).map_err(Stop::Violation)?;
             ask_status = step.effect == Some(ApprovalEffect::AskStatus);
             let (from, to) = (held.stored, held.machine.state());
@@ -308,47 +302,11 @@ impl Turn<'_> {
                 .await?;
             held.stored = Some(to);
         }
-        let state = held.machine.state();
+        let told = told_outcome(held.action.kind, held.machine.state());
         let status = held.action.status.clone();
         let status_args = held.action.status_args.clone();
         let tool = held.action.prepare.clone();
-        let outcome = match (held.action.kind, state) {
-            (ActionKind::Input, state) => super::ask::settled(state),
-            (ActionKind::Call, ApprovalState::Completed) => ActionOutcome::Ran,
-            (ActionKind::Call, ApprovalState::Denied) => ActionOutcome::NotSent,
-            (ActionKind::Call, ApprovalState::Expired) => ActionOutcome::NotSentExpired,
-            (ActionKind::Call, ApprovalState::Failed) => ActionOutcome::CallFailed,
-            (_, ApprovalState::Accepted) => ActionOutcome::Accepted,
-            (_, ApprovalState::Completed) => ActionOutcome::Completed,
-            (_, ApprovalState::Failed) => ActionOutcome::Failed,
-            (_, ApprovalState::Denied) => ActionOutcome::Cancelled,
-            (_, ApprovalState::Expired) => ActionOutcome::Expired,
-            _ => ActionOutcome::Unknown,
-        };
-        // One outcome per action: the latest replaces what was said before.
-        // Each settle replaces the one before, so there is at most one.
-        while let Some(i) = self
-            .evidence
-            .anchors
-            .iter()
-            .position(|a| matches!(a, Anchor::Action { .. } | Anchor::ServerReason { .. }))
-        {
-            self.evidence.anchors.remove(i);
-            self.evidence.origins.remove(i);
-        }
-        self.anchor(Anchor::Action {
-            tool: tool.clone(),
-            outcome,
-        });
-        // A failure is told with the server's reason, when it gave one
-        // ("seat taken"): the user reads why, not only that it failed.
-        let failed = matches!(
-            outcome,
-            ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::AnswerFailed
-        );
-        if let Some(reason) = out.filter(|_| failed).and_then(approval::told_reason) {
-            self.anchor(Anchor::ServerReason { tool, reason });
-        }
+        self.tell_how_it_ended(tool, told, out);
         // The row says whether to ask again (`ask-status`); the limits say
         // how often and how far apart.
         let poll = ask_status && self.approvals.polls < self.agent.limits.status.per_turn;
@@ -362,5 +320,91 @@ impl Turn<'_> {
             self.queue_decision(DecisionCall::Status, status, status_args);
         }
         Ok(())
+    }
+
+    /// One outcome per action: the latest replaces what was said before
+    /// (each settle replaces the one before, so there is at most one). A
+    /// failure is told with the server's reason, when it gave one ("seat
+    /// taken"): the user reads why, not only that it failed.
+    fn tell_how_it_ended(&mut self, tool: String, told: ActionOutcome, out: Option<&ToolOutput>) {
+        while let Some(i) = self
+            .evidence
+            .anchors
+            .iter()
+            .position(|a| matches!(a, Anchor::Action { .. } | Anchor::ServerReason { .. }))
+        {
+            self.evidence.anchors.remove(i);
+            self.evidence.origins.remove(i);
+        }
+        self.anchor(Anchor::Action {
+            tool: tool.clone(),
+            outcome: told,
+        });
+        let failed = matches!(
+            told,
+            ActionOutcome::Failed | ActionOutcome::CallFailed | ActionOutcome::AnswerFailed
+        );
+        if let Some(reason) = out.filter(|_| failed).and_then(approval::told_reason) {
+            self.anchor(Anchor::ServerReason { tool, reason });
+        }
+    }
+}
+
+/// What a decision's call came back with, as an approval event: its
+/// confirm's or status tool's answer. `None` for a cancel, whose answer the
+/// action's state does not wait on.
+fn decision_event(
+    kind: DecisionCall,
+    held: ActionKind,
+    outcome: &Outcome,
+) -> Option<ApprovalEvent> {
+    let out = match outcome {
+        Outcome::Returned { first, .. } => Some(first.as_ref()),
+        _ => None,
+    };
+    let unanswered = matches!(
+        outcome,
+        Outcome::Failed {
+            anchor: Anchor::OutcomeUnknown { .. },
+            ..
+        }
+    );
+    Some(match (kind, out) {
+        (DecisionCall::Cancel, _) => return None,
+        // A held call (or an answered question's call) is its own confirm:
+        // it ran, or it did not.
+        (DecisionCall::Confirm, Some(_)) if held != ActionKind::Prepared => {
+            ApprovalEvent::HeldCallReturned
+        }
+        // It went out and no answer came back: not a failure.
+        (DecisionCall::Confirm, None) if held != ActionKind::Prepared && unanswered => {
+            ApprovalEvent::HeldCallUnanswered
+        }
+        (DecisionCall::Confirm, None) if held != ActionKind::Prepared => {
+            ApprovalEvent::HeldCallFailed
+        }
+        (DecisionCall::Confirm, Some(out)) => approval::confirm_event(out),
+        (DecisionCall::Confirm, None) => ApprovalEvent::ConfirmFailed,
+        (DecisionCall::Status, Some(out)) => approval::status_event(out),
+        // A status call that failed says nothing of how the action ended.
+        (DecisionCall::Status, None) => ApprovalEvent::StatusPending,
+    })
+}
+
+/// How an action of this kind ended, in the words code tells it, by the
+/// state its machine reached.
+fn told_outcome(kind: ActionKind, state: ApprovalState) -> ActionOutcome {
+    match (kind, state) {
+        (ActionKind::Input, state) => super::ask::settled(state),
+        (ActionKind::Call, ApprovalState::Completed) => ActionOutcome::Ran,
+        (ActionKind::Call, ApprovalState::Denied) => ActionOutcome::NotSent,
+        (ActionKind::Call, ApprovalState::Expired) => ActionOutcome::NotSentExpired,
+        (ActionKind::Call, ApprovalState::Failed) => ActionOutcome::CallFailed,
+        (_, ApprovalState::Accepted) => ActionOutcome::Accepted,
+        (_, ApprovalState::Completed) => ActionOutcome::Completed,
+        (_, ApprovalState::Failed) => ActionOutcome::Failed,
+        (_, ApprovalState::Denied) => ActionOutcome::Cancelled,
+        (_, ApprovalState::Expired) => ActionOutcome::Expired,
+        _ => ActionOutcome::Unknown,
     }
 }

@@ -19,7 +19,7 @@ use crate::judge::elicitation;
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
 use crate::mcp::{Answer, Asked, InputAsk, InputRound, McpError};
-use crate::protocols::approval::{ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::protocols::approval::{ApprovalEvent, ApprovalState};
 use crate::protocols::{telemetry, Names};
 use crate::wire;
 
@@ -83,7 +83,6 @@ impl Turn<'_> {
             request_state,
             nested,
         } = ask;
-        let is_nested = nested.is_some();
         // What it asks is checked before anything settles: a refused
         // question is the call's failure, which settles a decided call as
         // any failure does.
@@ -94,110 +93,47 @@ impl Turn<'_> {
                 Err(reason) => return Ok(Err(reason)),
             }
         }
-        let decided = self.approvals.running == Some(DecisionCall::Confirm);
-        let decided_kind = self.approvals.held.as_ref().map(|h| h.action.kind);
-        // An approved action's confirm that asks: its own machine is out
-        // (Confirming), and the table says whether a question may be held
-        // beside it (`second-question-while-confirming`).
-        if let Some(h) = self
-            .approvals
-            .held
-            .as_ref()
-            .filter(|_| decided && decided_kind == Some(ActionKind::Prepared))
-        {
-            let mut beside = h.machine.clone();
-            // Forbidden while Confirming or Accepted: the approval binding's
-            // invariant, checked at load.
-            let Err(v) = beside.fire(ApprovalEvent::InputRequired) else {
-                unreachable!("the approval binding forbids a question beside an approved action (checked at load)")
-            };
-            telemetry::violation(&v);
-            return Ok(Err(format!("{} (approval row `{}`)", v.why, v.row_id)));
+        if let Some(refused) = self.question_beside_an_action() {
+            return Ok(Err(refused));
         }
-        // The call that asks again is the decided one: its answer (or its
-        // approval) was delivered, so that machine settles first, as a
-        // call that returned; a new one holds the new question.
-        let mut rounds = 0;
-        if decided {
-            self.approvals.running = None;
-            if let Some(held) = self.approvals.held.as_mut() {
-                rounds = held.action.input.as_ref().map_or(0, |i| i.rounds);
-                held.machine
-                    .fire(ApprovalEvent::HeldCallReturned)
-                    .map_err(Stop::Violation)?;
-                let to = held.machine.state();
-                let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
-                let from = held.stored.map_or("", Names::name);
-                self.agent
-                    .store
-                    .swap_approval(&held.interrupt_id, from, to.name(), &snap)
-                    .await?;
-                held.stored = Some(to);
-            }
-        }
+        let rounds = self.settle_the_call_that_asks_again().await?;
         if rounds >= MAX_INPUT_ROUNDS {
             return Ok(Err(format!(
                 "the server asked again after {MAX_INPUT_ROUNDS} answers; the call was not answered"
             )));
         }
+        // Every legal `input_required` row suspends (the approval binding's
+        // invariant, checked at load).
         let mut machine = self.agent.tables.approval.machine();
-        let step = match machine.fire(ApprovalEvent::InputRequired) {
-            Ok(step) => step,
-            Err(v) => {
-                telemetry::violation(&v);
-                return Ok(Err(format!(
-                    "the approval table refused to hold it ({})",
-                    v.row_id
-                )));
-            }
-        };
-        if step.effect != Some(ApprovalEffect::Suspend) {
-            return Ok(Err("the approval table does not suspend for it".into()));
+        if let Err(v) = machine.fire(ApprovalEvent::InputRequired) {
+            telemetry::violation(&v);
+            return Ok(Err(format!(
+                "the approval table refused to hold it ({})",
+                v.row_id
+            )));
         }
         let interrupt_id = uuid::Uuid::new_v4().to_string();
-        let now = crate::store::now_unix_ms();
-        // An open call (2025-11-25) waits as long: the MCP client's input
-        // wait is the approval TTL (`app::build_with`).
-        let expires_at = now + self.agent.limits.approval_ttl_ms();
-        let how = match nested.is_some() {
-            true => "the call is open and waits for it",
-            false => "the call is sent again once, with your answer",
-        };
-        let summary = format!(
-            "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
-            call.tool
-        );
-        let interrupt = wire::Interrupt {
-            input: Some(wire::InputPrompt {
-                server: server.to_string(),
-                requests: shown.clone(),
-            }),
-            ..wire::Interrupt::of_call(
-                &interrupt_id,
-                &call.tool,
-                args,
-                summary,
-                &["accept", "decline", "cancel"],
-                expires_at,
-            )
-        };
+        let interrupt =
+            self.question_interrupt(&interrupt_id, call, server, args, &shown, nested.is_some());
         tracing::info!(tool = %call.tool, requests = shown.len(), nested = nested.is_some(), "call held for the user's input");
+        let is_nested = nested.is_some();
         if let Some(open) = nested {
             self.agent.parked.park(&interrupt_id, open);
         }
+        let input = InputHeld {
+            server: server.to_string(),
+            requests: shown,
+            request_state,
+            nested: is_nested,
+            holder: is_nested.then(|| self.agent.parked.process().to_string()),
+            rounds: rounds + 1,
+        };
         self.approvals.held = Some(Held {
             interrupt_id,
             machine,
             stored: None,
             action: Action {
-                input: Some(InputHeld {
-                    server: server.to_string(),
-                    requests: shown,
-                    request_state,
-                    nested: is_nested,
-                    holder: is_nested.then(|| self.agent.parked.process().to_string()),
-                    rounds: rounds + 1,
-                }),
+                input: Some(input),
                 ..Action::of_call(
                     ActionKind::Input,
                     &self.user_text,
@@ -209,6 +145,87 @@ impl Turn<'_> {
             },
         });
         Ok(Ok(()))
+    }
+
+    /// An approved action's confirm that asks: its own machine is out
+    /// (Confirming), and the table says whether a question may be held
+    /// beside it (`second-question-while-confirming`). The refusal, if so.
+    fn question_beside_an_action(&self) -> Option<String> {
+        let decided = self.approvals.running == Some(DecisionCall::Confirm);
+        let h = (self.approvals.held.as_ref())
+            .filter(|h| decided && h.action.kind == ActionKind::Prepared)?;
+        let mut beside = h.machine.clone();
+        // Forbidden while Confirming or Accepted: the approval binding's
+        // invariant, checked at load.
+        let Err(v) = beside.fire(ApprovalEvent::InputRequired) else {
+            unreachable!("the approval binding forbids a question beside an approved action (checked at load)")
+        };
+        telemetry::violation(&v);
+        Some(format!("{} (approval row `{}`)", v.why, v.row_id))
+    }
+
+    /// The call that asks again is the decided one: its answer (or its
+    /// approval) was delivered, so that machine settles first, as a call
+    /// that returned; a new one holds the new question. How many answers
+    /// that call had been given.
+    async fn settle_the_call_that_asks_again(&mut self) -> Result<u32, Stop> {
+        if self.approvals.running != Some(DecisionCall::Confirm) {
+            return Ok(0);
+        }
+        self.approvals.running = None;
+        let Some(held) = self.approvals.held.as_mut() else {
+            return Ok(0);
+        };
+        let rounds = held.action.input.as_ref().map_or(0, |i| i.rounds);
+        held.machine
+            .fire(ApprovalEvent::HeldCallReturned)
+            .map_err(Stop::Violation)?;
+        let to = held.machine.state();
+        let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
+        let from = held.stored.map_or("", Names::name);
+        self.agent
+            .store
+            .swap_approval(&held.interrupt_id, from, to.name(), &snap)
+            .await?;
+        held.stored = Some(to);
+        Ok(rounds)
+    }
+
+    /// The interrupt that shows a server's question: nothing is sent until
+    /// the user answers, and it expires with the approval TTL (an open
+    /// 2025-11-25 call waits as long: `app::build_with`).
+    fn question_interrupt(
+        &self,
+        interrupt_id: &str,
+        call: &PlannedCall,
+        server: &str,
+        args: &Map<String, Value>,
+        shown: &[wire::InputAsked],
+        open: bool,
+    ) -> wire::Interrupt {
+        let expires_at = crate::store::now_unix_ms() + self.agent.limits.approval_ttl_ms();
+        let how = match open {
+            true => "the call is open and waits for it",
+            false => "the call is sent again once, with your answer",
+        };
+        let summary = format!(
+            "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
+            call.tool
+        );
+        wire::Interrupt {
+            input: Some(wire::InputPrompt {
+                server: server.to_string(),
+                requests: shown.to_vec(),
+            }),
+            ..wire::Interrupt::of_call(
+                interrupt_id,
+                &call.tool,
+                args,
+                summary,
+                &["accept", "decline", "cancel"],
+                expires_at,
+            )
+        }
     }
 
     /// A refused question: the call's failure, with the reason as its

@@ -117,13 +117,7 @@ impl Turn<'_> {
         let (mut stitcher, cursor) = self.stitcher(call, contract.as_ref());
         let continued = cursor.is_some();
         let stitching = follow || continued;
-        let mut page_args = args.clone();
-        // The stored cursor goes on the call that is sent, and nowhere
-        // else: the call's record (what a model sees of it) keeps the
-        // arguments without it.
-        if let Some(cursor) = cursor {
-            page_args.insert("cursor".into(), Value::String(cursor));
-        }
+        let mut page_args = with_cursor(&args, cursor);
         let mut first: Option<(ToolOutput, Reading)> = None;
         loop {
             // A continuation's page is a later page of its listing: what it
@@ -135,12 +129,7 @@ impl Turn<'_> {
                 .await?;
             let (out, reading) = match page {
                 Page::Answer(out, reading) => (out, reading),
-                Page::Failed(failure) => {
-                    return Ok(Some(Outcome::Failed {
-                        call: self.record_for(call.id.as_deref(), &call.tool, args, failure.0),
-                        anchor: failure.1,
-                    }))
-                }
+                Page::Failed(failure) => return Ok(Some(self.failed_call(call, args, failure))),
                 // The server asks the user: the paging table's `page_asks`
                 // row holds the call (its first page, as shipped), or the
                 // page is no page (a later or continued one).
@@ -148,20 +137,14 @@ impl Turn<'_> {
                     if !stitcher.page_asks().map_err(Stop::Violation)? {
                         break;
                     }
-                    return match self.hold_input(call, server, &args, *ask).await? {
-                        Ok(()) => Ok(None),
-                        Err(reason) => Ok(Some(self.refused_question(call, args, &reason))),
-                    };
+                    return self.asked(call, server, args, *ask).await;
                 }
                 // No page at all: the paging table's `page_failed` row says
                 // whether the call failed (its first page, as shipped) or
                 // the first page stands alone.
                 Page::Gone(kind, failure) => {
                     if stitcher.page_failed(kind).map_err(Stop::Violation)? {
-                        return Ok(Some(Outcome::Failed {
-                            call: self.record_for(call.id.as_deref(), &call.tool, args, failure.0),
-                            anchor: failure.1,
-                        }));
+                        return Ok(Some(self.failed_call(call, args, failure)));
                     }
                     break;
                 }
@@ -184,12 +167,63 @@ impl Turn<'_> {
                 None => break,
             }
         }
+        let stitched = stitching.then_some(stitcher);
+        Ok(Some(self.returned(
+            call,
+            args,
+            (scoped, gate),
+            first,
+            stitched,
+            contract.as_ref(),
+        )))
+    }
+
+    /// A call whose server asks the user first: held at an interrupt
+    /// (`None`), or refused with the reason, as the call's failure.
+    async fn asked(
+        &mut self,
+        call: &PlannedCall,
+        server: &str,
+        args: Map<String, Value>,
+        ask: InputAsk,
+    ) -> Result<Option<Outcome>, Stop> {
+        Ok(match self.hold_input(call, server, &args, ask).await? {
+            Ok(()) => None,
+            Err(reason) => Some(self.refused_question(call, args, &reason)),
+        })
+    }
+
+    /// A call whose first page failed: its digest and anchor.
+    fn failed_call(
+        &self,
+        call: &PlannedCall,
+        args: Map<String, Value>,
+        (digest, anchor): (Digest, Anchor),
+    ) -> Outcome {
+        Outcome::Failed {
+            call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
+            anchor,
+        }
+    }
+
+    /// A call that returned: its first page (none, when a continued page
+    /// never came: the stitch says so), its stitched listing and the
+    /// narrowing it ran under, to be judged.
+    fn returned(
+        &mut self,
+        call: &PlannedCall,
+        args: Map<String, Value>,
+        (scoped, gate): (Option<Scope>, Gate),
+        first: Option<(ToolOutput, Reading)>,
+        stitcher: Option<Stitcher>,
+        contract: Option<&Contract>,
+    ) -> Outcome {
         let (first, reading) = first.unwrap_or_else(|| {
             let out = ToolOutput::default();
-            let reading = Reading::of(&out, contract.as_ref());
+            let reading = Reading::of(&out, contract);
             (out, reading)
         });
-        let stitched = stitching.then(|| {
+        let stitched = stitcher.map(|stitcher| {
             let n = self.next_listing();
             self.ledger
                 .dirty
@@ -197,14 +231,14 @@ impl Turn<'_> {
             Box::new(stitcher.finish())
         });
         let digest = Digest::failed(&call.tool, "not judged yet");
-        Ok(Some(Outcome::Returned {
+        Outcome::Returned {
             call: self.record_for(call.id.as_deref(), &call.tool, args, digest),
             scoped: scoped.map(Box::new),
             gate,
             first: Box::new(first),
             reading: Box::new(reading),
             stitched,
-        }))
+        }
     }
 
     /// The paging machine of one listing and, when the call continues a
@@ -259,40 +293,26 @@ impl Turn<'_> {
             other => other,
         };
         telemetry::phase(telemetry::Phase::Mcp, called.elapsed());
-        let out = match answer {
-            Ok(Answer::Output(out)) => out,
+        let page = match answer {
+            Ok(Answer::Output(out)) => {
+                let page = (call_id, tool.as_str(), args, contract);
+                self.answered_page(page, out, first_page).await?
+            }
             // Followed above: a task's answer is its output or an error.
             Ok(Answer::Task(_)) => unreachable!("a task is followed to its end above"),
             Ok(Answer::Asks(ask)) => {
                 // No result: the server asks the user first. What it asks
                 // is the interrupt's to show, not this frame's.
                 let digest = Digest::failed(tool, "asked the user for input");
-                let frame = wire::ToolResult {
-                    call_id,
-                    tool: tool.clone(),
-                    ok: false,
-                    summary: "input_required".to_string(),
-                    shape: None,
-                    conflict: None,
-                    refusal: None,
-                };
-                self.emit_result(frame, args, None, Some(&digest)).await?;
+                self.emit_unanswered(call_id, tool, args, "input_required", &digest)
+                    .await?;
                 return Ok(Page::Asks(Box::new(ask)));
             }
             Err(e) => {
                 tracing::warn!(tool = %tool, kind = e.kind(), "tool call failed");
                 let digest = Digest::failed(tool, e.kind());
-                let frame = wire::ToolResult {
-                    call_id,
-                    tool: tool.clone(),
-                    ok: false,
-                    summary: e.kind().to_string(),
-                    shape: None,
-                    conflict: None,
-                    refusal: None,
-                };
-                self.emit_result(frame, args, None, Some(&digest)).await?;
-                following.iter_mut().for_each(|f| f.shown());
+                self.emit_unanswered(call_id, tool, args, e.kind(), &digest)
+                    .await?;
                 // What that means (the call failed, or a later page is no
                 // page: a rejected cursor may come as a JSON-RPC error) is
                 // the paging table's `page_failed` row.
@@ -300,9 +320,44 @@ impl Turn<'_> {
                     McpError::Unanswered { .. } => Anchor::OutcomeUnknown { tool: tool.clone() },
                     _ => Anchor::ToolFailed { tool: tool.clone() },
                 };
-                return Ok(Page::Gone(e.kind(), (digest, anchor)));
+                Page::Gone(e.kind(), (digest, anchor))
             }
         };
+        following.iter_mut().for_each(|f| f.shown());
+        Ok(page)
+    }
+
+    /// The result frame of a call that brought no output (it failed, or
+    /// its server asks the user first), with its digest.
+    async fn emit_unanswered(
+        &mut self,
+        call_id: String,
+        tool: &str,
+        args: &Map<String, Value>,
+        summary: &str,
+        digest: &Digest,
+    ) -> Result<(), Stop> {
+        let frame = wire::ToolResult {
+            call_id,
+            tool: tool.to_string(),
+            ok: false,
+            summary: summary.to_string(),
+            shape: None,
+            conflict: None,
+            refusal: None,
+        };
+        self.emit_result(frame, args, None, Some(digest)).await
+    }
+
+    /// A page that came: read, checked for failure, shown. A first page
+    /// that is not a real answer fails the call; a later one is the paging
+    /// table's to classify (an untrusted page).
+    async fn answered_page(
+        &mut self,
+        (call_id, tool, args, contract): (String, &str, &Map<String, Value>, Option<&Contract>),
+        out: ToolOutput,
+        first_page: bool,
+    ) -> Result<Page, Stop> {
         let shape = out.shape();
         // Logs carry the result's shape — block count, kinds, _meta key
         // names — never its text.
@@ -317,13 +372,11 @@ impl Turn<'_> {
             Some(f) => f.summary.clone(),
             None => page::summary(&reading, &out),
         };
-        // A first page that is not a real answer fails the call; a later
-        // one is the paging table's to classify (an untrusted page).
         let failed = failure.filter(|_| first_page);
         let digest = failed.as_ref().map(|f| Digest::failed(tool, f.note));
         let frame = wire::ToolResult {
             call_id,
-            tool: tool.clone(),
+            tool: tool.to_string(),
             ok,
             summary,
             shape: Some(shape.to_string()),
@@ -334,7 +387,6 @@ impl Turn<'_> {
         // stored with its card.
         self.emit_result(frame, args, Some(&out), digest.as_ref())
             .await?;
-        following.iter_mut().for_each(|f| f.shown());
         Ok(match (failed, digest) {
             (Some(f), Some(d)) => {
                 if let Anchor::InBandFailure { .. } = f.anchor {
@@ -345,6 +397,18 @@ impl Turn<'_> {
             _ => Page::Answer(out, reading),
         })
     }
+}
+
+/// The arguments a page goes out with: the call's, and the stored cursor
+/// of a continued listing. The cursor goes on the call that is sent and
+/// nowhere else: the call's record (what a model sees of it) keeps the
+/// arguments without it.
+fn with_cursor(args: &Map<String, Value>, cursor: Option<String>) -> Map<String, Value> {
+    let mut page_args = args.clone();
+    if let Some(cursor) = cursor {
+        page_args.insert("cursor".into(), Value::String(cursor));
+    }
+    page_args
 }
 
 /// One fetched page.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::approvals::{Action as HeldAction, ActionKind, Decided, UserDecision};
 use super::Agent;
 use super::CancelSent;
-use crate::fsm::Snapshot;
+use crate::fsm::{Snapshot, Violation};
 use crate::judge::anchors::ActionOutcome;
 use crate::judge::approval::StillPrepared;
 use crate::protocols::approval::{Approval, ApprovalEvent, ApprovalState};
@@ -115,17 +115,7 @@ impl Agent {
                 .classify(&stored, &mut machine, &action, decision)
                 .await?;
             let from = machine.state();
-            let step = match machine.fire(event) {
-                Ok(step) => step,
-                Err(v) => {
-                    telemetry::violation(&v);
-                    return Err(DecideError::Refused {
-                        row_id: v.row_id.clone(),
-                        why: v.why.clone(),
-                        state: v.state.clone(),
-                    });
-                }
-            };
+            let step = machine.fire(event).map_err(|v| refused(&v))?;
             let to = machine.state();
             if self.swap_as(&stored, from, &machine, approver).await? {
                 // A legal row with no effect sends nothing, so nothing
@@ -133,19 +123,7 @@ impl Agent {
                 // the row and says why. Which decisions must send what is
                 // the approval binding's invariant, checked at load.
                 let Some(effect) = step.effect else {
-                    tracing::info!(
-                        state = to.name(),
-                        "decision taken by a row that sends nothing"
-                    );
-                    let why = match changed {
-                        Some(why) => format!("{why}; nothing was sent, neither the confirm nor a cancel, for the id now names something else"),
-                        None => "the table's row for this decision sends nothing; nothing was sent, neither the confirm nor a cancel".into(),
-                    };
-                    return Err(DecideError::Refused {
-                        row_id: machine.row_id(step.row).to_string(),
-                        why,
-                        state: to.name().to_string(),
-                    });
+                    return Err(sends_nothing(&machine, step.row, changed));
                 };
                 tracing::info!(
                     decision = decision.name(),
@@ -172,14 +150,7 @@ impl Agent {
         let (mut machine, _) = self.restore_held(&stored)?;
         let state = machine.state().name().to_string();
         Err(match machine.fire(decision) {
-            Err(v) => {
-                telemetry::violation(&v);
-                DecideError::Refused {
-                    row_id: v.row_id.clone(),
-                    why: v.why.clone(),
-                    state,
-                }
-            }
+            Err(v) => refused(&v),
             Ok(step) => DecideError::Refused {
                 row_id: machine.row_id(step.row).to_string(),
                 why: "another decision on this interrupt won".into(),
@@ -562,4 +533,33 @@ pub(super) enum Holder {
     Gone,
     /// Not recorded, on a database several processes may share.
     Unknown,
+}
+
+/// A decision the table forbids: refused, naming the row.
+fn refused(v: &Violation) -> DecideError {
+    telemetry::violation(v);
+    DecideError::Refused {
+        row_id: v.row_id.clone(),
+        why: v.why.clone(),
+        state: v.state.clone(),
+    }
+}
+
+/// A legal row with no effect sends nothing, so nothing resumes
+/// (`approve_changed` → Voided): the refusal names the row and says why.
+fn sends_nothing(machine: &Typed<Approval>, row: u16, changed: Option<String>) -> DecideError {
+    let to = machine.state();
+    tracing::info!(
+        state = to.name(),
+        "decision taken by a row that sends nothing"
+    );
+    let why = match changed {
+        Some(why) => format!("{why}; nothing was sent, neither the confirm nor a cancel, for the id now names something else"),
+        None => "the table's row for this decision sends nothing; nothing was sent, neither the confirm nor a cancel".into(),
+    };
+    DecideError::Refused {
+        row_id: machine.row_id(row).to_string(),
+        why,
+        state: to.name().to_string(),
+    }
 }

@@ -6,7 +6,11 @@ use crate::agent::records::Record;
 use crate::fsm::Snapshot;
 use crate::judge::listing::Judgement;
 use crate::judge::narrowing::{Gate, Scope};
+use crate::judge::result::Reading;
+use crate::judge::stitch::Stitched;
 use crate::judge::{listing, Anchor};
+use crate::llm::CallRecord;
+use crate::mcp::ToolOutput;
 use crate::protocols::telemetry;
 use crate::protocols::turn::TurnEvent;
 use crate::wire;
@@ -33,67 +37,28 @@ impl Turn<'_> {
             }
             // A result of a tool in the approval protocol (prepare,
             // confirm, cancel, status) or an export flow (its preview) is
-            // no listing: what it says is that table's, and the models see
-            // its fields (nested ones too), or those of the object its
-            // contract's `record_path` names.
-            Some(Outcome::Returned {
-                mut call, first, ..
-            }) if self.agent.roles.get(&call.tool).is_some()
-                || self.agent.terminals.involves(&call.tool) =>
+            // no listing: what it says is that table's.
+            Some(Outcome::Returned { call, first, .. })
+                if self.agent.roles.get(&call.tool).is_some()
+                    || self.agent.terminals.involves(&call.tool) =>
             {
-                let fields = crate::judge::approval::fields(&first).unwrap_or_default();
-                let shape = self.agent.contracts.get(&call.tool).map(|c| &c.shape);
-                // Only a `record_path` can miss: without one the record is
-                // the whole answer.
-                let record = match (shape, shape.and_then(|s| s.record_path.as_deref())) {
-                    (Some(s), Some(path)) => s.record_in(&fields).unwrap_or_else(|| {
-                        if !first.is_error {
-                            self.field_not_found(&call.tool, "record_path", path);
-                        }
-                        &fields
-                    }),
-                    _ => &fields,
-                };
-                call.digest = crate::judge::digest::Digest::record(
-                    &call.tool,
-                    record,
-                    self.agent.limits.digest,
-                );
-                self.evidence.digests.push(call.digest.clone());
-                self.ledger.current.push(call);
+                self.judge_record(call, &first);
             }
             Some(Outcome::Returned {
-                mut call,
+                call,
                 scoped,
-                mut gate,
+                gate,
                 first,
                 reading,
                 stitched,
             }) => {
-                let contract = self.agent.contracts.get(&call.tool);
-                let ids_param = self.agent.tools.ids_param(&call.tool, contract);
-                let input = listing::Input {
-                    tool: &call.tool,
-                    contract,
-                    args: &call.args,
-                    first: &first,
-                    reading: &reading,
-                    ids_param: ids_param.as_deref(),
-                    stitched: stitched.as_deref(),
-                    scope: scoped.as_deref(),
-                    limit_sentinel: self.agent.limits.limit_sentinel,
-                    digest: self.agent.limits.digest,
-                };
-                let judging = std::time::Instant::now();
-                let mut j = listing::judge(input, &mut gate);
-                telemetry::phase(telemetry::Phase::Judge, judging.elapsed());
-                let snap = self.listing_gate(gate);
-                if let Some(v) = j.violation.take() {
-                    return Err(Stop::Violation(v));
-                }
-                call.digest = j.digest.clone();
-                self.show(j, snap).await?;
-                self.ledger.current.push(call);
+                let listing = (
+                    first.as_ref(),
+                    reading.as_ref(),
+                    stitched.as_deref(),
+                    scoped.as_deref(),
+                );
+                self.judge_listing(call, gate, listing).await?;
             }
             None => {}
         }
@@ -110,6 +75,68 @@ impl Turn<'_> {
             return Ok(TurnEvent::StepLimit);
         }
         Ok(TurnEvent::StepDone)
+    }
+
+    /// A record's result: the models see its fields (nested ones too), or
+    /// those of the object its contract's `record_path` names.
+    fn judge_record(&mut self, mut call: CallRecord, first: &ToolOutput) {
+        let fields = crate::judge::approval::fields(first).unwrap_or_default();
+        let shape = self.agent.contracts.get(&call.tool).map(|c| &c.shape);
+        // Only a `record_path` can miss: without one the record is the
+        // whole answer.
+        let record = match (shape, shape.and_then(|s| s.record_path.as_deref())) {
+            (Some(s), Some(path)) => s.record_in(&fields).unwrap_or_else(|| {
+                if !first.is_error {
+                    self.field_not_found(&call.tool, "record_path", path);
+                }
+                &fields
+            }),
+            _ => &fields,
+        };
+        call.digest =
+            crate::judge::digest::Digest::record(&call.tool, record, self.agent.limits.digest);
+        self.evidence.digests.push(call.digest.clone());
+        self.ledger.current.push(call);
+    }
+
+    /// A listing's result, judged (the judge decides; this shows and
+    /// records what it decided).
+    async fn judge_listing(
+        &mut self,
+        mut call: CallRecord,
+        mut gate: Gate,
+        (first, reading, stitched, scoped): (
+            &ToolOutput,
+            &Reading,
+            Option<&Stitched>,
+            Option<&Scope>,
+        ),
+    ) -> Result<(), Stop> {
+        let contract = self.agent.contracts.get(&call.tool);
+        let ids_param = self.agent.tools.ids_param(&call.tool, contract);
+        let input = listing::Input {
+            tool: &call.tool,
+            contract,
+            args: &call.args,
+            first,
+            reading,
+            ids_param: ids_param.as_deref(),
+            stitched,
+            scope: scoped,
+            limit_sentinel: self.agent.limits.limit_sentinel,
+            digest: self.agent.limits.digest,
+        };
+        let judging = std::time::Instant::now();
+        let mut j = listing::judge(input, &mut gate);
+        telemetry::phase(telemetry::Phase::Judge, judging.elapsed());
+        let snap = self.listing_gate(gate);
+        if let Some(v) = j.violation.take() {
+            return Err(Stop::Violation(v));
+        }
+        call.digest = j.digest.clone();
+        self.show(j, snap).await?;
+        self.ledger.current.push(call);
+        Ok(())
     }
 
     /// Shows a judgement: its anchors go to the responder, its card to the

@@ -52,31 +52,9 @@ impl Turn<'_> {
             next = match next {
                 Next::Settled(s) => break s,
                 Next::Poll(after) => {
-                    following.next = Some(Next::Poll(after));
-                    tokio::time::sleep(after).await;
-                    let follow = &mut following.follow;
-                    let poll = agent.tools.task_get(tool, &follow.ticket.id).await;
-                    let next = follow.seen(poll).map_err(Stop::Violation)?;
-                    let progress = follow.progress();
-                    following.next = Some(resume_point(&next));
-                    // A frame when what the server says changes, not per poll.
-                    let changed = shown.as_ref().is_none_or(|s| {
-                        (s.status, &s.message) != (progress.status, &progress.message)
-                    });
-                    if !matches!(next, Next::Settled(_)) && changed {
-                        let frame = wire::Progress {
-                            call_id: call_id.to_string(),
-                            tool: tool.to_string(),
-                            status: progress.status.to_string(),
-                            message: progress.message.clone(),
-                            polls: progress.polls,
-                            elapsed_ms: u64::try_from(called.elapsed().as_millis())
-                                .unwrap_or(u64::MAX),
-                        };
-                        shown = Some(progress);
-                        self.emit_progress(frame).await?;
-                    }
-                    next
+                    let at = (call_id, tool, called);
+                    self.poll_task(&mut following, after, at, &mut shown)
+                        .await?
                 }
                 Next::Cancel => {
                     following.next = Some(Next::Cancel);
@@ -104,6 +82,43 @@ impl Turn<'_> {
             tracing::warn!(tool, "another follower settled this task first");
         }
         Ok((out, following))
+    }
+}
+
+impl Turn<'_> {
+    /// One poll of a followed task, after the server's interval: what
+    /// comes next, and a progress frame when what the server says changed
+    /// (not one per poll).
+    async fn poll_task(
+        &mut self,
+        following: &mut Following,
+        after: std::time::Duration,
+        (call_id, tool, called): (&str, &str, Instant),
+        shown: &mut Option<Progress>,
+    ) -> Result<Next, Stop> {
+        following.next = Some(Next::Poll(after));
+        tokio::time::sleep(after).await;
+        let follow = &mut following.follow;
+        let poll = self.agent.tools.task_get(tool, &follow.ticket.id).await;
+        let next = follow.seen(poll).map_err(Stop::Violation)?;
+        let progress = follow.progress();
+        following.next = Some(resume_point(&next));
+        let changed = shown
+            .as_ref()
+            .is_none_or(|s| (s.status, &s.message) != (progress.status, &progress.message));
+        if !matches!(next, Next::Settled(_)) && changed {
+            let frame = wire::Progress {
+                call_id: call_id.to_string(),
+                tool: tool.to_string(),
+                status: progress.status.to_string(),
+                message: progress.message.clone(),
+                polls: progress.polls,
+                elapsed_ms: u64::try_from(called.elapsed().as_millis()).unwrap_or(u64::MAX),
+            };
+            *shown = Some(progress);
+            self.emit_progress(frame).await?;
+        }
+        Ok(next)
     }
 }
 
