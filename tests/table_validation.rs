@@ -210,7 +210,7 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
             "second-question-while-confirming",
             "input_required",
             "Confirming",
-            None,
+            Some("suspend"),
         ),
         (
             "export.ron",
