@@ -84,7 +84,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("llm", "judge", "a model adapter renders the judge's anchors, digests and sentences"),
     ("llm", "mcp", "a model adapter is shown the tools (ToolInfo); URLs shown redacted"),
     ("llm", "wire", "the OpenAI adapter reads the model's stream with the one SSE parser"),
-    ("judge", "mcp", "the judge reads the one normalised ToolOutput; digests redact URLs"),
     ("judge", "protocols", "the judge classifies into the narrowing, paging and admission tables"),
     ("judge", "fsm", "a judgement carries a machine's snapshot or violation"),
     ("judge", "wire", "the judge builds the cards and figures sent as frames"),
@@ -1004,17 +1003,21 @@ fn cargo_tree(args: &[&str]) -> String {
     )
 }
 
-/// The engine depends on no crate of the workspace.
+/// The engine, and the leaf that reads tool results (issue 36 §5), depend
+/// on no crate of the workspace: the compiler holds what an import scan
+/// used to.
 #[test]
-fn the_engine_depends_on_no_crate_of_the_workspace() {
-    let tree = cargo_tree(&["-p", "turnstile-fsm", "-e", "normal", "--prefix", "none"]);
-    let ours: Vec<&str> = tree
-        .lines()
-        .skip(1)
-        .filter(|l| l.starts_with("turnstile"))
-        .collect();
-    assert!(tree.starts_with("turnstile-fsm "), "{tree}");
-    assert!(ours.is_empty(), "turnstile-fsm depends on {ours:?}");
+fn the_leaf_crates_depend_on_no_crate_of_the_workspace() {
+    for leaf in ["turnstile-fsm", "turnstile-output"] {
+        let tree = cargo_tree(&["-p", leaf, "-e", "normal", "--prefix", "none"]);
+        let ours: Vec<&str> = tree
+            .lines()
+            .skip(1)
+            .filter(|l| l.starts_with("turnstile"))
+            .collect();
+        assert!(tree.starts_with(&format!("{leaf} ")), "{tree}");
+        assert!(ours.is_empty(), "{leaf} depends on {ours:?}");
+    }
 }
 
 /// The server library has neither rmcp's server side nor schemars, and

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::contracts::AccountingKeys;
 use super::path;
-use crate::mcp::{JsonMap, ToolOutput};
+use turnstile_output::{JsonMap, ToolOutput};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accounting {

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::fsm::Violation;
-use crate::mcp::normalize::Block;
-use crate::mcp::{pyliteral, ToolOutput};
 use crate::protocols::approval::ApprovalEvent;
 use crate::protocols::hold::{Hold, HoldEffect, HoldEvent};
 use crate::protocols::Bound;
+use turnstile_output::Block;
+use turnstile_output::{pyliteral, ToolOutput};
 
 /// The role a tool plays in the approval protocol, from configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub struct HoldFacts<'a> {
     /// It is an export flow's confirm.
     pub terminal_confirm: bool,
     pub role: Option<&'a Role>,
-    pub trust: &'a crate::mcp::ToolTrust,
+    pub trust: &'a turnstile_output::ToolTrust,
 }
 
 impl HoldFacts<'_> {
@@ -620,7 +620,7 @@ mod tests {
     /// may hold but never exempt.
     #[test]
     fn which_calls_wait_for_approval_of_themselves() {
-        use crate::mcp::{Hints, ToolTrust};
+        use turnstile_output::{Hints, ToolTrust};
         let hints = |read_only, destructive| {
             Some(Hints {
                 read_only,

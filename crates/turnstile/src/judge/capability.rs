@@ -395,7 +395,7 @@ pub fn of_origin(url: &str, origin: &str) -> bool {
 /// (`mcp::url`) finds them: the guard judges a URL in a sentence as one
 /// link claim, and reaches the scanner through the judge (its layer).
 pub fn url_spans(text: &str) -> Vec<std::ops::Range<usize>> {
-    crate::mcp::url::spans(text).collect()
+    turnstile_output::url::spans(text).collect()
 }
 
 /// The http(s) URLs a text holds, as the page finds them: bare, or the

@@ -207,7 +207,7 @@ fn withheld(key: &str) -> bool {
 /// never goes to a model. Found by the one URL scanner, `mcp::url`, which
 /// also scrubs URLs from logs and errors.
 pub fn redact_urls(text: &str) -> String {
-    crate::mcp::url::link_urls(text)
+    turnstile_output::url::link_urls(text)
 }
 
 /// Whether an item's nested objects are kept.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::contracts::Contract;
 use super::result::Reading;
-use crate::mcp::ToolOutput;
+use turnstile_output::ToolOutput;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::contracts::{AccountingMode, Contract};
 use super::result::{Reading, Source};
-use crate::mcp::{Block, ToolOutput};
+use turnstile_output::{Block, ToolOutput};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Marks {

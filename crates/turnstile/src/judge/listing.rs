@@ -14,9 +14,9 @@ use super::narrowing::{self, Gate, Scope};
 use super::result::Reading;
 use super::stitch::{StitchEnd, Stitched};
 use super::{grade, Accounting, Anchor, Contract, Count};
-use crate::mcp::ToolOutput;
 use crate::protocols::narrowing::{NarrowingEffect, NarrowingEvent};
 use crate::wire;
+use turnstile_output::ToolOutput;
 
 /// What the judge is given about one listing.
 pub struct Input<'a> {

@@ -7,7 +7,7 @@ use super::contracts::{AccountingMode, Contract};
 use super::in_band::{self, Verdict};
 use super::result::Reading;
 use super::Anchor;
-use crate::mcp::ToolOutput;
+use turnstile_output::ToolOutput;
 
 /// A page that is not a real answer.
 #[derive(Debug, Clone, PartialEq)]

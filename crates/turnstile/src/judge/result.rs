@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use super::accounting::{self, Accounting};
 use super::contracts::{AccountingMode, Contract, Shape};
 use super::path;
-use crate::mcp::{pyliteral, Block, ToolOutput};
+use turnstile_output::{pyliteral, Block, ToolOutput};
 
 /// Where the logical result was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -15,12 +15,10 @@
 //! * [`spec`] — what a server is ([`ServerSpec`], [`Transport`]) and what it
 //!   says about itself ([`ServerInfo`], [`ToolInfo`]); both the client and
 //!   the session use it, and neither imports the other's types.
-//! * [`url`] — the one scanner for URLs in text, and the two ways a URL is
-//!   shown: `scheme://host[:port]/path` in logs and errors, `[link]` to a
-//!   model.
-//! * [`ToolOutput`] — **the one normalisation seam**: every tool result,
-//!   whatever its shape, is flattened into blocks + structured content +
-//!   `_meta` here before anything judges it. See [`normalize`].
+//! * [`ToolOutput`], [`normalize`], [`pyliteral`], [`url`], [`ToolTrust`] —
+//!   re-exported from the leaf crate `turnstile-output` (the one
+//!   normalisation seam, the Python-literal reader, the URL scanner, what a
+//!   tool declares), which the judge reads without this client.
 //! * [`McpError`] — failures below the tool. A tool that ran and failed comes
 //!   back as `Ok(ToolOutput { is_error: true, .. })` instead; treat both as
 //!   failures.
@@ -43,12 +41,9 @@ pub mod answer;
 pub mod client;
 pub mod error;
 pub mod input;
-pub mod normalize;
-pub mod pyliteral;
 pub mod session;
 pub mod spec;
 pub mod task;
-pub mod url;
 
 pub use answer::{Answer, InputAsk, Nested};
 pub use client::{
@@ -58,10 +53,12 @@ pub use client::{
 };
 pub use error::McpError;
 pub use input::{Asked, InputRound, RequestState};
-pub use normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
 pub use session::SESSION_META;
 pub use spec::{
-    Hints, Revision, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, ToolTrust, Transport,
-    PROTOCOL_VERSION, STATELESS_VERSION,
+    Revision, ServerInfo, ServerSpec, ToolInfo, ToolPolicy, Transport, PROTOCOL_VERSION,
+    STATELESS_VERSION,
 };
 pub use task::{Follow, Next, Progress, Settled, TaskId, TaskPoll, TaskPoller, TaskTicket};
+pub use turnstile_output::normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
+pub use turnstile_output::{normalize, pyliteral, url};
+pub use turnstile_output::{Hints, ToolTrust};

@@ -78,7 +78,7 @@ pub fn replace_urls(text: &str, mut shown: impl FnMut(&str) -> String) -> String
 /// which may carry credentials or tokens. `None` when it does not parse (or
 /// has no host): print nothing of it then.
 pub fn redact_url(url: &str) -> Option<String> {
-    let parsed = reqwest::Url::parse(url.trim()).ok()?;
+    let parsed = ::url::Url::parse(url.trim()).ok()?;
     let host = parsed.host_str()?;
     let port = parsed.port().map(|p| format!(":{p}")).unwrap_or_default();
     Some(format!(
