@@ -265,7 +265,7 @@ fn a_row_edited_to_break_a_binding_invariant_fails_at_that_row() {
             "connection.ron",
             "call-waits-for-new-session",
             "call_asked",
-            "Expired",
+            "Ready",
             Some("send"),
         ),
     ];
@@ -328,9 +328,9 @@ fn a_precedence_edited_to_break_a_binding_invariant_fails_at_the_list() {
             "admission.ron",
             &[
                 "unknown_tool",
+                "invalid_arguments",
                 "over_call_budget",
                 "narrowing_stale",
-                "invalid_arguments",
             ],
             &[
                 "invalid_arguments",

@@ -51,7 +51,8 @@ fn describe(t: &Table, kind: &RowKind, id: &str) -> (String, String) {
 }
 
 /// Rows whose legality, target or effect changed, pairs added or removed,
-/// and a changed `initial` or `terminal` set (both change behaviour).
+/// and a changed `initial`, `terminal` set or `precedence` (each changes
+/// behaviour: a reordered precedence fires another event for one input).
 pub fn diff(old: &Table, new: &Table) -> Vec<Change> {
     let mut out = Vec::new();
     let terminal = |t: &Table| -> Vec<String> {
@@ -79,6 +80,23 @@ pub fn diff(old: &Table, new: &Table) -> Vec<Change> {
             pair: ("terminal".into(), "-".into()),
             was: a_term.join(", "),
             now: b_term.join(", "),
+        });
+    }
+    let precedence = |t: &Table| -> Vec<String> {
+        (t.precedence.iter())
+            .map(|&e| t.events[e as usize].clone())
+            .collect()
+    };
+    let (a_prec, b_prec) = (precedence(old), precedence(new));
+    if a_prec != b_prec {
+        let show = |p: &[String]| match p.is_empty() {
+            true => "(none)".to_string(),
+            false => p.join(" > "),
+        };
+        out.push(Change::Changed {
+            pair: ("precedence".into(), "-".into()),
+            was: show(&a_prec),
+            now: show(&b_prec),
         });
     }
     out.extend(diff_rows(old, new));

@@ -53,6 +53,12 @@ pub enum Invariant<'a> {
         to: &'a [&'a str],
         why: &'a str,
     },
+    /// Every legal row with `effect` starts in one of `from`.
+    EffectOnlyFrom {
+        effect: &'a str,
+        from: &'a [&'a str],
+        why: &'a str,
+    },
     /// The row for (`from`, `event`) is legal and carries `effect`.
     RowIs {
         from: &'a str,
@@ -936,7 +942,24 @@ impl Validator<'_> {
             let found = (expanded.iter().enumerate())
                 .find(|(_, r)| r.from() == Some(from) && r.on() == Some(event));
             let Some((i, row)) = found else {
-                continue; // a missing pair is T011 already
+                // A pair the table lacks among declared names is a missing
+                // pair already (T004); one naming what the table does not
+                // declare is the binding's mistake, never a silent pass.
+                let declared = |n: &str| {
+                    expanded
+                        .iter()
+                        .any(|r| r.from() == Some(n) || r.on() == Some(n))
+                };
+                if !(declared(from) && declared(event)) {
+                    let pos = self.spans.field("rows");
+                    self.push(
+                        Code::InvariantBroken,
+                        pos,
+                        format!("the `{protocol}` protocol's code requires the row ({from}, {event}), which this table does not have"),
+                        format!("{why}; declare \"{from}\" and \"{event}\" with that row, or change the protocol's code first"),
+                    );
+                }
+                continue;
             };
             let (field, has) = match row {
                 RawRow::Legal { effect: e, .. } => ("effect", e.as_deref()),
@@ -1051,6 +1074,18 @@ impl Validator<'_> {
                         format!(
                             "row \"{id}\" makes ({from}, {on}) legal with effect {}, but the `{protocol}` protocol's code requires \"{want}\" on every legal row of \"{on}\"",
                             effect.as_deref().map_or("none".to_string(), |e| format!("\"{e}\""))
+                        ),
+                        why,
+                    ),
+                    Invariant::EffectOnlyFrom {
+                        effect: fx,
+                        from: states,
+                        why,
+                    } if effect.as_deref() == Some(fx) && !states.contains(&from.as_str()) => (
+                        "effect",
+                        format!(
+                            "row \"{id}\" has effect \"{fx}\" from \"{from}\", but the `{protocol}` protocol's code requires it only from one of {}",
+                            states.join(", ")
                         ),
                         why,
                     ),

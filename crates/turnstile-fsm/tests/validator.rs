@@ -444,6 +444,16 @@ fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
     // The hash covers it: the order decides behaviour.
     let plain = fsm::load(&src, "door.ron", Some(DOOR)).unwrap();
     assert_ne!(plain.hash, t.hash);
+    // And `tables diff` reports it: a reviewer sees a reordering.
+    let changes: Vec<String> = fsm::diff::diff(&plain, &t)
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(
+        changes,
+        ["~ (precedence, -): (none)\n      now: remove > close"],
+        "{changes:?}"
+    );
 
     // An undeclared or repeated name is located in the list.
     let bad = src.replace(

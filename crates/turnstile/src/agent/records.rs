@@ -105,8 +105,10 @@ pub enum Record<'a> {
         interrupt_id: &'a str,
     },
     /// The licence gate's decisions on a planning round's calls, one per
-    /// call, committed with the plan frame (`tables/licence.ron`): the
-    /// thread's audit rows. A tool record: never read into a prompt.
+    /// row fired (each call's tier; then, in a round with a refused call,
+    /// `round_refused` for each call let through), committed with the plan
+    /// frame (`tables/licence.ron`): the thread's audit rows. A tool
+    /// record: never read into a prompt.
     Licence {
         decisions: &'a [crate::store::LicenceAudit],
     },

@@ -156,17 +156,17 @@ mod tests {
             .unwrap();
         let edited = src.replace(
             r#"precedence: ["unknown_tool", "invalid_arguments", "narrowing_stale", "over_call_budget"]"#,
-            r#"precedence: ["unknown_tool", "over_call_budget", "narrowing_stale", "invalid_arguments"]"#,
+            r#"precedence: ["unknown_tool", "invalid_arguments", "over_call_budget", "narrowing_stale"]"#,
         );
         assert_ne!(edited, src, "the shipped order is written as expected");
         let edited = crate::protocols::registry_check_source(&edited, "admission.ron").unwrap();
         let reordered: Bound<Admission> = Bound::new(&edited).unwrap();
         let p = Proposal {
-            invalid_args: Some("not an object"),
+            stale: Some("the narrowing table changed"),
             call_in_step: 9,
             ..ok()
         };
-        assert_eq!(classify(&p, &table()), AdmissionEvent::InvalidArguments);
+        assert_eq!(classify(&p, &table()), AdmissionEvent::NarrowingStale);
         assert_eq!(classify(&p, &reordered), AdmissionEvent::OverCallBudget);
     }
 }

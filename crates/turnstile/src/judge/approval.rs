@@ -314,9 +314,9 @@ pub fn confirm_event(out: &ToolOutput) -> ApprovalEvent {
     }
 }
 
-/// What a status tool's answer says: the worker succeeded, failed, or has
-/// not finished or does not say (`status_pending`; a tool error says
-/// nothing of the action).
+/// What a status tool's answer says: the worker succeeded, failed, still
+/// runs (`status_pending`), or the answer says nothing of it
+/// (`status_unsaid`; a tool error says nothing of the action).
 pub fn status_event(out: &ToolOutput) -> ApprovalEvent {
     let word = status_word(out).filter(|_| !out.is_error);
     match word.as_deref() {
@@ -324,8 +324,9 @@ pub fn status_event(out: &ToolOutput) -> ApprovalEvent {
         Some("FAILED" | "ERROR" | "REJECTED" | "CANCELLED" | "EXPIRED") => {
             ApprovalEvent::WorkerFailed
         }
-        // Not ended, or not said: the table's `status_pending` row.
-        _ => ApprovalEvent::StatusPending,
+        Some("ACCEPTED" | "CONFIRMED" | "RUNNING" | "PROCESSING") => ApprovalEvent::StatusPending,
+        // Not said: the table's `status_unsaid` row.
+        _ => ApprovalEvent::StatusUnsaid,
     }
 }
 
@@ -335,12 +336,8 @@ pub fn status_event(out: &ToolOutput) -> ApprovalEvent {
 /// never got the confirm, or cannot say), and the outcome stays unknown.
 pub fn recovered_event(out: &ToolOutput) -> Option<ApprovalEvent> {
     match status_event(out) {
-        ApprovalEvent::StatusPending => {}
-        ended => return Some(ended),
-    }
-    match status_word(out)?.as_str() {
-        "ACCEPTED" | "CONFIRMED" | "RUNNING" | "PROCESSING" => Some(ApprovalEvent::StatusPending),
-        _ => None,
+        ApprovalEvent::StatusUnsaid => None,
+        said => Some(said),
     }
 }
 
@@ -790,7 +787,12 @@ mod tests {
             Some(ApprovalEvent::StatusPending)
         );
         let said_nothing = text(r#"{"status":"PENDING_CONFIRM"}"#);
-        assert_eq!(status_event(&said_nothing), ApprovalEvent::StatusPending);
+        assert_eq!(status_event(&said_nothing), ApprovalEvent::StatusUnsaid);
         assert_eq!(recovered_event(&said_nothing), None);
+        let tool_error = ToolOutput {
+            is_error: true,
+            ..running.clone()
+        };
+        assert_eq!(status_event(&tool_error), ApprovalEvent::StatusUnsaid);
     }
 }

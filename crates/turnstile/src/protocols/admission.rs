@@ -71,5 +71,21 @@ impl Protocol for Admission {
             then: "over_call_budget",
             why: "a tool nobody offers is refused as such, whatever row the other reasons have",
         },
+        Invariant::Forbid {
+            event: "invalid_arguments",
+            from: &[],
+            why:
+                "arguments that are not a JSON object are never sent with a guess at what was meant",
+        },
+        Invariant::Precedes {
+            first: "invalid_arguments",
+            then: "narrowing_stale",
+            why: "a reason a table may let through never hides arguments that cannot be sent",
+        },
+        Invariant::Precedes {
+            first: "invalid_arguments",
+            then: "over_call_budget",
+            why: "a reason a table may let through never hides arguments that cannot be sent",
+        },
     ];
 }

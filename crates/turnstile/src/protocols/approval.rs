@@ -83,9 +83,11 @@ crate::names! {
         /// An answer to a 2025-11-25 question whose open call another live
         /// process holds (issue 34 item 10): only that process can send it.
         AnsweredElsewhere = "answered_elsewhere",
-        /// The status tool answered, but not how the action ended: it
-        /// still runs, or the answer says nothing the end can be known by.
+        /// The status tool says the action still runs (ACCEPTED, RUNNING…).
         StatusPending = "status_pending",
+        /// The status tool's answer says nothing of how the action ended:
+        /// the call failed, a tool error, or a word it does not know.
+        StatusUnsaid = "status_unsaid",
     }
 }
 
@@ -150,6 +152,11 @@ impl Protocol for Approval {
             event: "input_required",
             effect: "suspend",
             why: "a question is answered only by the user: holding it suspends the turn at its interrupt",
+        },
+        Invariant::Forbid {
+            event: "status_unsaid",
+            from: &["Unknown"],
+            why: "an answer that says nothing of the action never tells an unknown outcome as accepted or done",
         },
         Invariant::Forbid {
             event: "answered_elsewhere",

@@ -105,9 +105,18 @@ impl Protocol for Connection {
     type State = ConnectionState;
     type Event = ConnectionEvent;
     type Effect = ConnectionEffect;
-    const INVARIANTS: &'static [Invariant<'static>] = &[Invariant::EffectEndsIn {
-        effect: "send",
-        to: &["Ready", "Stateless"],
-        why: "a call is sent only where a session (or a discovered stateless server) is open",
-    }];
+    const INVARIANTS: &'static [Invariant<'static>] = &[
+        // `call_asked` is peeked, never fired: the state it is asked in is
+        // the one that must hold a session.
+        Invariant::EffectOnlyFrom {
+            effect: "send",
+            from: &["Ready", "Stateless"],
+            why: "a call is sent only where a session (or a discovered stateless server) is open; an expired or broken one still held would be the wrong session",
+        },
+        Invariant::EffectEndsIn {
+            effect: "send",
+            to: &["Ready", "Stateless"],
+            why: "asking to send a call changes nothing: a `send` row stays where it is",
+        },
+    ];
 }

@@ -94,15 +94,17 @@ impl Protocol for Hold {
             ],
             why: "several facts are true of one call at once; the table says which decides",
         },
-        Invariant::LegalOnlyWith {
+        Invariant::RowIs {
+            from: "Proposed",
             event: "decision_call",
             effect: "send",
-            why: "an approved call is sent exactly once; holding it again would ask twice for one action",
+            why: "an approved call is sent exactly once; holding or refusing it again would answer one decision twice",
         },
-        Invariant::LegalOnlyWith {
+        Invariant::RowIs {
+            from: "Proposed",
             event: "terminal_confirm",
             effect: "send",
-            why: "an export's confirm is sent by the export table after its preview, never from an approval's resume",
+            why: "an export's confirm is the export table's to send or refuse, after its preview",
         },
         first("decision_call", HOLDING[0]),
         first("decision_call", HOLDING[1]),

@@ -84,5 +84,15 @@ impl Protocol for Paging {
             effect: "hold-call",
             why: "a first page that is a question is held for the user: read as no page, it would be an empty result, and an empty result is a claim of \"none\"",
         },
+        Invariant::EffectOnlyFrom {
+            effect: "hold-call",
+            from: &["Start"],
+            why: "a held call is sent again from its arguments, which carry no page's cursor: holding a later page would fetch the first again and drop the pages shown",
+        },
+        Invariant::EffectOnlyFrom {
+            effect: "fail-call",
+            from: &["Start"],
+            why: "only the first page's failure is the call's; a later page's leaves the pages shown standing",
+        },
     ];
 }

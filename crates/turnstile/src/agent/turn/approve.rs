@@ -387,7 +387,7 @@ fn decision_event(
         (DecisionCall::Confirm, None) => ApprovalEvent::ConfirmFailed,
         (DecisionCall::Status, Some(out)) => approval::status_event(out),
         // A status call that failed says nothing of how the action ended.
-        (DecisionCall::Status, None) => ApprovalEvent::StatusPending,
+        (DecisionCall::Status, None) => ApprovalEvent::StatusUnsaid,
     })
 }
 

@@ -54,7 +54,7 @@ impl Turn<'_> {
             Ok(step) => Decision {
                 allowed: step.effect == Some(LicenceEffect::Run),
                 row_id: machine.row_id(step.row).to_string(),
-                withheld: false,
+                withheld: step.effect == Some(LicenceEffect::Withhold),
             },
             Err(v) => {
                 telemetry::violation(&v);
@@ -121,12 +121,11 @@ impl Turn<'_> {
             if !decisions[i].allowed {
                 continue;
             }
+            // A row that holds it back (as shipped) offers it in the
+            // answer; a forbidden row is a refusal of its own.
             let d = self.decide_licence(machine, event);
             audit.push(row(&calls[i].tool, &verdicts[i], event, &d));
-            decisions[i] = Decision {
-                withheld: true,
-                ..d
-            };
+            decisions[i] = d;
         }
         for (call, d) in calls.iter().zip(&decisions).filter(|(_, d)| !d.withheld) {
             tracing::info!(tool = %call.tool, row_id = %d.row_id, "call refused by the licence gate");
