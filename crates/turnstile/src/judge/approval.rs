@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::fsm::Violation;
 use crate::protocols::approval::ApprovalEvent;
 use crate::protocols::hold::{Hold, HoldEffect, HoldEvent};
-use crate::protocols::Bound;
+use crate::protocols::{Bound, TypedStep};
 use turnstile_output::Block;
 use turnstile_output::{pyliteral, ToolOutput};
 
@@ -115,12 +115,26 @@ pub enum HoldVerdict {
 }
 
 /// Asks the approval policy (`tables/hold.ron`) about one call: the fact
-/// its `precedence` ranks first, fired on a machine of its own.
+/// its `precedence` ranks first, fired on a machine of its own (its row is
+/// counted in `/v1/metrics`).
 pub fn hold_verdict(table: &Bound<Hold>, facts: &HoldFacts<'_>) -> HoldVerdict {
-    let Some(event) = table.first_of(&facts.events()) else {
-        return HoldVerdict::Send;
-    };
-    match table.machine().fire(event) {
+    match table.first_of(&facts.events()) {
+        Some(event) => verdict(table.machine().fire(event)),
+        None => HoldVerdict::Send,
+    }
+}
+
+/// [`hold_verdict`] for a call that is not being made (whether a listing
+/// could be continued): asked, not fired, so no row is counted.
+pub fn would_hold(table: &Bound<Hold>, facts: &HoldFacts<'_>) -> HoldVerdict {
+    match table.first_of(&facts.events()) {
+        Some(event) => verdict(table.machine().peek(event)),
+        None => HoldVerdict::Send,
+    }
+}
+
+fn verdict(step: Result<TypedStep<Hold>, Box<Violation>>) -> HoldVerdict {
+    match step {
         Ok(step) => match step.effect {
             Some(HoldEffect::HoldConfigured) => HoldVerdict::Hold(HoldReason::Configured),
             Some(HoldEffect::HoldUntrusted) => HoldVerdict::Hold(HoldReason::Untrusted),

@@ -211,7 +211,7 @@ impl Turn<'_> {
             role: self.agent.roles.get(&tool),
             trust: &trust,
         };
-        if approval::hold_verdict(&self.agent.tables.hold, &facts) != HoldVerdict::Send {
+        if approval::would_hold(&self.agent.tables.hold, &facts) != HoldVerdict::Send {
             return Ok(Some(Anchor::NothingToContinue { shown: true }));
         }
         let args = mark.args.clone().unwrap_or_else(|| scope.args.clone());
