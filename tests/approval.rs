@@ -932,7 +932,7 @@ fn held_export_confirm() -> turnstile::judge::approval::Roles {
     let mut r = turnstile_demo::roles();
     r.insert(
         "confirm_lms_material_export",
-        turnstile::judge::approval::Role::BeforeCall,
+        turnstile::judge::approval::ToolRole::BeforeCall,
     );
     r
 }

@@ -847,7 +847,7 @@ async fn get_panorama_faults_are_the_list_tools_faults() {
 #[tokio::test]
 async fn get_panorama_is_judged_one_record() {
     use turnstile::judge::emptiness::{read_result_emptiness, Emptiness};
-    use turnstile::judge::in_band::{self, Verdict};
+    use turnstile::judge::in_band::{self, AnswerVerdict};
     use turnstile::judge::result::Reading;
     use turnstile::judge::{grade, CountGrade};
 
@@ -863,7 +863,7 @@ async fn get_panorama_is_judged_one_record() {
     let out = detail(&client, json!({"id": "PANO-003-0611"})).await;
     let reading = Reading::of(&out, contract);
     let (verdict, marks) = in_band::judge(contract, &reading, &out);
-    assert_eq!(verdict, Verdict::Answer);
+    assert_eq!(verdict, AnswerVerdict::Answer);
     assert!(marks.accounting_or_structured && !marks.structure && !marks.fixed_prefix);
     assert_eq!(reading.aggregate, None, "not an aggregate");
     assert_eq!(reading.items, None, "not a listing");
@@ -899,7 +899,7 @@ async fn get_panorama_is_judged_one_record() {
         let reading = Reading::of(&out, contract);
         assert_eq!(
             in_band::judge(contract, &reading, &out).0,
-            Verdict::InBandFailure,
+            AnswerVerdict::InBandFailure,
             "{fault}"
         );
         assert!(reading.record.is_none(), "{fault}");

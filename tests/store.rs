@@ -156,13 +156,13 @@ fn random_id() -> String {
 /// in the same step; a later step without one leaves it; the last of a
 /// step's marked messages wins. `marked` reads the pointed-at messages.
 async fn pointers_move_with_the_step_that_marks(db: &Db) {
-    use turnstile::store::Mark;
+    use turnstile::store::ThreadPointer;
     let store = db.open().await;
     let t = store.create_thread(None).await.unwrap();
     let none = store.marked(&t.id).await.unwrap();
     assert!(none.population_known);
     assert_eq!((none.population, none.delivery), (None, None));
-    let marked = |n: u32, mark: Option<Mark>| NewMessage {
+    let marked = |n: u32, mark: Option<ThreadPointer>| NewMessage {
         mark,
         ..msg(Role::Assistant, json!({ "n": n }))
     };
@@ -171,10 +171,10 @@ async fn pointers_move_with_the_step_that_marks(db: &Db) {
             &t.id,
             "t1",
             &[
-                marked(1, Some(Mark::Population)),
+                marked(1, Some(ThreadPointer::Population)),
                 marked(2, None),
-                marked(3, Some(Mark::Population)),
-                marked(4, Some(Mark::Delivery)),
+                marked(3, Some(ThreadPointer::Population)),
+                marked(4, Some(ThreadPointer::Delivery)),
             ],
             &[],
         )
@@ -194,7 +194,12 @@ async fn pointers_move_with_the_step_that_marks(db: &Db) {
         Some((4, "t1".into()))
     );
     store
-        .step(&t.id, "t3", &[marked(7, Some(Mark::Population))], &[])
+        .step(
+            &t.id,
+            "t3",
+            &[marked(7, Some(ThreadPointer::Population))],
+            &[],
+        )
         .await
         .unwrap();
     let m = store.marked(&t.id).await.unwrap();

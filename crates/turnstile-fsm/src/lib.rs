@@ -24,6 +24,6 @@ pub mod table;
 pub mod validate;
 
 pub use finding::{Code, Finding, Findings};
-pub use machine::{Machine, Mark, RestoreError, Snapshot, Step, Violation};
+pub use machine::{Checkpoint, Machine, RestoreError, Snapshot, Step, Violation};
 pub use table::{Row, RowKind, Table};
 pub use validate::{load, load_with, BindingNames, Expect, Invariant};

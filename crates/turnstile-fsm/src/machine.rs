@@ -68,7 +68,7 @@ pub enum RestoreError {
 /// A point in a machine's run to go back to: its state and how long its
 /// trace was. Two words; taking one copies nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mark {
+pub struct Checkpoint {
     state: u16,
     len: usize,
 }
@@ -141,8 +141,8 @@ impl Machine {
     }
 
     /// Where the machine is now, to [`rewind`](Self::rewind) to.
-    pub fn mark(&self) -> Mark {
-        Mark {
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
             state: self.state,
             len: self.trace.len(),
         }
@@ -150,7 +150,7 @@ impl Machine {
 
     /// Undoes every step taken since `mark` (a mark of this machine, taken
     /// earlier in this run): the state and trace are as they were then.
-    pub fn rewind(&mut self, mark: Mark) {
+    pub fn rewind(&mut self, mark: Checkpoint) {
         debug_assert!(mark.len <= self.trace.len(), "a mark from the future");
         self.state = mark.state;
         self.trace.truncate(mark.len);
@@ -262,7 +262,7 @@ mod tests {
         let table = Arc::new(super::super::load(DOOR, "door.ron", None).unwrap());
         let mut m = Machine::new(table);
         m.fire(0).unwrap();
-        let mark = m.mark();
+        let mark = m.checkpoint();
         m.fire(1).unwrap();
         m.fire(0).unwrap();
         assert_eq!(m.trace().len(), 3);

@@ -458,7 +458,7 @@ pub struct ToolSettings {
     /// new session, as if the tool declared `readOnlyHint: true`.
     pub retry_safe: bool,
     /// Its role in the approval protocol, if any.
-    pub approval: Option<crate::judge::approval::Role>,
+    pub approval: Option<crate::judge::approval::ToolRole>,
     /// The terminal flow it confirms, if it is an export's confirm.
     pub terminal: Option<TerminalFlow>,
     /// The approval card's wording (`summary`, `summary_ko`).
@@ -682,12 +682,12 @@ impl Config {
     /// Every tool's role in the approval protocol; a prepare tool's
     /// confirm, cancel and status tools take theirs from it.
     pub fn roles(&self) -> crate::judge::approval::Roles {
-        use crate::judge::approval::Role;
+        use crate::judge::approval::ToolRole;
         let mut out = crate::judge::approval::Roles::default();
         for s in &self.mcp_servers {
             for (tool, t) in &s.tools {
                 match &t.approval {
-                    Some(Role::Prepare(p)) => out.prepare(tool, p.clone()),
+                    Some(ToolRole::Prepare(p)) => out.prepare(tool, p.clone()),
                     Some(r) => out.insert(tool, r.clone()),
                     None => {}
                 }
@@ -973,8 +973,8 @@ impl Validator {
 
     /// A tool's approval role: `prepare` needs `action_id`, `confirm` and
     /// `cancel` (and may name `status`); `before-call` takes none of them.
-    fn approval(&mut self, key: &str, t: &FileTool) -> Option<crate::judge::approval::Role> {
-        use crate::judge::approval::{Prepare, Role};
+    fn approval(&mut self, key: &str, t: &FileTool) -> Option<crate::judge::approval::ToolRole> {
+        use crate::judge::approval::{Prepare, ToolRole};
         fn named(v: &Option<String>) -> Option<&str> {
             v.as_deref().map(str::trim).filter(|v| !v.is_empty())
         }
@@ -1024,7 +1024,7 @@ impl Validator {
                 {
                     self.problem(&format!("{key}.action_id"), e.to_string());
                 }
-                Some(Role::Prepare(Prepare {
+                Some(ToolRole::Prepare(Prepare {
                     action_id,
                     confirm,
                     cancel,
@@ -1037,7 +1037,7 @@ impl Validator {
                         self.problem(&format!("{key}.{k}"), "a before-call tool is approved as the call itself; it names no action to settle".into());
                     }
                 }
-                Some(Role::BeforeCall)
+                Some(ToolRole::BeforeCall)
             }
             Some("none") => {
                 for (k, v) in settles {
@@ -1048,7 +1048,7 @@ impl Validator {
                         );
                     }
                 }
-                Some(Role::Exempt)
+                Some(ToolRole::Exempt)
             }
             Some(other) => {
                 self.problem(
@@ -1789,11 +1789,11 @@ impl Validator {
     /// `none` or a prepare tool itself (a confirm made runnable from a
     /// model's plan would send without a human's decision).
     fn settling_roles_stand(&mut self, servers: &[McpServer]) {
-        use crate::judge::approval::Role;
+        use crate::judge::approval::ToolRole;
         let mut settles = BTreeMap::new();
         for s in servers {
             for (tool, t) in &s.tools {
-                if let Some(Role::Prepare(p)) = &t.approval {
+                if let Some(ToolRole::Prepare(p)) = &t.approval {
                     let named = [Some(&p.confirm), Some(&p.cancel), p.status.as_ref()];
                     for n in named.into_iter().flatten() {
                         settles.insert(n.clone(), tool.clone());
@@ -1829,9 +1829,9 @@ impl Validator {
         &mut self,
         key: &str,
         t: &FileTool,
-        approval: Option<&crate::judge::approval::Role>,
+        approval: Option<&crate::judge::approval::ToolRole>,
     ) -> Option<crate::judge::card::Wording> {
-        use crate::judge::approval::Role;
+        use crate::judge::approval::ToolRole;
         use crate::judge::card::{Template, Wording};
         let mut read = |which: &str, text: &Option<String>| -> Option<Template> {
             let text = text.as_ref()?;
@@ -1851,7 +1851,7 @@ impl Validator {
                 "a Korean wording needs the `summary` it translates".into(),
             );
         }
-        if let Some(Role::Prepare(p)) = approval {
+        if let Some(ToolRole::Prepare(p)) = approval {
             for (which, tpl) in [("summary", &en), ("summary_ko", &ko)] {
                 let names_id = tpl
                     .iter()
@@ -1865,7 +1865,7 @@ impl Validator {
                 }
             }
         }
-        if t.summary.is_some() && matches!(approval, Some(Role::Exempt)) {
+        if t.summary.is_some() && matches!(approval, Some(ToolRole::Exempt)) {
             self.problem(
                 &format!("{key}.summary"),
                 "a tool with approval = \"none\" is never held, so no card shows this".into(),
@@ -2259,7 +2259,7 @@ url = "not a url"
 
     #[test]
     fn tools_declare_their_approval_roles() {
-        use crate::judge::approval::Role;
+        use crate::judge::approval::ToolRole;
         let server = "[[mcp_servers]]\nname = \"lib\"\nurl = \"http://127.0.0.1:9/mcp\"\n";
         let src = format!(
             "{MINIMAL}\n{server}[mcp_servers.tools.prepare]\napproval = \"prepare\"\naction_id = \"actionId\"\nconfirm = \"confirm\"\ncancel = \"cancel\"\nstatus = \"status\"\n[mcp_servers.tools.send_mail]\napproval = \"before-call\"\n[mcp_servers.tools.wipe]\napproval = \"none\"\n"
@@ -2270,21 +2270,21 @@ url = "not a url"
             "servers are trusted by default"
         );
         let r = c.roles();
-        assert_eq!(r.get("wipe"), Some(&Role::Exempt));
+        assert_eq!(r.get("wipe"), Some(&ToolRole::Exempt));
         assert!(
-            matches!(r.get("prepare"), Some(Role::Prepare(p)) if p.action_id == "actionId" && p.status.as_deref() == Some("status"))
+            matches!(r.get("prepare"), Some(ToolRole::Prepare(p)) if p.action_id == "actionId" && p.status.as_deref() == Some("status"))
         );
-        assert_eq!(r.get("confirm"), Some(&Role::Confirm));
-        assert_eq!(r.get("cancel"), Some(&Role::Cancel));
-        assert_eq!(r.get("status"), Some(&Role::Status));
-        assert_eq!(r.get("send_mail"), Some(&Role::BeforeCall));
+        assert_eq!(r.get("confirm"), Some(&ToolRole::Confirm));
+        assert_eq!(r.get("cancel"), Some(&ToolRole::Cancel));
+        assert_eq!(r.get("status"), Some(&ToolRole::Status));
+        assert_eq!(r.get("send_mail"), Some(&ToolRole::BeforeCall));
         // A role's field and a contract's record take dotted paths.
         let nested = format!(
             "{MINIMAL}\n{server}[mcp_servers.tools.hold_room]\napproval = \"prepare\"\naction_id = \"data.bookingId\"\nconfirm = \"book\"\ncancel = \"release\"\nresult_contract = true\nrecord_path = \"data\"\n"
         );
         let c = load(&nested, &[("OPENAI_API_KEY", KEY)]).unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            matches!(c.roles().get("hold_room"), Some(Role::Prepare(p)) if p.action_id == "data.bookingId" && p.id_arg() == "bookingId")
+            matches!(c.roles().get("hold_room"), Some(ToolRole::Prepare(p)) if p.action_id == "data.bookingId" && p.id_arg() == "bookingId")
         );
         assert_eq!(
             c.contracts()
@@ -2350,7 +2350,7 @@ url = "not a url"
                 status: None,
             },
         );
-        r.insert("c", Role::Exempt);
+        r.insert("c", ToolRole::Exempt);
         assert!(r.is_confirm("c"));
     }
 

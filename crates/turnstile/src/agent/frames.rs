@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::fsm::{Mark, Snapshot, Violation};
+use crate::fsm::{Checkpoint, Snapshot, Violation};
 use crate::protocols::frame::{Frame, FrameEffect, FrameEvent};
 use crate::protocols::{Bound, Typed};
 use crate::wire;
@@ -48,7 +48,7 @@ pub enum EmitError {
 pub struct FrameWriter {
     machine: Typed<Frame>,
     /// The machine as of the last frame sent.
-    shown: Mark,
+    shown: Checkpoint,
     seq: u64,
     tx: mpsc::Sender<OutFrame>,
 }
@@ -62,7 +62,7 @@ impl FrameWriter {
     pub fn new(table: &Bound<Frame>, tx: mpsc::Sender<OutFrame>) -> Self {
         let machine = table.machine();
         FrameWriter {
-            shown: machine.mark(),
+            shown: machine.checkpoint(),
             machine,
             seq: 0,
             tx,
@@ -106,7 +106,7 @@ impl FrameWriter {
             .send(frame)
             .await
             .map_err(|_| EmitError::Disconnected)?;
-        self.shown = self.machine.mark();
+        self.shown = self.machine.checkpoint();
         Ok(())
     }
 
@@ -134,12 +134,12 @@ impl FrameWriter {
     /// Where the machine is now, to [`restore`](Self::restore) if the step
     /// a fired event belongs to could not be made durable. A mark, not a
     /// copy: taking one on every frame costs nothing.
-    pub fn checkpoint(&self) -> Mark {
-        self.machine.mark()
+    pub fn checkpoint(&self) -> Checkpoint {
+        self.machine.checkpoint()
     }
 
     /// Back to a checkpoint. Only for an event whose frame was never sent.
-    pub fn restore(&mut self, checkpoint: Mark) {
+    pub fn restore(&mut self, checkpoint: Checkpoint) {
         self.machine.rewind(checkpoint);
     }
 

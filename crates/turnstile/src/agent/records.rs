@@ -9,7 +9,7 @@ use crate::judge::digest::Digest;
 use crate::judge::narrowing::Scope;
 use crate::judge::Anchor;
 use crate::mcp::ToolOutput;
-use crate::store::{Mark, NewMessage, Role};
+use crate::store::{NewMessage, Role, ThreadPointer};
 use crate::wire;
 
 /// What code delivered: stored with the frame that shows the link, so a
@@ -171,8 +171,8 @@ impl Record<'_> {
             | Record::Result {
                 scope_released: true,
                 ..
-            } => Some(Mark::Population),
-            Record::Delivery { .. } => Some(Mark::Delivery),
+            } => Some(ThreadPointer::Population),
+            Record::Delivery { .. } => Some(ThreadPointer::Delivery),
             _ => None,
         };
         NewMessage {

@@ -18,7 +18,7 @@ use turnstile_output::{pyliteral, ToolOutput};
 
 /// The role a tool plays in the approval protocol, from configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
+pub enum ToolRole {
     /// Prepares a backend action and names it by id; the turn suspends at
     /// a positive id.
     Prepare(Prepare),
@@ -71,7 +71,7 @@ pub struct HoldFacts<'a> {
     pub decision_call: bool,
     /// It is an export flow's confirm.
     pub terminal_confirm: bool,
-    pub role: Option<&'a Role>,
+    pub role: Option<&'a ToolRole>,
     pub trust: &'a turnstile_output::ToolTrust,
 }
 
@@ -86,9 +86,9 @@ impl HoldFacts<'_> {
         found.extend(self.decision_call.then_some(HoldEvent::DecisionCall));
         found.extend(self.terminal_confirm.then_some(HoldEvent::TerminalConfirm));
         found.extend(self.role.map(|r| match r {
-            Role::BeforeCall => HoldEvent::ConfiguredBeforeCall,
-            Role::Exempt => HoldEvent::ConfiguredNone,
-            Role::Prepare(_) | Role::Confirm | Role::Cancel | Role::Status => {
+            ToolRole::BeforeCall => HoldEvent::ConfiguredBeforeCall,
+            ToolRole::Exempt => HoldEvent::ConfiguredNone,
+            ToolRole::Prepare(_) | ToolRole::Confirm | ToolRole::Cancel | ToolRole::Status => {
                 HoldEvent::ApprovalRole
             }
         }));
@@ -170,24 +170,24 @@ impl Prepare {
 /// Every tool's role, by tool name.
 #[derive(Debug, Clone, Default)]
 pub struct Roles {
-    by_tool: HashMap<String, Role>,
+    by_tool: HashMap<String, ToolRole>,
 }
 
 impl Roles {
     /// Gives `tool` its role. A tool that settles a prepared action
     /// (confirm, cancel, status) keeps that role: nothing configured later
     /// may make a confirm tool runnable from a model's plan.
-    pub fn insert(&mut self, tool: &str, role: Role) {
+    pub fn insert(&mut self, tool: &str, role: ToolRole) {
         let settling = matches!(
             self.by_tool.get(tool),
-            Some(Role::Confirm | Role::Cancel | Role::Status)
+            Some(ToolRole::Confirm | ToolRole::Cancel | ToolRole::Status)
         );
         if !settling {
             self.by_tool.insert(tool.to_string(), role);
         }
     }
 
-    pub fn get(&self, tool: &str) -> Option<&Role> {
+    pub fn get(&self, tool: &str) -> Option<&ToolRole> {
         self.by_tool.get(tool)
     }
 
@@ -199,24 +199,24 @@ impl Roles {
     /// in its role.
     pub fn prepare(&mut self, prepare: &str, role: Prepare) {
         // The settling roles win over any other role the tools were given.
-        self.by_tool.insert(role.confirm.clone(), Role::Confirm);
-        self.by_tool.insert(role.cancel.clone(), Role::Cancel);
+        self.by_tool.insert(role.confirm.clone(), ToolRole::Confirm);
+        self.by_tool.insert(role.cancel.clone(), ToolRole::Cancel);
         if let Some(s) = &role.status {
-            self.by_tool.insert(s.clone(), Role::Status);
+            self.by_tool.insert(s.clone(), ToolRole::Status);
         }
-        self.insert(prepare, Role::Prepare(role));
+        self.insert(prepare, ToolRole::Prepare(role));
     }
 
     /// The prepare role whose confirm tool is `confirm`.
     pub fn prepare_of_confirm(&self, confirm: &str) -> Option<&Prepare> {
         self.by_tool.values().find_map(|r| match r {
-            Role::Prepare(p) if p.confirm == confirm => Some(p),
+            ToolRole::Prepare(p) if p.confirm == confirm => Some(p),
             _ => None,
         })
     }
 
     pub fn is_confirm(&self, tool: &str) -> bool {
-        matches!(self.get(tool), Some(Role::Confirm))
+        matches!(self.get(tool), Some(ToolRole::Confirm))
     }
 }
 
@@ -643,7 +643,7 @@ mod tests {
             hints,
             declared_tier: None,
         };
-        let prepare = Role::Prepare(Prepare {
+        let prepare = ToolRole::Prepare(Prepare {
             action_id: "id".into(),
             confirm: "c".into(),
             cancel: "x".into(),
@@ -685,12 +685,12 @@ mod tests {
                 Some(HoldReason::Untrusted),
             ),
             (
-                Some(Role::BeforeCall),
+                Some(ToolRole::BeforeCall),
                 trust(true, hints(Some(true), Some(false))),
                 Some(HoldReason::Configured),
             ),
-            (Some(Role::Exempt), trust(false, destructive), None),
-            (Some(Role::Cancel), trust(true, destructive), None),
+            (Some(ToolRole::Exempt), trust(false, destructive), None),
+            (Some(ToolRole::Cancel), trust(true, destructive), None),
             (Some(prepare), trust(false, None), None),
         ];
         let table: Bound<Hold> = crate::protocols::TableSet::builtin()

@@ -38,7 +38,7 @@ pub struct Marks {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum AnswerVerdict {
     /// A real answer (at least one mark).
     Answer,
     /// The tool has no result contract: plain text is its answer.
@@ -47,7 +47,11 @@ pub enum Verdict {
     InBandFailure,
 }
 
-pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -> (Verdict, Marks) {
+pub fn judge(
+    contract: Option<&Contract>,
+    reading: &Reading,
+    out: &ToolOutput,
+) -> (AnswerVerdict, Marks) {
     let marks = Marks {
         accounting_or_structured: reading.accounting.is_some() || out.structured.is_some(),
         structure: reading.has_structure()
@@ -64,12 +68,12 @@ pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -
         }),
     };
     let verdict = match contract {
-        None => Verdict::NotJudged,
+        None => AnswerVerdict::NotJudged,
         Some(c) if c.accounting == AccountingMode::Absent => {
             if reading.source != Source::Unparsed || marks.fixed_prefix {
-                Verdict::Answer
+                AnswerVerdict::Answer
             } else {
-                Verdict::InBandFailure
+                AnswerVerdict::InBandFailure
             }
         }
         Some(_)
@@ -78,9 +82,9 @@ pub fn judge(contract: Option<&Contract>, reading: &Reading, out: &ToolOutput) -
                 || marks.record
                 || marks.fixed_prefix =>
         {
-            Verdict::Answer
+            AnswerVerdict::Answer
         }
-        Some(_) => Verdict::InBandFailure,
+        Some(_) => AnswerVerdict::InBandFailure,
     };
     (verdict, marks)
 }
@@ -90,7 +94,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn check(result: serde_json::Value, expect: Verdict) {
+    fn check(result: serde_json::Value, expect: AnswerVerdict) {
         let c = Contract {
             fixed_prefixes: vec!["## Image #".into()],
             stitch: false,
@@ -103,7 +107,7 @@ mod tests {
 
     #[test]
     fn by_marks_not_by_wording() {
-        use Verdict::*;
+        use AnswerVerdict::*;
         // The measured 502: text, isError false, no _meta.
         check(
             json!({"content": [{"type": "text", "text": "Search API error: 502 Server Error: Bad Gateway"}]}),
@@ -165,19 +169,19 @@ mod tests {
         let nested = r#"{"result": {"booking": {"ref": 7}}}"#;
         assert_eq!(
             verdict(&at(Some("result.booking")), nested),
-            (Verdict::Answer, true)
+            (AnswerVerdict::Answer, true)
         );
         assert_eq!(
             verdict(&at(Some("data")), nested),
-            (Verdict::InBandFailure, false)
+            (AnswerVerdict::InBandFailure, false)
         );
         assert_eq!(
             verdict(&at(None), r#"{"status": "OK", "data": {"id": "B-1"}}"#),
-            (Verdict::Answer, true)
+            (AnswerVerdict::Answer, true)
         );
         assert_eq!(
             verdict(&at(None), r#"{"status": 502, "data": {"error": "x"}}"#),
-            (Verdict::InBandFailure, false)
+            (AnswerVerdict::InBandFailure, false)
         );
     }
 }

@@ -4,7 +4,7 @@
 //! user is told. The verdict itself is [`in_band::judge`]'s.
 
 use super::contracts::{AccountingMode, Contract};
-use super::in_band::{self, Verdict};
+use super::in_band::{self, AnswerVerdict};
 use super::result::Reading;
 use super::Anchor;
 use turnstile_output::ToolOutput;
@@ -35,7 +35,7 @@ pub fn failure(
         });
     }
     let (verdict, _) = in_band::judge(contract, reading, out);
-    if verdict != Verdict::InBandFailure {
+    if verdict != AnswerVerdict::InBandFailure {
         return None;
     }
     let summary = match contract.map(|c| c.accounting) {

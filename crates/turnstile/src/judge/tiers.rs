@@ -73,25 +73,25 @@ impl Access {
 
 /// What the map says of one tool for one caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum TierVerdict {
     Unrestricted,
     Held { required: String },
     NotHeld { required: String },
     Unknown { required: String },
 }
 
-impl Verdict {
+impl TierVerdict {
     pub fn allows(&self) -> bool {
-        matches!(self, Verdict::Unrestricted | Verdict::Held { .. })
+        matches!(self, TierVerdict::Unrestricted | TierVerdict::Held { .. })
     }
 
     /// The tier the tool requires, if any.
     pub fn required(&self) -> Option<&str> {
         match self {
-            Verdict::Unrestricted => None,
-            Verdict::Held { required }
-            | Verdict::NotHeld { required }
-            | Verdict::Unknown { required } => Some(required),
+            TierVerdict::Unrestricted => None,
+            TierVerdict::Held { required }
+            | TierVerdict::NotHeld { required }
+            | TierVerdict::Unknown { required } => Some(required),
         }
     }
 }
@@ -151,13 +151,13 @@ impl LicenceMap {
     }
 
     /// Whether `access` may use `tool`, which declared `declared`.
-    pub fn verdict(&self, tool: &str, declared: Option<&str>, access: &Access) -> Verdict {
+    pub fn verdict(&self, tool: &str, declared: Option<&str>, access: &Access) -> TierVerdict {
         let Some(required) = self.required(tool, declared) else {
-            return Verdict::Unrestricted;
+            return TierVerdict::Unrestricted;
         };
         let required_s = required.to_string();
         let Some(need) = self.tiers.rank(required) else {
-            return Verdict::Unknown {
+            return TierVerdict::Unknown {
                 required: required_s,
             };
         };
@@ -165,10 +165,10 @@ impl LicenceMap {
             .filter_map(|t| self.tiers.rank(t))
             .max();
         match held {
-            Some(h) if h >= need => Verdict::Held {
+            Some(h) if h >= need => TierVerdict::Held {
                 required: required_s,
             },
-            _ => Verdict::NotHeld {
+            _ => TierVerdict::NotHeld {
                 required: required_s,
             },
         }
@@ -178,13 +178,13 @@ impl LicenceMap {
     /// `licence` event: `others_allowed` says whether another call of the
     /// same round may run (then a refusal is a part, and the answer offers
     /// the rest).
-    pub fn classify(verdict: &Verdict, others_allowed: bool) -> LicenceEvent {
+    pub fn classify(verdict: &TierVerdict, others_allowed: bool) -> LicenceEvent {
         match verdict {
-            Verdict::Unrestricted => LicenceEvent::Unrestricted,
-            Verdict::Held { .. } => LicenceEvent::TierHeld,
-            Verdict::NotHeld { .. } if others_allowed => LicenceEvent::TierNotHeldInPart,
-            Verdict::NotHeld { .. } => LicenceEvent::TierNotHeld,
-            Verdict::Unknown { .. } => LicenceEvent::TierUnknown,
+            TierVerdict::Unrestricted => LicenceEvent::Unrestricted,
+            TierVerdict::Held { .. } => LicenceEvent::TierHeld,
+            TierVerdict::NotHeld { .. } if others_allowed => LicenceEvent::TierNotHeldInPart,
+            TierVerdict::NotHeld { .. } => LicenceEvent::TierNotHeld,
+            TierVerdict::Unknown { .. } => LicenceEvent::TierUnknown,
         }
     }
 }
@@ -209,7 +209,7 @@ mod tests {
         assert!(!map.verdict("get", Some("basic"), &map.anonymous()).allows());
         assert_eq!(
             map.verdict("x", Some("platinum"), &ent),
-            Verdict::Unknown {
+            TierVerdict::Unknown {
                 required: "platinum".into()
             }
         );

@@ -215,12 +215,12 @@ impl<P: Protocol> Typed<P> {
     }
 
     /// Where the machine is now ([`Machine::mark`]).
-    pub fn mark(&self) -> crate::fsm::Mark {
-        self.inner.mark()
+    pub fn checkpoint(&self) -> crate::fsm::Checkpoint {
+        self.inner.checkpoint()
     }
 
     /// Undoes the steps since `mark` ([`Machine::rewind`]).
-    pub fn rewind(&mut self, mark: crate::fsm::Mark) {
+    pub fn rewind(&mut self, mark: crate::fsm::Checkpoint) {
         self.inner.rewind(mark)
     }
 

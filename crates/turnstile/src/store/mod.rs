@@ -65,8 +65,8 @@ use tracing::Instrument;
 pub use error::StoreError;
 pub use lease::Lease;
 pub use model::{
-    Backend, Mark, Marked, Message, NewApproval, NewMessage, Role, StoredApproval, Thread,
-    UnknownRole,
+    Backend, Message, NewApproval, NewMessage, Pointed, Role, StoredApproval, Thread,
+    ThreadPointer, UnknownRole,
 };
 pub use owners::{LicenceAudit, Owner, OwnerKind, Ownership};
 pub use process::ProcessRow;
@@ -601,7 +601,7 @@ impl Store {
     /// The messages the thread's pointers name (migration 5), in one
     /// statement.
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn marked(&self, thread_id: &str) -> Result<Marked, StoreError> {
+    pub async fn marked(&self, thread_id: &str) -> Result<Pointed, StoreError> {
         // Two keyed lookups (an `OR` in the join could read the thread).
         let rows = sqlx::query(
             "SELECT t.population_seq, t.delivery_seq, m.seq, m.turn_id, m.role, m.body, \
@@ -615,7 +615,7 @@ impl Store {
         .bind(thread_id)
         .fetch_all(&self.pool)
         .await?;
-        let mut out = Marked::default();
+        let mut out = Pointed::default();
         for row in &rows {
             let population: Option<i64> = row.try_get("population_seq")?;
             let delivery: Option<i64> = row.try_get("delivery_seq")?;

@@ -71,7 +71,7 @@ pub struct NewMessage {
     /// The message itself; stored as JSON text and returned unchanged.
     pub body: serde_json::Value,
     /// The thread's pointer this message moves to itself, if any.
-    pub mark: Option<Mark>,
+    pub mark: Option<ThreadPointer>,
 }
 
 impl NewMessage {
@@ -88,7 +88,7 @@ impl NewMessage {
 /// A pointer a thread keeps to one of its messages, so a turn reads that
 /// message instead of scanning the thread (migration 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mark {
+pub enum ThreadPointer {
     /// The last record that decides what a narrowing follow-up narrows.
     Population,
     /// The last delivered capability.
@@ -97,7 +97,7 @@ pub enum Mark {
 
 /// The messages a thread's pointers name.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Marked {
+pub struct Pointed {
     /// `false` for a thread from before the pointers: its population is
     /// found by a scan.
     pub population_known: bool,

@@ -19,7 +19,7 @@ use sqlx::{Any, AnyPool, Row, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::StoreError;
-use super::model::{Backend, Mark, NewApproval, NewMessage};
+use super::model::{Backend, NewApproval, NewMessage, ThreadPointer};
 use super::sql::{now_ms, placeholders, placeholders_from, split_trace, ROWS_PER_INSERT};
 
 /// The most steps one transaction takes: a bound on how long a batch holds
@@ -36,7 +36,7 @@ pub(super) struct Step {
     thread_id: String,
     turn_id: String,
     /// (role, body as JSON text, mark).
-    messages: Vec<(&'static str, String, Option<Mark>)>,
+    messages: Vec<(&'static str, String, Option<ThreadPointer>)>,
     machines: Vec<Head>,
     approval: Option<NewApproval>,
     /// The lease held under this turn id (the claim's: a resumed stream
@@ -414,8 +414,8 @@ async fn allocate_seqs(
             q = q
                 .bind(step.thread_id.as_str())
                 .bind(step.count()?)
-                .bind(step.marked(Mark::Population))
-                .bind(step.marked(Mark::Delivery));
+                .bind(step.marked(ThreadPointer::Population))
+                .bind(step.marked(ThreadPointer::Delivery));
         }
         for row in q.fetch_all(&mut **tx).await? {
             let id: String = row.try_get("id")?;
@@ -466,7 +466,11 @@ fn lease_outcome(step: &Step, held: bool) -> Result<Written, StoreError> {
 }
 
 /// A message of a step with the seq it was given.
-type Seqd<'a> = (&'a Step, i64, &'a (&'static str, String, Option<Mark>));
+type Seqd<'a> = (
+    &'a Step,
+    i64,
+    &'a (&'static str, String, Option<ThreadPointer>),
+);
 
 /// `messages` inserted: one statement (chunked under the parameter limits).
 async fn insert_messages(
@@ -544,7 +548,7 @@ impl Step {
 
     /// The position (1-based) in this step of the last message of `mark`,
     /// 0 for none: the thread's pointer moves to its seq.
-    fn marked(&self, mark: Mark) -> i64 {
+    fn marked(&self, mark: ThreadPointer) -> i64 {
         self.messages
             .iter()
             .rposition(|(_, _, m)| *m == Some(mark))
@@ -711,8 +715,8 @@ async fn write(tx: &mut Transaction<'static, Any>, step: &Step) -> Result<Writte
     )
     .bind(count)
     .bind(thread_id)
-    .bind(step.marked(Mark::Population))
-    .bind(step.marked(Mark::Delivery))
+    .bind(step.marked(ThreadPointer::Population))
+    .bind(step.marked(ThreadPointer::Delivery))
     .fetch_optional(&mut **tx)
     .await?;
     let Some(row) = row else {

@@ -11,7 +11,7 @@ use super::approvals::{Action, ActionKind, DecisionCall, Held};
 use super::{Outcome, Stop, Turn};
 use crate::agent::records::Record;
 use crate::judge::anchors::ActionOutcome;
-use crate::judge::approval::{self, ActionId, Role};
+use crate::judge::approval::{self, ActionId, ToolRole};
 use crate::judge::Anchor;
 use crate::judge::{card, lang};
 use crate::llm::PlannedCall;
@@ -32,7 +32,7 @@ impl Turn<'_> {
             .cursor
             .pending
             .iter()
-            .any(|c| matches!(roles.get(&c.tool), Some(Role::Prepare(_))));
+            .any(|c| matches!(roles.get(&c.tool), Some(ToolRole::Prepare(_))));
         let (confirms, rest): (Vec<_>, Vec<_>) = self
             .cursor
             .pending
@@ -91,7 +91,7 @@ impl Turn<'_> {
             self.settle(kind, outcome).await?;
             return Ok(None);
         }
-        let Some(Role::Prepare(role)) = self.agent.roles.get(&call.tool).cloned() else {
+        let Some(ToolRole::Prepare(role)) = self.agent.roles.get(&call.tool).cloned() else {
             return Ok(None);
         };
         let Outcome::Returned { first, .. } = outcome else {

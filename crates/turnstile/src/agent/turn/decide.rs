@@ -307,7 +307,7 @@ impl Agent {
             .roles
             .get(&action.prepare)
             .and_then(|r| match r {
-                crate::judge::approval::Role::Prepare(p) => Some(p.action_id.clone()),
+                crate::judge::approval::ToolRole::Prepare(p) => Some(p.action_id.clone()),
                 _ => None,
             })
             .unwrap_or_default();

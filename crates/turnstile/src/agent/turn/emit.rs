@@ -260,7 +260,7 @@ impl Turn<'_> {
         &mut self,
         messages: Vec<NewMessage>,
         last: bool,
-        before: crate::fsm::Mark,
+        before: crate::fsm::Checkpoint,
         frame: Option<wire::Frame>,
     ) -> Result<(), Stop> {
         if let Err(e) = self.commit(messages, last).await {
@@ -309,7 +309,7 @@ impl Turn<'_> {
     }
 
     /// Forgets the frames held since `before` (never stored, never sent).
-    fn drop_held(&mut self, before: crate::fsm::Mark) {
+    fn drop_held(&mut self, before: crate::fsm::Checkpoint) {
         if self.ledger.held_from.is_some() {
             self.ledger.held.clear();
             self.ledger.held_records.clear();

@@ -17,7 +17,7 @@ use serde_json::json;
 use super::admit::NotRun;
 use super::{Stop, Turn};
 use crate::judge::refusal::CopyLang;
-use crate::judge::tiers::{LicenceMap, Verdict};
+use crate::judge::tiers::{LicenceMap, TierVerdict};
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
 use crate::mcp::ToolInfo;
@@ -42,7 +42,7 @@ pub(super) struct Refused {
 
 impl Turn<'_> {
     /// The map's verdict on `tool` for this caller.
-    fn verdict(&self, tool: &str) -> Verdict {
+    fn verdict(&self, tool: &str) -> TierVerdict {
         let declared = self.agent.tools.trust(tool).declared_tier;
         (self.agent.licences).verdict(tool, declared.as_deref(), &self.access)
     }
@@ -88,11 +88,11 @@ impl Turn<'_> {
         &mut self,
         calls: &[PlannedCall],
     ) -> (Option<Refused>, Vec<LicenceAudit>) {
-        let verdicts: Vec<Verdict> = calls.iter().map(|c| self.verdict(&c.tool)).collect();
+        let verdicts: Vec<TierVerdict> = calls.iter().map(|c| self.verdict(&c.tool)).collect();
         let mut machines = Vec::with_capacity(calls.len());
         let mut decisions = Vec::with_capacity(calls.len());
         let mut audit = Vec::with_capacity(calls.len());
-        let row = |tool: &str, v: &Verdict, event: LicenceEvent, d: &Decision| LicenceAudit {
+        let row = |tool: &str, v: &TierVerdict, event: LicenceEvent, d: &Decision| LicenceAudit {
             turn_id: self.turn_id.clone(),
             tool: tool.to_string(),
             required_tier: v.required().map(str::to_string),

@@ -100,7 +100,7 @@ pub(super) struct Ledger {
     pub(super) held_records: Vec<crate::store::NewMessage>,
     /// The frame machine before the first frame held since the last
     /// commit: where a failed commit puts it back.
-    pub(super) held_from: Option<crate::fsm::Mark>,
+    pub(super) held_from: Option<crate::fsm::Checkpoint>,
 }
 
 /// What the turn knows of its thread and the user's screen: the bounded
