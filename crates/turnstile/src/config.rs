@@ -304,7 +304,12 @@ pub struct Config {
     /// file's directory.
     pub tables_dir: Option<PathBuf>,
     pub model: ModelConfig,
-    pub limits: LimitsConfig,
+    /// `[limits]`, read straight into the agent's limits: the file's flat
+    /// keys are validated (located) and land in one type.
+    pub limits: Limits,
+    /// `limits.turn_lease_secs`: how long a turn's lease on its thread
+    /// holds without renewal (see [`Config::turn_lease`]).
+    pub turn_lease: Duration,
     /// `[http]`: connection timeouts, head size, framing and CORS origins.
     pub http: HttpConfig,
     /// `[auth]`: who may call (the verifier, the proxy key, the mode).
@@ -342,93 +347,6 @@ pub enum KeySource {
     Env(String),
     /// A literal `model.api_key` in the file.
     File,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LimitsConfig {
-    /// The upstream query cap (`LIMIT 3000`).
-    pub limit_sentinel: u64,
-    /// Most pages stitched into one listing.
-    pub page_cap: usize,
-    /// Host-context strings are cut at this many characters.
-    pub max_string: usize,
-    /// Host-context lists are cut at this many items.
-    pub max_items: usize,
-    /// How long a turn's claim on its thread holds without renewal, in
-    /// seconds (see [`Config::turn_lease`]).
-    pub turn_lease_secs: u64,
-    /// Most planning rounds with tool calls in one turn.
-    pub max_steps: u32,
-    /// Most calls one planning round may make (the `admission` table's
-    /// `over_call_budget`).
-    pub max_calls_per_step: usize,
-    /// Bytes of earlier turns the planner sees (oldest dropped first).
-    pub history_bytes: usize,
-    /// Most items of one result a model sees in its digest.
-    pub digest_items: usize,
-    /// Byte budget of one result's digest.
-    pub digest_bytes: usize,
-    /// Seconds an interrupt waits for a decision before it is denied by
-    /// default.
-    pub approval_ttl_secs: u64,
-    /// Seconds a turn follows a call its server made a task before it asks
-    /// the server to cancel it.
-    pub task_wait_secs: u64,
-    /// Most asks of an approved action's status tool in one resumed turn.
-    pub status_polls: u32,
-    /// The same at start-up, for a confirm a dead process left in flight.
-    pub restart_status_polls: u32,
-    /// Milliseconds between two asks of a status tool.
-    pub status_poll_ms: u64,
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        let agent = Limits::default();
-        LimitsConfig {
-            limit_sentinel: agent.limit_sentinel,
-            page_cap: agent.page_cap,
-            max_string: agent.context.max_string,
-            max_items: agent.context.max_items,
-            turn_lease_secs: crate::agent::thread_lease::DEFAULT_TURN_LEASE.as_secs(),
-            max_steps: agent.max_steps,
-            max_calls_per_step: agent.max_calls_per_step,
-            history_bytes: agent.history_bytes,
-            digest_items: agent.digest.items,
-            digest_bytes: agent.digest.bytes,
-            approval_ttl_secs: agent.approval_ttl.as_secs(),
-            task_wait_secs: agent.task_wait.as_secs(),
-            status_polls: agent.status.per_turn,
-            restart_status_polls: agent.status.after_restart,
-            status_poll_ms: u64::try_from(agent.status.gap.as_millis()).unwrap_or(u64::MAX),
-        }
-    }
-}
-
-impl LimitsConfig {
-    /// These limits applied over `base` (fields the file does not know keep
-    /// their value).
-    pub fn apply(&self, mut base: Limits) -> Limits {
-        base.limit_sentinel = self.limit_sentinel;
-        base.page_cap = self.page_cap;
-        base.context = ContextLimits {
-            max_string: self.max_string,
-            max_items: self.max_items,
-        };
-        base.max_steps = self.max_steps;
-        base.max_calls_per_step = self.max_calls_per_step;
-        base.history_bytes = self.history_bytes;
-        base.digest.items = self.digest_items;
-        base.digest.bytes = self.digest_bytes;
-        base.approval_ttl = Duration::from_secs(self.approval_ttl_secs);
-        base.task_wait = Duration::from_secs(self.task_wait_secs);
-        base.status = crate::agent::StatusPolls {
-            per_turn: self.status_polls,
-            after_restart: self.restart_status_polls,
-            gap: Duration::from_millis(self.status_poll_ms),
-        };
-        base
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -601,7 +519,7 @@ impl Config {
         let model = v
             .model(&file.model, &env)
             .map(|m| ModelConfig { instructions, ..m });
-        let limits = v.limits(&file.limits);
+        let (limits, turn_lease) = v.limits(&file.limits);
         let http = v.http(&file.http);
         let auth = v.auth(&file.auth, &http, &env);
         let (tiers, anonymous_tiers) = v.licence(&file.licence);
@@ -633,6 +551,7 @@ impl Config {
                 tables_dir,
                 model,
                 limits,
+                turn_lease,
                 http,
                 auth,
                 tiers,
@@ -669,14 +588,14 @@ impl Config {
 
     /// The agent's limits.
     pub fn agent_limits(&self) -> Limits {
-        self.limits.apply(Limits::default())
+        self.limits
     }
 
     /// How long a turn's claim on its thread (a lease row in the database)
     /// holds without renewal; the running turn renews it every third of
     /// this. A crashed process's threads are free again after it.
     pub fn turn_lease(&self) -> Duration {
-        Duration::from_secs(self.limits.turn_lease_secs)
+        self.turn_lease
     }
 
     /// Every tool's role in the approval protocol; a prepare tool's
@@ -1466,8 +1385,10 @@ impl Validator {
         crate::llm::prompt::Instructions::new(&text)
     }
 
-    fn limits(&mut self, l: &FileLimits) -> LimitsConfig {
-        let d = LimitsConfig::default();
+    /// `[limits]` into the agent's limits and the lease TTL: each key in
+    /// its range (a problem names the key), a missing one at its default.
+    fn limits(&mut self, l: &FileLimits) -> (Limits, Duration) {
+        let d = Limits::default();
         let usize_positive = |v: &mut Self, key: &str, x: Option<usize>, def: usize| {
             v.positive(key, x.map(|n| n as u64), def as u64) as usize
         };
@@ -1501,22 +1422,37 @@ impl Validator {
                 format!("at most {max_lease} (one day)"),
             );
         }
-        LimitsConfig {
+        let turn_lease = self.positive(
+            "limits.turn_lease_secs",
+            l.turn_lease_secs,
+            crate::agent::thread_lease::DEFAULT_TURN_LEASE.as_secs(),
+        );
+        let secs = |v: &mut Self, key: &str, x: Option<u64>, def: Duration| {
+            Duration::from_secs(v.positive(key, x, def.as_secs()))
+        };
+        let limits = Limits {
             limit_sentinel: self.positive(
                 "limits.limit_sentinel",
                 l.limit_sentinel,
                 d.limit_sentinel,
             ),
             page_cap: usize_positive(self, "limits.page_cap", l.page_cap, d.page_cap),
-            max_string: usize_positive(self, "limits.max_string", l.max_string, d.max_string),
-            max_items: usize_positive(self, "limits.max_items", l.max_items, d.max_items),
-            turn_lease_secs: self.positive(
-                "limits.turn_lease_secs",
-                l.turn_lease_secs,
-                d.turn_lease_secs,
-            ),
+            context: ContextLimits {
+                max_string: usize_positive(
+                    self,
+                    "limits.max_string",
+                    l.max_string,
+                    d.context.max_string,
+                ),
+                max_items: usize_positive(
+                    self,
+                    "limits.max_items",
+                    l.max_items,
+                    d.context.max_items,
+                ),
+            },
             max_steps: self
-                .positive("limits.max_steps", l.max_steps, d.max_steps as u64)
+                .positive("limits.max_steps", l.max_steps, d.max_steps.into())
                 .min(MAX_STEPS) as u32,
             max_calls_per_step: usize_positive(
                 self,
@@ -1531,42 +1467,44 @@ impl Validator {
                 l.history_bytes,
                 d.history_bytes,
             ),
-            approval_ttl_secs: self.positive(
+            digest: crate::judge::digest::DigestLimits {
+                items: usize_positive(self, "limits.digest_items", l.digest_items, d.digest.items),
+                bytes: usize_positive(self, "limits.digest_bytes", l.digest_bytes, d.digest.bytes),
+                ..d.digest
+            },
+            approval_ttl: secs(
+                self,
                 "limits.approval_ttl_secs",
                 l.approval_ttl_secs,
-                d.approval_ttl_secs,
+                d.approval_ttl,
             ),
-            task_wait_secs: self.positive(
-                "limits.task_wait_secs",
-                l.task_wait_secs,
-                d.task_wait_secs,
-            ),
-            status_polls: self
-                .positive("limits.status_polls", l.status_polls, d.status_polls.into())
-                .min(MAX_STATUS_POLLS) as u32,
-            restart_status_polls: self
-                .positive(
-                    "limits.restart_status_polls",
-                    l.restart_status_polls,
-                    d.restart_status_polls.into(),
-                )
-                .min(MAX_STATUS_POLLS) as u32,
-            status_poll_ms: self
-                .positive("limits.status_poll_ms", l.status_poll_ms, d.status_poll_ms)
-                .min(MAX_STATUS_POLL_MS),
-            digest_items: usize_positive(
-                self,
-                "limits.digest_items",
-                l.digest_items,
-                d.digest_items,
-            ),
-            digest_bytes: usize_positive(
-                self,
-                "limits.digest_bytes",
-                l.digest_bytes,
-                d.digest_bytes,
-            ),
-        }
+            task_wait: secs(self, "limits.task_wait_secs", l.task_wait_secs, d.task_wait),
+            status: crate::agent::StatusPolls {
+                per_turn: self
+                    .positive(
+                        "limits.status_polls",
+                        l.status_polls,
+                        d.status.per_turn.into(),
+                    )
+                    .min(MAX_STATUS_POLLS) as u32,
+                after_restart: self
+                    .positive(
+                        "limits.restart_status_polls",
+                        l.restart_status_polls,
+                        d.status.after_restart.into(),
+                    )
+                    .min(MAX_STATUS_POLLS) as u32,
+                gap: Duration::from_millis(
+                    self.positive(
+                        "limits.status_poll_ms",
+                        l.status_poll_ms,
+                        u64::try_from(d.status.gap.as_millis()).unwrap_or(u64::MAX),
+                    )
+                    .min(MAX_STATUS_POLL_MS),
+                ),
+            },
+        };
+        (limits, Duration::from_secs(turn_lease))
     }
 
     fn servers(&mut self, servers: &[FileServer]) -> Vec<McpServer> {
@@ -1988,25 +1926,29 @@ name = "gpt-test"
     fn defaults_and_limits_map_to_the_agent() {
         let c = load(MINIMAL, &[("OPENAI_API_KEY", KEY)]).unwrap();
         assert_eq!(c.addr, DEFAULT_ADDR.parse().unwrap());
+        // A file without `[limits]` runs on the agent's own defaults.
+        let l = &c.limits;
         assert_eq!(
-            c.limits,
-            LimitsConfig {
-                limit_sentinel: 3000,
-                page_cap: 5,
-                max_string: 200,
-                max_items: 50,
-                turn_lease_secs: 30,
-                max_steps: 6,
-                max_calls_per_step: 8,
-                history_bytes: 4096,
-                digest_items: 5,
-                digest_bytes: 2048,
-                approval_ttl_secs: 600,
-                task_wait_secs: 900,
-                status_polls: 5,
-                restart_status_polls: 8,
-                status_poll_ms: 250,
-            }
+            (
+                l.limit_sentinel,
+                l.page_cap,
+                l.context.max_string,
+                l.context.max_items
+            ),
+            (3000, 5, 200, 50)
+        );
+        assert_eq!(
+            (l.max_steps, l.max_calls_per_step, l.history_bytes),
+            (6, 8, 4096)
+        );
+        assert_eq!((l.digest.items, l.digest.bytes), (5, 2048));
+        assert_eq!(
+            (l.approval_ttl, l.task_wait),
+            (Duration::from_secs(600), Duration::from_secs(900))
+        );
+        assert_eq!(
+            (l.status.per_turn, l.status.after_restart, l.status.gap),
+            (5, 8, Duration::from_millis(250))
         );
         assert_eq!(c.turn_lease(), Duration::from_secs(30));
         assert_eq!(c.model.idle_timeout, Duration::from_secs(60));
