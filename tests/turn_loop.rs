@@ -365,3 +365,97 @@ async fn a_turn_of_n_tool_steps_asks_the_model_n_plus_one_times() {
     }
     s.pass();
 }
+
+/// Narrows the previous answer in its first step, then searches the same
+/// tool again in a second step without the previous answer's floor; the
+/// scripted model plans everything else and writes the answers.
+struct SearchesAgain(Scripted);
+
+#[async_trait::async_trait]
+impl Model for SearchesAgain {
+    fn name(&self) -> &str {
+        "searches-again"
+    }
+    async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
+        if req.user_text != "only those from April, then search again" {
+            return self.0.plan(req).await;
+        }
+        let search = |args: serde_json::Value| turnstile::llm::PlannedCall {
+            id: None,
+            tool: "search_photos".into(),
+            args: args.as_object().cloned().unwrap_or_default(),
+            invalid_args: None,
+        };
+        let (calls, narrows_previous) = match req.steps.len() {
+            0 => (
+                vec![search(
+                    json!({"query": "safety", "date_from": "2026-04-01"}),
+                )],
+                true,
+            ),
+            1 => (vec![search(json!({"query": "safety"}))], false),
+            _ => (Vec::new(), false),
+        };
+        Ok(Plan {
+            calls,
+            note: "narrow, then search again".into(),
+            narrows_previous,
+            continues_previous: false,
+            from_context: Vec::new(),
+            shows_link: false,
+        })
+    }
+    async fn respond(&self, req: &RespondRequest) -> Result<TextStream, LlmError> {
+        self.0.respond(req).await
+    }
+}
+
+/// Once a step narrows, whether the scope holds for a later step of the
+/// same turn that calls the tool again is the narrowing table's
+/// `narrow_held` row (issue 36), not code: as shipped the later search is
+/// held to the previous answer's floor; with the row edited to
+/// `pass-through` (a reviewed `--tables` directory) it is sent as planned.
+#[tokio::test]
+async fn whether_a_narrowed_scope_holds_for_the_turn_is_a_row() {
+    let shipped = turnstile::protocols::BUILTIN
+        .iter()
+        .find(|(name, _, _)| *name == "narrowing")
+        .map(|(_, _, src)| *src)
+        .unwrap();
+    let row = r#"Legal(id: "scope-holds-for-the-turn", from: "Unscoped", on: "narrow_held", to: "Scoped", effect: "apply-scope"),"#;
+    assert!(
+        shipped.contains(row),
+        "the shipped row is written as expected"
+    );
+    let widened = r#"Legal(id: "scope-holds-for-the-turn", from: "Unscoped", on: "narrow_held", to: "Unscoped", effect: "pass-through"),"#;
+    for (held, table) in [
+        (true, shipped.to_string()),
+        (false, shipped.replace(row, widened)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("narrowing.ron"), table).unwrap();
+        let s = TestServer::builder()
+            .model(Arc::new(SearchesAgain(Scripted::demo())))
+            .tables_dir(dir.path())
+            .start()
+            .await;
+        let thread = s.new_thread().await;
+        let frames = s.say(&thread, "show safety issues on floor 3").await;
+        assert_done(&frames, "the population");
+        assert_eq!(tool_calls(&frames)[0].args["floor"], json!(3));
+        let prompt = "only those from April, then search again";
+        let frames = s.say(&thread, prompt).await;
+        assert_done(&frames, prompt);
+        let calls = tool_calls(&frames);
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        // The narrowing step is scoped either way: its row is `narrow`.
+        assert_eq!(calls[0].args["floor"], json!(3), "{calls:?}");
+        assert_eq!(calls[0].args["date_from"], json!("2026-04-01"));
+        // The later step: held to the floor, or sent as the model planned.
+        match held {
+            true => assert_eq!(calls[1].args["floor"], json!(3), "{calls:?}"),
+            false => assert!(calls[1].args.get("floor").is_none(), "{calls:?}"),
+        }
+        s.pass();
+    }
+}

@@ -108,6 +108,9 @@ impl HoldFacts<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum HoldVerdict {
     Send,
+    /// Send exactly this call, once: never followed by further pages (a
+    /// call a decision sends).
+    SendOnce,
     /// Held for approval of the exact call, for this reason.
     Hold(HoldReason),
     /// A row the table forbids: the call is not sent at all.
@@ -139,6 +142,7 @@ fn verdict(step: Result<TypedStep<Hold>, Box<Violation>>) -> HoldVerdict {
             Some(HoldEffect::HoldConfigured) => HoldVerdict::Hold(HoldReason::Configured),
             Some(HoldEffect::HoldUntrusted) => HoldVerdict::Hold(HoldReason::Untrusted),
             Some(HoldEffect::HoldDestructive) => HoldVerdict::Hold(HoldReason::Destructive),
+            Some(HoldEffect::SendOnce) => HoldVerdict::SendOnce,
             Some(HoldEffect::Send) | None => HoldVerdict::Send,
         },
         Err(v) => HoldVerdict::Refused(v),
@@ -707,6 +711,7 @@ mod tests {
             let got = match hold_verdict(&table, &facts) {
                 HoldVerdict::Send => None,
                 HoldVerdict::Hold(r) => Some(r),
+                HoldVerdict::SendOnce => panic!("sent once without a decision"),
                 HoldVerdict::Refused(v) => panic!("refused by {}", v.row_id),
             };
             assert_eq!(got, want, "{role:?} {t:?}");
@@ -718,7 +723,11 @@ mod tests {
                     terminal_confirm,
                     ..facts
                 };
-                assert_eq!(hold_verdict(&table, &facts), HoldVerdict::Send);
+                let want = match decision_call {
+                    true => HoldVerdict::SendOnce,
+                    false => HoldVerdict::Send,
+                };
+                assert_eq!(hold_verdict(&table, &facts), want);
             }
         }
     }

@@ -413,6 +413,14 @@ impl Gate {
         self.machine.fire(NarrowingEvent::Narrow).map(|s| s.effect)
     }
 
+    /// A call of a later step, under the scope an earlier step of the turn
+    /// narrowed to: the table's `narrow_held` row says whether it holds.
+    pub fn narrow_held(&mut self) -> Result<Option<NarrowingEffect>, Box<Violation>> {
+        self.machine
+            .fire(NarrowingEvent::NarrowHeld)
+            .map(|s| s.effect)
+    }
+
     /// The table's verdict on one classified page.
     pub fn verdict(
         &mut self,

@@ -42,6 +42,8 @@ crate::names! {
     pub enum HoldEffect {
         /// Send the call now.
         Send = "send",
+        /// Send exactly this call, once: never followed by further pages.
+        SendOnce = "send-once",
         /// Hold it: the configuration says so.
         HoldConfigured = "hold-configured",
         /// Hold it: its server is untrusted.
@@ -97,8 +99,8 @@ impl Protocol for Hold {
         Invariant::RowIs {
             from: "Proposed",
             event: "decision_call",
-            effect: "send",
-            why: "an approved call is sent exactly once; holding or refusing it again would answer one decision twice",
+            effect: "send-once",
+            why: "an approved call is sent exactly once: holding or refusing it again would answer one decision twice, and a further page would send it again",
         },
         Invariant::RowIs {
             from: "Proposed",

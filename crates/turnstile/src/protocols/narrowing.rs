@@ -21,6 +21,10 @@ crate::names! {
         /// A narrowing follow-up called another tool than the one that
         /// showed the population.
         NarrowOtherTool = "narrow_other_tool",
+        /// A later step of the turn calls the narrowed population's tool
+        /// again (an earlier step narrowed): whether the scope still holds
+        /// is the row's.
+        NarrowHeld = "narrow_held",
     }
 }
 

@@ -39,7 +39,13 @@ impl Turn<'_> {
                 .map(|e| e.to_string()),
             _ => None,
         };
-        match gate.narrow().map_err(Stop::Violation)? {
+        // The step that narrowed, or a later one of the turn: whether the
+        // scope still holds then is the table's `narrow_held` row.
+        let effect = match self.thread.scope_step == Some(self.cursor.step) {
+            true => gate.narrow(),
+            false => gate.narrow_held(),
+        };
+        match effect.map_err(Stop::Violation)? {
             Some(NarrowingEffect::ApplyScope) => Ok((Some(scope), stale)),
             _ => Ok((None, stale)),
         }

@@ -42,7 +42,7 @@ impl Turn<'_> {
             trust: &trust,
         };
         let reason = match approval::hold_verdict(&self.agent.tables.hold, &facts) {
-            approval::HoldVerdict::Send => return Ok(Hold::Send),
+            approval::HoldVerdict::Send | approval::HoldVerdict::SendOnce => return Ok(Hold::Send),
             approval::HoldVerdict::Hold(reason) => reason,
             approval::HoldVerdict::Refused(v) => {
                 telemetry::violation(&v);
