@@ -451,7 +451,15 @@ async fn whether_a_narrowed_scope_holds_for_the_turn_is_a_row() {
         // The narrowing step is scoped either way: its row is `narrow`.
         assert_eq!(calls[0].args["floor"], json!(3), "{calls:?}");
         assert_eq!(calls[0].args["date_from"], json!("2026-04-01"));
-        // The later step: held to the floor, or sent as the model planned.
+        // The later step: held to the floor, or sent as the model planned;
+        // its plan frame shows what was sent, and the scope only if held.
+        let p = plans(&frames);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!(
+            p[1].steps[0].args, calls[1].args,
+            "the plan shows the call sent"
+        );
+        assert_eq!(p[1].scope.is_some(), held, "{:?}", p[1].scope);
         match held {
             true => assert_eq!(calls[1].args["floor"], json!(3), "{calls:?}"),
             false => assert!(calls[1].args.get("floor").is_none(), "{calls:?}"),

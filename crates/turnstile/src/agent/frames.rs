@@ -132,7 +132,7 @@ impl FrameWriter {
     }
 
     /// Where the machine is now, to [`restore`](Self::restore) if the step
-    /// a fired event belongs to could not be made durable. A mark, not a
+    /// a fired event belongs to could not be made durable. Two words, not a
     /// copy: taking one on every frame costs nothing.
     pub fn checkpoint(&self) -> Checkpoint {
         self.machine.checkpoint()

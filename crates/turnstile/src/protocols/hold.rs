@@ -108,6 +108,11 @@ impl Protocol for Hold {
             effect: "send",
             why: "an export's confirm is the export table's to send or refuse, after its preview",
         },
+        Invariant::Precedes {
+            first: "decision_call",
+            then: "terminal_confirm",
+            why: "a decided call to an export's confirm tool is still a decided call: sent once, never followed by further pages",
+        },
         first("decision_call", HOLDING[0]),
         first("decision_call", HOLDING[1]),
         first("decision_call", HOLDING[2]),

@@ -214,14 +214,14 @@ impl<P: Protocol> Typed<P> {
         &self.inner.table().rows[row as usize].id
     }
 
-    /// Where the machine is now ([`Machine::mark`]).
+    /// Where the machine is now ([`Machine::checkpoint`]).
     pub fn checkpoint(&self) -> crate::fsm::Checkpoint {
         self.inner.checkpoint()
     }
 
-    /// Undoes the steps since `mark` ([`Machine::rewind`]).
-    pub fn rewind(&mut self, mark: crate::fsm::Checkpoint) {
-        self.inner.rewind(mark)
+    /// Undoes the steps since `checkpoint` ([`Machine::rewind`]).
+    pub fn rewind(&mut self, checkpoint: crate::fsm::Checkpoint) {
+        self.inner.rewind(checkpoint)
     }
 
     /// The rows taken since `mark`, by id: what a step adds to the trace.

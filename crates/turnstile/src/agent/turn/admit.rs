@@ -16,6 +16,20 @@ use crate::protocols::telemetry;
 use crate::wire;
 
 impl Turn<'_> {
+    /// The turn's scope, if the narrowing table applies it in this step:
+    /// asked of a fresh machine without firing (each call's gate fires it
+    /// when the call is made).
+    pub(super) fn scope_this_step(&self) -> Option<Scope> {
+        let scope = self.thread.scope.clone()?;
+        let gate = self.agent.tables.narrowing.machine();
+        let event = match self.thread.scope_step == Some(self.cursor.step) {
+            true => NarrowingEvent::Narrow,
+            false => NarrowingEvent::NarrowHeld,
+        };
+        let step = gate.peek(event).ok()?;
+        (step.effect == Some(NarrowingEffect::ApplyScope)).then_some(scope)
+    }
+
     /// The scope this call runs under, if it narrows, and why the
     /// narrowing machine that judged the population cannot be restored.
     pub(super) fn scope_for(

@@ -131,16 +131,17 @@ impl Turn<'_> {
         // the caller may not make runs none of its calls, and code answers.
         let (refused, audit) = self.gate_round(&plan.calls);
         // The scope of a narrowing follow-up comes from stored turn state,
-        // never from the model. Once a step narrows, the population's tool
-        // stays scoped for the rest of the turn: a later step cannot widen
-        // it by searching again.
+        // never from the model. Whether it applies to this step is the
+        // narrowing table's (`narrow` on the step that narrows,
+        // `narrow_held` on a later one): the frame shows what will be sent.
         self.cursor.calls_this_step = 0;
+        let scope = self.scope_this_step();
         let steps = plan
             .calls
             .iter()
             .map(|c| wire::PlanStep {
                 tool: c.tool.clone(),
-                args: effective_args(self.thread.scope.as_ref(), c),
+                args: effective_args(scope.as_ref(), c),
             })
             .collect();
         let frame = wire::Plan {
@@ -149,7 +150,7 @@ impl Turn<'_> {
             note: plan.note.clone(),
             // What the call is held to; where an earlier listing stopped is
             // internal and not shown.
-            scope: self.thread.scope.as_ref().and_then(|s| {
+            scope: scope.as_ref().and_then(|s| {
                 serde_json::to_value(Scope {
                     page: None,
                     ..s.clone()
@@ -262,8 +263,9 @@ impl Turn<'_> {
                 }
             }
         }
-        // Once a step narrows, the population's tool stays scoped for the
-        // rest of the turn: a later step cannot widen it by searching again.
+        // The first step that narrows sets the turn's scope; whether a later
+        // step stays held to it is the narrowing table's `narrow_held` row
+        // (as shipped it does: a later step cannot widen it).
         if plan.narrows_previous && self.thread.scope_step.is_none() {
             let Some((scope, _)) = self.thread.previous.clone() else {
                 return Err(Anchor::NothingToNarrow);

@@ -113,10 +113,11 @@ pub(super) struct ThreadScope {
     /// The previous answer's population and the narrowing machine that
     /// judged it, as stored.
     pub(super) previous: Option<(Scope, Option<Snapshot>)>,
-    /// This step's narrowing scope (only on the step that narrows).
+    /// The turn's narrowing scope, set by the first step that narrows.
     pub(super) scope: Option<Scope>,
-    /// The step that first narrowed (the scope applies to the population's
-    /// tool in this and every later step of the turn).
+    /// The step that first narrowed. Whether the scope applies to the
+    /// population's tool in a later step is the narrowing table's
+    /// `narrow_held` row (as shipped, it does).
     pub(super) scope_step: Option<u32>,
     pub(super) population: Option<(Scope, Snapshot)>,
     pub(super) released: bool,
