@@ -7,20 +7,276 @@
 //! the normal error path. A follow-up that asks for the link again is
 //! answered from the stored delivery while it lives.
 
+use std::collections::VecDeque;
+
 use serde_json::{Map, Value};
 
 use super::admit::Refusal;
-use super::state::Live;
 use super::{Outcome, Stop, Turn};
 use crate::agent::records::{Delivery, Record};
+use crate::fsm::{Snapshot, Violation};
 use crate::judge::approval;
-use crate::judge::capability::{self, Capability};
+use crate::judge::capability::{self, Capability, TerminalFlow, Terminals};
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
-use crate::protocols::export::{ExportEffect, ExportEvent};
-use crate::protocols::telemetry;
+use crate::mcp::ToolOutput;
+use crate::protocols::export::{Export, ExportEffect, ExportEvent};
 use crate::protocols::turn::TurnEvent;
+use crate::protocols::{telemetry, Bound, Typed};
 use crate::wire;
+
+/// The export this turn previewed and may confirm.
+pub(super) struct Live {
+    /// The name it is stored under (`export#N`), one per export.
+    pub(super) name: String,
+    /// The confirm tool of its flow.
+    pub(super) confirm: String,
+    pub(super) machine: Typed<Export>,
+    /// The preview's answer, for the formatter's file count and size.
+    pub(super) preview: Map<String, Value>,
+}
+
+/// The turn's part in the export protocol.
+#[derive(Default)]
+pub(crate) struct Exports {
+    pub(super) live: Option<Live>,
+    /// Confirm tools whose preview the current step plans.
+    pub(super) step_previews: Vec<String>,
+    /// Export machines this turn ran (`export#N`).
+    pub(super) machines: usize,
+    /// The capability the table's `deliver` row let through.
+    pub(super) delivery: Option<Delivery>,
+    /// The validator's verdict on the confirm's answer, read when its
+    /// result frame was written (so the frame says whether it failed).
+    pub(super) verdict: Option<Result<Capability, capability::Rejection>>,
+    /// The confirm tool the export table let out (`send-confirm`), until
+    /// its answer is classified.
+    pub(super) confirm_out: Option<String>,
+    /// The thread's last delivery and the machine that delivered it.
+    pub(crate) stored: Option<(Delivery, Snapshot)>,
+}
+
+/// Machines to store with the next step, by name.
+type Dirty = Vec<(String, Snapshot)>;
+
+/// What the stored delivery's machine says of a request to show its link
+/// again.
+pub(super) enum LinkAgain {
+    /// Shown again (`show-link-again`).
+    Redeliver,
+    /// Nothing to show: the link expired, or none was delivered (the row
+    /// that refused, if one did).
+    Unavailable { expired: bool },
+}
+
+/// The export protocol's driver (issue 36 §2): it holds the turn's export
+/// machines and their bookkeeping, and turns what happened into the
+/// export table's events. It sends nothing and says nothing; the turn
+/// performs the effects (a refusal, a delivery, an anchor) and stores the
+/// machines it hands back.
+impl Exports {
+    /// A model call is about to be made: the live machine is told
+    /// (`model-sees-preview`); one that forbids it stops the turn.
+    pub(super) fn on_model_call(&mut self) -> Result<(), Box<Violation>> {
+        match self.live.as_mut().filter(|l| !l.machine.is_terminal()) {
+            Some(live) => live.machine.fire(ExportEvent::ModelCall).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// A plan was read: which confirms share their step with their preview
+    /// (`confirm_same_step`), and those confirms first, so that each is
+    /// refused before its preview runs, whatever order the model wrote
+    /// them in (they are never sent either way).
+    pub(super) fn on_plan(&mut self, terminals: &Terminals, pending: &mut VecDeque<PlannedCall>) {
+        self.step_previews = (pending.iter())
+            .flat_map(|c| terminals.previewed_by(&c.tool))
+            .map(str::to_string)
+            .collect();
+        let previews = &self.step_previews;
+        let (first, rest): (Vec<_>, Vec<_>) =
+            pending.drain(..).partition(|c| previews.contains(&c.tool));
+        pending.extend(first.into_iter().chain(rest));
+    }
+
+    /// A planned call to a flow's confirm: the table's row sends it (every
+    /// legal row does, the binding's invariant) or refuses it.
+    pub(super) fn on_confirm_planned(
+        &mut self,
+        table: &Bound<Export>,
+        tool: &str,
+    ) -> Result<(), Box<Violation>> {
+        let event = match self.step_previews.iter().any(|t| t == tool) {
+            true => ExportEvent::ConfirmSameStep,
+            false => ExportEvent::ConfirmPlanned,
+        };
+        let live = (self.live.as_mut()).filter(|l| l.confirm == tool && !l.machine.is_terminal());
+        let mut fresh = table.machine();
+        let machine = match live {
+            Some(l) => &mut l.machine,
+            None => &mut fresh,
+        };
+        machine.fire(event)?;
+        self.confirm_out = Some(tool.to_string());
+        Ok(())
+    }
+
+    /// The answer of a confirm the table let out, read by the validator
+    /// before its result frame is written; `None` for any other answer.
+    pub(super) fn on_confirm_answer(
+        &mut self,
+        flow: &TerminalFlow,
+        tool: &str,
+        out: &ToolOutput,
+    ) -> Option<&Result<Capability, capability::Rejection>> {
+        if self.confirm_out.as_deref() != Some(tool) || out.is_error {
+            return None;
+        }
+        let answer = Value::Object(approval::fields(out).unwrap_or_default());
+        self.verdict = Some(flow.rule.validate_answer(&answer));
+        self.verdict.as_ref()
+    }
+
+    /// After a call: a preview's answer starts an export machine; the
+    /// answer of a confirm the table let out is the validator's verdict's
+    /// event, and a capability the `deliver` row lets through is the
+    /// turn's `terminal_result`. The machines to store, by name.
+    pub(super) fn on_outcome(
+        &mut self,
+        table: &Bound<Export>,
+        terminals: &Terminals,
+        call: &PlannedCall,
+        outcome: &Outcome,
+    ) -> Result<(Option<TurnEvent>, Dirty), Box<Violation>> {
+        let mut dirty = Vec::new();
+        if let Some(confirm) = terminals.previewed_by(&call.tool).next() {
+            dirty.extend(self.snapshot());
+            let (event, preview) = match outcome {
+                Outcome::Returned { first, .. } if !first.is_error => (
+                    ExportEvent::PreviewOk,
+                    approval::fields(first).unwrap_or_default(),
+                ),
+                _ => (ExportEvent::PreviewFailed, Map::new()),
+            };
+            let mut machine = table.machine();
+            machine.fire(event)?;
+            self.live = Some(Live {
+                name: self.next_name(),
+                confirm: confirm.to_string(),
+                machine,
+                preview,
+            });
+            dirty.extend(self.snapshot());
+            return Ok((None, dirty));
+        }
+        let Some(flow) = terminals.confirmed_by(&call.tool) else {
+            return Ok((None, dirty));
+        };
+        // Only a confirm the table let out (`send-confirm`) has an answer
+        // to read: one refused before it was sent (by this table or
+        // another) is its refusal.
+        let sent = self.confirm_out.take().as_deref() == Some(call.tool.as_str());
+        let refused = matches!(outcome, Outcome::Refused { .. });
+        let Some(live) =
+            (self.live.as_mut()).filter(|l| l.confirm == call.tool && sent && !refused)
+        else {
+            return Ok((None, dirty));
+        };
+        let verdict = self.verdict.take();
+        let event = match &verdict {
+            Some(Ok(_)) if matches!(outcome, Outcome::Returned { .. }) => {
+                ExportEvent::CapabilityValid
+            }
+            Some(Err(_)) => ExportEvent::CapabilityInvalid,
+            _ => ExportEvent::ConfirmFailed,
+        };
+        let step = live.machine.fire(event)?;
+        let preview = live.preview.clone();
+        dirty.extend(self.snapshot());
+        Ok(match verdict {
+            Some(Ok(cap)) if step.effect == Some(ExportEffect::Deliver) => {
+                self.delivery = Some(delivery(&call.tool, &flow.label, cap, &preview));
+                (Some(TurnEvent::TerminalResult), dirty)
+            }
+            _ => (None, dirty),
+        })
+    }
+
+    /// "Show me the link again": the stored delivery's machine decides
+    /// (`show-link-again`, `link-expired`, `no-link-yet`). The machine to
+    /// store, by name.
+    pub(super) fn on_link_requested(
+        &mut self,
+        table: &Bound<Export>,
+        now: i64,
+    ) -> (LinkAgain, (String, Snapshot)) {
+        let (mut machine, delivery) = match self.stored.clone() {
+            Some((d, snap)) => match table.restore(&snap) {
+                Ok(m) => (m, Some(d)),
+                // Stored under a table that changed since: not shown again
+                // on its word.
+                Err(e) => {
+                    tracing::warn!(error = %e, "a stored delivery's export machine does not restore");
+                    (table.machine(), None)
+                }
+            },
+            None => (table.machine(), None),
+        };
+        let expired = delivery.as_ref().is_some_and(|d| d.expired(now));
+        let event = match expired {
+            true => ExportEvent::LinkExpired,
+            false => ExportEvent::LinkRequested,
+        };
+        let fired = machine.fire(event);
+        let name = self.next_name();
+        let stored = (name.clone(), machine.snapshot());
+        let answer = match (fired, delivery) {
+            (Ok(step), Some(d)) if step.effect == Some(ExportEffect::Redeliver) => {
+                self.delivery = Some(d);
+                self.live = Some(Live {
+                    name,
+                    confirm: String::new(),
+                    machine,
+                    preview: Map::new(),
+                });
+                LinkAgain::Redeliver
+            }
+            (Err(v), _) => {
+                telemetry::violation(&v);
+                tracing::info!(row_id = %v.row_id, "no stored link to show again");
+                LinkAgain::Unavailable { expired: false }
+            }
+            _ => LinkAgain::Unavailable { expired: true },
+        };
+        (answer, stored)
+    }
+
+    /// A capability the table let through is to be delivered, but the
+    /// validator no longer accepts it: the table's `deliver_unvalidated`
+    /// row, on the live machine (or a fresh one).
+    pub(super) fn on_unvalidated_delivery(
+        &mut self,
+        table: &Bound<Export>,
+    ) -> Result<(), Box<Violation>> {
+        let mut fresh = table.machine();
+        let machine = match self.live.as_mut() {
+            Some(l) => &mut l.machine,
+            None => &mut fresh,
+        };
+        machine.fire(ExportEvent::DeliverUnvalidated).map(drop)
+    }
+
+    /// The live machine, under its own name: a later snapshot of the same
+    /// export replaces the earlier one.
+    fn snapshot(&self) -> Option<(String, Snapshot)> {
+        (self.live.as_ref()).map(|l| (l.name.clone(), l.machine.snapshot()))
+    }
+
+    fn next_name(&mut self) -> String {
+        self.machines += 1;
+        format!("export#{}", self.machines)
+    }
+}
 
 impl Delivery {
     /// Whether it has expired at `now` (Unix ms). One whose expiry is not
@@ -43,42 +299,16 @@ impl Delivery {
 }
 
 impl Turn<'_> {
-    /// A model call is about to be made: every live export machine is told
-    /// (`model-sees-preview`); one that forbids it (`model-after-terminal-
-    /// delivery`, `model-while-confirming`) stops the turn.
+    /// A model call is about to be made: the export driver's machine is
+    /// told; one that forbids it stops the turn.
     pub(super) fn export_model_call(&mut self) -> Result<(), Stop> {
-        let Some(live) = self.exports.live.as_mut() else {
-            return Ok(());
-        };
-        if live.machine.is_terminal() {
-            return Ok(());
-        }
-        live.machine
-            .fire(ExportEvent::ModelCall)
-            .map_err(Stop::Violation)?;
-        Ok(())
+        self.exports.on_model_call().map_err(Stop::Violation)
     }
 
-    /// After a plan is read: which confirms share their step with their
-    /// preview (`confirm_same_step`), and those confirms first, so that
-    /// each is refused before its preview runs, whatever order the model
-    /// wrote them in (they are never sent either way).
+    /// After a plan is read: the export driver orders the step's calls.
     pub(super) fn order_exports(&mut self) {
         let terminals = &self.agent.terminals;
-        self.exports.step_previews = self
-            .cursor
-            .pending
-            .iter()
-            .flat_map(|c| terminals.previewed_by(&c.tool))
-            .map(str::to_string)
-            .collect();
-        let previews = &self.exports.step_previews;
-        let (first, rest): (Vec<_>, Vec<_>) = self
-            .cursor
-            .pending
-            .drain(..)
-            .partition(|c| previews.contains(&c.tool));
-        self.cursor.pending = first.into_iter().chain(rest).collect();
+        self.exports.on_plan(terminals, &mut self.cursor.pending);
     }
 
     /// A planned call to a terminal flow's confirm: the export table
@@ -86,65 +316,34 @@ impl Turn<'_> {
     /// `INVALID_TOOL_SEQUENCE` result naming the row; nothing is sent.
     pub(super) fn refuse_export(&mut self, call: &PlannedCall) -> Option<Box<Refusal>> {
         self.agent.terminals.confirmed_by(&call.tool)?;
-        let event = match self.exports.step_previews.contains(&call.tool) {
-            true => ExportEvent::ConfirmSameStep,
-            false => ExportEvent::ConfirmPlanned,
-        };
-        let live = self
-            .exports
-            .live
-            .as_mut()
-            .filter(|l| l.confirm == call.tool && !l.machine.is_terminal());
-        let mut fresh = self.agent.tables.export.machine();
-        let machine = match live {
-            Some(l) => &mut l.machine,
-            None => &mut fresh,
-        };
-        let (row_id, why) = match machine.fire(event) {
-            // Every legal row of a planned confirm sends it (the export
-            // binding's invariant, checked at load): this confirm's answer
-            // is the one to validate.
-            Ok(_) => {
-                self.exports.confirm_out = Some(call.tool.clone());
-                return None;
-            }
-            Err(v) => {
-                telemetry::violation(&v);
-                (v.row_id.clone(), v.why.clone())
-            }
-        };
+        let table = &self.agent.tables.export;
+        let v = self.exports.on_confirm_planned(table, &call.tool).err()?;
+        telemetry::violation(&v);
         // Refused, never "failed": it did not leave turnstile.
         let anchor = Anchor::Refused {
             tool: call.tool.clone(),
             table: "export".into(),
-            row_id: row_id.clone(),
+            row_id: v.row_id.clone(),
         };
         Some(Box::new(Refusal {
             table: "export",
-            row_id,
-            detail: format!("INVALID_TOOL_SEQUENCE: {why}"),
+            row_id: v.row_id.clone(),
+            detail: format!("INVALID_TOOL_SEQUENCE: {}", v.why),
             anchor,
         }))
     }
 
     /// A confirm's answer, before its result frame is written: the
-    /// validator's verdict, kept for [`Turn::classify_export`]. A refused
-    /// capability is the page's failure (its frame says `ok: false`); the
-    /// rule that refused it is logged, never the URL.
+    /// validator's verdict, kept by the export driver. A refused capability
+    /// is the page's failure (its frame says `ok: false`); the rule that
+    /// refused it is logged, never the URL.
     pub(super) fn capability_failure(
         &mut self,
         tool: &str,
-        out: &crate::mcp::ToolOutput,
+        out: &ToolOutput,
     ) -> Option<crate::judge::page::Failure> {
         let flow = self.agent.terminals.confirmed_by(tool)?;
-        if self.exports.confirm_out.as_deref() != Some(tool) || out.is_error {
-            return None;
-        }
-        let answer = Value::Object(approval::fields(out).unwrap_or_default());
-        let verdict = flow.rule.validate_answer(&answer);
-        if flow.rule.url_field_missing(&answer) {
-            self.field_not_found(tool, "url_field", flow.rule.url_field());
-        }
+        let verdict = self.exports.on_confirm_answer(flow, tool, out)?;
         let failure = verdict.as_ref().err().map(|r| {
             tracing::warn!(tool = %tool, why = r.why(), "capability refused: the normal error path");
             crate::judge::page::Failure {
@@ -155,154 +354,45 @@ impl Turn<'_> {
                 },
             }
         });
-        self.exports.verdict = Some(verdict);
+        let answer = Value::Object(approval::fields(out).unwrap_or_default());
+        if flow.rule.url_field_missing(&answer) {
+            self.field_not_found(tool, "url_field", flow.rule.url_field());
+        }
         failure
     }
 
-    /// After a call: a preview's answer starts an export; a confirm's
-    /// answer is classified by the validator's verdict. A capability it
-    /// accepted makes the turn's `terminal_result`; one it refused is a
-    /// failed call already (the normal error path), and so is a confirm
-    /// that failed.
+    /// After a call: the export driver's event for the turn (a capability
+    /// the table delivers is `terminal_result`), its machines stored with
+    /// the next step. A refused capability, or a confirm that failed, is a
+    /// failed call already (the normal error path).
     pub(super) fn classify_export(
         &mut self,
         call: &PlannedCall,
         outcome: &Outcome,
     ) -> Result<Option<TurnEvent>, Stop> {
-        let previews: Vec<String> = self
-            .agent
-            .terminals
-            .previewed_by(&call.tool)
-            .map(str::to_string)
-            .collect();
-        if let Some(confirm) = previews.first() {
-            self.previewed(confirm.clone(), outcome)?;
-            return Ok(None);
-        }
-        let Some(flow) = self.agent.terminals.confirmed_by(&call.tool).cloned() else {
-            return Ok(None);
-        };
-        // Only a confirm the table let out (`send-confirm`) has an answer
-        // to read: one refused before it was sent (by this table or
-        // another) is its refusal.
-        let sent = self.exports.confirm_out.take().as_deref() == Some(call.tool.as_str());
-        let live = self
-            .exports
-            .live
-            .as_mut()
-            .filter(|l| l.confirm == call.tool);
-        let Some(live) = live.filter(|_| sent && !matches!(outcome, Outcome::Refused { .. }))
-        else {
-            return Ok(None);
-        };
-        let verdict = self.exports.verdict.take();
-        let event = match &verdict {
-            Some(Ok(_)) if matches!(outcome, Outcome::Returned { .. }) => {
-                ExportEvent::CapabilityValid
-            }
-            Some(Err(_)) => ExportEvent::CapabilityInvalid,
-            _ => ExportEvent::ConfirmFailed,
-        };
-        let step = live.machine.fire(event).map_err(Stop::Violation)?;
-        let preview = live.preview.clone();
-        self.store_export_machine();
-        match verdict {
-            Some(Ok(cap)) if step.effect == Some(ExportEffect::Deliver) => {
-                self.exports.delivery = Some(delivery(&call.tool, &flow.label, cap, &preview));
-                Ok(Some(TurnEvent::TerminalResult))
-            }
-            _ => Ok(None),
-        }
+        let (table, terminals) = (&self.agent.tables.export, &self.agent.terminals);
+        let (event, dirty) = (self.exports)
+            .on_outcome(table, terminals, call, outcome)
+            .map_err(Stop::Violation)?;
+        self.ledger.dirty.extend(dirty);
+        Ok(event)
     }
 
-    /// A preview tool answered: a new export machine (the previous one, if
-    /// any, is stored as it stands).
-    fn previewed(&mut self, confirm: String, outcome: &Outcome) -> Result<(), Stop> {
-        self.store_export_machine();
-        let mut machine = self.agent.tables.export.machine();
-        let (event, preview) = match outcome {
-            Outcome::Returned { first, .. } if !first.is_error => (
-                ExportEvent::PreviewOk,
-                approval::fields(first).unwrap_or_default(),
-            ),
-            _ => (ExportEvent::PreviewFailed, Map::new()),
-        };
-        machine.fire(event).map_err(Stop::Violation)?;
-        self.exports.live = Some(Live {
-            name: self.next_export_name(),
-            confirm,
-            machine,
-            preview,
-        });
-        self.store_export_machine();
-        Ok(())
-    }
-
-    /// The live export machine goes to the store with the next step.
-    /// Under its own name: a later snapshot of the same export replaces
-    /// the earlier one.
-    fn store_export_machine(&mut self) {
-        if let Some(live) = self.exports.live.as_ref() {
-            let snap = live.machine.snapshot();
-            self.ledger.dirty.push((live.name.clone(), snap));
-        }
-    }
-
-    fn next_export_name(&mut self) -> String {
-        self.exports.machines += 1;
-        format!("export#{}", self.exports.machines)
-    }
-
-    /// A plan that asks for the delivered link again: the stored delivery's
-    /// machine decides (`show-link-again`, `link-expired`, `no-link-yet`).
-    /// The turn's event: `stored_delivery`, or `reference_missing` with the
-    /// anchor that says why there is nothing to show.
+    /// A plan that asks for the delivered link again: `stored_delivery`, or
+    /// `reference_missing` with the anchor that says why there is nothing
+    /// to show.
     pub(super) fn link_requested(&mut self) -> Result<TurnEvent, Stop> {
         let now = crate::store::now_unix_ms();
         let table = &self.agent.tables.export;
-        let stored = self.exports.stored.clone();
-        let (mut machine, delivery) = match stored {
-            Some((d, snap)) => match table.restore(&snap) {
-                Ok(m) => (m, Some(d)),
-                // Stored under a table that changed since: not shown again
-                // on its word.
-                Err(e) => {
-                    tracing::warn!(error = %e, "a stored delivery's export machine does not restore");
-                    (table.machine(), None)
-                }
-            },
-            None => (table.machine(), None),
-        };
-        let expired = delivery.as_ref().is_some_and(|d| d.expired(now));
-        let event = match expired {
-            true => ExportEvent::LinkExpired,
-            false => ExportEvent::LinkRequested,
-        };
-        let fired = machine.fire(event);
-        let name = self.next_export_name();
-        self.ledger.dirty.push((name.clone(), machine.snapshot()));
-        match (fired, delivery) {
-            (Ok(step), Some(d)) if step.effect == Some(ExportEffect::Redeliver) => {
-                self.exports.delivery = Some(d);
-                self.exports.live = Some(Live {
-                    name,
-                    confirm: String::new(),
-                    machine,
-                    preview: Map::new(),
-                });
-                Ok(TurnEvent::StoredDelivery)
+        let (answer, stored) = self.exports.on_link_requested(table, now);
+        self.ledger.dirty.push(stored);
+        Ok(match answer {
+            LinkAgain::Redeliver => TurnEvent::StoredDelivery,
+            LinkAgain::Unavailable { expired } => {
+                self.anchor(Anchor::LinkUnavailable { expired });
+                TurnEvent::ReferenceMissing
             }
-            (Err(v), _) => {
-                telemetry::violation(&v);
-                tracing::info!(row_id = %v.row_id, "no stored link to show again");
-                self.anchor(Anchor::LinkUnavailable { expired: false });
-                Ok(TurnEvent::ReferenceMissing)
-            }
-            _ => {
-                self.anchor(Anchor::LinkUnavailable { expired: true });
-                Ok(TurnEvent::ReferenceMissing)
-            }
-        }
+        })
     }
 
     /// The turn table's `deliver`: the code's sentence (through the same
@@ -325,14 +415,10 @@ impl Turn<'_> {
             .confirmed_by(&d.tool)
             .filter(|f| f.rule.validate_url(&d.url).is_ok());
         let Some(flow) = flow else {
-            let mut fresh = self.agent.tables.export.machine();
-            let machine = match self.exports.live.as_mut() {
-                Some(l) => &mut l.machine,
-                None => &mut fresh,
-            };
-            return match machine.fire(ExportEvent::DeliverUnvalidated) {
+            let table = &self.agent.tables.export;
+            return match self.exports.on_unvalidated_delivery(table) {
                 Err(v) => Err(Stop::Violation(v)),
-                Ok(_) => {
+                Ok(()) => {
                     self.internal(
                         "the export table let an unvalidated capability through; it was not delivered".into(),
                     )
@@ -402,5 +488,83 @@ fn delivery(tool: &str, label: &str, cap: Capability, preview: &Map<String, Valu
         url: cap.url,
         label: label.to_string(),
         expires_at: cap.expires_at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::capability::CapabilityRule;
+    use crate::protocols::TableSet;
+
+    fn call(tool: &str) -> PlannedCall {
+        PlannedCall {
+            id: None,
+            tool: tool.into(),
+            args: Map::new(),
+            invalid_args: None,
+        }
+    }
+
+    fn refused(tool: &str) -> Outcome {
+        Outcome::Refused {
+            call: crate::llm::CallRecord {
+                id: "c1".into(),
+                tool: tool.into(),
+                args: Map::new(),
+                digest: crate::judge::digest::Digest::failed(tool, "refused"),
+            },
+            anchor: None,
+            gate: None,
+        }
+    }
+
+    /// The export driver runs its protocol without the turn: no I/O, no
+    /// anchors, only the table's rows and the machines it hands back.
+    #[test]
+    fn the_export_driver_decides_by_its_table_alone() {
+        let table: Bound<Export> = TableSet::builtin().unwrap().bound().unwrap();
+        let mut terminals = Terminals::default();
+        let rule = CapabilityRule::new("http://127.0.0.1:9", "/e/{jobId}/d", "token").unwrap();
+        let flow = TerminalFlow {
+            preview: "preview".into(),
+            rule,
+            label: "Get".into(),
+            label_ko: None,
+        };
+        terminals.insert("confirm", flow);
+        let mut exports = Exports::default();
+
+        // A plan with the confirm after its preview: the confirm goes
+        // first, and is refused by the same-step row; nothing is let out.
+        let mut pending: VecDeque<PlannedCall> = [call("preview"), call("confirm")].into();
+        exports.on_plan(&terminals, &mut pending);
+        let order: Vec<&str> = pending.iter().map(|c| c.tool.as_str()).collect();
+        assert_eq!(order, ["confirm", "preview"]);
+        let v = exports.on_confirm_planned(&table, "confirm").unwrap_err();
+        assert_eq!(v.table, "export");
+        assert!(exports.confirm_out.is_none());
+
+        // The preview did not answer: a live machine (preview failed), stored under
+        // its own name, whose confirm is still not let out this step.
+        let failed = refused("preview");
+        let (event, dirty) =
+            (exports.on_outcome(&table, &terminals, &call("preview"), &failed)).unwrap();
+        assert_eq!(event, None);
+        assert_eq!(dirty.last().map(|d| d.0.as_str()), Some("export#1"));
+        assert!(exports.live.is_some());
+
+        // A confirm the table never let out has no answer to read, and no
+        // terminal result comes of it.
+        let (event, _) =
+            (exports.on_outcome(&table, &terminals, &call("confirm"), &refused("confirm")))
+                .unwrap();
+        assert_eq!(event, None);
+        assert!(exports.delivery.is_none());
+
+        // "Show me the link again" with nothing delivered: unavailable.
+        let (again, stored) = exports.on_link_requested(&table, 0);
+        assert!(matches!(again, LinkAgain::Unavailable { expired: false }));
+        assert_eq!(stored.0, "export#2");
     }
 }

@@ -50,8 +50,9 @@ pub use super::records::CancelSent;
 use approvals::Approvals;
 pub use approvals::{Action as HeldAction, Decided, UserDecision};
 pub use decide::{DecideError, Withdrawal};
+use export::Exports;
 pub use limits::{Limits, StatusPolls};
-use state::{Cursor, Evidence, Exports, Ledger, Outcome, ThreadScope};
+use state::{Cursor, Evidence, Ledger, Outcome, ThreadScope};
 
 pub use super::tables::TurnTables;
 

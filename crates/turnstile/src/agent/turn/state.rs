@@ -3,12 +3,8 @@
 
 use std::collections::VecDeque;
 
-use serde_json::{Map, Value};
-
 use crate::agent::context::BoundedContext;
-use crate::agent::records::Delivery;
 use crate::fsm::Snapshot;
-use crate::judge::capability::{self, Capability};
 use crate::judge::digest::Digest;
 use crate::judge::narrowing::{Gate, Scope};
 use crate::judge::result::Reading;
@@ -16,8 +12,6 @@ use crate::judge::stitch::Stitched;
 use crate::judge::Anchor;
 use crate::llm::{CallRecord, HistoryTurn, PlannedCall};
 use crate::mcp::ToolOutput;
-use crate::protocols::export::Export;
-use crate::protocols::Typed;
 use crate::wire;
 
 /// One call's outcome, waiting to be judged.
@@ -131,35 +125,4 @@ pub(super) struct Continuing {
     pub(super) tool: String,
     pub(super) mark: crate::judge::narrowing::PageMark,
     pub(super) stitcher: crate::judge::stitch::Stitcher,
-}
-
-/// The export this turn previewed and may confirm.
-pub(super) struct Live {
-    /// The name it is stored under (`export#N`), one per export.
-    pub(super) name: String,
-    /// The confirm tool of its flow.
-    pub(super) confirm: String,
-    pub(super) machine: Typed<Export>,
-    /// The preview's answer, for the formatter's file count and size.
-    pub(super) preview: Map<String, Value>,
-}
-
-/// The turn's part in the export protocol.
-#[derive(Default)]
-pub(crate) struct Exports {
-    pub(super) live: Option<Live>,
-    /// Confirm tools whose preview the current step plans.
-    pub(super) step_previews: Vec<String>,
-    /// Export machines this turn ran (`export#N`).
-    pub(super) machines: usize,
-    /// The capability the table's `deliver` row let through.
-    pub(super) delivery: Option<Delivery>,
-    /// The validator's verdict on the confirm's answer, read when its
-    /// result frame was written (so the frame says whether it failed).
-    pub(super) verdict: Option<Result<Capability, capability::Rejection>>,
-    /// The confirm tool the export table let out (`send-confirm`), until
-    /// its answer is classified.
-    pub(super) confirm_out: Option<String>,
-    /// The thread's last delivery and the machine that delivered it.
-    pub(crate) stored: Option<(Delivery, Snapshot)>,
 }
