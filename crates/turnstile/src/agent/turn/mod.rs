@@ -34,6 +34,7 @@ mod call;
 mod decide;
 mod emit;
 mod export;
+mod export_driver;
 mod hold_call;
 mod in_flight;
 mod judge;
@@ -50,7 +51,7 @@ pub use super::records::CancelSent;
 use approvals::Approvals;
 pub use approvals::{Action as HeldAction, Decided, UserDecision};
 pub use decide::{DecideError, Withdrawal};
-use export::Exports;
+use export_driver::Exports;
 pub use limits::{Limits, StatusPolls};
 use state::{Cursor, Evidence, Ledger, Outcome, ThreadScope};
 
