@@ -39,6 +39,7 @@ mod hold_call;
 mod in_flight;
 mod judge;
 mod licence;
+mod licence_gate;
 mod limits;
 mod plan;
 mod respond;
@@ -153,8 +154,8 @@ struct Turn<'a> {
     /// The name the frame machine is stored under: `frame`, or
     /// `frame@resume-N` for the stream a decision resumes.
     frame_name: String,
-    /// The tiers the caller holds (the licence gate's other input).
-    access: Access,
+    /// The licence gate's driver: the tiers the caller holds.
+    licence: licence_gate::LicenceGate,
 }
 
 impl Turn<'_> {

@@ -36,7 +36,7 @@ impl Agent {
         let access = (req.access.clone()).unwrap_or_else(|| self.licences.anonymous());
         let mut turn = Turn::new(self, thread_id, turn_id, &req.text, tx)
             .with_machine(self.tables.turn.machine(), "frame".into());
-        turn.access = access;
+        turn.licence = super::licence_gate::LicenceGate::new(access);
         self.run_task(turn, Opening::Message(req), claim, span)
             .await
     }
@@ -83,7 +83,9 @@ impl Agent {
         let user_text = decided.action.user_text.clone();
         let mut turn = Turn::new(self, thread_id, &turn_id, &user_text, tx)
             .with_machine(machine, format!("frame@resume-{resumes}"));
-        turn.access = access.unwrap_or_else(|| self.licences.anonymous());
+        turn.licence = super::licence_gate::LicenceGate::new(
+            access.unwrap_or_else(|| self.licences.anonymous()),
+        );
         self.run_task(turn, Opening::Decision(Box::new(decided)), claim, span)
             .await
     }
@@ -170,7 +172,7 @@ impl<'a> Turn<'a> {
             approvals: Default::default(),
             exports: Default::default(),
             frame_name: "frame".into(),
-            access: Access::default(),
+            licence: super::licence_gate::LicenceGate::default(),
         }
     }
 
