@@ -251,6 +251,17 @@ impl<'a> Validator<'a> {
         });
     }
 
+    /// A table that breaks a binding invariant: T023, with the invariant's
+    /// reason and what a reviewer may change (`the row`, `the order`).
+    fn broken(&mut self, pos: Pos, message: String, why: &str, change: &str) {
+        self.push(
+            Code::InvariantBroken,
+            pos,
+            message,
+            format!("{why}; this guarantee is the code's, not the table's: change {change}, or change the protocol's code first"),
+        );
+    }
+
     /// Index of each declared name; reports names declared twice.
     fn declare(&mut self, field: &str, names: &[String]) -> HashMap<String, u16> {
         let mut map = HashMap::new();
@@ -980,12 +991,7 @@ impl Validator<'_> {
                 row.id()
             );
             let pos = self.at(i, field);
-            self.push(
-                Code::InvariantBroken,
-                pos,
-                message,
-                format!("{why}; this guarantee is the code's, not the table's: change the row, or change the protocol's code first"),
-            );
+            self.broken(pos, message, why, "the row");
         }
     }
 
@@ -1025,12 +1031,7 @@ impl Validator<'_> {
                 },
                 _ => continue,
             };
-            self.push(
-                Code::InvariantBroken,
-                pos,
-                message,
-                format!("{why}; this guarantee is the code's, not the table's: change the order, or change the protocol's code first"),
-            );
+            self.broken(pos, message, why, "the order");
         }
     }
 
@@ -1104,12 +1105,7 @@ impl Validator<'_> {
                     _ => continue,
                 };
                 let pos = self.at(i, field);
-                self.push(
-                    Code::InvariantBroken,
-                    pos,
-                    message,
-                    format!("{why}; this guarantee is the code's, not the table's: change the row, or change the protocol's code first"),
-                );
+                self.broken(pos, message, why, "the row");
             }
         }
     }
