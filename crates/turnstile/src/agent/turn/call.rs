@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{Outcome, Stop, Turn};
-use crate::judge::approval::{self, HoldVerdict};
+use crate::judge::approval::HoldVerdict;
 use crate::judge::contracts::Contract;
 use crate::judge::digest::Digest;
 use crate::judge::narrowing::{Gate, Scope};
@@ -114,7 +114,7 @@ impl Turn<'_> {
         // A stitched listing follows its pages, unless the approval policy
         // sends this call once (`send-once`: a call a decision sends).
         let follow = contract.as_ref().is_some_and(|c| c.stitch)
-            && self.hold_verdict_of(&call.tool) != HoldVerdict::SendOnce;
+            && self.hold_policy(&call.tool, false) != HoldVerdict::SendOnce;
         let (mut stitcher, cursor) = self.stitcher(call, contract.as_ref());
         let continued = cursor.is_some();
         let stitching = follow || continued;
@@ -192,19 +192,6 @@ impl Turn<'_> {
             Ok(()) => None,
             Err(reason) => Some(self.refused_question(call, args, &reason)),
         })
-    }
-
-    /// What the approval policy says of a call of `tool` now, asked without
-    /// firing (the call was let through already).
-    fn hold_verdict_of(&self, tool: &str) -> HoldVerdict {
-        let trust = self.agent.tools.trust(tool);
-        let facts = approval::HoldFacts {
-            decision_call: self.approvals.running.is_some(),
-            terminal_confirm: self.agent.terminals.confirmed_by(tool).is_some(),
-            role: self.agent.roles.get(tool),
-            trust: &trust,
-        };
-        approval::would_hold(&self.agent.tables.hold, &facts)
     }
 
     /// A call whose first page failed: its digest and anchor.

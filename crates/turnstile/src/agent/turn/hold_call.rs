@@ -34,14 +34,7 @@ impl Turn<'_> {
         // decision's own call and an export's confirm go out under their
         // own protocols (the hold binding requires them ranked first and
         // sent), the rest by configuration, trust and annotations.
-        let trust = self.agent.tools.trust(&call.tool);
-        let facts = approval::HoldFacts {
-            decision_call: self.approvals.running.is_some(),
-            terminal_confirm: self.agent.terminals.confirmed_by(&call.tool).is_some(),
-            role: self.agent.roles.get(&call.tool),
-            trust: &trust,
-        };
-        let reason = match approval::hold_verdict(&self.agent.tables.hold, &facts) {
+        let reason = match self.hold_policy(&call.tool, true) {
             approval::HoldVerdict::Send | approval::HoldVerdict::SendOnce => return Ok(Hold::Send),
             approval::HoldVerdict::Hold(reason) => reason,
             approval::HoldVerdict::Refused(v) => {
@@ -86,6 +79,24 @@ impl Turn<'_> {
                 outcome: ActionOutcome::Withheld,
             },
         })))
+    }
+
+    /// What the approval policy (`tables/hold.ron`) says of a call of
+    /// `tool` now, from the turn's facts: fired (`fire`: the call is being
+    /// decided, its row counted) or only asked (it was let through already).
+    pub(super) fn hold_policy(&self, tool: &str, fire: bool) -> approval::HoldVerdict {
+        let trust = self.agent.tools.trust(tool);
+        let facts = approval::HoldFacts {
+            decision_call: self.approvals.running.is_some(),
+            terminal_confirm: self.agent.terminals.confirmed_by(tool).is_some(),
+            role: self.agent.roles.get(tool),
+            trust: &trust,
+        };
+        let table = &self.agent.tables.hold;
+        match fire {
+            true => approval::hold_verdict(table, &facts),
+            false => approval::would_hold(table, &facts),
+        }
     }
 
     /// Holds `call` for the decision: its interrupt, and what settles it.
