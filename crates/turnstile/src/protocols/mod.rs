@@ -155,6 +155,18 @@ pub struct TypedStep<P: Protocol> {
     pub effect: Option<P::Effect>,
 }
 
+impl<P: Protocol> TypedStep<P> {
+    /// An engine step named by the protocol's enums.
+    fn of(s: crate::fsm::Step) -> Self {
+        TypedStep {
+            row: s.row,
+            from: P::State::ALL[s.from as usize],
+            to: P::State::ALL[s.to as usize],
+            effect: s.effect.map(|e| P::Effect::ALL[e as usize]),
+        }
+    }
+}
+
 /// A machine of protocol `P`, fired with typed events.
 pub struct Typed<P: Protocol> {
     inner: Machine,
@@ -178,12 +190,7 @@ impl<P: Protocol> Typed<P> {
         let s = self.inner.fire(event.index())?;
         // An atomic add on a counter made at bind time: no allocation.
         self.counters.fired(s.row);
-        Ok(TypedStep {
-            row: s.row,
-            from: P::State::ALL[s.from as usize],
-            to: P::State::ALL[s.to as usize],
-            effect: s.effect.map(|e| P::Effect::ALL[e as usize]),
-        })
+        Ok(TypedStep::of(s))
     }
 
     pub fn state(&self) -> P::State {
@@ -201,13 +208,7 @@ impl<P: Protocol> Typed<P> {
 
     /// What `fire` would do now, without doing it or counting the row.
     pub fn peek(&self, event: P::Event) -> Result<TypedStep<P>, Box<Violation>> {
-        let s = self.inner.peek(event.index())?;
-        Ok(TypedStep {
-            row: s.row,
-            from: P::State::ALL[s.from as usize],
-            to: P::State::ALL[s.to as usize],
-            effect: s.effect.map(|e| P::Effect::ALL[e as usize]),
-        })
+        self.inner.peek(event.index()).map(TypedStep::of)
     }
 
     pub fn row_id(&self, row: u16) -> &str {

@@ -195,19 +195,12 @@ impl Agent {
             if let Holder::Live(_) = self.holder(input.holder.as_deref()).await? {
                 // The table's row says why, and that nothing is decided.
                 let mut here = machine.clone();
-                return Err(match here.fire(ApprovalEvent::AnsweredElsewhere) {
-                    Err(v) => {
-                        telemetry::violation(&v);
-                        DecideError::Refused {
-                            row_id: v.row_id.clone(),
-                            why: v.why.clone(),
-                            state: v.state.clone(),
-                        }
-                    }
-                    Ok(_) => unreachable!(
+                let Err(v) = here.fire(ApprovalEvent::AnsweredElsewhere) else {
+                    unreachable!(
                         "the approval binding forbids answered_elsewhere everywhere (checked at load)"
-                    ),
-                });
+                    )
+                };
+                return Err(refused(&v));
             }
             let from = machine.state();
             if let Ok(step) = machine.fire(ApprovalEvent::InputLost) {
