@@ -18,7 +18,7 @@ use crate::llm::PlannedCall;
 use crate::mcp::ToolOutput;
 use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
 use crate::protocols::turn::TurnEvent;
-use crate::protocols::{telemetry, Names, Typed};
+use crate::protocols::{telemetry, Names, Typed, TypedStep};
 use crate::store::NewApproval;
 use crate::wire;
 
@@ -286,22 +286,17 @@ impl Turn<'_> {
             Outcome::Returned { first, .. } => Some(first.as_ref()),
             _ => None,
         };
-        let Some(held) = self.approvals.held.as_mut() else {
+        let Some(held_kind) = self.approvals.held.as_ref().map(|h| h.action.kind) else {
             return Ok(());
         };
         let mut ask_status = false;
-        if let Some(event) = decision_event(kind, held.action.kind, outcome) {
-            let step = held.machine.fire(event).map_err(Stop::Violation)?;
-            ask_status = step.effect == Some(ApprovalEffect::AskStatus);
-            let (from, to) = (held.stored, held.machine.state());
-            let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
-            let from = from.map_or("", Names::name);
-            self.agent
-                .store
-                .swap_approval(&held.interrupt_id, from, to.name(), &snap)
-                .await?;
-            held.stored = Some(to);
+        if let Some(event) = decision_event(kind, held_kind, outcome) {
+            let step = self.advance_held(event).await?;
+            ask_status = step.is_some_and(|s| s.effect == Some(ApprovalEffect::AskStatus));
         }
+        let Some(held) = self.approvals.held.as_ref() else {
+            return Ok(());
+        };
         let told = told_outcome(held.action.kind, held.machine.state());
         let status = held.action.status.clone();
         let status_args = held.action.status_args.clone();
@@ -320,6 +315,27 @@ impl Turn<'_> {
             self.queue_decision(DecisionCall::Status, status, status_args);
         }
         Ok(())
+    }
+
+    /// Fires `event` on the held action's machine and swaps its stored
+    /// state to the new one (one compare-and-swap). `None`: nothing is held.
+    pub(super) async fn advance_held(
+        &mut self,
+        event: ApprovalEvent,
+    ) -> Result<Option<TypedStep<Approval>>, Stop> {
+        let Some(held) = self.approvals.held.as_mut() else {
+            return Ok(None);
+        };
+        let step = held.machine.fire(event).map_err(Stop::Violation)?;
+        let (from, to) = (held.stored, held.machine.state());
+        let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
+        let from = from.map_or("", Names::name);
+        self.agent
+            .store
+            .swap_approval(&held.interrupt_id, from, to.name(), &snap)
+            .await?;
+        held.stored = Some(to);
+        Ok(Some(step))
     }
 
     /// One outcome per action: the latest replaces what was said before

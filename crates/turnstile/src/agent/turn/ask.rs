@@ -20,7 +20,7 @@ use crate::judge::Anchor;
 use crate::llm::PlannedCall;
 use crate::mcp::{Answer, Asked, InputAsk, InputRound, McpError};
 use crate::protocols::approval::{ApprovalEvent, ApprovalState};
-use crate::protocols::{telemetry, Names};
+use crate::protocols::telemetry;
 use crate::wire;
 
 /// How a call goes out: fresh, or as the answer to its server's question.
@@ -173,21 +173,11 @@ impl Turn<'_> {
             return Ok(0);
         }
         self.approvals.running = None;
-        let Some(held) = self.approvals.held.as_mut() else {
+        let Some(held) = self.approvals.held.as_ref() else {
             return Ok(0);
         };
         let rounds = held.action.input.as_ref().map_or(0, |i| i.rounds);
-        held.machine
-            .fire(ApprovalEvent::HeldCallReturned)
-            .map_err(Stop::Violation)?;
-        let to = held.machine.state();
-        let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
-        let from = held.stored.map_or("", Names::name);
-        self.agent
-            .store
-            .swap_approval(&held.interrupt_id, from, to.name(), &snap)
-            .await?;
-        held.stored = Some(to);
+        self.advance_held(ApprovalEvent::HeldCallReturned).await?;
         Ok(rounds)
     }
 
