@@ -73,7 +73,7 @@ impl Turn<'_> {
         call: &PlannedCall,
         offered: bool,
         stale: Option<&str>,
-    ) -> Result<String, Box<Refusal>> {
+    ) -> Result<(), Box<Refusal>> {
         let proposal = Proposal {
             offered,
             invalid_args: call.invalid_args.as_deref(),
@@ -93,10 +93,8 @@ impl Turn<'_> {
                 row_id: row_id.into(),
             },
         };
-        let row = match fired {
-            Ok(step) if step.effect == Some(AdmissionEffect::Run) => {
-                machine.row_id(step.row).to_string()
-            }
+        match fired {
+            Ok(step) if step.effect == Some(AdmissionEffect::Run) => {}
             Ok(step) => {
                 let row_id = machine.row_id(step.row).to_string();
                 return Err(Box::new(Refusal {
@@ -129,12 +127,12 @@ impl Turn<'_> {
             return Err(refusal);
         }
         if !other_tool {
-            return Ok(row);
+            return Ok(());
         }
         // Asked of a machine of its own: the call's gate judges its pages.
         let mut asked = Gate::new(&self.agent.tables.narrowing);
         match asked.verdict(NarrowingEvent::NarrowOtherTool) {
-            Ok(_) => Ok(row),
+            Ok(_) => Ok(()),
             Err(v) => {
                 telemetry::violation(&v);
                 Err(Box::new(Refusal {
