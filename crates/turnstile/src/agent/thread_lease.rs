@@ -85,11 +85,6 @@ impl ThreadLeases {
         }
     }
 
-    /// The lease TTL.
-    pub fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
     /// Claims `thread` for turn `turn_id`, or `Ok(None)` while another turn
     /// (in this process or another) holds it. Fails with
     /// [`StoreError::UnknownThread`] for a thread that does not exist, and
@@ -266,11 +261,7 @@ impl ThreadLease {
     /// or the lease expired because the store could not be reached to
     /// renew it. Never resolves while the lease is held.
     pub async fn lost(&self) {
-        let mut lost = self.lost.clone();
-        if lost.wait_for(|l| *l).await.is_err() {
-            // The renewal task is gone without losing the lease (released).
-            std::future::pending::<()>().await;
-        }
+        self.lost_signal().await
     }
 
     /// A future that resolves once the lease is lost, independent of the
@@ -279,6 +270,7 @@ impl ThreadLease {
         let mut lost = self.lost.clone();
         async move {
             if lost.wait_for(|l| *l).await.is_err() {
+                // The renewal task is gone without losing the lease (released).
                 std::future::pending::<()>().await;
             }
         }
