@@ -418,11 +418,14 @@ impl ToolClient {
 
     /// Name and state, for `GET /readyz`.
     pub fn status(&self) -> ServerStatus {
+        // One look at the connection: the state shown and whether it
+        // carries calls (the readiness status) are of the same moment.
+        let inner = self.shared.lock();
         ServerStatus {
             name: self.name().to_string(),
-            state: self.state(),
-            carries_calls: self.carries_calls(),
-            protocol: self.protocol_version(),
+            state: inner.machine.state(),
+            carries_calls: carries_calls(&inner.machine),
+            protocol: inner.protocol_version.clone(),
         }
     }
 
