@@ -808,12 +808,6 @@ async fn default_mode(baseline: Option<PathBuf>, quick: bool) {
 // ---------------------------------------------------------------------------
 // Long-thread mode
 
-/// The server's CPU time so far (user + system), from `/proc/PID/stat`.
-fn cpu_time(pid: u32) -> Duration {
-    let (user, system) = cpu_split(pid);
-    user + system
-}
-
 /// The server's user and system (kernel) CPU time so far, from
 /// `/proc/PID/stat`.
 fn cpu_split(pid: u32) -> (Duration, Duration) {
@@ -855,8 +849,10 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
     for (label, bin) in &bins {
         let server = Server::start(label, bin, &Db::Sqlite, &[]);
         let thread = new_thread(&http, &server.base).await;
-        let cpu_before = cpu_time(server.pid);
-        let system_before = cpu_split(server.pid).1;
+        // One read of /proc at each end: total and kernel time of the
+        // same moment.
+        let (user_before, system_before) = cpu_split(server.pid);
+        let cpu_before = user_before + system_before;
         runs.push(Long {
             server,
             thread,
@@ -895,7 +891,8 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
         let mut first: Vec<Duration> = r.times[..20].to_vec();
         let mut last: Vec<Duration> = r.times[r.times.len() - 20..].to_vec();
         let (f, l) = (percentile(&mut first, 0.5), percentile(&mut last, 0.5));
-        let cpu = cpu_time(r.server.pid).saturating_sub(r.cpu_before);
+        let (user_after, system_after) = cpu_split(r.server.pid);
+        let cpu = (user_after + system_after).saturating_sub(r.cpu_before);
         push("turn p50, first 20 turns, ms", ms(f), &mut rows);
         push(
             &format!("turn p50, last 20 turns (of {turns}), ms"),
@@ -909,7 +906,7 @@ async fn long_mode(baseline: Option<PathBuf>, quick: bool) {
             &mut rows,
         );
         // The kernel's share of it: syscalls, fsyncs, thread hand-offs.
-        let system = cpu_split(r.server.pid).1.saturating_sub(r.system_before);
+        let system = system_after.saturating_sub(r.system_before);
         push(
             "server CPU in the kernel (stime / (utime + stime)), %",
             100.0 * ms(system) / ms(cpu).max(f64::MIN_POSITIVE),
