@@ -365,15 +365,12 @@ async fn write_leases(
     }
     for (until, group) in &renewals {
         for chunk in group.chunks(rows_per_statement(2)) {
-            let sql = "UPDATE turn_leases SET expires_at = $1 \
-                       WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
+            let sql = renew_sql(chunk.len());
             lease_pairs(tx, sql, Some(*until), steps, chunk, &mut held).await?;
         }
     }
     for chunk in releases.chunks(rows_per_statement(2)) {
-        let sql =
-            "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id";
-        lease_pairs(tx, sql, None, steps, chunk, &mut held).await?;
+        lease_pairs(tx, release_sql(chunk.len()), None, steps, chunk, &mut held).await?;
     }
     for (i, step) in steps.iter().enumerate() {
         let Some((_, op)) = &step.lease else { continue };
@@ -449,6 +446,23 @@ fn claim_sql(rows: usize) -> String {
     )
 }
 
+/// Renews the leases of `rows` (thread, turn) pairs to the expiry in `$1`.
+fn renew_sql(rows: usize) -> String {
+    format!(
+        "UPDATE turn_leases SET expires_at = $1 \
+         WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id",
+        placeholders_from(rows, 2, 1)
+    )
+}
+
+/// Releases the leases of `rows` (thread, turn) pairs.
+fn release_sql(rows: usize) -> String {
+    format!(
+        "DELETE FROM turn_leases WHERE (thread_id, turn_id) IN (VALUES {}) RETURNING thread_id",
+        placeholders(rows, 2)
+    )
+}
+
 /// What a step's lease statement means for the step: a claim taken is its
 /// answer, a lease renewed or released lets it go on (`Ok`), and one not
 /// held is `LeaseHeld` (a claim) or `LeaseLost`.
@@ -498,19 +512,18 @@ async fn insert_messages(
     Ok(())
 }
 
-/// Runs `statement` over the `(thread_id, turn_id)` pairs of the steps
-/// `chunk` names (its `{}`, numbered after `lead`, its `$1` when given) and
-/// adds the threads it returns to `held`.
+/// Runs `statement` (from [`renew_sql`] or [`release_sql`]) over the
+/// `(thread_id, turn_id)` pairs of the steps `chunk` names (after `lead`,
+/// its `$1`, when given) and adds the threads it returns to `held`.
 async fn lease_pairs(
     tx: &mut Transaction<'static, Any>,
-    statement: &str,
+    statement: String,
     lead: Option<i64>,
     steps: &[Step],
     chunk: &[usize],
     held: &mut std::collections::HashSet<String>,
 ) -> Result<(), StoreError> {
-    let pairs = placeholders_from(chunk.len(), 2, usize::from(lead.is_some()));
-    let mut q = sqlx::query(sqlx::AssertSqlSafe(statement.replace("{}", &pairs)));
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(statement));
     if let Some(v) = lead {
         q = q.bind(v);
     }
@@ -750,17 +763,13 @@ async fn write_lease(
         return Ok((Vec::new(), false));
     };
     let q = match *op {
-        LeaseOp::Release => {
-            sqlx::query("DELETE FROM turn_leases WHERE thread_id = $1 AND turn_id = $2")
-                .bind(thread_id)
-                .bind(holder.as_str())
-        }
-        LeaseOp::Renew(ttl) => sqlx::query(
-            "UPDATE turn_leases SET expires_at = $1 WHERE thread_id = $2 AND turn_id = $3",
-        )
-        .bind(until(now, ttl))
-        .bind(thread_id)
-        .bind(holder.as_str()),
+        LeaseOp::Release => sqlx::query(sqlx::AssertSqlSafe(release_sql(1)))
+            .bind(thread_id)
+            .bind(holder.as_str()),
+        LeaseOp::Renew(ttl) => sqlx::query(sqlx::AssertSqlSafe(renew_sql(1)))
+            .bind(until(now, ttl))
+            .bind(thread_id)
+            .bind(holder.as_str()),
         LeaseOp::Claim {
             claimed_at,
             expires_at,
