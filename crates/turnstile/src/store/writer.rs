@@ -336,28 +336,22 @@ async fn write_leases(
         match step.lease.as_ref().map(|(_, op)| *op) {
             Some(LeaseOp::Release) => releases.push(i),
             Some(LeaseOp::Renew(ttl)) => renewals.entry(until(now, ttl)).or_default().push(i),
-            Some(LeaseOp::Claim { .. }) => claims.push(i),
+            Some(LeaseOp::Claim {
+                claimed_at,
+                expires_at,
+            }) => claims.push((i, claimed_at, expires_at)),
             None => {}
         }
     }
     let mut held = std::collections::HashSet::new();
     for chunk in claims.chunks(rows_per_statement(4)) {
         let mut q = sqlx::query(sqlx::AssertSqlSafe(claim_sql(chunk.len())));
-        for &i in chunk {
-            if let Some((
-                holder,
-                LeaseOp::Claim {
-                    claimed_at,
-                    expires_at,
-                },
-            )) = &steps[i].lease
-            {
-                q = q
-                    .bind(steps[i].thread_id.as_str())
-                    .bind(holder.as_str())
-                    .bind(*claimed_at)
-                    .bind(*expires_at);
-            }
+        for &(i, claimed_at, expires_at) in chunk {
+            q = q
+                .bind(steps[i].thread_id.as_str())
+                .bind(lease_holder(&steps[i]))
+                .bind(claimed_at)
+                .bind(expires_at);
         }
         for row in q.fetch_all(&mut **tx).await? {
             held.insert(row.try_get::<String, _>("thread_id")?);
