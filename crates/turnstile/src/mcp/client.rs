@@ -41,8 +41,9 @@ use super::error::McpError;
 use super::input::InputRound;
 use super::normalize::ToolOutput;
 use super::session::{self, Failure, Listing, Reply, Session};
-use super::spec::{ServerInfo, ServerSpec, ToolInfo, ToolTrust, Transport};
+use super::spec::{ServerInfo, ServerSpec, ToolInfo, Transport};
 use super::task::{Follow, TaskId, TaskPoll, TaskPoller, TaskTicket};
+use super::ToolTrust;
 // Where `cli::mcp`, `llm::openai` and `main` have always found them.
 pub use super::spec::shown_command;
 pub use super::url::{redact_url, scrub_urls};

@@ -59,6 +59,5 @@ pub use spec::{
     STATELESS_VERSION,
 };
 pub use task::{Follow, Next, Progress, Settled, TaskId, TaskPoll, TaskPoller, TaskTicket};
-pub use turnstile_output::normalize::{Block, JsonMap, ShapeSummary, ToolOutput};
 pub use turnstile_output::{normalize, pyliteral, url};
-pub use turnstile_output::{Hints, ToolTrust};
+pub use turnstile_output::{Block, Hints, JsonMap, ShapeSummary, ToolOutput, ToolTrust};

@@ -55,9 +55,9 @@ use tokio_util::sync::CancellationToken;
 use super::error::McpError;
 use super::input::{Asked, Elicitation, InputRound, RequestState};
 use super::spec::{
-    Hints, Revision, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION,
-    STATELESS_VERSION,
+    Revision, ServerInfo, ServerSpec, ToolInfo, Transport, PROTOCOL_VERSION, STATELESS_VERSION,
 };
+use super::Hints;
 
 /// The request `_meta` key under which every `tools/call` names the MCP
 /// session it means: the `Mcp-Session-Id` of the session it is sent on.

@@ -12,7 +12,6 @@ use rmcp::model::ProtocolVersion;
 use serde_json::Value;
 
 use super::url::redact_url;
-pub use turnstile_output::{Hints, ToolTrust};
 
 /// The protocol revision we ask for in `initialize` (see ADR 0003).
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
