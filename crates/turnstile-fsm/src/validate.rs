@@ -69,10 +69,10 @@ pub enum Invariant<'a> {
     /// The table's `precedence` lists every one of `events`: code finds
     /// them true at once, and the table, not the code, says which fires.
     Ranked { events: &'a [&'a str], why: &'a str },
-    /// The table's `precedence` ranks `first` before `then`.
+    /// The table's `precedence` ranks `first` before each of `then`.
     Precedes {
         first: &'a str,
-        then: &'a str,
+        then: &'a [&'a str],
         why: &'a str,
     },
 }
@@ -1007,8 +1007,11 @@ impl Validator<'_> {
         for inv in invariants {
             let (pos, message, why) = match *inv {
                 Invariant::Ranked { events, why } => {
-                    let missing: Vec<&str> =
-                        events.iter().copied().filter(|e| rank(e).is_none()).collect();
+                    let missing: Vec<&str> = events
+                        .iter()
+                        .copied()
+                        .filter(|e| rank(e).is_none())
+                        .collect();
                     if missing.is_empty() {
                         continue;
                     }
@@ -1021,14 +1024,19 @@ impl Validator<'_> {
                         why,
                     )
                 }
-                Invariant::Precedes { first, then, why } => match (rank(first), rank(then)) {
-                    (Some(a), Some(b)) if a < b => continue,
-                    _ => (
-                        at(self, Some(then)),
-                        format!("`precedence` must rank \"{first}\" before \"{then}\": the `{protocol}` protocol's code requires it"),
-                        why,
-                    ),
-                },
+                Invariant::Precedes { first, then, why } => {
+                    for &later in then {
+                        if let (Some(a), Some(b)) = (rank(first), rank(later)) {
+                            if a < b {
+                                continue;
+                            }
+                        }
+                        let pos = at(self, Some(later));
+                        let message = format!("`precedence` must rank \"{first}\" before \"{later}\": the `{protocol}` protocol's code requires it");
+                        self.broken(pos, message, why, "the order");
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             self.broken(pos, message, why, "the order");

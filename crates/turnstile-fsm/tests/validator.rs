@@ -476,7 +476,7 @@ fn precedence_orders_events_found_at_once_and_is_checked_at_load() {
             },
             Invariant::Precedes {
                 first: "close",
-                then: "remove",
+                then: &["remove"],
                 why: "a door is closed before it goes",
             },
         ],

@@ -58,17 +58,7 @@ impl Protocol for Admission {
         },
         Invariant::Precedes {
             first: "unknown_tool",
-            then: "invalid_arguments",
-            why: "a tool nobody offers is refused as such, whatever row the other reasons have",
-        },
-        Invariant::Precedes {
-            first: "unknown_tool",
-            then: "narrowing_stale",
-            why: "a tool nobody offers is refused as such, whatever row the other reasons have",
-        },
-        Invariant::Precedes {
-            first: "unknown_tool",
-            then: "over_call_budget",
+            then: &["invalid_arguments", "narrowing_stale", "over_call_budget"],
             why: "a tool nobody offers is refused as such, whatever row the other reasons have",
         },
         Invariant::Forbid {
@@ -79,12 +69,7 @@ impl Protocol for Admission {
         },
         Invariant::Precedes {
             first: "invalid_arguments",
-            then: "narrowing_stale",
-            why: "a reason a table may let through never hides arguments that cannot be sent",
-        },
-        Invariant::Precedes {
-            first: "invalid_arguments",
-            then: "over_call_budget",
+            then: &["narrowing_stale", "over_call_budget"],
             why: "a reason a table may let through never hides arguments that cannot be sent",
         },
     ];

@@ -58,7 +58,7 @@ pub struct Hold;
 
 /// Facts a decision's call and an export's confirm must outrank: each is
 /// sent once under its own protocol, so no other fact may hold it again.
-const HOLDING: [&str; 7] = [
+const HOLDING: &[&str] = &[
     "configured_before_call",
     "approval_role",
     "configured_none",
@@ -68,13 +68,8 @@ const HOLDING: [&str; 7] = [
     "undeclared",
 ];
 
-const fn first(first: &'static str, then: &'static str) -> Invariant<'static> {
-    Invariant::Precedes {
-        first,
-        then,
-        why: "a call a decision sends, or an export's confirm, goes out once under its own protocol and is never held again",
-    }
-}
+const OUTRANK_HOLDING: &str =
+    "a call a decision sends, or an export's confirm, goes out once under its own protocol and is never held again";
 
 impl Protocol for Hold {
     const NAME: &'static str = "hold";
@@ -110,22 +105,18 @@ impl Protocol for Hold {
         },
         Invariant::Precedes {
             first: "decision_call",
-            then: "terminal_confirm",
+            then: &["terminal_confirm"],
             why: "a decided call to an export's confirm tool is still a decided call: sent once, never followed by further pages",
         },
-        first("decision_call", HOLDING[0]),
-        first("decision_call", HOLDING[1]),
-        first("decision_call", HOLDING[2]),
-        first("decision_call", HOLDING[3]),
-        first("decision_call", HOLDING[4]),
-        first("decision_call", HOLDING[5]),
-        first("decision_call", HOLDING[6]),
-        first("terminal_confirm", HOLDING[0]),
-        first("terminal_confirm", HOLDING[1]),
-        first("terminal_confirm", HOLDING[2]),
-        first("terminal_confirm", HOLDING[3]),
-        first("terminal_confirm", HOLDING[4]),
-        first("terminal_confirm", HOLDING[5]),
-        first("terminal_confirm", HOLDING[6]),
+        Invariant::Precedes {
+            first: "decision_call",
+            then: HOLDING,
+            why: OUTRANK_HOLDING,
+        },
+        Invariant::Precedes {
+            first: "terminal_confirm",
+            then: HOLDING,
+            why: OUTRANK_HOLDING,
+        },
     ];
 }

@@ -111,23 +111,13 @@ impl Protocol for Turn {
         },
         Invariant::Precedes {
             first: "approval_needed",
-            then: "call_ok",
-            why: "a prepared action waits for the human: its prepare result is never answered as if nothing waited",
-        },
-        Invariant::Precedes {
-            first: "approval_needed",
-            then: "call_failed",
-            why: "a held action's own outcome is the approval's to tell, not a failed call's",
+            then: &["call_ok", "call_failed"],
+            why: "a prepared action waits for the human: its outcome is the approval's to tell, never answered as a plain result",
         },
         Invariant::Precedes {
             first: "terminal_result",
-            then: "call_ok",
-            why: "a terminal result is delivered by code's formatter; the model never narrates a capability",
-        },
-        Invariant::Precedes {
-            first: "terminal_result",
-            then: "call_failed",
-            why: "a terminal flow's failed confirm is told by code's formatter, not narrated by the model",
+            then: &["call_ok", "call_failed"],
+            why: "a terminal result, or its failed confirm, is told by code's formatter; the model never narrates a capability",
         },
     ];
 }
