@@ -16,54 +16,26 @@ use crate::judge::Anchor;
 use crate::judge::{card, lang};
 use crate::llm::PlannedCall;
 use crate::mcp::ToolOutput;
-use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent, ApprovalState};
+use crate::protocols::approval::{Approval, ApprovalEffect, ApprovalEvent};
 use crate::protocols::turn::TurnEvent;
 use crate::protocols::{telemetry, Names, Typed, TypedStep};
-use crate::store::NewApproval;
 use crate::wire;
 
 impl Turn<'_> {
-    /// After a plan is read: whether its step prepares, and its calls to a
-    /// confirm tool first, so that their refusals are shown before a
-    /// prepare suspends the turn (they are never run either way).
+    /// After a plan is read: the approval driver orders its calls.
     pub(super) fn order_plan(&mut self) {
-        let roles = &self.agent.roles;
-        self.approvals.step_prepares = self
-            .cursor
-            .pending
-            .iter()
-            .any(|c| matches!(roles.get(&c.tool), Some(ToolRole::Prepare(_))));
-        let (confirms, rest): (Vec<_>, Vec<_>) = self
-            .cursor
-            .pending
-            .drain(..)
-            .partition(|c| roles.is_confirm(&c.tool));
-        self.cursor.pending = confirms.into_iter().chain(rest).collect();
-        self.approvals.queued.clear();
+        (self.approvals).on_plan(&mut self.cursor.pending, &self.agent.roles);
     }
 
     /// Takes the next pending call, noting whether a decision queued it.
     pub(super) fn next_pending(&mut self) -> Option<PlannedCall> {
-        let call = self.cursor.pending.pop_front()?;
-        self.approvals.running = self.approvals.queued.pop_front();
-        Some(call)
+        self.approvals.take_next(&mut self.cursor.pending)
     }
 
     /// A model's call to a confirm tool: the approval table's refusal.
     pub(super) fn refuse_confirm(&self, call: &PlannedCall) -> Option<Box<Refusal>> {
-        if self.approvals.running.is_some() || !self.agent.roles.is_confirm(&call.tool) {
-            return None;
-        }
-        let event = match self.approvals.step_prepares {
-            true => ApprovalEvent::ModelConfirmSameStep,
-            false => ApprovalEvent::ModelConfirm,
-        };
-        let mut m = self.agent.tables.approval.machine();
-        let Err(v) = m.fire(event) else {
-            unreachable!(
-                "the approval binding forbids the model's confirm in every state (checked at load)"
-            )
-        };
+        let table = &self.agent.tables.approval;
+        let v = (self.approvals).on_model_call(table, &self.agent.roles, &call.tool)?;
         telemetry::violation(&v);
         let (row_id, why) = (v.row_id.clone(), v.why.clone());
         // Refused, never "failed": it did not leave turnstile.
@@ -245,24 +217,10 @@ impl Turn<'_> {
     /// and the pending approval in one transaction, then sent; the stream
     /// ends with `done` and the turn waits.
     pub(super) async fn suspend(&mut self) -> Result<(), Stop> {
-        let calls = self.cursor.calls;
-        let Some(held) = self.approvals.held.as_mut() else {
+        let shown = self.approvals.on_shown(self.cursor.calls);
+        let Some(interrupt) = shown.map_err(Stop::Violation)? else {
             return Err(Stop::NoCallPending);
         };
-        held.machine
-            .fire(ApprovalEvent::InterruptShown)
-            .map_err(Stop::Violation)?;
-        held.action.calls_before = calls;
-        let state = held.machine.state();
-        held.stored = Some(state);
-        let interrupt = held.action.interrupt.clone();
-        self.approvals.write = Some(NewApproval {
-            interrupt_id: held.interrupt_id.clone(),
-            state: state.name().to_string(),
-            machine: serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null),
-            action: serde_json::to_value(&held.action).unwrap_or(Value::Null),
-            expires_at: interrupt.expires_at,
-        });
         tracing::info!(tool = %interrupt.tool, "turn suspended for approval");
         let record = Record::Interrupt(&interrupt).message();
         // Committed with `done` below, nothing waited on between.
@@ -286,32 +244,27 @@ impl Turn<'_> {
             Outcome::Returned { first, .. } => Some(first.as_ref()),
             _ => None,
         };
-        let Some(held_kind) = self.approvals.held.as_ref().map(|h| h.action.kind) else {
-            return Ok(());
-        };
         let mut ask_status = false;
-        if let Some(event) = decision_event(kind, held_kind, outcome) {
+        if let Some(event) = self.approvals.on_outcome(kind, outcome) {
             let step = self.advance_held(event).await?;
             ask_status = step.is_some_and(|s| s.effect == Some(ApprovalEffect::AskStatus));
         }
-        let Some(held) = self.approvals.held.as_ref() else {
+        let (Some(told), Some(held)) = (self.approvals.told(), self.approvals.held.as_ref()) else {
             return Ok(());
         };
-        let told = told_outcome(held.action.kind, held.machine.state());
         let status = held.action.status.clone();
         let status_args = held.action.status_args.clone();
         let tool = held.action.prepare.clone();
         self.tell_how_it_ended(tool, told, out);
         // The row says whether to ask again (`ask-status`); the limits say
         // how often and how far apart.
-        let poll = ask_status && self.approvals.polls < self.agent.limits.status.per_turn;
+        let poll = (self.approvals).poll_due(ask_status, self.agent.limits.status.per_turn);
         if let (true, Some(status)) = (poll, status) {
             if kind == DecisionCall::Status {
                 // Nothing held waits out the gap (ADR 0031).
                 self.flush().await?;
                 tokio::time::sleep(self.agent.limits.status.gap).await;
             }
-            self.approvals.polls += 1;
             self.queue_decision(DecisionCall::Status, status, status_args);
         }
         Ok(())
@@ -323,19 +276,20 @@ impl Turn<'_> {
         &mut self,
         event: ApprovalEvent,
     ) -> Result<Option<TypedStep<Approval>>, Stop> {
-        let Some(held) = self.approvals.held.as_mut() else {
+        let Some(swap) = self.approvals.fire_held(event).map_err(Stop::Violation)? else {
             return Ok(None);
         };
-        let step = held.machine.fire(event).map_err(Stop::Violation)?;
-        let (from, to) = (held.stored, held.machine.state());
-        let snap = serde_json::to_value(held.machine.snapshot()).unwrap_or(Value::Null);
-        let from = from.map_or("", Names::name);
         self.agent
             .store
-            .swap_approval(&held.interrupt_id, from, to.name(), &snap)
+            .swap_approval(
+                &swap.interrupt_id,
+                swap.from,
+                swap.to.name(),
+                &swap.snapshot,
+            )
             .await?;
-        held.stored = Some(to);
-        Ok(Some(step))
+        self.approvals.stored_as(swap.to);
+        Ok(Some(swap.step))
     }
 
     /// One outcome per action: the latest replaces what was said before
@@ -363,64 +317,5 @@ impl Turn<'_> {
         if let Some(reason) = out.filter(|_| failed).and_then(approval::told_reason) {
             self.anchor(Anchor::ServerReason { tool, reason });
         }
-    }
-}
-
-/// What a decision's call came back with, as an approval event: its
-/// confirm's or status tool's answer. `None` for a cancel, whose answer the
-/// action's state does not wait on.
-fn decision_event(
-    kind: DecisionCall,
-    held: ActionKind,
-    outcome: &Outcome,
-) -> Option<ApprovalEvent> {
-    let out = match outcome {
-        Outcome::Returned { first, .. } => Some(first.as_ref()),
-        _ => None,
-    };
-    let unanswered = matches!(
-        outcome,
-        Outcome::Failed {
-            anchor: Anchor::OutcomeUnknown { .. },
-            ..
-        }
-    );
-    Some(match (kind, out) {
-        (DecisionCall::Cancel, _) => return None,
-        // A held call (or an answered question's call) is its own confirm:
-        // it ran, or it did not.
-        (DecisionCall::Confirm, Some(_)) if held != ActionKind::Prepared => {
-            ApprovalEvent::HeldCallReturned
-        }
-        // It went out and no answer came back: not a failure.
-        (DecisionCall::Confirm, None) if held != ActionKind::Prepared && unanswered => {
-            ApprovalEvent::HeldCallUnanswered
-        }
-        (DecisionCall::Confirm, None) if held != ActionKind::Prepared => {
-            ApprovalEvent::HeldCallFailed
-        }
-        (DecisionCall::Confirm, Some(out)) => approval::confirm_event(out),
-        (DecisionCall::Confirm, None) => ApprovalEvent::ConfirmFailed,
-        (DecisionCall::Status, Some(out)) => approval::status_event(out),
-        // A status call that failed says nothing of how the action ended.
-        (DecisionCall::Status, None) => ApprovalEvent::StatusUnsaid,
-    })
-}
-
-/// How an action of this kind ended, in the words code tells it, by the
-/// state its machine reached.
-fn told_outcome(kind: ActionKind, state: ApprovalState) -> ActionOutcome {
-    match (kind, state) {
-        (ActionKind::Input, state) => super::ask::settled(state),
-        (ActionKind::Call, ApprovalState::Completed) => ActionOutcome::Ran,
-        (ActionKind::Call, ApprovalState::Denied) => ActionOutcome::NotSent,
-        (ActionKind::Call, ApprovalState::Expired) => ActionOutcome::NotSentExpired,
-        (ActionKind::Call, ApprovalState::Failed) => ActionOutcome::CallFailed,
-        (_, ApprovalState::Accepted) => ActionOutcome::Accepted,
-        (_, ApprovalState::Completed) => ActionOutcome::Completed,
-        (_, ApprovalState::Failed) => ActionOutcome::Failed,
-        (_, ApprovalState::Denied) => ActionOutcome::Cancelled,
-        (_, ApprovalState::Expired) => ActionOutcome::Expired,
-        _ => ActionOutcome::Unknown,
     }
 }

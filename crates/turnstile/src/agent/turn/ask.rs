@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::approvals::{Action, ActionKind, DecisionCall, Held, InputHeld, MAX_INPUT_ROUNDS};
+use super::approvals::{Action, ActionKind, Held, InputHeld, MAX_INPUT_ROUNDS};
 use super::{Outcome, Stop, Turn};
 use crate::agent::tools::Tools;
 use crate::judge::anchors::ActionOutcome;
@@ -19,7 +19,7 @@ use crate::judge::elicitation;
 use crate::judge::Anchor;
 use crate::llm::PlannedCall;
 use crate::mcp::{Answer, Asked, InputAsk, InputRound, McpError};
-use crate::protocols::approval::{ApprovalEvent, ApprovalState};
+use crate::protocols::approval::ApprovalEvent;
 use crate::protocols::telemetry;
 use crate::wire;
 
@@ -40,28 +40,15 @@ impl Turn<'_> {
     /// carries the answer; every other call is sent fresh, and never with
     /// an answer meant for another.
     pub(super) fn sending(&mut self, tool: &str, args: &Map<String, Value>) -> Sending {
-        let decided = self.approvals.running == Some(DecisionCall::Confirm);
-        let Some(held) = self.approvals.held.as_ref().filter(|h| {
-            decided
-                && h.action.kind == ActionKind::Input
-                && h.action.confirm == tool
-                && &h.action.confirm_args == args
-        }) else {
+        let Some(decided) = self.approvals.answer_for(tool, args) else {
             return Sending::Fresh;
         };
-        let Some(answer) = self.approvals.answer.take() else {
-            return Sending::Fresh;
+        let Some(interrupt_id) = decided.nested else {
+            return Sending::Round(decided.answer);
         };
-        let nested = held.action.input.as_ref().is_some_and(|i| i.nested);
-        if !nested {
-            return Sending::Round(answer);
-        }
-        let reply = answer
-            .responses
-            .into_values()
-            .next()
+        let reply = (decided.answer.responses.into_values().next())
             .and_then(|v| serde_json::from_value(v).ok());
-        match (self.agent.parked.take(&held.interrupt_id), reply) {
+        match (self.agent.parked.take(&interrupt_id), reply) {
             (Some(open), Some(reply)) => Sending::Nested(Box::new((open, reply))),
             _ => Sending::Lost,
         }
@@ -151,15 +138,7 @@ impl Turn<'_> {
     /// (Confirming), and the table says whether a question may be held
     /// beside it (`second-question-while-confirming`). The refusal, if so.
     fn question_beside_an_action(&self) -> Option<String> {
-        let decided = self.approvals.running == Some(DecisionCall::Confirm);
-        let h = (self.approvals.held.as_ref())
-            .filter(|h| decided && h.action.kind == ActionKind::Prepared)?;
-        let mut beside = h.machine.clone();
-        // Forbidden while Confirming or Accepted: the approval binding's
-        // invariant, checked at load.
-        let Err(v) = beside.fire(ApprovalEvent::InputRequired) else {
-            unreachable!("the approval binding forbids a question beside an approved action (checked at load)")
-        };
+        let v = self.approvals.on_question_beside_action()?;
         telemetry::violation(&v);
         Some(format!("{} (approval row `{}`)", v.why, v.row_id))
     }
@@ -169,14 +148,9 @@ impl Turn<'_> {
     /// that returned; a new one holds the new question. How many answers
     /// that call had been given.
     async fn settle_the_call_that_asks_again(&mut self) -> Result<u32, Stop> {
-        if self.approvals.running != Some(DecisionCall::Confirm) {
-            return Ok(0);
-        }
-        self.approvals.running = None;
-        let Some(held) = self.approvals.held.as_ref() else {
+        let Some(rounds) = self.approvals.on_asked_again() else {
             return Ok(0);
         };
-        let rounds = held.action.input.as_ref().map_or(0, |i| i.rounds);
         self.advance_held(ApprovalEvent::HeldCallReturned).await?;
         Ok(rounds)
     }
@@ -350,15 +324,4 @@ pub fn answer_round(
         responses,
         request_state: input.request_state.clone(),
     })
-}
-
-/// The outcome a settled question's anchor names.
-pub(super) fn settled(state: ApprovalState) -> ActionOutcome {
-    match state {
-        ApprovalState::Completed => ActionOutcome::Answered,
-        ApprovalState::Failed => ActionOutcome::AnswerFailed,
-        ApprovalState::Denied | ApprovalState::Withdrawn => ActionOutcome::QuestionWithdrawn,
-        ApprovalState::Expired => ActionOutcome::QuestionExpired,
-        _ => ActionOutcome::Unknown,
-    }
 }

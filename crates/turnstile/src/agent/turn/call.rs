@@ -251,9 +251,8 @@ impl Turn<'_> {
         call: &PlannedCall,
         contract: Option<&Contract>,
     ) -> (Stitcher, Option<String>) {
-        if let Some(c) = self.thread.continuing.take_if(|c| c.tool == call.tool) {
-            let cursor = c.mark.cursor().map(str::to_string);
-            return (c.stitcher, cursor);
+        if let Some(continued) = self.show_more.take_for(&call.tool) {
+            return continued;
         }
         let limits = self.agent.limits;
         let id_field = contract.map_or("id", |c| c.shape.id_field());

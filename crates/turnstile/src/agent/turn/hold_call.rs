@@ -151,40 +151,17 @@ impl Turn<'_> {
     /// with the answer. `None` for every other call; `Some(None)`: the
     /// call asked again and is held at a new interrupt.
     pub(super) async fn run_decided_call(&mut self) -> Result<Option<Option<Outcome>>, Stop> {
-        let Some(kind) = self.approvals.running else {
+        let Some((kind, interrupt_id, held_call, row_id)) = self.approvals.decided_call() else {
             return Ok(None);
-        };
-        let Some(held) = self
-            .approvals
-            .held
-            .as_ref()
-            .filter(|h| matches!(h.action.kind, ActionKind::Call | ActionKind::Input))
-        else {
-            return Ok(None);
-        };
-        // Exactly the held call, whatever the queued slot carries.
-        let held_call = PlannedCall {
-            id: None,
-            tool: held.action.confirm.clone(),
-            args: held.action.confirm_args.clone(),
-            invalid_args: None,
         };
         let args = held_call.args.clone();
-        let row_id = held
-            .machine
-            .untyped()
-            .trace_ids()
-            .last()
-            .unwrap_or_default()
-            .to_string();
         let server = self.agent.tools.server_of(&held_call.tool);
         if !matches!((kind, &server), (DecisionCall::Confirm, Some(_))) {
             // The decided call is not sent: its answer goes nowhere, and a
             // question's open call is let go (its server is answered
             // `cancel`).
             self.approvals.answer = None;
-            let id = held.interrupt_id.clone();
-            drop(self.agent.parked.take(&id));
+            drop(self.agent.parked.take(&interrupt_id));
         }
         let (detail, outcome) = match (kind, server) {
             (DecisionCall::Confirm, Some(server)) => {

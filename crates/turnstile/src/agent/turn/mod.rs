@@ -27,6 +27,7 @@ use crate::store::Store;
 use crate::wire;
 
 mod admit;
+mod approval_driver;
 mod approvals;
 mod approve;
 mod ask;
@@ -44,6 +45,7 @@ mod limits;
 mod plan;
 mod respond;
 mod resume;
+mod show_more;
 mod start;
 mod state;
 mod task;
@@ -156,6 +158,8 @@ struct Turn<'a> {
     frame_name: String,
     /// The licence gate's driver: the tiers the caller holds.
     licence: licence_gate::LicenceGate,
+    /// The "show more" driver: the listing this turn continues.
+    show_more: show_more::ShowMore,
 }
 
 impl Turn<'_> {
@@ -307,7 +311,7 @@ impl Turn<'_> {
             self.anchor(Anchor::ContextTruncated { field });
         }
         self.thread.context = context;
-        self.cursor.more = req.more;
+        self.show_more = show_more::ShowMore::new(req.more);
         let start = wire::Frame::Start(wire::Start {
             turn_id: self.turn_id.clone(),
             thread_id: self.thread_id.clone(),

@@ -4,12 +4,11 @@
 use serde_json::{Map, Value};
 
 use super::respond::DIRECTIVES;
-use super::state::Continuing;
+use super::show_more::Round;
 use super::{Stop, Turn};
 use crate::agent::records::Record;
 use crate::judge::approval::{self, HoldVerdict};
 use crate::judge::narrowing::Scope;
-use crate::judge::stitch::Stitcher;
 use crate::judge::Anchor;
 use crate::llm::prompt::PLANNER_FIXED;
 use crate::llm::{PlanRequest, PlannedCall, Prompt, Reply};
@@ -24,26 +23,24 @@ impl Turn<'_> {
     /// turn's answer.
     pub(super) async fn plan(&mut self) -> Result<TurnEvent, Stop> {
         self.cursor.step += 1;
-        // A continuation not sent in its round is not kept for a later one.
-        self.thread.continuing = None;
-        // The round after a "show more" continuation: what follows is the
-        // turn table's `continued` row (the answer, as shipped).
-        if self.cursor.continued {
-            return Ok(TurnEvent::Continued);
-        }
-        // "Show more" sent as a marker (the page's button, `chat --more`):
-        // the plan is the continuation, made by code; no model is asked
-        // what the user meant.
-        if self.cursor.more && self.cursor.step == 1 {
-            let plan = crate::llm::Plan {
-                calls: Vec::new(),
-                note: "show more of the previous listing".into(),
-                narrows_previous: false,
-                continues_previous: true,
-                from_context: Vec::new(),
-                shows_link: false,
-            };
-            return self.planned(plan).await;
+        // The round after a "show more" continuation is the turn table's
+        // `continued` row (the answer, as shipped). Sent as a marker (the
+        // page's button, `chat --more`), the plan is the continuation, made
+        // by code; no model is asked what the user meant.
+        match self.show_more.on_round(self.cursor.step) {
+            Round::After(event) => return Ok(event),
+            Round::Plan => {}
+            Round::Marker => {
+                let plan = crate::llm::Plan {
+                    calls: Vec::new(),
+                    note: "show more of the previous listing".into(),
+                    narrows_previous: false,
+                    continues_previous: true,
+                    from_context: Vec::new(),
+                    shows_link: false,
+                };
+                return self.planned(plan).await;
+            }
         }
         let answer = self.responder_request();
         // The turn's own blocks; the adapter sends them after the history
@@ -182,62 +179,32 @@ impl Turn<'_> {
         if !plan.continues_previous || self.cursor.step > 1 {
             return Ok(None);
         }
-        let Some((scope, _)) = self.thread.previous.as_ref() else {
-            return Ok(Some(Anchor::NothingToContinue { shown: false }));
-        };
-        let Some(mark) = scope.page.clone().filter(|m| m.cursor().is_some()) else {
-            // A scope keeps its ids without an id parameter only when they
-            // are the whole population (`Scope::with_ids`): that list was
-            // shown to its end, which is not "cannot fetch more".
-            let complete = scope.ids.as_ref().is_some_and(|i| i.param.is_none());
-            return Ok(Some(match complete {
-                true => Anchor::ListComplete,
-                false => Anchor::NothingToContinue { shown: true },
-            }));
-        };
-        // Past the ids the I-b check can hold, a listing is not continued.
-        if mark.full {
-            return Ok(Some(Anchor::ContinuationCapped {
-                shown: mark.shown(),
-            }));
-        }
-        let tool = scope.tool.clone();
         // A call the approval policy would not send at once goes out from a
         // stored decision, where no paging machine waits: such a listing is
         // not continued.
-        let trust = self.agent.tools.trust(&tool);
-        let facts = approval::HoldFacts {
-            decision_call: false,
-            terminal_confirm: false,
-            role: self.agent.roles.get(&tool),
-            trust: &trust,
+        let sends_at_once = |tool: &str| {
+            let trust = self.agent.tools.trust(tool);
+            let facts = approval::HoldFacts {
+                decision_call: false,
+                terminal_confirm: false,
+                role: self.agent.roles.get(tool),
+                trust: &trust,
+            };
+            approval::would_hold(&self.agent.tables.hold, &facts) == HoldVerdict::Send
         };
-        if approval::would_hold(&self.agent.tables.hold, &facts) != HoldVerdict::Send {
-            return Ok(Some(Anchor::NothingToContinue { shown: true }));
-        }
-        let args = mark.args.clone().unwrap_or_else(|| scope.args.clone());
-        let mut stitcher = Stitcher::new(&self.agent.tables.paging, self.agent.limits.page_cap)
-            .with_id_field(&mark.field);
-        stitcher.resume(&mark).map_err(Stop::Violation)?;
-        tracing::info!(tool = %tool, pages = mark.pages, "continuing the listing the thread showed last");
+        let previous = self.thread.previous.as_ref().map(|(scope, _)| scope);
+        let (paging, cap) = (&self.agent.tables.paging, self.agent.limits.page_cap);
+        let continued = (self.show_more).continue_from(previous, sends_at_once, paging, cap);
+        let call = match continued.map_err(Stop::Violation)? {
+            Ok(call) => call,
+            Err(anchor) => return Ok(Some(anchor)),
+        };
         // The continuation is the round's one call: a model's calls beside
-        // the marker are not run with it.
-        plan.calls = vec![PlannedCall {
-            id: None,
-            tool: tool.clone(),
-            args,
-            invalid_args: None,
-        }];
-        // The stored arguments are the listing's: nothing the model
-        // refers to is written into them.
+        // the marker are not run with it. The stored arguments are the
+        // listing's: nothing the model refers to is written into them.
+        plan.calls = vec![call];
         plan.narrows_previous = false;
         plan.from_context.clear();
-        self.cursor.continued = true;
-        self.thread.continuing = Some(Continuing {
-            tool,
-            mark,
-            stitcher,
-        });
         Ok(None)
     }
 

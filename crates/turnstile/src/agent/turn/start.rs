@@ -173,6 +173,7 @@ impl<'a> Turn<'a> {
             exports: Default::default(),
             frame_name: "frame".into(),
             licence: super::licence_gate::LicenceGate::default(),
+            show_more: Default::default(),
         }
     }
 

@@ -69,12 +69,6 @@ pub(super) struct Cursor {
     /// The answer a planning round began, until the `stream` effect takes
     /// it (turn row `answer-in-the-planning-round`).
     pub(super) answer: Option<crate::llm::TextStream>,
-    /// The request came with the "show more" marker: this turn's plan is
-    /// the continuation, made by code.
-    pub(super) more: bool,
-    /// This turn continued a listing: its one round is the continuation,
-    /// and the next is the answer (no planner is asked to search again).
-    pub(super) continued: bool,
 }
 
 /// What ran: each step's call records, and the listing machines
@@ -115,14 +109,4 @@ pub(super) struct ThreadScope {
     pub(super) scope_step: Option<u32>,
     pub(super) population: Option<(Scope, Snapshot)>,
     pub(super) released: bool,
-    /// "Show more": the listing this turn continues, its paging machine
-    /// already resumed from the stored mark.
-    pub(super) continuing: Option<Continuing>,
-}
-
-/// A listing an earlier turn showed, continued from its stored cursor.
-pub(super) struct Continuing {
-    pub(super) tool: String,
-    pub(super) mark: crate::judge::narrowing::PageMark,
-    pub(super) stitcher: crate::judge::stitch::Stitcher,
 }
