@@ -69,8 +69,7 @@ name = "demo"
 url = {url}
 protocol = {protocol}
 
-[mcp_servers.tools.prepare_seat_reservation]
-approval = "prepare"
+[mcp_servers.tools.prepare_seat_reservation.approval.prepare]
 action_id = "actionId"
 confirm = "confirm_action"
 cancel = "cancel_action"

@@ -242,8 +242,7 @@ next_cursor = "next"
 result_contract = true
 accounting = "required"
 
-[mcp_servers.tools.hold_seat]
-approval = "prepare"
+[mcp_servers.tools.hold_seat.approval.prepare]
 action_id = "reservation_id"
 confirm = "book"
 cancel = "release"

@@ -246,7 +246,7 @@ fn interrupt(frames: &[Frame]) -> Option<&Interrupt> {
 
 fn prepare_tools(action_id: &str) -> String {
     format!(
-        "[mcp_servers.tools.hold_room]\napproval = \"prepare\"\naction_id = \"{action_id}\"\n\
+        "[mcp_servers.tools.hold_room.approval.prepare]\naction_id = \"{action_id}\"\n\
          confirm = \"book_room\"\ncancel = \"release_room\"\n"
     )
 }
@@ -362,7 +362,7 @@ async fn a_path_the_answer_lacks_is_a_problem_in_readyz_and_the_log() {
 #[tokio::test]
 async fn the_seed_preview_shows_the_model_its_export_id() {
     let rig = Rig::start(
-        "[mcp_servers.tools.confirm_files]\nterminal = \"capability\"\n\
+        "[mcp_servers.tools.confirm_files.terminal.capability]\n\
          preview = \"export_files\"\npath_template = \"/dl/{jobId}\"\n",
     )
     .await;

@@ -27,8 +27,7 @@ use super::*;
 const EXPORT: Extra = Extra {
     server_keys: r#"trusted_origin = "$ORIGIN""#,
     tools: r#"
-[mcp_servers.tools.issue_report_link]
-terminal = "capability"
+[mcp_servers.tools.issue_report_link.terminal.capability]
 preview = "prepare_report"
 path_template = "/reports/{reportId}/file"
 token_param = "key"

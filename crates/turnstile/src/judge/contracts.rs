@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -30,7 +30,7 @@ pub struct Contract {
 }
 
 /// Whether a tool's server sends accounting (`returned`, `total`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AccountingMode {
     /// The seed's rule: a result without accounting or a result structure is
@@ -42,16 +42,6 @@ pub enum AccountingMode {
     /// never EXACT and never "none". A failure is known only from `isError`
     /// or a body that does not parse.
     Absent,
-}
-
-impl AccountingMode {
-    pub fn parse(s: &str) -> Option<AccountingMode> {
-        match s {
-            "required" => Some(AccountingMode::Required),
-            "absent" => Some(AccountingMode::Absent),
-            _ => None,
-        }
-    }
 }
 
 /// Where a tool's answers keep what the judge reads. Every path here takes

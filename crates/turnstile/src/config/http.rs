@@ -1,0 +1,229 @@
+//! `[http]`, `[auth]` and `[licence]`: what the server lets in, who a
+//! caller is, and the tiers a caller holds.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::http::HttpConfig;
+use crate::judge::tiers::Tiers;
+use crate::llm::ApiKey;
+
+use super::settings::*;
+
+/// `[auth]`: the bearer verifier, the proxy mode and the production mode.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileAuth {
+    pub(super) mode: Option<String>,
+    pub(super) verifier_url: Option<String>,
+    pub(super) verifier_timeout_ms: Option<u64>,
+    pub(super) proxy_api_key_env: Option<String>,
+    pub(super) secure_cookies: Option<bool>,
+}
+
+/// `[licence]`: the tier order and what an anonymous caller holds.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileLicence {
+    pub(super) tiers: Option<Vec<String>>,
+    pub(super) anonymous_tiers: Option<Vec<String>>,
+}
+
+/// `[http]`: connection timeouts, the head size limit, and which origins may
+/// frame the page or read the API.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileHttp {
+    pub(super) header_read_timeout_secs: Option<u64>,
+    pub(super) body_read_timeout_secs: Option<u64>,
+    pub(super) idle_timeout_secs: Option<u64>,
+    pub(super) max_header_bytes: Option<u64>,
+    pub(super) frame_ancestors: Option<Vec<String>>,
+    pub(super) cors_origins: Option<Vec<String>>,
+    pub(super) link_origins: Option<Vec<String>>,
+}
+
+impl Validator {
+    /// `[auth]`: the mode, the verifier, the proxy's key (read from the
+    /// variable it names, never from the file).
+    pub(super) fn auth(
+        &mut self,
+        f: &FileAuth,
+        http: &HttpConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> crate::http::AuthConfig {
+        use crate::http::{AuthConfig, Mode, VerifierConfig};
+        let mode = match f.mode.as_deref().map(str::trim) {
+            None | Some("development") => Mode::Development,
+            Some("production") => Mode::Production,
+            Some(_) => {
+                self.problem(
+                    "auth.mode",
+                    "must be \"development\" or \"production\"".into(),
+                );
+                Mode::Development
+            }
+        };
+        let timeout_ms = match f.verifier_timeout_ms {
+            None => 3000,
+            Some(0) => {
+                self.problem("auth.verifier_timeout_ms", "must be at least 1".into());
+                3000
+            }
+            Some(ms) if ms > 60_000 => {
+                self.problem("auth.verifier_timeout_ms", "at most 60000".into());
+                3000
+            }
+            Some(ms) => ms,
+        };
+        let verifier = (f.verifier_url.as_deref())
+            .and_then(|u| self.http_url("auth.verifier_url", u))
+            .map(|url| VerifierConfig {
+                url,
+                timeout: Duration::from_millis(timeout_ms),
+            });
+        let proxy_key = match f.proxy_api_key_env.as_deref().map(str::trim) {
+            None => None,
+            Some(name) if !is_env_name(name) => {
+                self.problem(
+                    "auth.proxy_api_key_env",
+                    "must name an environment variable".into(),
+                );
+                None
+            }
+            Some(name) => match env(name) {
+                Some(k) if k.trim().len() >= 16 => Some(ApiKey::new(k.trim())),
+                Some(_) => {
+                    self.problem(
+                        "auth.proxy_api_key_env",
+                        format!("the key in `{name}` is shorter than 16 characters"),
+                    );
+                    None
+                }
+                None => {
+                    self.problem(
+                        "auth.proxy_api_key_env",
+                        format!("the variable `{name}` is not set"),
+                    );
+                    None
+                }
+            },
+        };
+        if mode == Mode::Production && verifier.is_none() && proxy_key.is_none() {
+            self.warn(
+                "auth.mode",
+                "production mode with neither a verifier nor a proxy key: every caller is anonymous".into(),
+            );
+        }
+        AuthConfig {
+            mode,
+            verifier,
+            proxy_key,
+            secure_cookies: f.secure_cookies.unwrap_or(false),
+            origins: http.cors_origins.clone(),
+        }
+    }
+
+    /// `[licence]`: the tier order (lowest first, no repeats) and the
+    /// anonymous tiers (each one of them).
+    pub(super) fn licence(&mut self, f: &FileLicence) -> (Tiers, Option<Vec<String>>) {
+        let tiers = match &f.tiers {
+            None => Tiers::default(),
+            Some(t) => {
+                let names: Vec<String> = t.iter().map(|s| s.trim().to_string()).collect();
+                let mut seen = std::collections::BTreeSet::new();
+                if names.is_empty() {
+                    self.problem("licence.tiers", "must name at least one tier".into());
+                } else if names
+                    .iter()
+                    .any(|n| n.is_empty() || !seen.insert(n.clone()))
+                {
+                    self.problem(
+                        "licence.tiers",
+                        "tier names must be non-empty and distinct".into(),
+                    );
+                }
+                Tiers::new(names)
+            }
+        };
+        let anonymous = f.anonymous_tiers.as_ref().map(|a| {
+            let names: Vec<String> = a.iter().map(|s| s.trim().to_string()).collect();
+            for n in &names {
+                if !tiers.names().contains(n) {
+                    self.problem(
+                        "licence.anonymous_tiers",
+                        format!("not one of `licence.tiers` ({})", tiers.names().join(", ")),
+                    );
+                }
+            }
+            names
+        });
+        (tiers, anonymous)
+    }
+
+    /// `[http]`, over [`HttpConfig::default`].
+    pub(super) fn http(&mut self, f: &FileHttp) -> HttpConfig {
+        let d = HttpConfig::default();
+        let secs = |v: &mut Self, key: &str, value: Option<u64>, default: Duration| {
+            Duration::from_secs(v.positive(key, value, default.as_secs()))
+        };
+        let header_read_timeout = secs(
+            self,
+            "http.header_read_timeout_secs",
+            f.header_read_timeout_secs,
+            d.header_read_timeout,
+        );
+        let body_read_timeout = secs(
+            self,
+            "http.body_read_timeout_secs",
+            f.body_read_timeout_secs,
+            d.body_read_timeout,
+        );
+        let idle_timeout = secs(
+            self,
+            "http.idle_timeout_secs",
+            f.idle_timeout_secs,
+            d.idle_timeout,
+        );
+        let max_header_bytes = match f.max_header_bytes {
+            Some(n) if !(1024..=1024 * 1024).contains(&n) => {
+                self.problem(
+                    "http.max_header_bytes",
+                    format!("must be between 1024 and 1048576, not {n}"),
+                );
+                d.max_header_bytes
+            }
+            Some(n) => n as usize,
+            None => d.max_header_bytes,
+        };
+        let mut origins = |key: &str, list: &Option<Vec<String>>| -> Vec<String> {
+            let mut out = Vec::new();
+            for (i, o) in list.iter().flatten().enumerate() {
+                match origin(o) {
+                    Some(o) => out.push(o),
+                    None => self.problem(
+                        &format!("{key}[{i}]"),
+                        format!(
+                            "must be an origin like https://host.example[:port] \
+                             (scheme, host and port only), not {o:?}"
+                        ),
+                    ),
+                }
+            }
+            out
+        };
+        let frame_ancestors = origins("http.frame_ancestors", &f.frame_ancestors);
+        let cors_origins = origins("http.cors_origins", &f.cors_origins);
+        let link_origins = origins("http.link_origins", &f.link_origins);
+        HttpConfig {
+            link_origins,
+            header_read_timeout,
+            body_read_timeout,
+            idle_timeout,
+            max_header_bytes,
+            frame_ancestors,
+            cors_origins,
+        }
+    }
+}
