@@ -42,14 +42,14 @@
 pub mod agent;
 pub mod app;
 pub mod config;
-pub mod guard;
 pub mod http;
-pub mod judge;
 pub mod llm;
 pub mod mcp;
-pub mod protocols;
 pub mod store;
-pub mod wire;
+
+/// The pure layer, its own crate (`crates/turnstile-judge`, issue 36 §5):
+/// re-exported so that `turnstile::judge` (and `crate::judge` here) name it.
+pub use turnstile_judge::{guard, judge, names, protocols, wire};
 
 /// The generic engine, its own crate (`crates/turnstile-fsm`): re-exported so
 /// that `turnstile::fsm` names it wherever the server's tables are used.
