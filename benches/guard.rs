@@ -5,7 +5,7 @@
 //! flow, built here as the demo produces them):
 //!
 //! (a) CPU: judging the narration through `turnstile::guard::check::Guard`
-//!     (the turn's licences built, every word-delta pushed, the rest
+//!     (the turn's warrants built, every word-delta pushed, the rest
 //!     finished), against a baseline that only splits the same deltas into
 //!     sentences. Reported per narration and as a ratio.
 //! (b) Latency added to the first delta: the guard holds a sentence until
@@ -32,9 +32,9 @@ use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use turnstile::guard::check::Guard;
 use turnstile::guard::claims::claims;
-use turnstile::guard::licence::{Licences, TurnFacts};
 use turnstile::guard::split::Splitter;
 use turnstile::guard::vocab::{self, Lang};
+use turnstile::guard::warrant::{TurnFacts, Warrants};
 use turnstile::judge::anchors::ActionOutcome;
 use turnstile::judge::digest::Digest;
 use turnstile::judge::emptiness::AbsenceCause;
@@ -354,7 +354,7 @@ fn guard(table: &Bound<Narration>, c: &Case) -> Guard {
         links: Vec::new(),
         link_origins: &[],
     };
-    let l = Licences::of_turn(facts, vocab::vocab(lang));
+    let l = Warrants::of_turn(facts, vocab::vocab(lang));
     let replacement = turnstile::guard::check::primary_anchor(&c.anchors)
         .map(|a| turnstile::judge::sentences::sentence(a, lang == Lang::Ko))
         .unwrap_or_default();
@@ -422,7 +422,7 @@ fn main() {
         cases.len()
     );
     println!();
-    println!("(a) CPU per narration: guard (licences + judge every sentence) vs split only");
+    println!("(a) CPU per narration: guard (warrants + judge every sentence) vs split only");
     println!(
         "  {:<34} {:>6} {:>6} {:>10} {:>10} {:>7}",
         "narration", "deltas", "repl.", "guard µs", "split µs", "ratio"

@@ -136,8 +136,8 @@ async fn the_turn_table_decides_that_a_missing_reference_is_asked_back() {
 #[tokio::test]
 async fn the_narration_table_decides_whether_a_search_may_be_claimed() {
     use turnstile::guard::check::Guard;
-    use turnstile::guard::licence::Licences;
     use turnstile::guard::vocab::Lang;
+    use turnstile::guard::warrant::Warrants;
     use turnstile::judge::Anchor;
     use turnstile::protocols::narration::Narration;
     use turnstile::protocols::TableSet;
@@ -147,7 +147,7 @@ async fn the_narration_table_decides_whether_a_search_may_be_claimed() {
         let table = set.bound::<Narration>().expect("narration binds");
         let mut g = Guard::new(
             &table,
-            Licences::from_anchors(&[Anchor::NothingToNarrow]),
+            Warrants::from_anchors(&[Anchor::NothingToNarrow]),
             Lang::En,
             "What should I search for?".into(),
         );

@@ -2,7 +2,7 @@
 //! (issue 16). The scripted model says exactly the anchor sentences of
 //! `turnstile::judge::sentences`, so a demo turn answered by it is a turn
 //! whose every sentence was written by code: each one passes through the
-//! narration guard of its turn, with the licences of that turn's frames. A
+//! narration guard of its turn, with the warrants of that turn's frames. A
 //! code sentence that claimed what its turn does not show ("this searched
 //! everything" after a failed call) is replaced there, and fails here.
 //!
@@ -20,8 +20,8 @@ use common::frames::answer;
 use common::server::TestServer;
 use serde_json::{json, Value};
 use turnstile::guard::check::Guard;
-use turnstile::guard::licence::Licences;
 use turnstile::guard::vocab::{self, Lang};
+use turnstile::guard::warrant::Warrants;
 use turnstile::judge::Anchor;
 use turnstile::protocols::narration::Narration;
 use turnstile::protocols::TableSet;
@@ -148,7 +148,7 @@ fn searched_everything_after_a_failed_call_is_caught() {
     let guard = |anchors: &[Anchor], lang| {
         Guard::new(
             &table,
-            Licences::from_anchors(anchors),
+            Warrants::from_anchors(anchors),
             lang,
             "The search_photos tool failed, so I cannot answer from it.".into(),
         )

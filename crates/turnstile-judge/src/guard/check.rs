@@ -7,9 +7,9 @@
 use serde::Serialize;
 
 use super::claims::{claims, ClaimKind};
-use super::licence::{qualifier, Licences};
 use super::split::Splitter;
 use super::vocab::{self, Lang, Vocab};
+use super::warrant::{qualifier, Warrants};
 use crate::judge::Anchor;
 use crate::protocols::narration::{Narration, NarrationEffect, NarrationEvent};
 use crate::protocols::Bound;
@@ -34,7 +34,7 @@ pub struct Piece {
 pub struct Guard {
     table: Bound<Narration>,
     vocab: &'static Vocab,
-    licences: Licences,
+    warrants: Warrants,
     splitter: Splitter,
     /// The code's own sentence for this turn, in the user's language.
     replacement: String,
@@ -111,14 +111,14 @@ fn quoted_spans(s: &str, open: &mut Option<char>) -> Vec<std::ops::Range<usize>>
 impl Guard {
     pub fn new(
         table: &Bound<Narration>,
-        licences: Licences,
+        warrants: Warrants,
         lang: Lang,
         replacement: String,
     ) -> Guard {
         Guard {
             table: table.clone(),
             vocab: vocab::vocab(lang),
-            licences,
+            warrants,
             splitter: Splitter::new(),
             replacement,
             outcome: None,
@@ -212,7 +212,7 @@ impl Guard {
                 &self.vocab.at_least_cues,
             );
             from = claim.span.end;
-            let event = self.licences.classify_in(&sentence, claim, q);
+            let event = self.warrants.classify_in(&sentence, claim, q);
             if let Err(v) = machine.fire(event) {
                 verdict = Err((v.row_id.clone(), v.why.clone(), claim.kind));
                 break;

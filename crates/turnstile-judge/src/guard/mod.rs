@@ -2,6 +2,6 @@
 
 pub mod check;
 pub mod claims;
-pub mod licence;
 pub mod split;
 pub mod vocab;
+pub mod warrant;

@@ -4,9 +4,9 @@
 use super::{Stop, Turn};
 use crate::agent::records::Record;
 use crate::guard::check::{Guard, Piece};
-use crate::guard::licence::{Licences, TurnFacts};
 use crate::guard::vocab;
 use crate::guard::vocab::Lang;
+use crate::guard::warrant::{TurnFacts, Warrants};
 use crate::llm::prompt::RESPONDER_FIXED;
 use crate::llm::{LlmError, Prompt, RespondRequest, TextStream};
 use crate::protocols::telemetry;
@@ -241,7 +241,7 @@ impl Turn<'_> {
             links: self.delivered_links(),
             link_origins: self.agent.terminals.link_origins(),
         };
-        let l = Licences::of_turn(facts, vocab::vocab(lang));
+        let l = Warrants::of_turn(facts, vocab::vocab(lang));
         let korean = lang == Lang::Ko;
         let replacement = crate::guard::check::primary_anchor(&self.evidence.anchors)
             .map(|a| crate::judge::sentences::sentence(a, korean))

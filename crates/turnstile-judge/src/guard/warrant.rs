@@ -1,4 +1,7 @@
-//! What the judge licensed a turn's narration to say, built from the turn's
+//! The narration's warrants (issue 36 §4: "licence" is the caller's tier
+//! permission, `tables/licence.ron`; the table's events keep the word
+//! "licensed" for a claim a warrant covers): what the judge lets a turn's
+//! narration say, built from the turn's
 //! anchors (counts, bounds, single values, accounted zeros), the cards it
 //! showed (complete or a sample), the items the model was shown (their
 //! attributes), and what the user and the tool arguments named.
@@ -18,7 +21,7 @@ use crate::judge::emptiness::AbsenceCause;
 use crate::judge::Anchor;
 use crate::protocols::narration::NarrationEvent;
 
-/// What one turn decided and showed, for [`Licences::of_turn`].
+/// What one turn decided and showed, for [`Warrants::of_turn`].
 pub struct TurnFacts<'a> {
     pub anchors: &'a [Anchor],
     pub digests: &'a [Digest],
@@ -45,7 +48,7 @@ pub enum Qualifier {
 
 /// The numbers and facts one turn's narration may state.
 #[derive(Debug, Clone, Default)]
-pub struct Licences {
+pub struct Warrants {
     /// Exact totals, complete cards' sizes, accounted single values, and
     /// the facts the judge stated (page counts, anomalies' totals).
     exact: BTreeSet<u64>,
@@ -120,14 +123,14 @@ fn number_of(text: &str) -> Option<u64> {
     })
 }
 
-impl Licences {
-    /// The licences of what the judge decided (its anchors).
-    pub fn from_anchors(anchors: &[Anchor]) -> Licences {
-        let mut l = Licences {
+impl Warrants {
+    /// The warrants of what the judge decided (its anchors).
+    pub fn from_anchors(anchors: &[Anchor]) -> Warrants {
+        let mut l = Warrants {
             // Zero after narrowing may be decided without a call (a
             // disjoint filter): it licenses no search claim.
             searched: anchors.iter().any(Anchor::answered),
-            ..Licences::default()
+            ..Warrants::default()
         };
         for a in anchors {
             l.outcome(a);
@@ -209,11 +212,11 @@ impl Licences {
         l
     }
 
-    /// The licences of one turn: what the judge decided, the cards it
+    /// The warrants of one turn: what the judge decided, the cards it
     /// showed, the items the model was shown, and what the user and the
     /// tool arguments named.
-    pub fn of_turn(facts: TurnFacts<'_>, vocab: &Vocab) -> Licences {
-        let mut l = Licences::from_anchors(facts.anchors);
+    pub fn of_turn(facts: TurnFacts<'_>, vocab: &Vocab) -> Warrants {
+        let mut l = Warrants::from_anchors(facts.anchors);
         for d in facts.digests {
             for item in &d.items {
                 for v in item.values() {
@@ -624,7 +627,7 @@ mod tests {
         use ClaimKind as K;
         use NarrationEvent as E;
         let ev = |anchors: &[Anchor], kind: ClaimKind| {
-            Licences::from_anchors(anchors).classify(&claim(kind, "x"), Qualifier::Plain)
+            Warrants::from_anchors(anchors).classify(&claim(kind, "x"), Qualifier::Plain)
         };
         let action = |outcome| Anchor::Action {
             tool: "prepare".into(),
@@ -697,9 +700,9 @@ mod tests {
     fn only_a_delivered_capability_is_a_link() {
         use NarrationEvent as E;
         let url = "https://lms.example.com/api/lms/exports/J1/download?token=t";
-        let mut l = Licences::from_anchors(&[Anchor::ToolFailed { tool: "t".into() }]);
+        let mut l = Warrants::from_anchors(&[Anchor::ToolFailed { tool: "t".into() }]);
         let link =
-            |l: &Licences, text: &str| l.classify(&claim(ClaimKind::Link, text), Qualifier::Plain);
+            |l: &Warrants, text: &str| l.classify(&claim(ClaimKind::Link, text), Qualifier::Plain);
         assert_eq!(link(&l, url), E::LinkUndelivered);
         assert_eq!(link(&l, "link below"), E::LinkUndelivered);
         l.links.insert(url.into());
@@ -724,7 +727,7 @@ mod tests {
     #[test]
     fn a_search_claim_needs_an_answered_call() {
         let event = |anchors: &[Anchor]| {
-            Licences::from_anchors(anchors).classify(&search_claim(), Qualifier::Plain)
+            Warrants::from_anchors(anchors).classify(&search_claim(), Qualifier::Plain)
         };
         let zero = Anchor::Absent {
             cause: AbsenceCause::ZeroFromStart,
