@@ -333,7 +333,7 @@ async fn a_path_the_answer_lacks_is_a_problem_in_readyz_and_the_log() {
         problems,
         &json!([{
             "tool": "hold_room",
-            "key": "action_id",
+            "key": "approval.prepare.action_id",
             "path": "data.reservationId",
             "problem": turnstile::agent::problems::NOT_FOUND,
             "times": 1,
@@ -346,7 +346,11 @@ async fn a_path_the_answer_lacks_is_a_problem_in_readyz_and_the_log() {
         .lines()
         .find(|l| l.contains("WARN") && l.contains("path=data.reservationId"))
         .unwrap_or_else(|| panic!("no warning names the path"));
-    for want in ["server=rooms", "tool=hold_room", "key=action_id"] {
+    for want in [
+        "server=rooms",
+        "tool=hold_room",
+        "key=approval.prepare.action_id",
+    ] {
         assert!(line.contains(want), "{want} not in: {line}");
     }
     for value in ["101", "B-2"] {

@@ -7,7 +7,7 @@
 //! - [`judge`]: accounting, count grades, anchors, the verdicts on a
 //!   listing, a page and a planned call, the code's own sentences.
 //! - [`guard`]: the narration guard — each sentence of a model's answer
-//!   checked against what the judge licensed, through the `narration`
+//!   checked against what the judge warrants, through the `narration`
 //!   table.
 //! - [`protocols`]: one module per table, binding its names to Rust enums,
 //!   and the built-in tables (a `--tables` directory is read here too: the

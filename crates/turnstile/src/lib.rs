@@ -11,7 +11,7 @@
 //!   table, the frame writer that fires every frame through the `frame`
 //!   table, host context, start-up recovery.
 //! - [`guard`]: the narration guard — each sentence of the model's answer
-//!   checked against what the judge licensed, through the `narration` table.
+//!   checked against what the judge warrants, through the `narration` table.
 //! - [`judge`]: deterministic judgement — accounting, count grades, anchors,
 //!   the verdicts on a listing, a page and a planned call, the code's own
 //!   sentences.

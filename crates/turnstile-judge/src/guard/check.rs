@@ -1,6 +1,6 @@
 //! The narration guard: the model's answer, sentence by sentence, through
 //! the `narration` table. A sentence's deltas are held until it ends; then
-//! each of its claims is classified by its licence and fired. A forbidden
+//! each of its claims is classified by its warrant and fired. A forbidden
 //! row means the sentence is neither shown nor stored: the code's own anchor
 //! sentence takes its place, and the row id is reported.
 

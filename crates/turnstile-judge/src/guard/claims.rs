@@ -1,5 +1,5 @@
 //! The claim extractor: what a sentence claims about the data, read with a
-//! language's [`Vocab`]. Pure: it reports claims and decides no licence.
+//! language's [`Vocab`]. Pure: it reports claims and decides no warrant.
 //!
 //! - A number is a digit run ("3,000"), an English number word or compound
 //!   ("twenty-five", "a hundred and eighty-nine") or a Korean numeral

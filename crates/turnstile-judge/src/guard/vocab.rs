@@ -63,7 +63,7 @@ pub struct Vocab {
     #[serde(default)]
     pub links: Phrases,
     /// Cues before a count that say it is exact (`~cue`: after it). Read by
-    /// the guard's licence check, not by the extractor.
+    /// the guard's warrant check, not by the extractor.
     #[serde(default)]
     pub exact_cues: Vec<String>,
     /// Cues before a count that say it is a lower bound (`~cue`: after it).

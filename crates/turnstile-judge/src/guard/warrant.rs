@@ -264,7 +264,7 @@ impl Warrants {
     }
 
     /// What an anchor says of how an action ended: the machines' states are
-    /// the only licence for "done", "sent", "cancelled", "refused",
+    /// the only warrant for "done", "sent", "cancelled", "refused",
     /// "failed" and an offered link.
     fn outcome(&mut self, a: &Anchor) {
         use ActionOutcome as O;

@@ -1,5 +1,5 @@
 //! `tables/narration.ron`: the narration guard — what kind of claim in a
-//! model sentence meets what kind of licence from the judge.
+//! model sentence meets what kind of warrant from the judge.
 
 use super::Protocol;
 
@@ -11,7 +11,7 @@ crate::names! {
 }
 
 crate::names! {
-    /// One claim of a sentence, named by the licence it has (or lacks).
+    /// One claim of a sentence, named by the warrant it has (or lacks).
     pub enum NarrationEvent {
         CountExact = "count_exact",
         CountShown = "count_shown",

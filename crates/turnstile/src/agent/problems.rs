@@ -19,8 +19,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldProblem {
     pub tool: String,
-    /// The configuration key that names the field: `action_id`,
-    /// `url_field` or `record_path`.
+    /// The configuration key that names the field, under the tool's table:
+    /// `approval.prepare.action_id`, `terminal.capability.url_field` or
+    /// `record_path`.
     pub key: String,
     /// The configured path, as written.
     pub path: String,

@@ -136,7 +136,10 @@ pub(super) fn moved_key_hint(message: &str) -> Option<&'static str> {
         "label",
         "label_ko",
     ];
-    let named = |k: &&str| message.contains(&format!("unknown field `{k}`"));
+    // Only a tool's own table: its list of expected keys names
+    // `result_contract` (a `[limits]` or a capability's table does not).
+    let in_tool = message.contains("`result_contract`");
+    let named = |k: &&str| in_tool && message.contains(&format!("unknown field `{k}`"));
     if PREPARE.iter().any(named) {
         return Some("a prepare tool's keys are its role's: approval.prepare = { action_id = \"actionId\", confirm = \"…\", cancel = \"…\", status = \"…\" } (docs/configuration.md)");
     }

@@ -77,9 +77,12 @@ impl Approvals {
             true => ApprovalEvent::ModelConfirmSameStep,
             false => ApprovalEvent::ModelConfirm,
         };
-        // Forbidden in every state: the approval binding's invariant,
-        // checked at load.
-        table.machine().fire(event).err()
+        let Err(v) = table.machine().fire(event) else {
+            unreachable!(
+                "the approval binding forbids the model's confirm in every state (checked at load)"
+            )
+        };
+        Some(v)
     }
 
     /// What a decision's call came back with, as an approval event: its
@@ -191,12 +194,10 @@ impl Approvals {
         let decided = self.running == Some(DecisionCall::Confirm);
         let held =
             (self.held.as_ref()).filter(|h| decided && h.action.kind == ActionKind::Prepared)?;
-        // Forbidden while Confirming or Accepted: the approval binding's
-        // invariant, checked at load.
-        held.machine
-            .clone()
-            .fire(ApprovalEvent::InputRequired)
-            .err()
+        let Err(v) = held.machine.clone().fire(ApprovalEvent::InputRequired) else {
+            unreachable!("the approval binding forbids a question beside an approved action (checked at load)")
+        };
+        Some(v)
     }
 
     /// A decided call asked again: it is no longer running, and the held

@@ -75,7 +75,8 @@ impl Turn<'_> {
         if id == ActionId::Missing {
             // The tool answered, and not with the field its configuration
             // names: no card can be shown, and the operator must know why.
-            self.field_not_found(&call.tool, "action_id", &role.action_id);
+            let key = "approval.prepare.action_id";
+            self.field_not_found(&call.tool, key, &role.action_id);
         }
         self.tell_what_was_not_held(&call.tool, first, step.effect);
         let (ActionId::Positive(action_id), Some(ApprovalEffect::Suspend)) = (id, step.effect)

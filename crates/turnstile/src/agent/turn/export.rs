@@ -79,7 +79,8 @@ impl Turn<'_> {
         });
         let answer = Value::Object(approval::fields(out).unwrap_or_default());
         if flow.rule.url_field_missing(&answer) {
-            self.field_not_found(tool, "url_field", flow.rule.url_field());
+            let key = "terminal.capability.url_field";
+            self.field_not_found(tool, key, flow.rule.url_field());
         }
         failure
     }
