@@ -67,6 +67,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("http", "store", "http creates threads, reads their messages, maps store errors"),
     ("http", "protocols", "http serves the tables, connection states and row telemetry"),
     ("http", "fsm", "http renders a table for GET /v1/tables"),
+    ("http", "wire", "the front ends' streams (http::ui_stream) read the frames the agent wrote"),
     ("http", "judge", "the edge hands the caller's verified tiers (judge::tiers::Access) to the turn"),
     ("http", "llm", "the proxy's service key is held as an llm::ApiKey, redacted in every Debug form"),
     // The turn.

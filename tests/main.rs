@@ -23,6 +23,7 @@ mod demo_start;
 mod demo_tools;
 mod export;
 mod forbidden_rows;
+mod frontends;
 mod fuzz;
 mod harness;
 mod honesty;

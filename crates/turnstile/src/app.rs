@@ -146,9 +146,11 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
             Err(e) => tracing::warn!(error = %e, "recovering unsettled tasks"),
         }
     });
+    let ui_stream = tables.bound().map_err(bind)?;
     Ok(AppState {
         agent,
         store,
+        ui_stream,
         tables: Arc::new(tables),
         identity: Arc::new(identity),
     })

@@ -24,6 +24,7 @@ mod registry;
 pub mod task;
 pub mod telemetry;
 pub mod turn;
+pub mod ui_stream;
 
 use std::marker::PhantomData;
 use std::sync::Arc;

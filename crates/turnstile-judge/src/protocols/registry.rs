@@ -10,7 +10,7 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 use super::{
     admission::Admission, approval::Approval, connection::Connection, export::Export, frame::Frame,
     hold::Hold, licence::Licence, narration::Narration, narrowing::Narrowing, ownership::Ownership,
-    paging::Paging, task::Task, turn::Turn, Protocol,
+    paging::Paging, task::Task, turn::Turn, ui_stream::UiStream, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -80,6 +80,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "narration.ron",
         include_str!("../../../../tables/narration.ron"),
     ),
+    (
+        "ui_stream",
+        "ui_stream.ron",
+        include_str!("../../../../tables/ui_stream.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -98,6 +103,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Licence::NAME => Some(Licence::binding()),
         Ownership::NAME => Some(Ownership::binding()),
         Task::NAME => Some(Task::binding()),
+        UiStream::NAME => Some(UiStream::binding()),
         _ => None,
     }
 }

@@ -11,6 +11,7 @@ mod limits;
 mod routes;
 mod serve;
 mod state;
+mod ui_stream;
 mod verifier;
 
 use axum::extract::DefaultBodyLimit;
@@ -52,6 +53,7 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/threads/{id}", get(routes::get_thread))
         .route("/v1/threads/{id}/messages", post(routes::post_message))
         .route("/v1/threads/{id}/resume", post(routes::resume))
+        .route("/v1/threads/{id}/ui-message-stream", post(ui_stream::post))
         .route("/v1/tables", get(routes::list_tables))
         .route("/v1/tables/{name}", get(routes::get_table))
         .route("/v1/metrics", get(routes::metrics))

@@ -76,7 +76,7 @@ pub async fn not_found() -> ApiError {
 
 /// The caller, identified through the ownership table, and its access to
 /// thread `id`; a thread that is not theirs is a 404 like a missing one.
-async fn owner_of(
+pub(super) async fn owner_of(
     st: &AppState,
     headers: &HeaderMap,
     method: &Method,
@@ -236,7 +236,23 @@ pub async fn post_message(
     // Who asks, before anything is read of what they ask: a refused
     // credential reaches no agent.
     let caller = owner_of(&st, &headers, &method, &id).await?;
-    let Json(mut req) = body?;
+    let Json(req) = body?;
+    let (caller, rx) = open_turn(&st, caller, id, req).await?;
+    let stream = ReceiverStream::new(rx).map(sse_event);
+    Ok(caller
+        .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
+}
+
+/// A user turn on thread `id`, for whatever wire format the route writes:
+/// the request checked, the thread's lease claimed, the turn started. The
+/// frames it writes (already through the `frame` table) come on the
+/// receiver.
+pub(super) async fn open_turn(
+    st: &AppState,
+    caller: Caller,
+    id: String,
+    mut req: TurnRequest,
+) -> Result<(Caller, tokio::sync::mpsc::Receiver<OutFrame>), ApiError> {
     req.access = Some(caller.access.clone());
     if req.text.trim().is_empty() {
         return Err(ApiError::new(
@@ -254,7 +270,7 @@ pub async fn post_message(
     // One turn per thread, across processes: the claim is a lease in the
     // database, renewed while the turn runs.
     let mut caller = caller;
-    let claim = claim_thread(&st, &mut caller, &id, &turn_id).await?;
+    let claim = claim_thread(st, &mut caller, &id, &turn_id).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     // The task ends when the turn does or when the client disconnects (the
@@ -266,9 +282,7 @@ pub async fn post_message(
     tokio::spawn(async move {
         agent.run_turn(&id, &turn_id, req, tx, Some(claim)).await;
     });
-    let stream = ReceiverStream::new(rx).map(sse_event);
-    Ok(caller
-        .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
+    Ok((caller, rx))
 }
 
 /// The thread's lease for a new stream. What the claim found is fired on
@@ -323,10 +337,26 @@ pub async fn resume(
     Path(id): Path<String>,
     body: Result<Json<ResumeRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    use crate::agent::DecideError;
     // Only the thread's owner decides its interrupts.
     let caller = owner_of(&st, &headers, &method, &id).await?;
     let Json(req) = body?;
+    let (caller, rx) = open_resume(&st, caller, id, req).await?;
+    let stream = ReceiverStream::new(rx).map(sse_event);
+    Ok(caller
+        .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
+}
+
+/// A decision on thread `id`'s interrupt, for whatever wire format the
+/// route writes: one compare-and-swap through the approval table (409 by
+/// row, 404 for an interrupt the thread does not have), then the resumed
+/// turn's frames on the receiver.
+pub(super) async fn open_resume(
+    st: &AppState,
+    caller: Caller,
+    id: String,
+    req: ResumeRequest,
+) -> Result<(Caller, tokio::sync::mpsc::Receiver<OutFrame>), ApiError> {
+    use crate::agent::DecideError;
     if req.interrupt_id.trim().is_empty() || req.interrupt_id.len() > 128 {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -337,7 +367,7 @@ pub async fn resume(
     // its effect, so nothing is decided while another turn runs.
     let turn_id = uuid::Uuid::new_v4().to_string();
     let mut caller = caller;
-    let claim = claim_thread(&st, &mut caller, &id, &turn_id).await?;
+    let claim = claim_thread(st, &mut caller, &id, &turn_id).await?;
     use crate::agent::UserDecision;
     let answers = req.answers.unwrap_or_default();
     let answer = |action| UserDecision::Answer {
@@ -396,9 +426,7 @@ pub async fn resume(
             .resume_turn(&id, decided, access, tx, Some(claim))
             .await;
     });
-    let stream = ReceiverStream::new(rx).map(sse_event);
-    Ok(caller
-        .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
+    Ok((caller, rx))
 }
 
 pub async fn list_tables(State(st): State<AppState>) -> Json<Value> {

@@ -67,4 +67,6 @@ pub struct AppState {
     pub tables: Arc<TableSet>,
     /// Who a request's caller is and which threads are theirs.
     pub identity: Arc<super::identity::Identity>,
+    /// The AI SDK stream's order (`tables/ui_stream.ron`, issue 37).
+    pub ui_stream: crate::protocols::Bound<crate::protocols::ui_stream::UiStream>,
 }

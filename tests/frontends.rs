@@ -1,0 +1,443 @@
+//! The front ends' own protocols, read by their official client packages
+//! (issue 37, ADR 0036). Each demo flow is run through
+//! `POST /v1/threads/{id}/ui-message-stream`, and the raw body is read the
+//! way `useChat` reads it: `ai`'s `parseJsonEventStream` with
+//! `uiMessageChunkSchema` (every chunk validates), then `readUIMessageStream`
+//! with `terminateOnError` (`tests/frontends/read_ui_stream.mjs`, on the
+//! Node 22 the `node` npm package brings). Every stream must parse into the
+//! message the native route shows for the same turn, and its chunks must
+//! hold `tables/ui_stream.ron` here too, not only on the server.
+//!
+//! `#[ignore = "needs …"]`: the npm packages come from `scripts/test-deps`
+//! (`npm ci` in `tests/frontends`); run with `--include-ignored`, a missing
+//! package fails the test (ADR 0015).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+use turnstile::protocols::ui_stream::{UiStream, UiStreamEvent};
+use turnstile::protocols::{Bound, Names};
+use turnstile::wire::Frame;
+
+use crate::common::frames::{answer, assert_done};
+use crate::common::needs;
+use crate::common::server::TestServer;
+
+/// What the official client made of one stream.
+struct Read {
+    /// The chunk types, in order.
+    chunks: Vec<String>,
+    /// The `UIMessage` the stream built.
+    message: Value,
+    /// The client's error, when the stream carried one.
+    error: Option<String>,
+}
+
+impl Read {
+    /// The message's text, its text parts joined.
+    fn text(&self) -> String {
+        self.parts("text")
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect()
+    }
+
+    fn parts(&self, kind: &str) -> Vec<&Value> {
+        (self.message["parts"].as_array().into_iter().flatten())
+            .filter(|p| p["type"] == kind || (kind == "tool" && is_tool(p)))
+            .collect()
+    }
+}
+
+fn is_tool(p: &Value) -> bool {
+    p["type"].as_str().is_some_and(|t| t.starts_with("tool-"))
+}
+
+/// Reads `raw` with the official package; `expect_error`: the stream ends
+/// with an `error` chunk, which the client throws on.
+fn read(raw: &str, expect_error: bool) -> Read {
+    let dir = needs::repo_dir().join("tests/frontends");
+    let node = needs::npm_file(&dir, ".bin/node");
+    needs::npm_file(&dir, "ai/package.json");
+    let mut cmd = Command::new(node);
+    cmd.arg(dir.join("read_ui_stream.mjs"))
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if expect_error {
+        cmd.arg("--expect-error");
+    }
+    let mut child = cmd.spawn().expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(raw.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the AI SDK's client refused the stream: {}\n{raw}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the reader's JSON");
+    Read {
+        chunks: (v["chunks"].as_array().unwrap().iter())
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect(),
+        message: v["message"].clone(),
+        error: v["error"].as_str().map(str::to_string),
+    }
+}
+
+/// The chunk types the client read, through the test's own `ui_stream`
+/// table: the strict order holds here, not only on the server.
+fn holds_the_table(s: &TestServer, read: &Read) {
+    let table: Bound<UiStream> = s.tables().bound().unwrap();
+    let mut m = table.machine();
+    for t in &read.chunks {
+        let event = match t.as_str() {
+            d if d.starts_with("data-") => UiStreamEvent::Data,
+            other => {
+                let name = other.replace('-', "_");
+                (UiStreamEvent::ALL.iter().copied())
+                    .find(|e| e.name() == name)
+                    .unwrap_or_else(|| panic!("a chunk no row names: {other}"))
+            }
+        };
+        if let Err(v) = m.fire(event) {
+            panic!("{v}\nchunks: {:?}", read.chunks);
+        }
+    }
+    m.fire(UiStreamEvent::Done).expect("[DONE] last");
+    m.fire(UiStreamEvent::Close)
+        .expect("the stream ends after [DONE]");
+}
+
+/// One request on the UI route: its status and raw body.
+async fn post(s: &TestServer, thread: &str, body: Value) -> (u16, String, Option<String>) {
+    let r = s
+        .http
+        .post(format!("{}/v1/threads/{thread}/ui-message-stream", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let header = (r.headers().get("x-vercel-ai-ui-message-stream"))
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
+    (status, r.text().await.unwrap(), header)
+}
+
+fn user(text: &str) -> Value {
+    json!({"messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]})
+}
+
+/// A turn through the UI route, read by the official client, checked
+/// against the table.
+async fn ui_turn(s: &TestServer, thread: &str, body: Value) -> Read {
+    let (status, raw, header) = post(s, thread, body).await;
+    assert_eq!(status, 200, "{raw}");
+    assert_eq!(header.as_deref(), Some("v1"), "the transport's header");
+    assert!(raw.trim_end().ends_with("data: [DONE]"), "{raw}");
+    let read = read(&raw, false);
+    holds_the_table(s, &read);
+    read
+}
+
+/// The native route's answer for the same prompt, on a thread of its own.
+async fn native(s: &TestServer, text: &str) -> Vec<Frame> {
+    let thread = s.new_thread().await;
+    let frames = s.say(&thread, text).await;
+    assert_done(&frames, text);
+    frames
+}
+
+fn citations(frames: &[Frame]) -> Vec<(String, u64)> {
+    (frames.iter())
+        .filter_map(|f| match f {
+            Frame::Citation(c) => Some((c.grade.clone(), c.displayed)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn data_citations(read: &Read) -> Vec<(String, u64)> {
+    (read.parts("data-citation").iter())
+        .map(|p| {
+            let d = &p["data"];
+            (
+                d["grade"].as_str().unwrap().to_string(),
+                d["displayed"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The answers-only flows: each parses into the native route's answer, with
+/// its cards (grade and count intact) as `data-citation` parts, its figures
+/// as `data-figure`, and each call as a tool part with its output.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn every_answer_flow_parses_with_the_ai_sdk_into_what_the_page_shows() {
+    let s = TestServer::builder().start().await;
+    let flows = [
+        ("search", "show safety issues on floor 3"),
+        ("search-ko", "3층 안전 지적사항 보여줘"),
+        ("zero", "show photos from 1999"),
+        ("exact", "show me 12 photos of floor 2"),
+        ("stitched", "list all panoramas"),
+        ("count", "how many photos are on floor 3?"),
+        (
+            "two-step",
+            "show the newest safety issue on floor 3 in detail",
+        ),
+        ("no-op prepare", "reserve seat 99 at 15:00"),
+        ("task with progress", "compile the site report for tower-a"),
+        ("nothing to narrow", "only those from April"),
+    ];
+    for (name, prompt) in flows {
+        let want = native(&s, prompt).await;
+        let thread = s.new_thread().await;
+        let got = ui_turn(&s, &thread, user(prompt)).await;
+        assert_eq!(got.text(), answer(&want), "{name}: the answer");
+        assert_eq!(data_citations(&got), citations(&want), "{name}: the cards");
+        let figures = want
+            .iter()
+            .filter(|f| matches!(f, Frame::Figure(_)))
+            .count();
+        assert_eq!(got.parts("data-figure").len(), figures, "{name}: figures");
+        let calls = want
+            .iter()
+            .filter(|f| matches!(f, Frame::ToolCall(_)))
+            .count();
+        let tools = got.parts("tool");
+        assert_eq!(tools.len(), calls, "{name}: tool parts {:?}", got.message);
+        for t in tools {
+            assert!(
+                matches!(
+                    t["state"].as_str(),
+                    Some("output-available" | "output-error")
+                ),
+                "{name}: every call ends: {t}"
+            );
+        }
+        assert!(got.error.is_none(), "{name}");
+        assert_eq!(got.chunks.first().map(String::as_str), Some("start"));
+        assert_eq!(got.chunks.last().map(String::as_str), Some("finish"));
+    }
+    // A task's progress is one part, updated in place (reconciled by id).
+    let thread = s.new_thread().await;
+    let task = ui_turn(&s, &thread, user("compile the site report for tower-a")).await;
+    assert!(
+        task.chunks.iter().any(|c| c == "data-progress"),
+        "{:?}",
+        task.chunks
+    );
+    assert_eq!(task.parts("data-progress").len(), 1, "{:?}", task.message);
+    s.pass();
+}
+
+/// A thread's follow-ups go through the same route: a narrowing of the
+/// previous answer, then "show more" as the structured marker.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn follow_ups_narrow_and_show_more_through_the_ai_sdk() {
+    let s = TestServer::builder().start().await;
+    let native_thread = s.new_thread().await;
+    let thread = s.new_thread().await;
+    for (prompt, more) in [
+        ("list all panoramas", false),
+        ("only those on floor 3", false),
+        ("show more", true),
+    ] {
+        let want = s
+            .turn(&native_thread, json!({"text": prompt, "more": more}))
+            .await;
+        let mut body = user(prompt);
+        body["more"] = json!(more);
+        let got = ui_turn(&s, &thread, body).await;
+        assert_eq!(got.text(), answer(&want), "{prompt}");
+        assert_eq!(data_citations(&got), citations(&want), "{prompt}");
+    }
+    s.pass();
+}
+
+/// The approval card is a `tool-approval-request` whose id is the server's
+/// interrupt id; the client's response in the next request decides it
+/// through the approval table, exactly once. Approve runs the confirm;
+/// deny sends nothing but the cancel; a replay, an id the server never
+/// issued and another thread's id are refused.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_approval_is_the_servers_in_the_ai_sdk_stream() {
+    let s = TestServer::builder().start().await;
+    // Each decision on seats of its own: the desk keeps what was reserved.
+    for (approved, seat, native_seat) in [(true, 12, 13), (false, 15, 16)] {
+        let prompt = format!("reserve seat {seat} at 15:00");
+        let thread = s.new_thread().await;
+        let held = ui_turn(&s, &thread, user(&prompt)).await;
+        let asked = held.parts("tool");
+        let asked = asked
+            .iter()
+            .find(|p| p["state"] == "approval-requested")
+            .unwrap_or_else(|| panic!("an approval request: {}", held.message));
+        let id = asked["approval"]["id"].as_str().unwrap().to_string();
+        let card = held.parts("data-interrupt");
+        assert_eq!(card.len(), 1, "{}", held.message);
+        assert_eq!(
+            card[0]["data"]["interrupt_id"],
+            json!(id),
+            "the server's own id"
+        );
+        assert!(card[0]["data"]["expires_at"].as_i64().is_some());
+        let stored = s.thread_json(&thread).await;
+        assert_eq!(stored["approvals"][0]["state"], "Awaiting", "{stored}");
+
+        // The client's next request: the assistant message with its response.
+        let mut part = (*asked).clone();
+        part["state"] = json!("approval-responded");
+        part["approval"] = json!({"id": id, "approved": approved});
+        let respond = json!({"messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": prompt}]},
+            {"id": "a1", "role": "assistant", "parts": [part]}
+        ]});
+        let resumed = ui_turn(&s, &thread, respond.clone()).await;
+        // What the native route says for the same decision.
+        let native_thread = s.new_thread().await;
+        let native_prompt = format!("reserve seat {native_seat} at 15:00");
+        let frames = s.say(&native_thread, &native_prompt).await;
+        let native_id = (frames.iter())
+            .find_map(|f| match f {
+                Frame::Interrupt(i) => Some(i.interrupt_id.clone()),
+                _ => None,
+            })
+            .expect("the native route's interrupt");
+        let decision = if approved { "approve" } else { "deny" };
+        let want = s
+            .resume(&native_thread, &native_id, decision)
+            .await
+            .unwrap();
+        assert_eq!(resumed.text(), answer(&want), "{decision}");
+        assert!(!resumed.text().is_empty(), "{decision}");
+        let stored = s.thread_json(&thread).await;
+        let state = stored["approvals"][0]["state"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_ne!(state, "Awaiting", "decided: {stored}");
+
+        // The same response again: refused by the approval table's row.
+        let (status, body, _) = post(&s, &thread, respond).await;
+        assert_eq!(status, 409, "a replayed approval: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["table"], "approval", "{v}");
+    }
+
+    // An id the server never issued, and a real one on another thread.
+    let thread = s.new_thread().await;
+    let held = ui_turn(&s, &thread, user("reserve seat 14 at 16:00")).await;
+    let id = held.parts("data-interrupt")[0]["data"]["interrupt_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forged = |id: &str| {
+        json!({"messages": [{"role": "assistant", "parts": [
+            {"type": "tool-confirm_action", "toolCallId": "x", "state": "approval-responded",
+             "approval": {"id": id, "approved": true}}
+        ]}]})
+    };
+    let (status, body, _) = post(&s, &thread, forged("not-an-interrupt")).await;
+    assert_eq!(status, 404, "{body}");
+    let other = s.new_thread().await;
+    let (status, body, _) = post(&s, &other, forged(&id)).await;
+    assert_eq!(status, 404, "another thread's interrupt: {body}");
+    let stored = s.thread_json(&thread).await;
+    assert_eq!(
+        stored["approvals"][0]["state"], "Awaiting",
+        "nothing was decided: {stored}"
+    );
+    s.pass();
+}
+
+/// An approval response that comes after its interrupt expired is refused
+/// by the approval table's row, and nothing is confirmed.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_expired_approval_is_refused_in_the_ai_sdk_stream() {
+    let limits = turnstile::agent::Limits {
+        approval_ttl: std::time::Duration::from_millis(300),
+        ..turnstile::agent::Limits::default()
+    };
+    let s = TestServer::builder().limits(limits).start().await;
+    let thread = s.new_thread().await;
+    let held = ui_turn(&s, &thread, user("reserve seat 17 at 15:00")).await;
+    let id = held.parts("data-interrupt")[0]["data"]["interrupt_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let respond = json!({"messages": [{"role": "assistant", "parts": [
+        {"type": "tool-confirm_action", "toolCallId": format!("held-{id}"), "state": "approval-responded",
+         "approval": {"id": id, "approved": true}}
+    ]}]});
+    let (status, body, _) = post(&s, &thread, respond).await;
+    assert_eq!(status, 409, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["row_id"], "approve-after-expiry", "{v}");
+    let stored = s.thread_json(&thread).await;
+    assert_eq!(stored["approvals"][0]["state"], "Expired", "{stored}");
+    s.pass();
+}
+
+/// The export's link is delivered by code as a typed `data-capability` part
+/// (the button), never left to the client to find in the text.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_export_delivers_its_link_as_a_typed_part() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let got = ui_turn(&s, &thread, user("download all my lecture files")).await;
+    let links = got.parts("data-capability");
+    assert_eq!(links.len(), 1, "{}", got.message);
+    let url = links[0]["data"]["url"].as_str().unwrap();
+    assert!(url.contains("/download"), "{url}");
+    assert!(links[0]["data"]["label"].as_str().is_some());
+    s.pass();
+}
+
+/// Bad requests get a 400 with the reason, and nothing runs.
+#[tokio::test]
+async fn a_request_that_asks_nothing_is_a_400() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    for (body, want) in [
+        (json!({"messages": []}), "empty"),
+        (
+            json!({"messages": [{"role": "system", "parts": []}]}),
+            "role",
+        ),
+        (
+            json!({"messages": [{"role": "assistant", "parts": []}]}),
+            "approval response",
+        ),
+        (
+            json!({"messages": [{"role": "user", "parts": []}]}),
+            "empty",
+        ),
+    ] {
+        let (status, body, _) = post(&s, &thread, body).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains(want), "{body}");
+    }
+    let stored = s.thread_json(&thread).await;
+    assert_eq!(
+        stored["messages"].as_array().map(Vec::len),
+        Some(0),
+        "{stored}"
+    );
+    s.pass();
+}
