@@ -441,3 +441,277 @@ async fn a_request_that_asks_nothing_is_a_400() {
     );
     s.pass();
 }
+
+// ---------------------------------------------------------------------------
+// AG-UI 1.0: `POST /v1/threads/{id}/agui`, read by `@ag-ui/core`'s schemas
+// and `@ag-ui/client`'s `verifyEvents` (`tests/frontends/read_agui.mjs`).
+// ---------------------------------------------------------------------------
+
+/// What the official AG-UI packages made of one stream.
+struct Agui {
+    events: Vec<String>,
+    text: String,
+    custom: Vec<Value>,
+    tool_calls: Vec<Value>,
+    finished: Value,
+    error: Value,
+}
+
+impl Agui {
+    fn custom(&self, name: &str) -> Vec<&Value> {
+        (self.custom.iter())
+            .filter(|c| c["name"] == format!("turnstile.{name}"))
+            .map(|c| &c["value"])
+            .collect()
+    }
+}
+
+fn read_agui(raw: &str) -> Agui {
+    let dir = needs::repo_dir().join("tests/frontends");
+    let node = needs::npm_file(&dir, ".bin/node");
+    needs::npm_file(&dir, "@ag-ui/client/package.json");
+    let mut child = Command::new(node)
+        .arg(dir.join("read_agui.mjs"))
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(raw.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the AG-UI client refused the stream: {}\n{raw}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the reader's JSON");
+    Agui {
+        events: (v["events"].as_array().unwrap().iter())
+            .map(|e| e.as_str().unwrap().to_string())
+            .collect(),
+        text: v["text"].as_str().unwrap_or_default().to_string(),
+        custom: v["custom"].as_array().cloned().unwrap_or_default(),
+        tool_calls: v["toolCalls"].as_array().cloned().unwrap_or_default(),
+        finished: v["finished"].clone(),
+        error: v["error"].clone(),
+    }
+}
+
+/// The events the client read, through the test's own `agui` table.
+fn holds_the_agui_table(s: &TestServer, read: &Agui) {
+    use turnstile::protocols::agui::{Agui as Table, AguiEvent};
+    let table: Bound<Table> = s.tables().bound().unwrap();
+    let mut m = table.machine();
+    for t in &read.events {
+        let name = t.to_lowercase();
+        let event = (AguiEvent::ALL.iter().copied())
+            .find(|e| e.name() == name)
+            .unwrap_or_else(|| panic!("an event no row names: {t}"));
+        if let Err(v) = m.fire(event) {
+            panic!("{v}\nevents: {:?}", read.events);
+        }
+    }
+    m.fire(AguiEvent::Close)
+        .expect("the run ended before the stream");
+}
+
+async fn post_agui(s: &TestServer, thread: &str, body: Value) -> (u16, String) {
+    let r = s
+        .http
+        .post(format!("{}/v1/threads/{thread}/agui", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+fn run_input(thread: &str, run: &str, text: &str) -> Value {
+    json!({"threadId": thread, "runId": run, "messages": [
+        {"id": "m1", "role": "user", "content": text}
+    ], "tools": [], "context": []})
+}
+
+async fn agui_run(s: &TestServer, thread: &str, body: Value) -> Agui {
+    let (status, raw) = post_agui(s, thread, body).await;
+    assert_eq!(status, 200, "{raw}");
+    let read = read_agui(&raw);
+    holds_the_agui_table(s, &read);
+    read
+}
+
+/// Every answer flow through AG-UI parses with the official packages into
+/// the native route's answer, its cards and figures as `CUSTOM` events with
+/// the grade intact, each call with its result.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn every_answer_flow_parses_with_ag_ui_into_what_the_page_shows() {
+    let s = TestServer::builder().start().await;
+    let flows = [
+        ("search", "show safety issues on floor 3"),
+        ("zero", "show photos from 1999"),
+        ("exact", "show me 12 photos of floor 2"),
+        ("count", "how many photos are on floor 3?"),
+        (
+            "two-step",
+            "show the newest safety issue on floor 3 in detail",
+        ),
+        ("task with progress", "compile the site report for tower-a"),
+        ("nothing to narrow", "only those from April"),
+    ];
+    for (i, (name, prompt)) in flows.into_iter().enumerate() {
+        let want = native(&s, prompt).await;
+        let thread = s.new_thread().await;
+        let got = agui_run(&s, &thread, run_input(&thread, &format!("run-{i}"), prompt)).await;
+        assert_eq!(got.text, answer(&want), "{name}: the answer");
+        let cards: Vec<(String, u64)> = (got.custom("citation").iter())
+            .map(|c| {
+                (
+                    c["grade"].as_str().unwrap().to_string(),
+                    c["displayed"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(cards, citations(&want), "{name}: the cards");
+        let calls = want
+            .iter()
+            .filter(|f| matches!(f, Frame::ToolCall(_)))
+            .count();
+        assert_eq!(got.tool_calls.len(), calls, "{name}");
+        assert!(
+            got.tool_calls.iter().all(|c| c["result"].is_string()),
+            "{name}: every call has its result"
+        );
+        assert_eq!(got.finished["outcome"]["type"], "success", "{name}");
+        assert_eq!(
+            got.finished["runId"],
+            format!("run-{i}"),
+            "{name}: the client's run id"
+        );
+        assert!(got.error.is_null(), "{name}");
+    }
+    s.pass();
+}
+
+/// An approval ends the run with outcome `interrupt`, its id the server's,
+/// with `expiresAt`; the next run's `resume[]` decides it through the
+/// approval table. A replay, a forged id and another thread's id are
+/// refused; nothing is decided by them.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_ag_ui_interrupt_is_the_servers_and_resume_decides_it_once() {
+    let s = TestServer::builder().start().await;
+    for (approve, seat) in [(true, 21), (false, 22)] {
+        let thread = s.new_thread().await;
+        let prompt = format!("reserve seat {seat} at 15:00");
+        let held = agui_run(&s, &thread, run_input(&thread, "r1", &prompt)).await;
+        let outcome = &held.finished["outcome"];
+        assert_eq!(outcome["type"], "interrupt", "{:?}", held.finished);
+        let interrupt = &outcome["interrupts"][0];
+        let id = interrupt["id"].as_str().unwrap().to_string();
+        assert_eq!(interrupt["reason"], "tool_approval");
+        let expires = interrupt["expiresAt"].as_str().unwrap();
+        assert!(expires.ends_with('Z') && expires.len() == 24, "{expires}");
+        let stored = s.thread_json(&thread).await;
+        assert_eq!(
+            stored["approvals"][0]["interrupt_id"],
+            json!(id),
+            "the server's id"
+        );
+
+        let decision = if approve { "approve" } else { "deny" };
+        let resume = json!({"threadId": thread, "runId": "r2", "messages": [], "resume": [
+            {"interruptId": id, "status": "resolved", "payload": {"decision": decision}}
+        ]});
+        let resumed = agui_run(&s, &thread, resume.clone()).await;
+        assert_eq!(resumed.finished["outcome"]["type"], "success");
+        assert!(!resumed.text.is_empty());
+        let (status, body) = post_agui(&s, &thread, resume).await;
+        assert_eq!(status, 409, "a replayed resume: {body}");
+        assert!(body.contains("\"table\":\"approval\""), "{body}");
+    }
+    let thread = s.new_thread().await;
+    let held = agui_run(
+        &s,
+        &thread,
+        run_input(&thread, "r1", "reserve seat 23 at 15:00"),
+    )
+    .await;
+    let id = held.finished["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forged = |thread: &str, id: &str| {
+        json!({"threadId": thread, "runId": "r9", "messages": [], "resume": [
+            {"interruptId": id, "status": "resolved", "payload": {"decision": "approve"}}
+        ]})
+    };
+    let (status, body) = post_agui(&s, &thread, forged(&thread, "never-issued")).await;
+    assert_eq!(status, 404, "{body}");
+    let other = s.new_thread().await;
+    let (status, body) = post_agui(&s, &other, forged(&other, &id)).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = post_agui(&s, &other, forged(&thread, &id)).await;
+    assert_eq!(status, 400, "a threadId that is not the URL's: {body}");
+    let stored = s.thread_json(&thread).await;
+    assert_eq!(
+        stored["approvals"][0]["state"], "Awaiting",
+        "nothing decided: {stored}"
+    );
+    s.pass();
+}
+
+/// The export's link through AG-UI: a `turnstile.capability` event, built
+/// by code.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_ag_ui_export_delivers_its_link_as_a_typed_event() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let got = agui_run(
+        &s,
+        &thread,
+        run_input(&thread, "r1", "download all my lecture files"),
+    )
+    .await;
+    let links = got.custom("capability");
+    assert_eq!(links.len(), 1, "{:?}", got.custom);
+    assert!(links[0]["url"].as_str().unwrap().contains("/download"));
+    s.pass();
+}
+
+/// The two front-end tables are held like every other: as shipped they
+/// load; with a row deleted they do not, and the finding names the missing
+/// pair.
+#[test]
+fn a_broken_front_end_table_fails_at_load() {
+    use turnstile::protocols::registry_check_source as check;
+    for (file, row, state, event) in [
+        ("ui_stream.ron", "Legal(id: \"finish\",", "Open", "finish"),
+        (
+            "agui.ron",
+            "Legal(id: \"run-finishes\",",
+            "Running",
+            "run_finished",
+        ),
+    ] {
+        let src = std::fs::read_to_string(needs::repo_dir().join("tables").join(file)).unwrap();
+        check(&src, file).unwrap_or_else(|f| panic!("{file} as shipped: {f}"));
+        let broken: String = (src.lines())
+            .filter(|l| !l.trim_start().starts_with(row))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_ne!(broken, src, "{file}: the row was found");
+        let findings = check(&broken, file).expect_err(file).to_string();
+        assert!(
+            findings.contains(state) && findings.contains(event),
+            "{file}: the missing pair is named: {findings}"
+        );
+    }
+}

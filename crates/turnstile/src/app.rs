@@ -147,10 +147,12 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         }
     });
     let ui_stream = tables.bound().map_err(bind)?;
+    let agui = tables.bound().map_err(bind)?;
     Ok(AppState {
         agent,
         store,
         ui_stream,
+        agui,
         tables: Arc::new(tables),
         identity: Arc::new(identity),
     })

@@ -10,6 +10,7 @@
 //! legal lives in the table; this module only names things.
 
 pub mod admission;
+pub mod agui;
 pub mod approval;
 pub mod connection;
 pub mod export;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
-    admission::Admission, approval::Approval, connection::Connection, export::Export, frame::Frame,
-    hold::Hold, licence::Licence, narration::Narration, narrowing::Narrowing, ownership::Ownership,
-    paging::Paging, task::Task, turn::Turn, ui_stream::UiStream, Protocol,
+    admission::Admission, agui::Agui, approval::Approval, connection::Connection, export::Export,
+    frame::Frame, hold::Hold, licence::Licence, narration::Narration, narrowing::Narrowing,
+    ownership::Ownership, paging::Paging, task::Task, turn::Turn, ui_stream::UiStream, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -85,6 +85,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "ui_stream.ron",
         include_str!("../../../../tables/ui_stream.ron"),
     ),
+    (
+        "agui",
+        "agui.ron",
+        include_str!("../../../../tables/agui.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -104,6 +109,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Ownership::NAME => Some(Ownership::binding()),
         Task::NAME => Some(Task::binding()),
         UiStream::NAME => Some(UiStream::binding()),
+        Agui::NAME => Some(Agui::binding()),
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 //! is decided by the `frame` table inside the agent's frame writer; this
 //! module only turns requests into turns and frames into SSE.
 
+mod agui;
 mod error;
 mod headers;
 mod identity;
@@ -54,6 +55,7 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/threads/{id}/messages", post(routes::post_message))
         .route("/v1/threads/{id}/resume", post(routes::resume))
         .route("/v1/threads/{id}/ui-message-stream", post(ui_stream::post))
+        .route("/v1/threads/{id}/agui", post(agui::post))
         .route("/v1/tables", get(routes::list_tables))
         .route("/v1/tables/{name}", get(routes::get_table))
         .route("/v1/metrics", get(routes::metrics))

@@ -69,4 +69,6 @@ pub struct AppState {
     pub identity: Arc<super::identity::Identity>,
     /// The AI SDK stream's order (`tables/ui_stream.ron`, issue 37).
     pub ui_stream: crate::protocols::Bound<crate::protocols::ui_stream::UiStream>,
+    /// AG-UI's event order (`tables/agui.ron`, issue 37).
+    pub agui: crate::protocols::Bound<crate::protocols::agui::Agui>,
 }
