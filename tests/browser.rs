@@ -1109,3 +1109,83 @@ async fn link_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Respons
     )
         .into_response()
 }
+
+// ---------------------------------------------------------------------------
+// The front ends' own clients in Chromium (issue 37 §5): the `useChat` page
+// and the AG-UI page of docs/ai-sdk.md and docs/ag-ui.md, bundled here with
+// esbuild from `tests/frontends/node_modules`, served by a stub in front of
+// the real server (same origin: the session cookie is the page's), and
+// driven through one search, one approval and one export. Screenshots go to
+// `target/frontends/`.
+// ---------------------------------------------------------------------------
+
+/// Bundles `tests/frontends/{page}/{entry}` with esbuild; its JavaScript.
+fn bundle(page: &str, entry: &str) -> String {
+    let dir = common::needs::repo_dir().join("tests/frontends");
+    let esbuild = common::needs::npm_file(&dir, ".bin/esbuild");
+    let out = tempfile::tempdir().unwrap();
+    let js = out.path().join("app.js");
+    let run = std::process::Command::new(esbuild)
+        .current_dir(&dir)
+        .arg(format!("{page}/{entry}"))
+        .args([
+            "--bundle",
+            "--format=esm",
+            "--jsx=automatic",
+            "--log-level=warning",
+        ])
+        .arg("--define:process.env.NODE_ENV=\"production\"")
+        .arg(format!("--outfile={}", js.display()))
+        .output()
+        .expect("esbuild runs");
+    assert!(
+        run.status.success(),
+        "esbuild: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::read_to_string(js).unwrap()
+}
+
+async fn drive_front_end(page: &'static str, entry: &str, script: &str) {
+    let browser = browser();
+    let js = bundle(page, entry);
+    let html = std::fs::read_to_string(
+        common::needs::repo_dir().join(format!("tests/frontends/{page}/index.html")),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .start()
+        .await;
+    let routes: Router<Stub> = Router::new()
+        .route(
+            "/",
+            axum::routing::get(move || async move { axum::response::Html(html) }),
+        )
+        .route(
+            "/app.js",
+            axum::routing::get(
+                move || async move { ([(header::CONTENT_TYPE, "text/javascript")], js) },
+            ),
+        );
+    let (_stub, base, task) = serve_stub(&s, routes).await;
+    let shots = common::needs::repo_dir().join("target/frontends");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shots = shots.display().to_string();
+    drive(&browser, script, &[base.as_str(), shots.as_str()]).await;
+    task.abort();
+    s.pass();
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium, node and the front ends' npm packages: scripts/test-deps, run with --include-ignored"]
+async fn a_use_chat_page_searches_approves_and_exports_in_chromium() {
+    drive_front_end("usechat", "app.jsx", "tests/browser/usechat.mjs").await;
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium, node and the front ends' npm packages: scripts/test-deps, run with --include-ignored"]
+async fn an_ag_ui_page_searches_approves_and_exports_in_chromium() {
+    drive_front_end("agui", "app.js", "tests/browser/agui.mjs").await;
+}

@@ -715,3 +715,88 @@ fn a_broken_front_end_table_fails_at_load() {
         );
     }
 }
+
+/// Every `--fault` of the demo tool server, and the lying model, through
+/// both front-end routes: each stream parses with the official packages
+/// into the native route's answer and cards, the lies replaced before they
+/// reach either client, and both strict tables hold.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn every_fault_reads_the_same_through_both_front_ends() {
+    use turnstile_demo::Fault;
+    let prompts = [
+        "show safety issues on floor 3",
+        "list all panoramas",
+        "show the newest safety issue on floor 3 in detail",
+        "notify the site contact about PANO-003-0611",
+    ];
+    let mut servers: Vec<(String, TestServer)> = Vec::new();
+    for fault in Fault::ALL {
+        let s = TestServer::builder().faults(vec![fault]).start().await;
+        servers.push((fault.name().to_string(), s));
+    }
+    let lying = std::sync::Arc::new(turnstile_demo::lying::Lying::new(
+        turnstile_demo::Scripted::demo(),
+    ));
+    servers.push((
+        "lying-model".into(),
+        TestServer::builder().model(lying).start().await,
+    ));
+    for (name, s) in servers {
+        for (i, prompt) in prompts.iter().enumerate() {
+            let want = native(&s, prompt).await;
+            let thread = s.new_thread().await;
+            let ui = ui_turn(&s, &thread, user(prompt)).await;
+            assert_eq!(ui.text(), answer(&want), "{name}, {prompt}: AI SDK");
+            assert_eq!(data_citations(&ui), citations(&want), "{name}, {prompt}");
+            let thread = s.new_thread().await;
+            let run = run_input(&thread, &format!("r{i}"), prompt);
+            let ag = agui_run(&s, &thread, run).await;
+            assert_eq!(ag.text, answer(&want), "{name}, {prompt}: AG-UI");
+            let replaced = want
+                .iter()
+                .filter(|f| matches!(f, Frame::Delta(d) if d.replaced.is_some()))
+                .count();
+            assert_eq!(
+                ui.parts("data-replaced").len(),
+                replaced,
+                "{name}, {prompt}"
+            );
+            assert_eq!(ag.custom("replaced").len(), replaced, "{name}, {prompt}");
+        }
+        s.pass();
+    }
+}
+
+/// A question of a tool's server through AG-UI: the run ends with outcome
+/// `interrupt`, reason `input_required`, the form in its metadata; the next
+/// run's `resume[]` accepts it with the answers, sent once, and the run
+/// goes on to the call's result.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_ag_ui_question_is_answered_through_resume() {
+    let s = TestServer::builder().start().await;
+    let thread = s.new_thread().await;
+    let prompt = "notify the site contact about PANO-003-0611";
+    let held = agui_run(&s, &thread, run_input(&thread, "r1", prompt)).await;
+    let interrupt = &held.finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "input_required", "{:?}", held.finished);
+    let requests = &interrupt["metadata"]["input"]["requests"];
+    let key = requests[0]["key"].as_str().unwrap().to_string();
+    let id = interrupt["id"].as_str().unwrap().to_string();
+    let answers =
+        json!({key: {"name": "Ana Kim", "email": "ana@example.com", "role": "safety officer"}});
+    let resume = json!({"threadId": thread, "runId": "r2", "messages": [], "resume": [
+        {"interruptId": id, "status": "resolved", "payload": {"decision": "accept", "answers": answers}}
+    ]});
+    let answered = agui_run(&s, &thread, resume).await;
+    assert_eq!(answered.finished["outcome"]["type"], "success");
+    assert!(!answered.text.is_empty());
+    assert_eq!(
+        answered.tool_calls.len(),
+        1,
+        "the call sent once: {:?}",
+        answered.tool_calls
+    );
+    s.pass();
+}
