@@ -25,25 +25,25 @@ use crate::common::needs;
 use crate::common::server::TestServer;
 
 /// What the official client made of one stream.
-struct Read {
+pub(crate) struct Read {
     /// The chunk types, in order.
-    chunks: Vec<String>,
+    pub(crate) chunks: Vec<String>,
     /// The `UIMessage` the stream built.
-    message: Value,
+    pub(crate) message: Value,
     /// The client's error, when the stream carried one.
     error: Option<String>,
 }
 
 impl Read {
     /// The message's text, its text parts joined.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.parts("text")
             .iter()
             .filter_map(|p| p["text"].as_str())
             .collect()
     }
 
-    fn parts(&self, kind: &str) -> Vec<&Value> {
+    pub(crate) fn parts(&self, kind: &str) -> Vec<&Value> {
         (self.message["parts"].as_array().into_iter().flatten())
             .filter(|p| p["type"] == kind || (kind == "tool" && is_tool(p)))
             .collect()
@@ -56,7 +56,7 @@ fn is_tool(p: &Value) -> bool {
 
 /// Reads `raw` with the official package; `expect_error`: the stream ends
 /// with an `error` chunk, which the client throws on.
-fn read(raw: &str, expect_error: bool) -> Read {
+pub(crate) fn read(raw: &str, expect_error: bool) -> Read {
     let dir = needs::repo_dir().join("tests/frontends");
     let node = needs::npm_file(&dir, ".bin/node");
     needs::npm_file(&dir, "ai/package.json");
@@ -145,7 +145,30 @@ async fn ui_turn(s: &TestServer, thread: &str, body: Value) -> Read {
     assert!(raw.trim_end().ends_with("data: [DONE]"), "{raw}");
     let read = read(&raw, false);
     holds_the_table(s, &read);
+    the_server_refused_no_chunk(s).await;
     read
+}
+
+/// The server's own count of forbidden rows of the two front-end tables
+/// is zero: no chunk or event it tried to write was refused (the metrics
+/// are the process's; nothing in this test binary writes a forbidden one
+/// on purpose).
+async fn the_server_refused_no_chunk(s: &TestServer) {
+    let metrics = (s.http.get(format!("{}/v1/metrics", s.base)).send().await)
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for table in ["ui_stream", "agui"] {
+        let forbidden = format!("table=\"{table}\",");
+        let refused: Vec<&str> = (metrics.lines())
+            .filter(|l| l.contains(&forbidden) && l.contains("kind=\"forbidden\""))
+            .collect();
+        assert!(
+            refused.is_empty(),
+            "the server refused its own output: {refused:?}"
+        );
+    }
 }
 
 /// The native route's answer for the same prompt, on a thread of its own.
@@ -448,11 +471,11 @@ async fn a_request_that_asks_nothing_is_a_400() {
 // ---------------------------------------------------------------------------
 
 /// What the official AG-UI packages made of one stream.
-struct Agui {
+pub(crate) struct Agui {
     events: Vec<String>,
-    text: String,
+    pub(crate) text: String,
     custom: Vec<Value>,
-    tool_calls: Vec<Value>,
+    pub(crate) tool_calls: Vec<Value>,
     finished: Value,
     error: Value,
 }
@@ -466,7 +489,7 @@ impl Agui {
     }
 }
 
-fn read_agui(raw: &str) -> Agui {
+pub(crate) fn read_agui(raw: &str) -> Agui {
     let dir = needs::repo_dir().join("tests/frontends");
     let node = needs::npm_file(&dir, ".bin/node");
     needs::npm_file(&dir, "@ag-ui/client/package.json");
@@ -543,6 +566,7 @@ async fn agui_run(s: &TestServer, thread: &str, body: Value) -> Agui {
     assert_eq!(status, 200, "{raw}");
     let read = read_agui(&raw);
     holds_the_agui_table(s, &read);
+    the_server_refused_no_chunk(s).await;
     read
 }
 

@@ -439,3 +439,64 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A licence refusal through both front ends (issue 37): the refused call
+/// is an error part (`tool-output-error`, a `TOOL_CALL_RESULT` with
+/// `ok: false`) naming the licence table's row, never a tool that failed,
+/// and the answer is code's, word for word the native route's.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn a_licence_refusal_reads_the_same_through_both_front_ends() {
+    let model = Arc::new(Asker::default());
+    let s = TestServer::builder()
+        .model(model)
+        .auth(proxy_auth(Mode::Development))
+        .licences(LicenceMap::new(
+            [("search_photos".to_string(), "pro".to_string())].into(),
+            Tiers::default(),
+            None,
+        ))
+        .start()
+        .await;
+    let basic = proxied(&s, "user-ana", "basic");
+    let native = basic.thread().await;
+    let want = say(&basic, &native, "call search_photos").await;
+    assert!(!refusals(&want).is_empty(), "{want:?}");
+
+    let thread = basic.thread().await;
+    let body = json!({"messages": [{"role": "user", "parts": [{"type": "text", "text": "call search_photos"}]}]});
+    let path = format!("/v1/threads/{thread}/ui-message-stream");
+    let (status, raw) = basic.send("POST", &path, Some(body)).await;
+    assert_eq!(status, 200, "{raw}");
+    let ui = crate::frontends::read(&raw, false);
+    assert_eq!(ui.text(), answer(&want));
+    let refused = ui.parts("tool");
+    assert_eq!(refused.len(), 1, "{}", ui.message);
+    assert_eq!(refused[0]["state"], "output-error");
+    assert!(
+        refused[0]["errorText"]
+            .as_str()
+            .unwrap()
+            .contains("licence"),
+        "{}",
+        refused[0]
+    );
+
+    let thread = basic.thread().await;
+    let run = json!({"threadId": thread, "runId": "r1", "messages": [
+        {"id": "m1", "role": "user", "content": "call search_photos"}
+    ]});
+    let (status, raw) = basic
+        .send("POST", &format!("/v1/threads/{thread}/agui"), Some(run))
+        .await;
+    assert_eq!(status, 200, "{raw}");
+    let ag = crate::frontends::read_agui(&raw);
+    assert_eq!(ag.text, answer(&want));
+    let result: Value = serde_json::from_str(ag.tool_calls[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["ok"], false, "{result}");
+    assert!(
+        result["refusal"].to_string().contains("licence"),
+        "{result}"
+    );
+    s.pass();
+}
