@@ -92,26 +92,35 @@ pub(crate) fn read(raw: &str, expect_error: bool) -> Read {
     }
 }
 
-/// The chunk types the client read, through the test's own `ui_stream`
-/// table: the strict order holds here, not only on the server.
-fn holds_the_table(s: &TestServer, read: &Read) {
+/// The chunk types the server wrote (every `data:` line of the raw body,
+/// `[DONE]` included), through the test's own `ui_stream` table: the strict
+/// order holds here, not only on the server.
+fn holds_the_table(s: &TestServer, raw: &str) {
     let table: Bound<UiStream> = s.tables().bound().unwrap();
     let mut m = table.machine();
-    for t in &read.chunks {
-        let event = match t.as_str() {
-            d if d.starts_with("data-") => UiStreamEvent::Data,
-            other => {
-                let name = other.replace('-', "_");
-                (UiStreamEvent::ALL.iter().copied())
-                    .find(|e| e.name() == name)
-                    .unwrap_or_else(|| panic!("a chunk no row names: {other}"))
+    let mut types = Vec::new();
+    for line in raw.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        let event = match line {
+            "[DONE]" => UiStreamEvent::Done,
+            json => {
+                let v: Value = serde_json::from_str(json).expect("a chunk is JSON");
+                let t = v["type"].as_str().expect("a chunk's type").to_string();
+                types.push(t.clone());
+                match t.as_str() {
+                    d if d.starts_with("data-") => UiStreamEvent::Data,
+                    other => {
+                        let name = other.replace('-', "_");
+                        (UiStreamEvent::ALL.iter().copied())
+                            .find(|e| e.name() == name)
+                            .unwrap_or_else(|| panic!("a chunk no row names: {other}"))
+                    }
+                }
             }
         };
         if let Err(v) = m.fire(event) {
-            panic!("{v}\nchunks: {:?}", read.chunks);
+            panic!("{v}\nchunks: {types:?}");
         }
     }
-    m.fire(UiStreamEvent::Done).expect("[DONE] last");
     m.fire(UiStreamEvent::Close)
         .expect("the stream ends after [DONE]");
 }
@@ -144,7 +153,7 @@ async fn ui_turn(s: &TestServer, thread: &str, body: Value) -> Read {
     assert_eq!(header.as_deref(), Some("v1"), "the transport's header");
     assert!(raw.trim_end().ends_with("data: [DONE]"), "{raw}");
     let read = read(&raw, false);
-    holds_the_table(s, &read);
+    holds_the_table(s, &raw);
     the_server_refused_no_chunk(s).await;
     read
 }
@@ -822,5 +831,170 @@ async fn an_ag_ui_question_is_answered_through_resume() {
         "the call sent once: {:?}",
         answered.tool_calls
     );
+    s.pass();
+}
+
+/// A model that plans the demo's search, then breaks mid-answer: the turn
+/// ends with an `error` frame after a call and some text.
+struct Breaks;
+
+#[async_trait::async_trait]
+impl turnstile::llm::Model for Breaks {
+    fn name(&self) -> &str {
+        "breaks"
+    }
+
+    async fn plan(
+        &self,
+        req: &turnstile::llm::PlanRequest,
+    ) -> Result<turnstile::llm::Plan, turnstile::llm::LlmError> {
+        let calls = match req.steps.is_empty() {
+            true => vec![turnstile::llm::PlannedCall {
+                id: None,
+                tool: "search_photos".into(),
+                args: serde_json::from_value(json!({"query": "safety", "floor": 3})).unwrap(),
+                invalid_args: None,
+            }],
+            false => Vec::new(),
+        };
+        Ok(turnstile::llm::Plan {
+            calls,
+            note: "search".into(),
+            narrows_previous: false,
+            continues_previous: false,
+            from_context: Vec::new(),
+            shows_link: false,
+        })
+    }
+
+    async fn respond(
+        &self,
+        _: &turnstile::llm::RespondRequest,
+    ) -> Result<turnstile::llm::TextStream, turnstile::llm::LlmError> {
+        use futures::StreamExt;
+        Ok(futures::stream::iter([
+            Ok("At least some match. ".to_string()),
+            Err(turnstile::llm::LlmError::Stream(
+                "the connection reset".into(),
+            )),
+        ])
+        .boxed())
+    }
+}
+
+/// A turn that fails: the AI SDK client reads an `error` chunk (it throws
+/// with `terminateOnError`, as `useChat` surfaces it), after the text shown
+/// and the call's output; AG-UI's client reads `RUN_ERROR`. Neither stream
+/// retracts what it showed, and both tables hold.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn a_failed_turn_is_each_protocols_error() {
+    let s = TestServer::builder()
+        .model(std::sync::Arc::new(Breaks))
+        .start()
+        .await;
+    let thread = s.new_thread().await;
+    let (status, raw, _) = post(&s, &thread, user("show safety issues on floor 3")).await;
+    assert_eq!(status, 200, "{raw}");
+    let ui = read(&raw, true);
+    holds_the_table(&s, &raw);
+    the_server_refused_no_chunk(&s).await;
+    assert!(ui.error.is_some(), "the client throws on the error");
+    // What the native route shows of the same failed turn, and no more.
+    let native_thread = s.new_thread().await;
+    let want = s.say(&native_thread, "show safety issues on floor 3").await;
+    assert!(matches!(want.last(), Some(Frame::Error(_))), "{want:?}");
+    assert_eq!(ui.text(), answer(&want));
+    let lines: Vec<&str> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    let errors = lines
+        .iter()
+        .filter(|l| l.contains("\"type\":\"error\""))
+        .count();
+    assert_eq!(errors, 1, "{raw}");
+    assert_eq!(lines.last(), Some(&"[DONE]"), "{raw}");
+    let finish: Value = serde_json::from_str(lines[lines.len() - 2]).unwrap();
+    assert_eq!(finish, json!({"type": "finish", "finishReason": "error"}));
+
+    let thread = s.new_thread().await;
+    let ag = agui_run(
+        &s,
+        &thread,
+        run_input(&thread, "r1", "show safety issues on floor 3"),
+    )
+    .await;
+    assert!(ag.error.is_object(), "RUN_ERROR: {:?}", ag.events);
+    assert!(ag.finished.is_null(), "no RUN_FINISHED after RUN_ERROR");
+    assert_eq!(ag.events.last().map(String::as_str), Some("RUN_ERROR"));
+    s.pass();
+}
+
+/// The thread's follow-ups through AG-UI: a narrowing of the previous
+/// answer, then "show more" as `forwardedProps.more`.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn follow_ups_narrow_and_show_more_through_ag_ui() {
+    let s = TestServer::builder().start().await;
+    let native_thread = s.new_thread().await;
+    let thread = s.new_thread().await;
+    for (i, (prompt, more)) in [
+        ("list all panoramas", false),
+        ("only those on floor 3", false),
+        ("show more", true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let want = s
+            .turn(&native_thread, json!({"text": prompt, "more": more}))
+            .await;
+        let mut run = run_input(&thread, &format!("r{i}"), prompt);
+        run["forwardedProps"] = json!({"more": more});
+        let got = agui_run(&s, &thread, run).await;
+        assert_eq!(got.text, answer(&want), "{prompt}");
+        let cards: Vec<(String, u64)> = (got.custom("citation").iter())
+            .map(|c| {
+                (
+                    c["grade"].as_str().unwrap().to_string(),
+                    c["displayed"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(cards, citations(&want), "{prompt}");
+    }
+    s.pass();
+}
+
+/// A resume after the interrupt expired is refused by the approval table's
+/// row, and nothing is confirmed.
+#[tokio::test]
+#[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
+async fn an_expired_ag_ui_interrupt_is_refused() {
+    let limits = turnstile::agent::Limits {
+        approval_ttl: std::time::Duration::from_millis(300),
+        ..turnstile::agent::Limits::default()
+    };
+    let s = TestServer::builder().limits(limits).start().await;
+    let thread = s.new_thread().await;
+    let held = agui_run(
+        &s,
+        &thread,
+        run_input(&thread, "r1", "reserve seat 27 at 15:00"),
+    )
+    .await;
+    let id = held.finished["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let resume = json!({"threadId": thread, "runId": "r2", "messages": [], "resume": [
+        {"interruptId": id, "status": "resolved", "payload": {"decision": "approve"}}
+    ]});
+    let (status, body) = post_agui(&s, &thread, resume).await;
+    assert_eq!(status, 409, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["row_id"], "approve-after-expiry", "{v}");
     s.pass();
 }

@@ -34,7 +34,9 @@ function Chat({ threadId }) {
   const { messages, sendMessage, addToolApprovalResponse, status, error } = useChat({
     transport: new DefaultChatTransport({
       api: `/v1/threads/${threadId}/ui-message-stream`,
-      credentials: "include",
+      // turnstile reads the last message only (the thread keeps its own
+      // history): sending only it keeps a long chat under the body limit.
+      prepareSendMessagesRequest: ({ messages }) => ({ body: { messages: messages.slice(-1) } }),
     }),
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   });

@@ -387,8 +387,13 @@ pub fn run_of(input: RunAgentInput) -> Result<Run, String> {
     if let Some(entry) = input.resume.into_iter().next() {
         let payload = entry.payload.unwrap_or(Value::Null);
         let decision = match (entry.status.as_str(), payload["decision"].as_str()) {
+            // Abandoned: an approval is denied, as a new message would
+            // withdraw it (a question: `resolved` with `cancel`).
             ("cancelled", None) => Decision::Deny,
-            ("resolved", Some(word)) | ("cancelled", Some(word)) => {
+            ("cancelled", Some(_)) => {
+                return Err("a `cancelled` entry takes no `payload.decision`: it abandons the interrupt".into())
+            }
+            ("resolved", Some(word)) => {
                 serde_json::from_value(Value::String(word.to_string())).map_err(|_| {
                     format!("`payload.decision` is `{word}`: use approve, deny, accept, decline or cancel")
                 })?
@@ -403,9 +408,11 @@ pub fn run_of(input: RunAgentInput) -> Result<Run, String> {
             answers,
         }));
     }
-    let last = (input.messages.iter().rev())
-        .find(|m| m["role"] == "user")
-        .ok_or("no `user` message to answer, and no `resume` entry")?;
+    // The last message only: a run whose last message is not the user's
+    // asks nothing new, and an earlier request is never run again.
+    let last = (input.messages.last())
+        .filter(|m| m["role"] == "user")
+        .ok_or("the last message is not a `user` message, and there is no `resume` entry")?;
     let text = match &last["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => (parts.iter())

@@ -72,6 +72,16 @@ fn data(name: &str, id: Option<&str>, value: Value) -> Chunk {
     Chunk::new(UiStreamEvent::Data, Value::Object(body))
 }
 
+/// A refusal's words: its own message when it has one (a licence
+/// refusal's, in the user's language), and the table and row that refused.
+fn refused_text(summary: &str, refusal: &Value) -> String {
+    let said = refusal["message"].as_str().unwrap_or(summary);
+    match (refusal["table"].as_str(), refusal["row_id"].as_str()) {
+        (Some(table), Some(row)) => format!("{said} (refused by the {table} table, row `{row}`)"),
+        _ => format!("{said} (refused)"),
+    }
+}
+
 /// What is open in the stream, so each frame's chunks close it first.
 #[derive(Debug, Default)]
 struct Open {
@@ -233,13 +243,27 @@ impl UiStreamWriter {
         // A refusal is told as what it is (the table and row that refused),
         // never as a failure of the tool.
         let text = match &r.refusal {
-            Some(refusal) => format!("{} (refused: {refusal})", r.summary),
+            Some(refusal) => refused_text(&r.summary, refusal),
             None => r.summary.clone(),
         };
         Chunk::new(
             UiStreamEvent::ToolOutputError,
             json!({"type": "tool-output-error", "toolCallId": r.call_id, "errorText": text}),
         )
+    }
+
+    /// A question of a tool's server: the card only (its requests in
+    /// `data-interrupt`). The AI SDK's approval carries no answers, so no
+    /// approval request is written for it: it is answered with `/resume`.
+    fn question(&mut self, i: &wire::Interrupt, out: &mut Vec<Chunk>) {
+        self.close_text(out);
+        self.start_step(out);
+        out.push(data(
+            "interrupt",
+            Some(&i.interrupt_id),
+            serde_json::to_value(i).unwrap_or_default(),
+        ));
+        self.finish_step(out);
     }
 
     fn delta(&mut self, d: &wire::Delta, out: &mut Vec<Chunk>) {
@@ -286,6 +310,9 @@ impl UiStreamWriter {
     /// interrupt id; the step and the message then end, and the next
     /// request carries the decision.
     fn interrupt(&mut self, i: &wire::Interrupt, out: &mut Vec<Chunk>) {
+        if i.input.is_some() {
+            return self.question(i, out);
+        }
         self.close_text(out);
         self.start_step(out);
         let call_id = format!("held-{}", i.interrupt_id);
@@ -330,7 +357,7 @@ impl UiStreamWriter {
         if let Some(call) = self.open.tool.take() {
             out.push(Chunk::new(
                 UiStreamEvent::ToolOutputError,
-                json!({"type": "tool-output-error", "toolCallId": call, "errorText": "the turn ended before this call answered; whether it ran is not known"}),
+                json!({"type": "tool-output-error", "toolCallId": call, "errorText": "the turn ended with no result shown for this call"}),
             ));
         }
         self.finish_step(&mut out);
@@ -445,14 +472,18 @@ pub fn asked(req: &UiChatRequest) -> Result<Asked, String> {
             Ok(Asked::Turn(text))
         }
         "assistant" => {
-            let responded: Vec<&Value> = (last.parts.iter())
-                .filter(|p| p["state"] == "approval-responded")
-                .collect();
-            let [part] = responded.as_slice() else {
-                return Err(format!(
-                    "the last message is the assistant's: it must carry exactly one approval response, not {}",
-                    responded.len()
-                ));
+            // useChat writes a resumed stream into the same assistant
+            // message, so an earlier response stays beside the new one: the
+            // latest is what is asked (an earlier one's interrupt is decided
+            // already, and deciding it again is the approval table's 409).
+            let Some(part) = (last.parts.iter())
+                .rev()
+                .find(|p| p["state"] == "approval-responded")
+            else {
+                return Err(
+                    "the last message is the assistant's: it must carry an approval response"
+                        .into(),
+                );
             };
             let id = part["approval"]["id"].as_str();
             let approved = part["approval"]["approved"].as_bool();
@@ -700,6 +731,21 @@ mod tests {
                 interrupt_id: "i1".into(),
                 approved: false
             })
+        );
+        let two = req(json!({"messages": [
+            {"role": "assistant", "parts": [
+                {"state": "approval-responded", "approval": {"id": "i1", "approved": true}},
+                {"type": "text", "text": "done"},
+                {"state": "approval-responded", "approval": {"id": "i2", "approved": false}}
+            ]}
+        ]}));
+        assert_eq!(
+            asked(&two),
+            Ok(Asked::Decision {
+                interrupt_id: "i2".into(),
+                approved: false
+            }),
+            "the latest response"
         );
         for bad in [
             json!({"messages": []}),
