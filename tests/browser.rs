@@ -1146,7 +1146,7 @@ fn bundle(page: &str, entry: &str) -> String {
     std::fs::read_to_string(js).unwrap()
 }
 
-async fn drive_front_end(page: &'static str, entry: &str, script: &str) {
+async fn drive_front_end(page: &'static str, entry: &str) {
     let browser = browser();
     let js = bundle(page, entry);
     let html = std::fs::read_to_string(
@@ -1173,7 +1173,8 @@ async fn drive_front_end(page: &'static str, entry: &str, script: &str) {
     let shots = common::needs::repo_dir().join("target/frontends");
     std::fs::create_dir_all(&shots).unwrap();
     let shots = shots.display().to_string();
-    drive(&browser, script, &[base.as_str(), shots.as_str()]).await;
+    let script = "tests/browser/frontend.mjs";
+    drive(&browser, script, &[page, base.as_str(), shots.as_str()]).await;
     task.abort();
     s.pass();
 }
@@ -1181,11 +1182,11 @@ async fn drive_front_end(page: &'static str, entry: &str, script: &str) {
 #[tokio::test]
 #[ignore = "needs Chromium, node and the front ends' npm packages: scripts/test-deps, run with --include-ignored"]
 async fn a_use_chat_page_searches_approves_and_exports_in_chromium() {
-    drive_front_end("usechat", "app.jsx", "tests/browser/usechat.mjs").await;
+    drive_front_end("usechat", "app.jsx").await;
 }
 
 #[tokio::test]
 #[ignore = "needs Chromium, node and the front ends' npm packages: scripts/test-deps, run with --include-ignored"]
 async fn an_ag_ui_page_searches_approves_and_exports_in_chromium() {
-    drive_front_end("agui", "app.js", "tests/browser/agui.mjs").await;
+    drive_front_end("agui", "app.js").await;
 }

@@ -54,35 +54,50 @@ fn is_tool(p: &Value) -> bool {
     p["type"].as_str().is_some_and(|t| t.starts_with("tool-"))
 }
 
-/// Reads `raw` with the official package; `expect_error`: the stream ends
-/// with an `error` chunk, which the client throws on.
-pub(crate) fn read(raw: &str, expect_error: bool) -> Read {
+/// Runs `script` of `tests/frontends` on Node 22 with `raw` on its stdin:
+/// the JSON it prints. `package` is a file its npm packages install (a
+/// missing one fails the test, naming how to install it); `who` names the
+/// client in the failure.
+fn run_reader(script: &str, package: &str, args: &[&str], raw: &str, who: &str) -> Value {
     let dir = needs::repo_dir().join("tests/frontends");
     let node = needs::npm_file(&dir, ".bin/node");
-    needs::npm_file(&dir, "ai/package.json");
-    let mut cmd = Command::new(node);
-    cmd.arg(dir.join("read_ui_stream.mjs"))
+    needs::npm_file(&dir, package);
+    let mut child = Command::new(node)
+        .arg(dir.join(script))
+        .args(args)
         .current_dir(&dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if expect_error {
-        cmd.arg("--expect-error");
-    }
-    let mut child = cmd.spawn().expect("node runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    (child.stdin.take().unwrap())
         .write_all(raw.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "the AI SDK's client refused the stream: {}\n{raw}",
+        "{who} refused the stream: {}\n{raw}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("the reader's JSON");
+    serde_json::from_slice(&out.stdout).expect("the reader's JSON")
+}
+
+/// Reads `raw` with the official package; `expect_error`: the stream ends
+/// with an `error` chunk, which the client throws on.
+pub(crate) fn read(raw: &str, expect_error: bool) -> Read {
+    let args: &[&str] = if expect_error {
+        &["--expect-error"]
+    } else {
+        &[]
+    };
+    let v = run_reader(
+        "read_ui_stream.mjs",
+        "ai/package.json",
+        args,
+        raw,
+        "the AI SDK's client",
+    );
     Read {
         chunks: (v["chunks"].as_array().unwrap().iter())
             .map(|c| c.as_str().unwrap().to_string())
@@ -499,30 +514,13 @@ impl Agui {
 }
 
 pub(crate) fn read_agui(raw: &str) -> Agui {
-    let dir = needs::repo_dir().join("tests/frontends");
-    let node = needs::npm_file(&dir, ".bin/node");
-    needs::npm_file(&dir, "@ag-ui/client/package.json");
-    let mut child = Command::new(node)
-        .arg(dir.join("read_agui.mjs"))
-        .current_dir(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(raw.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "the AG-UI client refused the stream: {}\n{raw}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = run_reader(
+        "read_agui.mjs",
+        "@ag-ui/client/package.json",
+        &[],
+        raw,
+        "the AG-UI client",
     );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("the reader's JSON");
     Agui {
         events: (v["events"].as_array().unwrap().iter())
             .map(|e| e.as_str().unwrap().to_string())

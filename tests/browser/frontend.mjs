@@ -1,17 +1,19 @@
-// The AG-UI page (tests/frontends/agui, an HttpAgent subscriber, bundled with
-// esbuild) against the real server in headless Chromium, driven over the
-// DevTools protocol (cdp.mjs): a search shows its card with the grade; an
-// approval card is approved by a run with `resume` and the answer
-// says it is done; an export ends at the download link code delivered.
-// Screenshots go to the directory given after the URL.
-// Usage: node --experimental-websocket agui.mjs BASE_URL SHOT_DIR
+// A front end's example page (tests/frontends/NAME: the AI SDK's `useChat`
+// page, or the AG-UI `HttpAgent` page; bundled with esbuild) against the real
+// server in headless Chromium, driven over the DevTools protocol (cdp.mjs):
+// a search shows its card with the grade; an approval card is approved (with
+// `addToolApprovalResponse`, or by a run with `resume`) and the answer says
+// it is done; an export ends at the download link code delivered. Both pages
+// use the same test ids. Screenshots go to SHOT_DIR as NAME-STEP.png.
+// Usage: node --experimental-websocket frontend.mjs NAME BASE_URL SHOT_DIR
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { launch, sleep } from "./cdp.mjs";
 
-const BASE = process.argv[2];
-const SHOTS = process.argv[3];
-const { cmd, ev, check, finish, errors, failed } = await launch("agui", 80_000);
+const NAME = process.argv[2];
+const BASE = process.argv[3];
+const SHOTS = process.argv[4];
+const { cmd, ev, check, finish, errors, failed } = await launch(NAME, 80_000);
 
 const until = async (expr, what, ms = 20_000) => {
   for (let i = 0; i < ms / 100; i++) {
@@ -24,7 +26,7 @@ const until = async (expr, what, ms = 20_000) => {
 const ready = `document.querySelector('[data-testid=chat]')?.dataset.status === 'ready'`;
 const shot = async (name) => {
   const r = await cmd("Page.captureScreenshot", { format: "png" });
-  writeFileSync(join(SHOTS, `agui-${name}.png`), Buffer.from(r.result.data, "base64"));
+  writeFileSync(join(SHOTS, `${NAME}-${name}.png`), Buffer.from(r.result.data, "base64"));
 };
 const ask = async (text) => {
   await ev(`document.querySelector('[data-testid=input]').focus()`);
