@@ -491,3 +491,164 @@ fn respond(mut writer: AguiWriter, caller: &Caller, mut frames: Receiver<OutFram
     let sse = Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)));
     caller.respond(sse)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::TableSet;
+
+    fn out(f: Frame) -> OutFrame {
+        OutFrame {
+            seq: 0,
+            kind: f.kind(),
+            data: f.data(),
+        }
+    }
+
+    fn writer() -> AguiWriter {
+        AguiWriter::new(
+            &TableSet::builtin().unwrap().bound().unwrap(),
+            "th",
+            "run-1",
+        )
+    }
+
+    fn types(events: &[AguiOut]) -> Vec<&str> {
+        events
+            .iter()
+            .map(|e| e.body["type"].as_str().unwrap_or_default())
+            .collect()
+    }
+
+    fn start() -> Frame {
+        Frame::Start(wire::Start {
+            turn_id: "t".into(),
+            thread_id: "th".into(),
+        })
+    }
+
+    /// AG-UI's `expiresAt` is ISO 8601 in UTC, checked against Python's
+    /// datetime on the epoch, a leap day, the last millisecond of a century
+    /// and a time before the epoch.
+    #[test]
+    fn expiry_is_iso_8601_utc() {
+        for (ms, iso) in [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (1_764_979_200_123, "2025-12-06T00:00:00.123Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (4_102_444_799_999, "2099-12-31T23:59:59.999Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+        ] {
+            assert_eq!(chrono_iso(ms), iso, "{ms}");
+        }
+    }
+
+    /// A call and an answer: the run opens, the step pairs, the call is
+    /// written whole before its result, the text is closed before the run
+    /// finishes once with `success`, and the table ends the run.
+    #[test]
+    fn a_turns_frames_become_one_run_through_the_table() {
+        let mut w = writer();
+        let call = Frame::ToolCall(wire::ToolCall {
+            call_id: "c1".into(),
+            tool: "search_photos".into(),
+            server: None,
+            args: serde_json::Map::new(),
+        });
+        let result = Frame::ToolResult(wire::ToolResult {
+            call_id: "c1".into(),
+            tool: "search_photos".into(),
+            ok: true,
+            summary: "10 shown".into(),
+            shape: None,
+            conflict: None,
+            refusal: None,
+        });
+        let delta = Frame::Delta(wire::Delta {
+            text: "Ten shown.".into(),
+            replaced: None,
+            capabilities: Vec::new(),
+            links: Vec::new(),
+        });
+        let done = Frame::Done(wire::Done {
+            turn_id: "t".into(),
+        });
+        let mut all = Vec::new();
+        for f in [start(), call, result, delta, done] {
+            all.extend(w.frame(&out(f)));
+        }
+        w.close();
+        assert_eq!(
+            types(&all),
+            [
+                "RUN_STARTED",
+                "STEP_STARTED",
+                "TOOL_CALL_START",
+                "TOOL_CALL_ARGS",
+                "TOOL_CALL_END",
+                "TOOL_CALL_RESULT",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "STEP_FINISHED",
+                "RUN_FINISHED"
+            ]
+        );
+        assert_eq!(all.last().unwrap().body["outcome"]["type"], "success");
+        assert!(!w.stopped);
+    }
+
+    /// An approval ends the run with outcome `interrupt`, the server's id
+    /// and expiry; the `done` after it writes nothing.
+    #[test]
+    fn an_interrupt_ends_the_run_once() {
+        let mut w = writer();
+        let interrupt = wire::Interrupt::of_call(
+            "i-1",
+            "confirm_action",
+            &serde_json::Map::new(),
+            "Reserve seat 12?".into(),
+            &["approve", "deny"],
+            0,
+        );
+        let mut all = w.frame(&out(start()));
+        all.extend(w.frame(&out(Frame::Interrupt(interrupt))));
+        let done = w.frame(&out(Frame::Done(wire::Done {
+            turn_id: "t".into(),
+        })));
+        assert!(done.is_empty(), "{done:?}");
+        let last = &all.last().unwrap().body;
+        assert_eq!(last["outcome"]["type"], "interrupt");
+        assert_eq!(last["outcome"]["interrupts"][0]["id"], "i-1");
+        assert_eq!(
+            last["outcome"]["interrupts"][0]["expiresAt"],
+            "1970-01-01T00:00:00.000Z"
+        );
+        w.close();
+        assert!(!w.stopped);
+    }
+
+    #[test]
+    fn a_run_reads_a_resume_entry_or_the_last_message_only() {
+        let input = |v: Value| serde_json::from_value::<RunAgentInput>(v).unwrap();
+        let resumed = run_of(input(json!({"threadId": "t", "runId": "r", "messages": [],
+            "resume": [{"interruptId": "i", "status": "resolved", "payload": {"decision": "deny"}}]})));
+        assert!(
+            matches!(resumed, Ok(Run::Resume(r)) if r.interrupt_id == "i" && matches!(r.decision, Decision::Deny))
+        );
+        let turn = run_of(input(json!({"threadId": "t", "runId": "r", "messages": [
+            {"id": "1", "role": "user", "content": "show photos"}]})));
+        assert!(matches!(turn, Ok(Run::Turn(t)) if t.text == "show photos"));
+        for bad in [
+            json!({"threadId": "t", "runId": "r", "messages": [
+                {"id": "1", "role": "user", "content": "show photos"},
+                {"id": "2", "role": "assistant", "content": "Here."}]}),
+            json!({"threadId": "t", "runId": "r", "messages": [], "resume": [
+                {"interruptId": "i", "status": "cancelled", "payload": {"decision": "approve"}}]}),
+            json!({"threadId": "t", "runId": "r", "messages": [], "resume": [
+                {"interruptId": "i", "status": "resolved"}]}),
+        ] {
+            assert!(run_of(input(bad.clone())).is_err(), "{bad}");
+        }
+    }
+}
