@@ -6,28 +6,21 @@
 //! interrupt id and `expiresAt`; the next run's `resume[]` only asks to
 //! decide that interrupt, through the same path as `/resume`.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::Response;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::sync::mpsc::Receiver;
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::StreamExt;
 
 use super::error::ApiError;
-use super::identity::Caller;
+use super::relay::{self, Relay, StreamOrder};
 use super::routes::{Decision, ResumeRequest};
 use super::state::AppState;
 use crate::agent::{OutFrame, TurnRequest};
 use crate::protocols::agui::{Agui, AguiEvent};
-use crate::protocols::{telemetry, Bound, Typed};
+use crate::protocols::Bound;
 use crate::wire::{self, Frame};
 
 /// One event: its table event and its JSON body.
@@ -69,21 +62,19 @@ struct Open {
 
 /// Writes one run's frames as AG-UI events, through the `agui` table.
 pub struct AguiWriter {
-    machine: Typed<Agui>,
+    order: StreamOrder<Agui>,
     thread_id: String,
     run_id: String,
     open: Open,
-    stopped: bool,
 }
 
 impl AguiWriter {
     pub fn new(table: &Bound<Agui>, thread_id: &str, run_id: &str) -> AguiWriter {
         AguiWriter {
-            machine: table.machine(),
+            order: StreamOrder::new(table),
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
             open: Open::default(),
-            stopped: false,
         }
     }
 
@@ -93,31 +84,7 @@ impl AguiWriter {
             Ok(frame) => self.events(&frame),
             Err(e) => self.failed(&format!("a frame could not be read: {e}"), None),
         };
-        let mut written = Vec::with_capacity(events.len());
-        for e in events {
-            if self.stopped {
-                break;
-            }
-            match self.machine.fire(e.event) {
-                Ok(_) => written.push(e),
-                Err(v) => {
-                    telemetry::violation(&v);
-                    tracing::error!(row = %v.row_id, "the agui table refused an event");
-                    self.stopped = true;
-                }
-            }
-        }
-        written
-    }
-
-    /// The stream ended: `close` is fired, so a run cut before it ended is
-    /// counted as the table's violation.
-    pub fn close(&mut self) {
-        if !self.stopped {
-            if let Err(v) = self.machine.fire(AguiEvent::Close) {
-                telemetry::violation(&v);
-            }
-        }
+        self.order.through(events, |e| e.event)
     }
 
     fn events(&mut self, frame: &Frame) -> Vec<AguiOut> {
@@ -468,28 +435,23 @@ pub async fn post(
         Run::Resume(resume) => super::routes::open_resume(&st, caller, id, resume).await?,
     };
     let writer = AguiWriter::new(&st.agui, &thread, &run_id);
-    Ok(respond(writer, &caller, rx))
+    Ok(relay::respond(writer, &caller, rx))
 }
 
-fn respond(mut writer: AguiWriter, caller: &Caller, mut frames: Receiver<OutFrame>) -> Response {
-    let (tx, out) = tokio::sync::mpsc::channel::<String>(64);
-    tokio::spawn(async move {
-        while let Some(frame) = frames.recv().await {
-            for e in writer.frame(&frame) {
-                if tx.send(e.body.to_string()).await.is_err() {
-                    return;
-                }
-            }
-            if writer.stopped {
-                return;
-            }
-        }
-        writer.close();
-    });
-    let stream =
-        ReceiverStream::new(out).map(|data| Ok::<_, Infallible>(Event::default().data(data)));
-    let sse = Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)));
-    caller.respond(sse)
+impl Relay for AguiWriter {
+    fn lines(&mut self, frame: &OutFrame) -> Vec<String> {
+        (self.frame(frame).iter())
+            .map(|e| e.body.to_string())
+            .collect()
+    }
+
+    fn close(&mut self) {
+        self.order.close(AguiEvent::Close);
+    }
+
+    fn stopped(&self) -> bool {
+        self.order.stopped()
+    }
 }
 
 #[cfg(test)]
@@ -577,7 +539,7 @@ mod tests {
         for f in [start(), call, result, delta, done] {
             all.extend(w.frame(&out(f)));
         }
-        w.close();
+        Relay::close(&mut w);
         assert_eq!(
             types(&all),
             [
@@ -595,7 +557,7 @@ mod tests {
             ]
         );
         assert_eq!(all.last().unwrap().body["outcome"]["type"], "success");
-        assert!(!w.stopped);
+        assert!(!w.order.stopped());
     }
 
     /// An approval ends the run with outcome `interrupt`, the server's id
@@ -624,8 +586,8 @@ mod tests {
             last["outcome"]["interrupts"][0]["expiresAt"],
             "1970-01-01T00:00:00.000Z"
         );
-        w.close();
-        assert!(!w.stopped);
+        Relay::close(&mut w);
+        assert!(!w.order.stopped());
     }
 
     #[test]

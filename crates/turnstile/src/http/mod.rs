@@ -9,6 +9,7 @@ mod error;
 mod headers;
 mod identity;
 mod limits;
+mod relay;
 mod routes;
 mod serve;
 mod state;

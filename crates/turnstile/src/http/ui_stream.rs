@@ -7,28 +7,21 @@
 //! code as a `data-capability` part, and nothing shown is retracted (the
 //! table has no `reset-step` or `abort`).
 
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::Response;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc::Receiver;
-use tokio_stream::wrappers::ReceiverStream;
-use tokio_stream::StreamExt;
 
 use super::error::ApiError;
-use super::identity::Caller;
+use super::relay::{self, Relay, StreamOrder};
 use super::routes::{Decision, ResumeRequest};
 use super::state::AppState;
 use crate::agent::{OutFrame, TurnRequest};
 use crate::protocols::ui_stream::{UiStream, UiStreamEvent};
-use crate::protocols::{telemetry, Bound, Typed};
+use crate::protocols::Bound;
 use crate::wire::{self, Frame};
 
 /// The header the AI SDK's transport checks (`UI_MESSAGE_STREAM_HEADERS`).
@@ -96,18 +89,15 @@ struct Open {
 /// Writes one turn's frames as UI message stream chunks, through the
 /// `ui_stream` table.
 pub struct UiStreamWriter {
-    machine: Typed<UiStream>,
+    order: StreamOrder<UiStream>,
     open: Open,
-    /// A row refused a chunk: the stream ends (the violation is counted).
-    stopped: bool,
 }
 
 impl UiStreamWriter {
     pub fn new(table: &Bound<UiStream>) -> UiStreamWriter {
         UiStreamWriter {
-            machine: table.machine(),
+            order: StreamOrder::new(table),
             open: Open::default(),
-            stopped: false,
         }
     }
 
@@ -118,37 +108,7 @@ impl UiStreamWriter {
             Ok(frame) => self.chunks(&frame),
             Err(e) => self.failed(&format!("a frame could not be read: {e}")),
         };
-        self.through_table(chunks)
-    }
-
-    /// The stream ended: `close` is fired, so a stream cut before its
-    /// `[DONE]` is counted as the table's violation.
-    pub fn close(&mut self) {
-        if !self.stopped {
-            if let Err(v) = self.machine.fire(UiStreamEvent::Close) {
-                telemetry::violation(&v);
-            }
-        }
-    }
-
-    fn through_table(&mut self, chunks: Vec<Chunk>) -> Vec<Chunk> {
-        let mut out = Vec::with_capacity(chunks.len());
-        for chunk in chunks {
-            if self.stopped {
-                break;
-            }
-            match self.machine.fire(chunk.event) {
-                Ok(_) => out.push(chunk),
-                Err(v) => {
-                    // A server fault, not the client's: the stream ends with
-                    // what the table lets through, and the row is counted.
-                    telemetry::violation(&v);
-                    tracing::error!(row = %v.row_id, "the ui_stream table refused a chunk");
-                    self.stopped = true;
-                }
-            }
-        }
-        out
+        self.order.through(chunks, |c| c.event)
     }
 
     fn chunks(&mut self, frame: &Frame) -> Vec<Chunk> {
@@ -404,13 +364,6 @@ impl UiStreamWriter {
             ));
         }
     }
-
-    /// The table's state, for tests.
-    #[cfg(test)]
-    fn state(&self) -> &'static str {
-        use crate::protocols::Names;
-        self.machine.state().name()
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -540,37 +493,26 @@ pub async fn post(
             super::routes::open_resume(&st, caller, id, resume).await?
         }
     };
-    Ok(respond(&st.ui_stream, &caller, rx))
-}
-
-/// The response: the turn's frames through the writer, as SSE `data:` lines.
-/// A client that leaves drops the turn's receiver, as on the native route.
-fn respond(table: &Bound<UiStream>, caller: &Caller, mut frames: Receiver<OutFrame>) -> Response {
-    let (tx, out) = tokio::sync::mpsc::channel::<String>(64);
-    let mut writer = UiStreamWriter::new(table);
-    tokio::spawn(async move {
-        while let Some(frame) = frames.recv().await {
-            for chunk in writer.frame(&frame) {
-                let Some(data) = chunk.data() else { continue };
-                if tx.send(data).await.is_err() {
-                    return;
-                }
-            }
-            if writer.stopped {
-                return;
-            }
-        }
-        writer.close();
-    });
-    let stream =
-        ReceiverStream::new(out).map(|data| Ok::<_, Infallible>(Event::default().data(data)));
-    let sse = Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)));
-    let mut res = caller.respond(sse);
+    let mut res = relay::respond(UiStreamWriter::new(&st.ui_stream), &caller, rx);
     res.headers_mut().insert(
         HeaderName::from_static(HEADER.0),
         HeaderValue::from_static(HEADER.1),
     );
-    res
+    Ok(res)
+}
+
+impl Relay for UiStreamWriter {
+    fn lines(&mut self, frame: &OutFrame) -> Vec<String> {
+        (self.frame(frame).iter()).filter_map(Chunk::data).collect()
+    }
+
+    fn close(&mut self) {
+        self.order.close(UiStreamEvent::Close);
+    }
+
+    fn stopped(&self) -> bool {
+        self.order.stopped()
+    }
 }
 
 #[cfg(test)]
@@ -642,7 +584,7 @@ mod tests {
         for f in [start(), call, result, delta("Ten "), delta("shown."), done] {
             all.extend(w.frame(&frame(f)));
         }
-        w.close();
+        Relay::close(&mut w);
         assert_eq!(
             types(&all),
             [
@@ -660,8 +602,8 @@ mod tests {
                 "[DONE]"
             ]
         );
-        assert_eq!(w.state(), "Done");
-        assert!(!w.stopped);
+        assert_eq!(w.order.state(), "Done");
+        assert!(!w.order.stopped());
     }
 
     /// An error while a call is open: the call is told as unanswered, never
@@ -693,7 +635,7 @@ mod tests {
                 "[DONE]"
             ]
         );
-        assert_eq!(w.state(), "Done");
+        assert_eq!(w.order.state(), "Done");
     }
 
     /// A frame the table forbids here (text after the message finished)
@@ -708,7 +650,7 @@ mod tests {
         w.frame(&frame(done));
         let late = w.frame(&frame(delta("late")));
         assert!(late.is_empty(), "{late:?}");
-        assert!(w.stopped);
+        assert!(w.order.stopped());
     }
 
     #[test]
