@@ -509,24 +509,8 @@ fn has_field(r: &InputAsked, name: &str) -> bool {
 
 /// Unix milliseconds as a UTC date and time, to the second.
 fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, day_secs) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        day_secs / 3600,
-        day_secs % 3600 / 60,
-        day_secs % 60
-    )
+    let iso = turnstile::wire::time::iso_utc(ms);
+    format!("{} {} UTC", &iso[..10], &iso[11..19])
 }
 
 /// How long until `expires_ms`, or that it has passed.

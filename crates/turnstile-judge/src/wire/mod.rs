@@ -7,5 +7,6 @@
 
 pub mod frames;
 pub mod sse;
+pub mod time;
 
 pub use frames::*;
