@@ -121,6 +121,20 @@ async fn catalogue(url: &str) -> Vec<(String, Option<String>)> {
     out
 }
 
+/// A proxied server whose map puts `search_photos` at `pro`.
+async fn search_needs_pro(model: Arc<Asker>) -> TestServer {
+    TestServer::builder()
+        .model(model)
+        .auth(proxy_auth(Mode::Development))
+        .licences(LicenceMap::new(
+            [("search_photos".to_string(), "pro".to_string())].into(),
+            Tiers::default(),
+            None,
+        ))
+        .start()
+        .await
+}
+
 fn rank(tier: &str) -> usize {
     DEFAULT_TIERS.iter().position(|t| *t == tier).unwrap()
 }
@@ -288,16 +302,7 @@ async fn every_tool_and_tier_is_allowed_or_blocked_as_the_map_says() {
 #[tokio::test]
 async fn the_catalogue_hides_what_the_caller_cannot_use_and_the_refusal_speaks_their_language() {
     let model = Arc::new(Asker::default());
-    let s = TestServer::builder()
-        .model(model.clone())
-        .auth(proxy_auth(Mode::Development))
-        .licences(LicenceMap::new(
-            [("search_photos".to_string(), "pro".to_string())].into(),
-            Tiers::default(),
-            None,
-        ))
-        .start()
-        .await;
+    let s = search_needs_pro(model.clone()).await;
     let basic = proxied(&s, "user-ana", "basic");
     let thread = basic.thread().await;
     for (text, fragment) in [
@@ -447,17 +452,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[tokio::test]
 #[ignore = "needs the front ends' npm packages: run scripts/test-deps"]
 async fn a_licence_refusal_reads_the_same_through_both_front_ends() {
-    let model = Arc::new(Asker::default());
-    let s = TestServer::builder()
-        .model(model)
-        .auth(proxy_auth(Mode::Development))
-        .licences(LicenceMap::new(
-            [("search_photos".to_string(), "pro".to_string())].into(),
-            Tiers::default(),
-            None,
-        ))
-        .start()
-        .await;
+    let s = search_needs_pro(Arc::new(Asker::default())).await;
     let basic = proxied(&s, "user-ana", "basic");
     let native = basic.thread().await;
     let want = say(&basic, &native, "call search_photos").await;
