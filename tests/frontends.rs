@@ -505,7 +505,7 @@ pub(crate) struct Agui {
 }
 
 impl Agui {
-    fn custom(&self, name: &str) -> Vec<&Value> {
+    pub(crate) fn custom(&self, name: &str) -> Vec<&Value> {
         (self.custom.iter())
             .filter(|c| c["name"] == format!("turnstile.{name}"))
             .map(|c| &c["value"])

@@ -795,6 +795,68 @@ async fn lower_bound(kind: Kind) {
     rig.done();
 }
 
+/// The front ends' streams (issue 37) over a server we did not write, with
+/// the model behind the OpenAI adapter: the same planned call through the
+/// AI SDK route and the AG-UI route parses with the official packages
+/// into the native route's answer and card (grade and count).
+async fn front_ends(kind: Kind) {
+    let rig = Rig::start(kind).await;
+    let (tool, args) = match kind {
+        Kind::Ts | Kind::PyText => ("find_photos", json!({"floor": 3, "limit": 10})),
+        Kind::Sqlite => ("read_query", sql_listing(3, SQLITE_SENTINEL, 0)),
+        Kind::PySdk => unreachable!("no listing on the Python SDK server"),
+    };
+    let text = "show photos of floor 3";
+    let want = rig.turn(text, &[(tool, args.clone())]).await;
+    let card = one_citation(kind, &want);
+    let calls = || Action::ToolCalls(vec![(tool.to_string(), args.to_string())]);
+    let app = &rig.app;
+
+    rig.fake.on(Role::Planner, calls());
+    let thread = app.new_thread().await;
+    let body = json!({"messages": [{"role": "user", "parts": [{"type": "text", "text": text}]}]});
+    let r = (app.http)
+        .post(format!(
+            "{}/v1/threads/{thread}/ui-message-stream",
+            app.base
+        ))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{kind}");
+    let ui = crate::frontends::read(&r.text().await.unwrap(), false);
+    assert_eq!(ui.text(), common::frames::answer(&want), "{kind}: AI SDK");
+    let cards = ui.parts("data-citation");
+    assert_eq!(cards.len(), 1, "{kind}: {}", ui.message);
+    assert_eq!(cards[0]["data"]["grade"], json!(card.grade), "{kind}");
+    assert_eq!(
+        cards[0]["data"]["displayed"],
+        json!(card.displayed),
+        "{kind}"
+    );
+
+    rig.fake.on(Role::Planner, calls());
+    let thread = app.new_thread().await;
+    let run = json!({"threadId": thread, "runId": "r1", "messages": [
+        {"id": "m1", "role": "user", "content": text}
+    ]});
+    let r = (app.http)
+        .post(format!("{}/v1/threads/{thread}/agui", app.base))
+        .json(&run)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{kind}");
+    let ag = crate::frontends::read_agui(&r.text().await.unwrap());
+    assert_eq!(ag.text, common::frames::answer(&want), "{kind}: AG-UI");
+    let cards = ag.custom("citation");
+    assert_eq!(cards.len(), 1, "{kind}");
+    assert_eq!(cards[0]["grade"], json!(card.grade), "{kind}");
+    assert_eq!(cards[0]["displayed"], json!(card.displayed), "{kind}");
+    rig.done();
+}
+
 /// Floor 9 has no photos. With accounting: "none" may be said, and no card
 /// shows a number. Without (the SQLite server's `[]`): no absence claim.
 async fn accounted_zero(kind: Kind) {
@@ -1556,15 +1618,16 @@ macro_rules! flows {
 flows!(ts_sdk: Kind::Ts => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
     narrowing_discards_outside, paging, paging_drift, paging_overlap, paging_expired,
-    aggregate, narration_guard, outcome_guard,
+    aggregate, narration_guard, outcome_guard, front_ends,
 ]);
 flows!(py_text: Kind::PyText => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
     paging, paging_drift, aggregate, narration_guard, outcome_guard, approval, export,
+    front_ends,
 ]);
 flows!(sqlite_reference: Kind::Sqlite => [
     counted_listing, lower_bound, accounted_zero, in_band_failure, narrowing,
-    paging, aggregate,
+    paging, aggregate, front_ends,
 ]);
 flows!(py_sdk: Kind::PySdk => [in_band_failure, aggregate]);
 
