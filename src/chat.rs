@@ -1588,6 +1588,7 @@ mod tests {
             listing: None,
             shown_before: None,
             more: false,
+            links: Vec::new(),
         };
         assert_eq!(
             describe_all(&Frame::Citation(card)).unwrap(),
@@ -2408,6 +2409,7 @@ mod tests {
             listing: None,
             shown_before: None,
             more: false,
+            links: Vec::new(),
         })
     }
 }

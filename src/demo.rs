@@ -200,6 +200,9 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     let url = format!("http://{}/", listener.local_addr()?);
     println!("turnstile demo is running: open {url}");
     println!(
+        "  the panel in a host app: {url}demo/host (a site viewer), {url}demo/console (a console)"
+    );
+    println!(
         "  demo tool server (MCP): {}",
         turnstile::llm::openai::shown_url(&demo.url)
     );
@@ -247,7 +250,21 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         "  try: {} chat {url} \"show safety issues on floor 3\"",
         super::self_command()
     );
-    turnstile::http::serve(listener, state, async {
+    // The demo's host apps frame the page from this origin (issue 38): it
+    // is the one origin the page may be framed by and listens to. A panel
+    // that loses its connection mid-answer may reconnect for 30 s.
+    let bound = listener.local_addr()?;
+    let mut origins = vec![format!("http://{bound}")];
+    if bound.ip().is_loopback() {
+        origins.push(format!("http://localhost:{}", bound.port()));
+    }
+    let http = turnstile::http::HttpConfig {
+        frame_ancestors: origins,
+        reconnect_grace: Duration::from_secs(30),
+        ..turnstile::http::HttpConfig::default()
+    };
+    let app = turnstile::http::router_with(state, &http).merge(turnstile_demo::host::routes());
+    turnstile::http::serve_app(listener, app, &http, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;

@@ -28,6 +28,8 @@
 //!   the page against the demo tools on both MCP revisions, and every kind
 //!   of field against a hand-made question. Driven by
 //!   tests/browser/questions.mjs.
+//! - The page as a panel in the demo's host apps (issue 38): driven by
+//!   tests/browser/embed.mjs against a real `turnstile demo`.
 //! - A long call its server makes a task: one progress line under the
 //!   call's row, updated in place, replaced by its result; a task that
 //!   ended after its turn is told under its call after a reload; a
@@ -909,6 +911,7 @@ async fn bad_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Response
         listing: None,
         shown_before: None,
         more: false,
+        links: Vec::new(),
     });
     let frames = match body["text"].as_str().unwrap_or("") {
         // Row delta-before-start; everything after it would be a legal
@@ -1189,4 +1192,62 @@ async fn a_use_chat_page_searches_approves_and_exports_in_chromium() {
 #[ignore = "needs Chromium, node and the front ends' npm packages: scripts/test-deps, run with --include-ignored"]
 async fn an_ag_ui_page_searches_approves_and_exports_in_chromium() {
     drive_front_end("agui", "app.js").await;
+}
+
+/// Issue 38: the chat page as a panel in the demo's two host apps, against
+/// a real `turnstile demo` (its host pages, its origin list, its reconnect
+/// grace; the scripted model at a real model's pace, so that a connection
+/// can be cut mid-answer). The site viewer mounts the panel and its floor
+/// scopes the next answer; a citation click dispatches the exact deep-link
+/// payload with no navigation and no reload; a foreign origin's messages are
+/// ignored; the console sends names only and gets the routing part; a cut
+/// connection is reconnected and the answer shown once, whole; every
+/// forbidden row of tables/panel.ron is refused by the page's own runner.
+/// Screenshots before and after a click land in target/embedding/. Driven
+/// by tests/browser/embed.mjs.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_panel_in_its_host_apps_in_chromium() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
+        .args(["demo", "--addr", "127.0.0.1:0", "--model-delay-ms", "150"])
+        .current_dir(tmp.path())
+        .env("RUST_LOG", "warn")
+        .env_remove("TURNSTILE_TABLES")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("turnstile demo runs");
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let base = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("turnstile demo is running: open ") {
+                return url.trim().to_string();
+            }
+        }
+        panic!("the demo ended before it printed its URL");
+    })
+    .await
+    .expect("the demo prints its URL");
+    // Its other lines are read, so the demo never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let shots = common::needs::repo_dir().join("target/embedding");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot_dir = shots.to_string_lossy().into_owned();
+    drive(&browser, "tests/browser/embed.mjs", &[&base, &shot_dir]).await;
+    for name in [
+        "host-before-click",
+        "host-after-click",
+        "console-after-click",
+    ] {
+        assert!(
+            shots.join(format!("{name}.png")).exists(),
+            "the e2e run took {name}.png"
+        );
+    }
+    demo.kill().await.ok();
 }

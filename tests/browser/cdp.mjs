@@ -2,26 +2,24 @@
 // checks (no npm packages: Node's built-in fetch and WebSocket). `launch`
 // starts a fresh profile and returns the helpers every check uses.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer } from "node:net";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const freePort = () => new Promise((resolve) => {
-  const s = createServer();
-  s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-});
 
 /// Starts Chromium (profile `turnstile-NAME-*`), gives up after `timeoutMs`.
 export async function launch(name, timeoutMs) {
   const CHROMIUM = process.env.TURNSTILE_CHROMIUM || "chromium";
-  const port = await freePort();
   const profile = mkdtempSync(join(tmpdir(), `turnstile-${name}-`));
   const chrome = spawn(CHROMIUM, [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    `--remote-debugging-port=${port}`, `--user-data-dir=${profile}`, "about:blank",
+    // Port 0: Chromium binds a free port itself and writes it to
+    // DevToolsActivePort in its profile. A port picked here and bound later
+    // could be taken meanwhile by another test's Chromium, whose tab this
+    // script would then drive.
+    "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank",
   ], { stdio: "ignore" });
   let failed = false;
   const check = (ok, what) => { console.log(`${ok ? "ok  " : "FAIL"} ${what}`); if (!ok) failed = true; };
@@ -34,8 +32,13 @@ export async function launch(name, timeoutMs) {
   setTimeout(() => { console.log("FAIL timed out"); finish(1); }, timeoutMs);
 
   let targets;
+  let port;
   for (let i = 0; i < 100 && !targets; i++) {
-    try { targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json(); } catch { await sleep(200); }
+    try {
+      port ??= Number(readFileSync(join(profile, "DevToolsActivePort"), "utf8").split("\n")[0]) || undefined;
+      if (port) targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+      else await sleep(200);
+    } catch { await sleep(200); }
   }
   if (!targets) { console.log("FAIL chromium did not start"); await finish(1); }
   const page = targets.find((t) => t.type === "page");

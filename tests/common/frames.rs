@@ -342,6 +342,21 @@ pub fn stable(frames: &[Frame]) -> String {
             // Written over the typed field's own serialisation: a renamed
             // `items` shows in the snapshot as a new key.
             body.insert("items".into(), json!(format!("[{} items]", c.items.len())));
+            if !c.links.is_empty() {
+                let n = |f: &dyn Fn(&turnstile::wire::DeepLink) -> bool| {
+                    c.links.iter().flatten().filter(|l| f(l)).count()
+                };
+                body.insert(
+                    "links".into(),
+                    json!(format!(
+                        "[{} links: {} scoped, {} with axes, {} with a camera]",
+                        c.links.len(),
+                        n(&|l| !l.scope.is_empty()),
+                        n(&|l| l.axes.is_some()),
+                        n(&|l| l.camera.is_some())
+                    )),
+                );
+            }
         }
         out += &format!("{}: {d}\n", f.kind());
     }

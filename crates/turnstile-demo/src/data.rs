@@ -161,6 +161,48 @@ pub struct Panorama {
     pub annotations: Vec<Annotation>,
 }
 
+/// The facility every demo project is on: a host app's `getFacilityKey`.
+pub const SITE: &str = "demo-site";
+
+/// The serial number in a panorama's id (`TA-00412` → 412).
+fn serial(p: &Panorama) -> u64 {
+    p.id.rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Where the capture's camera stood, what it looked at and its direction
+/// (issue 38 §3): metres in the site's frame, deterministic per panorama.
+/// The eye is 1.6 m above the floor's slab (3.5 m per storey).
+pub fn camera(p: &Panorama) -> serde_json::Value {
+    let n = serial(p);
+    let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    let position = [
+        (n % 20) as f64 * 3.0,
+        ((n / 20) % 20) as f64 * 3.0,
+        round(f64::from(p.floor) * 3.5 + 1.6),
+    ];
+    let angle = ((n * 37) % 360) as f64 * std::f64::consts::PI / 180.0;
+    let direction = [round(angle.cos()), round(angle.sin()), 0.0];
+    let look_at = [
+        round(position[0] + 5.0 * direction[0]),
+        round(position[1] + 5.0 * direction[1]),
+        position[2],
+    ];
+    serde_json::json!({"position": position, "look_at": look_at, "direction": direction})
+}
+
+/// The BIM grid axes of the capture, where the site's model knows them:
+/// every capture but each fourth.
+pub fn grid(p: &Panorama) -> Option<(String, u64)> {
+    let n = serial(p);
+    (!n.is_multiple_of(4)).then(|| {
+        let letter = char::from(b'A' + u8::try_from(n % 8).unwrap_or(0));
+        (letter.to_string(), 1 + (n / 8) % 12)
+    })
+}
+
 /// A project on the site.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Project {

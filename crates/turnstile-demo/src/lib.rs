@@ -127,6 +127,7 @@ pub mod asks;
 pub mod auth;
 pub mod data;
 pub mod exports;
+pub mod host;
 pub mod lying;
 pub mod query;
 pub mod reports;
@@ -155,11 +156,24 @@ pub use tools::{DemoOptions, Fault};
 pub fn contracts() -> turnstile::judge::Contracts {
     use turnstile::judge::Contract;
     let mut c = turnstile::judge::Contracts::default();
+    // A cited panorama is a place in the host's viewer (issue 38 §3).
+    let panorama_link = || turnstile::judge::contracts::Shape {
+        deep_link: Some(turnstile::judge::deep_link::DeepLinkMap {
+            facility: Some("site".into()),
+            project: Some("project".into()),
+            surface: Some("floor".into()),
+            panorama: Some("id".into()),
+            axes: Some("grid".into()),
+            camera: Some("camera".into()),
+        }),
+        ..Default::default()
+    };
     c.insert(
         "search_photos",
         Contract {
             fixed_prefixes: vec!["## Image #".into()],
             stitch: false,
+            shape: panorama_link(),
             ..Contract::default()
         },
     );
@@ -197,6 +211,7 @@ pub fn contracts() -> turnstile::judge::Contracts {
         Contract {
             fixed_prefixes: vec![],
             stitch: false,
+            shape: panorama_link(),
             ..Contract::default()
         },
     );

@@ -1157,18 +1157,28 @@ fn describe(hit: &Hit<'_>) -> String {
 }
 
 fn panorama_json(p: &data::Panorama) -> Value {
-    json!({
+    let mut v = json!({
         "id": p.id,
         "project": p.project,
+        "site": data::SITE,
         "floor": p.floor,
         "captured_at": p.captured_at.to_string(),
         "label": p.label,
+        "camera": data::camera(p),
         "annotations": p.annotations.iter().map(|a| json!({
             "kind": a.kind,
             "title": a.title,
             "tier": a.tier,
         })).collect::<Vec<_>>(),
-    })
+    });
+    // The grid axes are known for most captures, not all (issue 38 §3).
+    if let (Some((x, y)), Value::Object(m)) = (data::grid(p), &mut v) {
+        m.insert(
+            "grid".into(),
+            json!({"x": x, "y": y, "z": floor_name(p.floor)}),
+        );
+    }
+    v
 }
 
 /// The `search_photos` handler, transport-free.

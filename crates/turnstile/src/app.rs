@@ -155,5 +155,6 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         agui,
         tables: Arc::new(tables),
         identity: Arc::new(identity),
+        live: Default::default(),
     })
 }

@@ -59,6 +59,9 @@ pub struct Shape {
     pub id_field: Option<String>,
     /// The names of the accounting keys.
     pub keys: AccountingKeys,
+    /// Where an item keeps each part of its deep link (issue 38 §3);
+    /// `None`: the tool's citations carry no links.
+    pub deep_link: Option<super::deep_link::DeepLinkMap>,
 }
 
 impl Shape {

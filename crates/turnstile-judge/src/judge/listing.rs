@@ -176,9 +176,11 @@ fn record(input: &Input<'_>, rec: &serde_json::Map<String, Value>) -> Judgement 
         source: tool.to_string(),
         id,
     });
+    let items = vec![Value::Object(rec.clone())];
+    let links = links(input, &items);
     j.card = Some(wire::Citation {
         source: tool.to_string(),
-        items: vec![Value::Object(rec.clone())],
+        items,
         displayed: 1,
         total: None,
         total_is_lower_bound: false,
@@ -190,6 +192,7 @@ fn record(input: &Input<'_>, rec: &serde_json::Map<String, Value>) -> Judgement 
         listing: None,
         shown_before: None,
         more: false,
+        links,
     });
     j
 }
@@ -248,6 +251,7 @@ fn drifted(input: &Input<'_>, s: &Stitched) -> Judgement {
         listing: prior.listing.clone(),
         shown_before: Some(shown),
         more: false,
+        links: Vec::new(),
     });
     j
 }
@@ -450,10 +454,18 @@ fn stitch_info(s: &Stitched) -> wire::StitchInfo {
     }
 }
 
+/// Each item's deep link, by the tool's configured map (none without one).
+fn links(input: &Input<'_>, items: &[Value]) -> Vec<Option<wire::DeepLink>> {
+    (input.contract.and_then(|c| c.shape.deep_link.as_ref()))
+        .map(|m| m.links(items))
+        .unwrap_or_default()
+}
+
 /// The citation card of a judged listing.
 fn card(input: &Input<'_>, items: Vec<Value>, count: &Count) -> wire::Citation {
     let tool = input.tool;
     let prior = input.stitched.and_then(|s| s.prior.as_ref());
+    let links = links(input, &items);
     wire::Citation {
         source: tool.to_string(),
         items,
@@ -469,5 +481,6 @@ fn card(input: &Input<'_>, items: Vec<Value>, count: &Count) -> wire::Citation {
         shown_before: prior.map(|p| p.shown()),
         // Decided by the agent, which knows the page cap.
         more: false,
+        links,
     }
 }

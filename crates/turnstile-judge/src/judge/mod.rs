@@ -22,6 +22,7 @@ pub mod capability;
 pub mod card;
 pub mod continuation;
 pub mod contracts;
+pub mod deep_link;
 pub mod digest;
 pub mod elicitation;
 pub mod emptiness;

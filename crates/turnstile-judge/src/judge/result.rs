@@ -518,6 +518,7 @@ mod tests {
                     has_more: "more".into(),
                     next_cursor: "next".into(),
                 },
+                deep_link: None,
             },
             ..Contract::default()
         }

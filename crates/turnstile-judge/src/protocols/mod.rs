@@ -21,6 +21,7 @@ pub mod narration;
 pub mod narrowing;
 pub mod ownership;
 pub mod paging;
+pub mod panel;
 mod registry;
 pub mod task;
 pub mod telemetry;

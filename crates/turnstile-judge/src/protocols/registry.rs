@@ -10,7 +10,8 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 use super::{
     admission::Admission, agui::Agui, approval::Approval, connection::Connection, export::Export,
     frame::Frame, hold::Hold, licence::Licence, narration::Narration, narrowing::Narrowing,
-    ownership::Ownership, paging::Paging, task::Task, turn::Turn, ui_stream::UiStream, Protocol,
+    ownership::Ownership, paging::Paging, panel::Panel, task::Task, turn::Turn,
+    ui_stream::UiStream, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -90,6 +91,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "agui.ron",
         include_str!("../../../../tables/agui.ron"),
     ),
+    (
+        "panel",
+        "panel.ron",
+        include_str!("../../../../tables/panel.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -110,6 +116,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Task::NAME => Some(Task::binding()),
         UiStream::NAME => Some(UiStream::binding()),
         Agui::NAME => Some(Agui::binding()),
+        Panel::NAME => Some(Panel::binding()),
         _ => None,
     }
 }

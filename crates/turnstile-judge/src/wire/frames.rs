@@ -99,6 +99,66 @@ pub struct Citation {
     /// fit the check a next page is held to.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub more: bool,
+    /// Each item's deep link, aligned with `items` (issue 38 §3): what a
+    /// click on it asks the host app to show. Empty when the tool maps no
+    /// link or no item has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Option<DeepLink>>,
+}
+
+/// A cited item as an app-state transition (seed 003 §4.11): the app
+/// scope, the BIM axes where known and the camera where the tool gives
+/// it. Never a URL: the host decides what showing it means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeepLink {
+    pub scope: LinkScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axes: Option<Axes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub camera: Option<Camera>,
+}
+
+/// The app scope of a deep link: every part optional, each as the item
+/// named it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkScope {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facility: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panorama: Option<String>,
+}
+
+impl LinkScope {
+    pub fn is_empty(&self) -> bool {
+        self.facility.is_none()
+            && self.project.is_none()
+            && self.surface.is_none()
+            && self.panorama.is_none()
+    }
+}
+
+/// BIM grid axes, as the item names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Axes {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<String>,
+}
+
+/// Where the viewer's camera stands, what it looks at, and its direction:
+/// three vectors of three numbers, all or none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Camera {
+    pub position: [f64; 3],
+    pub look_at: [f64; 3],
+    pub direction: [f64; 3],
 }
 
 /// `figure`: a single-value aggregate (a COUNT, a MAX), carried with its

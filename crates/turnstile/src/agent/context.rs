@@ -25,8 +25,14 @@ impl Default for ContextLimits {
 /// The context as it arrives. Unknown fields are ignored.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawContext {
+    /// The host's facility (`getFacilityKey`).
+    pub facility: Option<String>,
     pub project: Option<String>,
     pub floor: Option<Value>,
+    /// The surface the viewer shows (`getCurrentSurfaceId`).
+    pub surface: Option<String>,
+    /// The panorama open in the viewer.
+    pub panorama: Option<String>,
     #[serde(default)]
     pub selected_items: Vec<Value>,
     #[serde(default)]
@@ -36,7 +42,13 @@ pub struct RawContext {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BoundedContext {
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub facility: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub panorama: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub floor: Option<String>,
     pub selected_items: Vec<String>,
@@ -93,9 +105,13 @@ impl BoundedContext {
 
     pub fn bound(raw: RawContext, limits: ContextLimits) -> Self {
         let mut truncated = Vec::new();
-        let project = raw
-            .project
-            .map(|p| cut(&p, limits.max_string, "project", &mut truncated));
+        let mut text = |v: Option<String>, field: &str| {
+            v.map(|p| cut(&p, limits.max_string, field, &mut truncated))
+        };
+        let facility = text(raw.facility, "facility");
+        let project = text(raw.project, "project");
+        let surface = text(raw.surface, "surface");
+        let panorama = text(raw.panorama, "panorama");
         let floor = raw.floor.map(|f| {
             let s = f
                 .as_str()
@@ -116,7 +132,10 @@ impl BoundedContext {
         let selected_items = list(raw.selected_items, "selected_items", &mut truncated);
         let visible_items = list(raw.visible_items, "visible_items", &mut truncated);
         BoundedContext {
+            facility,
             project,
+            surface,
+            panorama,
             floor,
             selected_items,
             visible_items,
@@ -125,7 +144,10 @@ impl BoundedContext {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.project.is_none()
+        self.facility.is_none()
+            && self.project.is_none()
+            && self.surface.is_none()
+            && self.panorama.is_none()
             && self.floor.is_none()
             && self.selected_items.is_empty()
             && self.visible_items.is_empty()
@@ -134,11 +156,20 @@ impl BoundedContext {
     /// The per-turn prompt block describing the host's screen.
     pub fn prompt_text(&self) -> String {
         let mut out = String::new();
+        if let Some(f) = &self.facility {
+            out += &format!("facility: {f}\n");
+        }
         if let Some(p) = &self.project {
             out += &format!("project: {p}\n");
         }
         if let Some(f) = &self.floor {
             out += &format!("floor: {f}\n");
+        }
+        if let Some(s) = &self.surface {
+            out += &format!("surface: {s}\n");
+        }
+        if let Some(p) = &self.panorama {
+            out += &format!("panorama: {p}\n");
         }
         if !self.selected_items.is_empty() {
             out += &format!("selected: {}\n", self.selected_items.join(", "));

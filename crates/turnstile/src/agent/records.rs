@@ -191,7 +191,7 @@ pub enum Stored {
         text: String,
     },
     Card {
-        citation: wire::Citation,
+        citation: Box<wire::Citation>,
         #[serde(default)]
         population: Option<Scope>,
         #[serde(default)]

@@ -42,6 +42,7 @@ pub(super) struct FileHttp {
     pub(super) frame_ancestors: Option<Vec<String>>,
     pub(super) cors_origins: Option<Vec<String>>,
     pub(super) link_origins: Option<Vec<String>>,
+    pub(super) reconnect_grace_secs: Option<u64>,
 }
 
 impl Validator {
@@ -216,8 +217,20 @@ impl Validator {
         let frame_ancestors = origins("http.frame_ancestors", &f.frame_ancestors);
         let cors_origins = origins("http.cors_origins", &f.cors_origins);
         let link_origins = origins("http.link_origins", &f.link_origins);
+        let reconnect_grace = match f.reconnect_grace_secs {
+            Some(n) if n > 600 => {
+                self.problem(
+                    "http.reconnect_grace_secs",
+                    format!("must be at most 600 (0 turns reconnecting off), not {n}"),
+                );
+                d.reconnect_grace
+            }
+            Some(n) => Duration::from_secs(n),
+            None => d.reconnect_grace,
+        };
         HttpConfig {
             link_origins,
+            reconnect_grace,
             header_read_timeout,
             body_read_timeout,
             idle_timeout,

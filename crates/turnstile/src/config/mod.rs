@@ -875,6 +875,13 @@ url = "not a url"
                 "result_contract = true\nrecord_path = \"data.\"\n",
                 "record_path",
             ),
+            // A deep link's parts are paths into a cited item (issue 38).
+            ("deep_link = { panorama = \"id\" }\n", "result_contract"),
+            (
+                "result_contract = true\ndeep_link = { panorama = \"id\", camera = \"view..camera\" }\n",
+                "deep_link.camera",
+            ),
+            ("result_contract = true\ndeep_link = {}\n", "deep_link"),
         ] {
             let src = format!("{MINIMAL}\n{server}[mcp_servers.tools.t]\n{bad}");
             let Err(ConfigError::Invalid { problems, .. }) = load(&src, &[("OPENAI_API_KEY", KEY)])

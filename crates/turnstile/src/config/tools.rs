@@ -16,6 +16,7 @@ use crate::judge::approval::{Prepare, ToolRole};
 use crate::judge::capability::{CapabilityRule, RuleError, TerminalFlow};
 use crate::judge::card::{Template, Wording};
 use crate::judge::contracts::{AccountingKeys, AccountingMode, Shape};
+use crate::judge::deep_link::DeepLinkMap;
 use crate::judge::{path, Contract};
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,6 +57,21 @@ pub(super) struct FileTool {
     summary: Option<String>,
     /// Its Korean wording (default: `summary`).
     summary_ko: Option<String>,
+    /// Where each cited item keeps the parts of its deep link (issue 38).
+    deep_link: Option<FileDeepLink>,
+}
+
+/// `deep_link = { panorama = "id", surface = "floor", camera = "camera", … }`:
+/// dotted paths into one cited item.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDeepLink {
+    facility: Option<String>,
+    project: Option<String>,
+    surface: Option<String>,
+    panorama: Option<String>,
+    axes: Option<String>,
+    camera: Option<String>,
 }
 
 /// A tool's role in the approval protocol, one variant per role.
@@ -180,11 +196,12 @@ impl Validator {
             || t.record_path.is_some()
             || t.id_field.is_some()
             || t.scope_ids_param.is_some()
-            || t.accounting_keys.is_some();
+            || t.accounting_keys.is_some()
+            || t.deep_link.is_some();
         if !t.result_contract && (t.stitch || !t.fixed_prefixes.is_empty() || reading) {
             self.problem(
                 &format!("{key}.result_contract"),
-                "`stitch`, `fixed_prefixes`, `accounting`, `items_path`, `record_path`, `id_field`, `scope_ids_param` and `accounting_keys` describe a result contract: set result_contract = true".into(),
+                "`stitch`, `fixed_prefixes`, `accounting`, `items_path`, `record_path`, `id_field`, `scope_ids_param`, `accounting_keys` and `deep_link` describe a result contract: set result_contract = true".into(),
             );
         }
         let contract = t.result_contract.then(|| self.contract(key, t));
@@ -241,6 +258,28 @@ impl Validator {
                 self.problem(&format!("{key}.{field}"), e.to_string());
             }
         }
+        let deep_link = t.deep_link.as_ref().map(|d| DeepLinkMap {
+            facility: d.facility.clone(),
+            project: d.project.clone(),
+            surface: d.surface.clone(),
+            panorama: d.panorama.clone(),
+            axes: d.axes.clone(),
+            camera: d.camera.clone(),
+        });
+        if let Some(m) = &deep_link {
+            if m.paths().next().is_none() {
+                self.problem(
+                    &format!("{key}.deep_link"),
+                    "names no part: give at least one of facility, project, surface, panorama"
+                        .into(),
+                );
+            }
+            for (part, p) in m.paths() {
+                if let Err(e) = path::check(p) {
+                    self.problem(&format!("{key}.deep_link.{part}"), e.to_string());
+                }
+            }
+        }
         Contract {
             fixed_prefixes: t.fixed_prefixes.clone(),
             stitch: t.stitch,
@@ -250,6 +289,7 @@ impl Validator {
                 record_path,
                 id_field,
                 keys,
+                deep_link,
             },
             scope_ids_param,
         }

@@ -5,10 +5,12 @@
 //! module only turns requests into turns and frames into SSE.
 
 mod agui;
+mod embed;
 mod error;
 mod headers;
 mod identity;
 mod limits;
+mod live;
 mod relay;
 mod routes;
 mod serve;
@@ -44,6 +46,9 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         body_read_timeout: cfg.body_read_timeout,
     };
     let headers = headers::Headers::new(routes::PAGE, &cfg.frame_ancestors, &cfg.cors_origins);
+    let mut state = state;
+    state.live = std::sync::Arc::new(live::Live::new(cfg.reconnect_grace));
+    let embedding = embed::Embedding::new(cfg);
     let app = Router::new()
         .route("/", get(routes::page))
         .route("/healthz", get(routes::healthz))
@@ -55,6 +60,12 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/threads/{id}", get(routes::get_thread))
         .route("/v1/threads/{id}/messages", post(routes::post_message))
         .route("/v1/threads/{id}/resume", post(routes::resume))
+        .route("/v1/threads/{id}/stream", get(routes::reattach))
+        .route(
+            "/v1/embedding",
+            get(move || embed::describe(embedding.clone())),
+        )
+        .route("/embed/host.js", get(embed::host_js))
         .route("/v1/threads/{id}/ui-message-stream", post(ui_stream::post))
         .route("/v1/threads/{id}/agui", post(agui::post))
         .route("/v1/tables", get(routes::list_tables))
@@ -73,6 +84,18 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .layer(from_fn_with_state(limits, limits::head_limit))
         .layer(from_fn(routes::request_span))
         .layer(from_fn_with_state(headers, headers::security))
+}
+
+/// Serves `app` (the [`router_with`] of `cfg`, with routes of the
+/// embedding program merged in: the demo's host pages) until `shutdown`
+/// resolves; then waits for open requests to end.
+pub async fn serve_app(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    cfg: &HttpConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve::run(listener, app, cfg, shutdown).await
 }
 
 /// Serves until `shutdown` resolves, with the default [`HttpConfig`].

@@ -237,10 +237,64 @@ pub async fn post_message(
     // credential reaches no agent.
     let caller = owner_of(&st, &headers, &method, &id).await?;
     let Json(req) = body?;
-    let (caller, rx) = open_turn(&st, caller, id, req).await?;
+    let (caller, rx) = open_turn(&st, caller, id.clone(), req).await?;
+    let rx = st.live.relay(&id, rx);
     let stream = ReceiverStream::new(rx).map(sse_event);
     Ok(caller
         .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReattachQuery {
+    /// The turn id its `start` frame gave.
+    pub turn: String,
+}
+
+/// `GET /v1/threads/{id}/stream?turn=T` with `Last-Event-ID`: the frames
+/// of the running turn after that id, then the live rest (issue 38 §5,
+/// `live.rs`). 204 when no such turn runs in this process any more: the
+/// stored thread (`GET /v1/threads/{id}`) has what was sent.
+pub async fn reattach(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    query: Result<axum::extract::Query<ReattachQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let caller = owner_of(&st, &headers, &method, &id).await?;
+    let axum::extract::Query(q) = query.map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("`turn` names the turn to reconnect to: {e}"),
+        )
+    })?;
+    let last = match headers.get("last-event-id").map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(_)) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "`Last-Event-ID` is not text",
+            ))
+        }
+    };
+    match st.live.attach(&id, &q.turn, last) {
+        Ok((missed, rx)) => {
+            tracing::debug!(missed = missed.len(), "a client reconnected to its turn");
+            let stream = tokio_stream::iter(missed)
+                .chain(ReceiverStream::new(rx))
+                .map(sse_event);
+            Ok(caller.respond(
+                Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))),
+            ))
+        }
+        Err(super::live::Missing::NoLiveTurn) => Ok(caller.respond(StatusCode::NO_CONTENT)),
+        Err(super::live::Missing::BadLastEventId) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "`Last-Event-ID` must be the id of a frame this turn sent (a number)",
+        )),
+    }
 }
 
 /// A user turn on thread `id`, for whatever wire format the route writes:
@@ -340,7 +394,8 @@ pub async fn resume(
     // Only the thread's owner decides its interrupts.
     let caller = owner_of(&st, &headers, &method, &id).await?;
     let Json(req) = body?;
-    let (caller, rx) = open_resume(&st, caller, id, req).await?;
+    let (caller, rx) = open_resume(&st, caller, id.clone(), req).await?;
+    let rx = st.live.relay(&id, rx);
     let stream = ReceiverStream::new(rx).map(sse_event);
     Ok(caller
         .respond(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))))

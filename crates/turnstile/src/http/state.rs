@@ -44,6 +44,10 @@ pub struct HttpConfig {
     /// (documentation); empty means none: only capabilities the server
     /// delivered are links (`http.link_origins`, issue 33).
     pub link_origins: Vec<String>,
+    /// How long a turn whose client went away keeps running for that
+    /// client to reconnect with `Last-Event-ID` (issue 38 §5); zero: the
+    /// turn meets the disconnect at once (`http.reconnect_grace_secs`).
+    pub reconnect_grace: Duration,
 }
 
 impl Default for HttpConfig {
@@ -56,6 +60,7 @@ impl Default for HttpConfig {
             max_header_bytes: 16 * 1024,
             frame_ancestors: Vec::new(),
             cors_origins: Vec::new(),
+            reconnect_grace: Duration::ZERO,
         }
     }
 }
@@ -71,4 +76,7 @@ pub struct AppState {
     pub ui_stream: crate::protocols::Bound<crate::protocols::ui_stream::UiStream>,
     /// AG-UI's event order (`tables/agui.ron`, issue 37).
     pub agui: crate::protocols::Bound<crate::protocols::agui::Agui>,
+    /// Each thread's running turn, for a client that reconnects (set from
+    /// [`HttpConfig::reconnect_grace`] when the router is built).
+    pub live: Arc<super::live::Live>,
 }

@@ -113,7 +113,7 @@ pub struct Agent {
 /// How a turn's stream opens: a user message, or a decision on the
 /// interrupt it is suspended at.
 enum Opening {
-    Message(TurnRequest),
+    Message(Box<TurnRequest>),
     Decision(Box<Decided>),
 }
 
@@ -167,7 +167,7 @@ impl Turn<'_> {
     /// error frame naming the table and the row.
     async fn run(&mut self, opening: Opening) -> Result<(), Stop> {
         let driven = match opening {
-            Opening::Message(req) => self.drive(req).await,
+            Opening::Message(req) => self.drive(*req).await,
             Opening::Decision(d) => match self.open_decision(*d).await {
                 Ok(event) => self.drive_from(event).await,
                 Err(e) => Err(e),

@@ -37,7 +37,7 @@ impl Agent {
         let mut turn = Turn::new(self, thread_id, turn_id, &req.text, tx)
             .with_machine(self.tables.turn.machine(), "frame".into());
         turn.licence = super::licence_gate::LicenceGate::new(access);
-        self.run_task(turn, Opening::Message(req), claim, span)
+        self.run_task(turn, Opening::Message(Box::new(req)), claim, span)
             .await
     }
 
