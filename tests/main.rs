@@ -45,6 +45,7 @@ mod openai_adapter;
 mod outcomes;
 mod own_sentences;
 mod questions;
+mod reconnect;
 mod secrets;
 mod show_more;
 mod store;

@@ -71,6 +71,11 @@ impl FrameReader {
         &self.frames
     }
 
+    /// The id of the last frame read (0 before any).
+    pub fn last_id(&self) -> u64 {
+        self.last_id
+    }
+
     fn drain(&mut self) {
         while let Some(event) = self.sse.next_event() {
             let kind = event.event.as_deref().expect("every frame names its kind");

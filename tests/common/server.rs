@@ -725,6 +725,12 @@ impl OpenTurn {
         self.reader.frames()
     }
 
+    /// The client hangs up: the connection is dropped, and what was read
+    /// stays, for a reconnect to go on from.
+    pub fn hang_up(self) -> FrameReader {
+        self.reader
+    }
+
     /// Reads until a frame of `kind` has arrived; returns the frames read
     /// so far.
     pub async fn until(&mut self, kind: FrameKind) -> Vec<Frame> {

@@ -233,4 +233,20 @@ mod tests {
             (Some("3"), "PANO")
         );
     }
+
+    /// What a host app's panel sends (issue 38): every name bounded like
+    /// the others, and each in the prompt block under its own name.
+    #[test]
+    fn a_hosts_names_are_bounded_and_told() {
+        let b = check(
+            json!({"facility": "demo-site", "surface": "7", "panorama": "TA-04898", "project": "tower"}),
+            &["facility", "panorama"],
+        );
+        assert_eq!(
+            b.prompt_text(),
+            "facility: demo-\nproject: tower\nsurface: 7\npanorama: TA-04\n"
+        );
+        assert!(!b.is_empty());
+        assert!(check(json!({"camera": [1, 2, 3]}), &[]).is_empty());
+    }
 }

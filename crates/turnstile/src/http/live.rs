@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::mpsc::{self, Receiver, Sender};
+use tokio::sync::Notify;
 
 use crate::agent::OutFrame;
 
@@ -34,6 +35,9 @@ pub struct Live {
 
 struct Relay {
     inner: Mutex<Inner>,
+    /// A connection attached: the relay loop looks again at who is
+    /// attached (a grace running out, a send to a connection replaced).
+    attached: Notify,
 }
 
 #[derive(Default)]
@@ -47,6 +51,9 @@ struct Inner {
     sub: Option<Sender<OutFrame>>,
     /// The turn wrote its last frame.
     ended: bool,
+    /// Nobody came back within the grace: the turn was let go (and cut).
+    /// A reconnect now reads the stored thread, not a stream that stops.
+    abandoned: bool,
 }
 
 /// Why a reconnect gets no stream.
@@ -87,6 +94,7 @@ impl Live {
                 sub: Some(tx),
                 ..Inner::default()
             }),
+            attached: Notify::new(),
         });
         self.lock().insert(thread_id.to_string(), relay.clone());
         let live = self.clone();
@@ -104,13 +112,14 @@ impl Live {
         rx
     }
 
-    /// A reconnect to `turn_id` of `thread_id`: the frames after
+    /// A reconnect to `turn_id` of `thread_id` (the thread's running turn
+    /// when the client never read its `start`): the frames after
     /// `last_event_id` (all of them without one), then the live rest. A
     /// connection still attached is let go: the newest one gets the rest.
     pub fn attach(
         &self,
         thread_id: &str,
-        turn_id: &str,
+        turn_id: Option<&str>,
         last_event_id: Option<&str>,
     ) -> Result<(Vec<OutFrame>, Receiver<OutFrame>), Missing> {
         let after = match last_event_id.map(str::trim) {
@@ -119,7 +128,7 @@ impl Live {
         };
         let relay = (self.lock().get(thread_id).cloned()).ok_or(Missing::NoLiveTurn)?;
         let mut inner = relay.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if inner.turn_id.as_deref() != Some(turn_id) {
+        if inner.abandoned || turn_id.is_some_and(|t| inner.turn_id.as_deref() != Some(t)) {
             return Err(Missing::NoLiveTurn);
         }
         let missed: Vec<OutFrame> = (inner.frames.iter())
@@ -130,6 +139,8 @@ impl Live {
         // An ended turn sends nothing more: the stream ends after what was
         // missed (the sender is dropped here).
         inner.sub = (!inner.ended).then_some(tx);
+        drop(inner);
+        relay.attached.notify_one();
         Ok((missed, rx))
     }
 
@@ -151,8 +162,12 @@ impl Live {
                     let Some(f) = f else { break };
                     let sub = relay.push(f.clone());
                     if let Some(s) = sub {
-                        if s.send(f).await.is_err() {
-                            relay.detach(&s);
+                        // A connection that stalls holds the turn back, as
+                        // a direct one would; a reconnect replaces it (the
+                        // frame is among what the new one missed).
+                        tokio::select! {
+                            sent = s.send(f) => if sent.is_err() { relay.detach(&s) },
+                            () = relay.attached.notified() => {}
                         }
                     }
                 }
@@ -162,8 +177,15 @@ impl Live {
                         relay.detach(s);
                     }
                 }
+                // Someone attached: look again before any deadline.
+                () = relay.attached.notified() => {}
                 () = until(deadline) => {
+                    if relay.sub().is_some() {
+                        continue;
+                    }
                     tracing::debug!("no client came back within the grace");
+                    let mut inner = relay.inner.lock().unwrap_or_else(PoisonError::into_inner);
+                    inner.abandoned = true;
                     break;
                 }
             }
@@ -261,23 +283,43 @@ mod tests {
         turn.send(frame(4)).await.unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(
-            live.attach("t", "other-turn", Some("2")).unwrap_err(),
+            live.attach("t", Some("other-turn"), Some("2")).unwrap_err(),
             Missing::NoLiveTurn
         );
         assert_eq!(
-            live.attach("t", "u", Some("x")).unwrap_err(),
+            live.attach("t", Some("u"), Some("x")).unwrap_err(),
             Missing::BadLastEventId
         );
-        let (missed, mut rest) = live.attach("t", "u", Some("2")).unwrap();
+        let (missed, mut rest) = live.attach("t", Some("u"), Some("2")).unwrap();
         turn.send(frame(5)).await.unwrap();
         drop(turn);
         let seqs: Vec<u64> = missed.iter().map(|f| f.seq).collect();
         assert_eq!(seqs, vec![3, 4]);
         assert_eq!(drain(&mut rest).await, vec![5]);
         // After the end, within the grace, the whole turn can still be read.
-        let (all, mut none) = live.attach("t", "u", None).unwrap();
+        let (all, mut none) = live.attach("t", None, None).unwrap();
         assert_eq!(all.len(), 5);
         assert!(drain(&mut none).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_client_back_within_the_grace_keeps_the_turn_however_quiet_it_is() {
+        let live = Arc::new(Live::new(Duration::from_millis(200)));
+        let (turn, frames) = mpsc::channel(8);
+        let first = live.relay("t", frames);
+        turn.send(frame(1)).await.unwrap();
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (missed, mut rest) = live.attach("t", Some("u"), Some("0")).unwrap();
+        assert_eq!(missed.len(), 1);
+        // Long past the first deadline, with no frame written meanwhile.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            !turn.is_closed(),
+            "the turn was let go with a client attached"
+        );
+        turn.send(frame(2)).await.unwrap();
+        assert_eq!(rest.recv().await.unwrap().seq, 2);
     }
 
     #[tokio::test]
@@ -289,13 +331,19 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), turn.closed())
             .await
             .expect("the turn's sender sees the receiver gone");
+        // A reconnect after that reads the stored thread, not a stream that
+        // stops short.
+        assert_eq!(
+            live.attach("t", None, None).unwrap_err(),
+            Missing::NoLiveTurn
+        );
         // And without a grace there is no relay: the receiver is the turn's.
         let none = Arc::new(Live::new(Duration::ZERO));
         let (turn, frames) = mpsc::channel(8);
         drop(none.relay("t", frames));
         assert!(turn.is_closed());
         assert_eq!(
-            none.attach("t", "u", None).unwrap_err(),
+            none.attach("t", Some("u"), None).unwrap_err(),
             Missing::NoLiveTurn
         );
     }

@@ -247,8 +247,10 @@ pub async fn post_message(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReattachQuery {
-    /// The turn id its `start` frame gave.
-    pub turn: String,
+    /// The turn id its `start` frame gave; without one (the connection
+    /// broke before `start` was read), the thread's running turn.
+    #[serde(default)]
+    pub turn: Option<String>,
 }
 
 /// `GET /v1/threads/{id}/stream?turn=T` with `Last-Event-ID`: the frames
@@ -279,7 +281,8 @@ pub async fn reattach(
             ))
         }
     };
-    match st.live.attach(&id, &q.turn, last) {
+    let turn = q.turn.as_deref().filter(|t| !t.is_empty());
+    match st.live.attach(&id, turn, last) {
         Ok((missed, rx)) => {
             tracing::debug!(missed = missed.len(), "a client reconnected to its turn");
             let stream = tokio_stream::iter(missed)

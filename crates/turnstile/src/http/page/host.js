@@ -51,6 +51,11 @@
       }
     };
     window.addEventListener("message", onMessage);
+    // Said at once and on each load of the frame: a panel that loaded
+    // before the host mounted, or reloaded, hears from its host.
+    const hello = () => post({ kind: "hello", implements: implemented, capabilities, locale });
+    frame.addEventListener("load", hello);
+    hello();
     return {
       implemented,
       // A host-initiated update: a new token, a locale, a tier set, or the
@@ -61,6 +66,7 @@
       },
       unmount() {
         window.removeEventListener("message", onMessage);
+        frame.removeEventListener("load", hello);
         if (unsubscribe) unsubscribe();
       },
     };
