@@ -29,7 +29,9 @@
 //!   of field against a hand-made question. Driven by
 //!   tests/browser/questions.mjs.
 //! - The page as a panel in the demo's host apps (issue 38): driven by
-//!   tests/browser/embed.mjs against a real `turnstile demo`.
+//!   tests/browser/embed.mjs against a real `turnstile demo`; the host's
+//!   token through the panel against `turnstile demo --auth`, by
+//!   tests/browser/embed_auth.mjs.
 //! - A long call its server makes a task: one progress line under the
 //!   call's row, updated in place, replaced by its result; a task that
 //!   ended after its turn is told under its call after a reload; a
@@ -1208,33 +1210,10 @@ async fn an_ag_ui_page_searches_approves_and_exports_in_chromium() {
 #[tokio::test]
 #[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
 async fn the_panel_in_its_host_apps_in_chromium() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
-        .args(["demo", "--addr", "127.0.0.1:0", "--model-delay-ms", "150"])
-        .current_dir(tmp.path())
-        .env("RUST_LOG", "warn")
-        .env_remove("TURNSTILE_TABLES")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("turnstile demo runs");
-    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
-    let base = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.strip_prefix("turnstile demo is running: open ") {
-                return url.trim().to_string();
-            }
-        }
-        panic!("the demo ended before it printed its URL");
-    })
-    .await
-    .expect("the demo prints its URL");
-    // Its other lines are read, so the demo never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (mut demo, lines) = demo_process(tmp.path(), &["--model-delay-ms", "150"]).await;
+    let base = demo_url(&lines);
     let shots = common::needs::repo_dir().join("target/embedding");
     std::fs::create_dir_all(&shots).unwrap();
     let shot_dir = shots.to_string_lossy().into_owned();
@@ -1250,4 +1229,81 @@ async fn the_panel_in_its_host_apps_in_chromium() {
         );
     }
     demo.kill().await.ok();
+}
+
+/// Issue 38: the viewer's token (`getAuthToken`) through the panel, against
+/// `turnstile demo --auth`: the host's tier claim is shown and decides
+/// nothing; anonymous, a basic tool never runs; signed in in the viewer as
+/// a basic user, the panel carries the token and the tool runs, on a thread
+/// that is the token's subject's; the token is in no document or URL.
+/// Driven by tests/browser/embed_auth.mjs.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_panel_carries_the_hosts_token_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut demo, lines) = demo_process(tmp.path(), &["--auth"]).await;
+    let base = demo_url(&lines);
+    let token = lines
+        .iter()
+        .find_map(|l| {
+            l.trim_start()
+                .strip_prefix("demo user ana (tiers basic): --token ")
+        })
+        .unwrap_or_else(|| panic!("the demo prints ana's token: {lines:#?}"))
+        .trim()
+        .to_string();
+    drive(&browser, "tests/browser/embed_auth.mjs", &[&base, &token]).await;
+    demo.kill().await.ok();
+}
+
+/// A real `turnstile demo` started in `dir` on a port of the OS's choosing
+/// with `args`, and the lines it printed up to its `try:` line (the rest
+/// is read and dropped, so it never blocks on a full pipe).
+async fn demo_process(
+    dir: &std::path::Path,
+    args: &[&str],
+) -> (tokio::process::Child, Vec<String>) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
+        .args(["demo", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .env_remove("TURNSTILE_TABLES")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("turnstile demo runs");
+    let mut out = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let mut lines = Vec::new();
+    let printed = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = out.next_line().await {
+            let last = line.trim_start().starts_with("try:");
+            lines.push(line);
+            if last {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(
+        matches!(printed, Ok(true)),
+        "the demo printed its try: line: {lines:#?}"
+    );
+    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
+    (demo, lines)
+}
+
+/// The chat page's URL a demo printed.
+fn demo_url(lines: &[String]) -> String {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("turnstile demo is running: open "))
+        .unwrap_or_else(|| panic!("the demo prints its URL: {lines:#?}"))
+        .trim()
+        .to_string()
 }

@@ -1,5 +1,6 @@
 // The demo hosts' adapters (issue 38 §6). Each implements only what it
-// honestly has: the viewer all nine methods of panel/1, the console names,
+// honestly has: the viewer all nine methods of panel/1 (its token is the
+// one signed in, or none), the console names,
 // its own routes and no viewer. Nothing here navigates: a citation moves
 // the fake camera, or pushes a route without reloading.
 "use strict";
@@ -37,7 +38,17 @@ if (kind === "viewer") {
   for (const id of ["project", "floor", "crowd"]) $(id).addEventListener("change", () => { panorama = null; grid = null; changed(); });
   paint();
   capabilities = { viewer: true };
+  // The viewer's sign-in (`turnstile demo --auth` prints its users' tokens):
+  // kept for this tab only; the panel is mounted again to take it.
+  const TOKEN = "demo-host-token";
+  $("sign-in").addEventListener("click", () => {
+    const t = $("token").value.trim();
+    $("token").value = "";
+    if (t) sessionStorage.setItem(TOKEN, t); else sessionStorage.removeItem(TOKEN);
+    frame.src = "/?embed=1";
+  });
   adapter = {
+    getAuthToken: () => sessionStorage.getItem(TOKEN),
     getFacilityKey: () => FACILITY,
     getLicenseTierSet: () => ["basic", "pro"],
     getCurrentSurfaceId: () => surface(),
