@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::common::frames::FrameKind;
+use crate::common::frames::{answer, FrameKind};
 use crate::common::server::{Slow, TestServer};
 use crate::common::thread::{Record, RecordKind};
 use turnstile::http::HttpConfig;
@@ -26,16 +26,6 @@ fn turn_id(frames: &[Frame]) -> String {
         Some(Frame::Start(s)) => s.turn_id.clone(),
         other => panic!("a stream starts with `start`: {other:?}"),
     }
-}
-
-fn answer(frames: &[Frame]) -> String {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Delta(d) => Some(d.text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]

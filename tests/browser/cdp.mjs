@@ -73,5 +73,14 @@ export async function launch(name, timeoutMs) {
     await sleep(100);
     await idle();
   };
-  return { cmd, ev, idle, say, check, finish, errors, on, failed: () => failed };
+  // Waits for `expr` to hold in the page; a check fails if it never does.
+  const until = async (expr, what, ms = 20_000) => {
+    for (let i = 0; i < ms / 100; i++) {
+      if (await ev(expr)) return true;
+      await sleep(100);
+    }
+    check(false, `${what} (waited for ${expr})`);
+    return false;
+  };
+  return { cmd, ev, idle, say, until, check, finish, errors, on, failed: () => failed };
 }

@@ -21,16 +21,8 @@ import { launch, sleep } from "./cdp.mjs";
 
 const BASE = new URL(process.argv[2]);
 const SHOTS = process.argv[3];
-const { cmd, ev, check, finish, errors, failed } = await launch("embed", 150_000);
+const { cmd, ev, until, check, finish, errors, failed } = await launch("embed", 150_000);
 
-const until = async (expr, what, ms = 20_000) => {
-  for (let i = 0; i < ms / 100; i++) {
-    if (await ev(expr)) return true;
-    await sleep(100);
-  }
-  check(false, `${what} (waited for ${expr})`);
-  return false;
-};
 // JSON with sorted keys: the same payload, whatever order its keys came in.
 const canon = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x)
   ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));

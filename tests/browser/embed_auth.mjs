@@ -12,15 +12,7 @@ import { launch, sleep } from "./cdp.mjs";
 
 const BASE = new URL(process.argv[2]);
 const TOKEN = process.argv[3];
-const { cmd, ev, check, finish, errors, failed } = await launch("embed-auth", 90_000);
-const until = async (expr, what, ms = 20_000) => {
-  for (let i = 0; i < ms / 100; i++) {
-    if (await ev(expr)) return true;
-    await sleep(100);
-  }
-  check(false, `${what} (waited for ${expr})`);
-  return false;
-};
+const { cmd, ev, until, check, finish, errors, failed } = await launch("embed-auth", 90_000);
 const P = `document.getElementById('panel').contentDocument`;
 const PW = `document.getElementById('panel').contentWindow`;
 const ready = `(() => { const d = ${P}; const b = d && d.querySelector('[data-testid=send]');

@@ -13,16 +13,8 @@ import { launch, sleep } from "./cdp.mjs";
 const NAME = process.argv[2];
 const BASE = process.argv[3];
 const SHOTS = process.argv[4];
-const { cmd, ev, check, finish, errors, failed } = await launch(NAME, 80_000);
+const { cmd, ev, until, check, finish, errors, failed } = await launch(NAME, 80_000);
 
-const until = async (expr, what, ms = 20_000) => {
-  for (let i = 0; i < ms / 100; i++) {
-    if (await ev(expr)) return true;
-    await sleep(100);
-  }
-  check(false, `${what} (waited for ${expr})`);
-  return false;
-};
 const ready = `document.querySelector('[data-testid=chat]')?.dataset.status === 'ready'`;
 const shot = async (name) => {
   const r = await cmd("Page.captureScreenshot", { format: "png" });
