@@ -31,7 +31,8 @@
 //! - The page as a panel in the demo's host apps (issue 38): driven by
 //!   tests/browser/embed.mjs against a real `turnstile demo`; the host's
 //!   token through the panel against `turnstile demo --auth`, by
-//!   tests/browser/embed_auth.mjs.
+//!   tests/browser/embed_auth.mjs; the minimal host page of docs/embedding.md,
+//!   as written there, from an origin of its own, by tests/browser/embed_doc.mjs.
 //! - A long call its server makes a task: one progress line under the
 //!   call's row, updated in place, replaced by its result; a task that
 //!   ended after its turn is told under its call after a reload; a
@@ -1306,4 +1307,53 @@ fn demo_url(lines: &[String]) -> String {
         .unwrap_or_else(|| panic!("the demo prints its URL: {lines:#?}"))
         .trim()
         .to_string()
+}
+
+/// Issue 38: the minimal host page of docs/embedding.md, taken from the
+/// document as written (only the server's origin filled in), served from
+/// an origin of its own, as a real host is, and listed in the server's
+/// `http.frame_ancestors`: it mounts the panel across origins, its floor
+/// scopes the next search, and a click gives its `dispatchCitation` the
+/// routing part of the cited item's link. Driven by
+/// tests/browser/embed_doc.mjs.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_documented_host_page_mounts_the_panel_from_another_origin_in_chromium() {
+    let browser = browser();
+    let tmp = tempfile::tempdir().unwrap();
+    let host = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host_origin = format!("http://{}", host.local_addr().unwrap());
+    let s = TestServer::builder()
+        .database(&databases(&tmp)[0])
+        .http(turnstile::http::HttpConfig {
+            frame_ancestors: vec![host_origin.clone()],
+            ..turnstile::http::HttpConfig::default()
+        })
+        .start()
+        .await;
+    let doc = std::fs::read_to_string(common::needs::repo_dir().join("docs/embedding.md")).unwrap();
+    let page = doc
+        .split("```html\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("docs/embedding.md shows a host page")
+        .replace("https://turnstile.example", &s.base);
+    assert!(page.contains(&s.base), "the page names the server");
+    let app = Router::new().route(
+        "/",
+        axum::routing::get(move || {
+            let page = page.clone();
+            async move { axum::response::Html(page) }
+        }),
+    );
+    let task = tokio::spawn(async move { axum::serve(host, app).await });
+    let host_url = format!("{host_origin}/");
+    drive(
+        &browser,
+        "tests/browser/embed_doc.mjs",
+        &[&host_url, &s.base],
+    )
+    .await;
+    task.abort();
+    s.pass();
 }

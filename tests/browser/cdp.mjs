@@ -7,6 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// JSON with sorted keys: the same value, whatever order its keys came in.
+export const canon = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x)
+  ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
 
 /// Starts Chromium (profile `turnstile-NAME-*`), gives up after `timeoutMs`.
 export async function launch(name, timeoutMs) {

@@ -17,15 +17,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer as createHttp } from "node:http";
 import { createServer as createTcp, connect } from "node:net";
-import { launch, sleep } from "./cdp.mjs";
+import { canon, launch, sleep } from "./cdp.mjs";
 
 const BASE = new URL(process.argv[2]);
 const SHOTS = process.argv[3];
 const { cmd, ev, until, check, finish, errors, failed } = await launch("embed", 150_000);
 
-// JSON with sorted keys: the same payload, whatever order its keys came in.
-const canon = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x)
-  ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
 const t0 = Date.now();
 const mark = (what) => console.log(`     ${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
 const shot = async (name) => {
