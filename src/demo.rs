@@ -83,6 +83,9 @@ pub struct DemoRun<'a> {
     /// The pause before each answer delta of the scripted model (zero: none),
     /// to stream at a real model's pace.
     pub model_delay: Duration,
+    /// `--reconnect-grace-secs`: how long a turn keeps running for a client
+    /// that went away to reconnect.
+    pub reconnect_grace: Duration,
     /// How long the demo tool server keeps an idle MCP session (`None`:
     /// rmcp's default, 300 s).
     pub mcp_session_ttl: Option<Duration>,
@@ -122,6 +125,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         tables_dir,
         turn_lease,
         model_delay,
+        reconnect_grace,
         mcp_session_ttl,
         mcp_protocol,
         auth,
@@ -252,7 +256,8 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     );
     // The demo's host apps frame the page from this origin (issue 38): it
     // is the one origin the page may be framed by and listens to. A panel
-    // that loses its connection mid-answer may reconnect for 30 s.
+    // that loses its connection mid-answer may reconnect for
+    // `--reconnect-grace-secs` (30 s by default).
     let bound = listener.local_addr()?;
     let mut origins = vec![format!("http://{bound}")];
     if bound.ip().is_loopback() {
@@ -260,7 +265,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     }
     let http = turnstile::http::HttpConfig {
         frame_ancestors: origins,
-        reconnect_grace: Duration::from_secs(30),
+        reconnect_grace,
         ..turnstile::http::HttpConfig::default()
     };
     let app = turnstile::http::router_with(state, &http).merge(turnstile_demo::host::routes());

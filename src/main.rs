@@ -56,6 +56,11 @@ enum Command {
         /// stream at a real model's pace (0: no delay).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60000))]
         model_delay_ms: u64,
+        /// Seconds a turn whose client went away keeps running for it to
+        /// reconnect (`http.reconnect_grace_secs`; 0: a disconnect cuts
+        /// the turn at once).
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=600))]
+        reconnect_grace_secs: u64,
         /// Seconds the demo tool server keeps an idle MCP session before it
         /// forgets it (default: rmcp's, 300). turnstile re-initialises an
         /// expired session (docs/adr/0011-mcp-reconnect.md).
@@ -221,6 +226,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tables,
             turn_lease_secs,
             model_delay_ms,
+            reconnect_grace_secs,
             mcp_session_ttl,
             mcp_protocol,
             auth,
@@ -236,6 +242,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tables_dir: tables.as_deref(),
                 turn_lease: std::time::Duration::from_secs(turn_lease_secs),
                 model_delay: std::time::Duration::from_millis(model_delay_ms),
+                reconnect_grace: std::time::Duration::from_secs(reconnect_grace_secs),
                 mcp_session_ttl: mcp_session_ttl.map(std::time::Duration::from_secs),
                 mcp_protocol,
                 auth,

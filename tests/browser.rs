@@ -1337,7 +1337,7 @@ async fn the_documented_host_page_mounts_the_panel_from_another_origin_in_chromi
         .nth(1)
         .and_then(|rest| rest.split("\n```").next())
         .expect("docs/embedding.md shows a host page")
-        .replace("https://turnstile.example", &s.base);
+        .replace("https://assistant.example.com", &s.base);
     assert!(page.contains(&s.base), "the page names the server");
     let app = Router::new().route(
         "/",

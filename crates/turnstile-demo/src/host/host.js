@@ -45,7 +45,7 @@ if (kind === "viewer") {
     const t = $("token").value.trim();
     $("token").value = "";
     if (t) sessionStorage.setItem(TOKEN, t); else sessionStorage.removeItem(TOKEN);
-    frame.src = "/?embed=1";
+    frame.src = "/";
   });
   adapter = {
     getAuthToken: () => sessionStorage.getItem(TOKEN),
