@@ -86,6 +86,8 @@ pub struct DemoRun<'a> {
     /// `--reconnect-grace-secs`: how long a turn keeps running for a client
     /// that went away to reconnect.
     pub reconnect_grace: Duration,
+    /// `--drain-secs`: how long a stop lets open turns finish.
+    pub drain: Duration,
     /// How long the demo tool server keeps an idle MCP session (`None`:
     /// rmcp's default, 300 s).
     pub mcp_session_ttl: Option<Duration>,
@@ -126,6 +128,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         turn_lease,
         model_delay,
         reconnect_grace,
+        drain,
         mcp_session_ttl,
         mcp_protocol,
         auth,
@@ -266,13 +269,13 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
     let http = turnstile::http::HttpConfig {
         frame_ancestors: origins,
         reconnect_grace,
+        drain,
         ..turnstile::http::HttpConfig::default()
     };
+    let drain = state.drain.clone();
     let app = turnstile::http::router_with(state, &http).merge(turnstile_demo::host::routes());
-    turnstile::http::serve_app(listener, app, &http, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    // SIGTERM or Ctrl-C drains: open turns run to their end first.
+    turnstile::http::serve_draining(listener, app, &http, drain).await?;
     demo.shutdown().await;
     Ok(())
 }

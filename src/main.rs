@@ -61,6 +61,10 @@ enum Command {
         /// the turn at once).
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=600))]
         reconnect_grace_secs: u64,
+        /// Seconds a SIGTERM (or Ctrl-C) lets open turns run to their end
+        /// before the demo stops (`http.drain_secs`).
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
+        drain_secs: u64,
         /// Seconds the demo tool server keeps an idle MCP session before it
         /// forgets it (default: rmcp's, 300). turnstile re-initialises an
         /// expired session (docs/adr/0011-mcp-reconnect.md).
@@ -227,6 +231,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             turn_lease_secs,
             model_delay_ms,
             reconnect_grace_secs,
+            drain_secs,
             mcp_session_ttl,
             mcp_protocol,
             auth,
@@ -243,6 +248,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 turn_lease: std::time::Duration::from_secs(turn_lease_secs),
                 model_delay: std::time::Duration::from_millis(model_delay_ms),
                 reconnect_grace: std::time::Duration::from_secs(reconnect_grace_secs),
+                drain: std::time::Duration::from_secs(drain_secs),
                 mcp_session_ttl: mcp_session_ttl.map(std::time::Duration::from_secs),
                 mcp_protocol,
                 auth,

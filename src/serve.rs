@@ -98,9 +98,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for s in &config.mcp_servers {
         println!("  mcp server: {} ({})", s.name, s.transport.shown());
     }
-    turnstile::http::serve_with(listener, state, &config.http, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    // SIGTERM, Ctrl-C or `POST /v1/admin/drain` drains before the stop.
+    let drain = state.drain.clone();
+    let app = turnstile::http::router_with(state, &config.http);
+    turnstile::http::serve_draining(listener, app, &config.http, drain).await?;
     Ok(())
 }

@@ -446,9 +446,16 @@ fn the_http_section_is_read_and_checked() {
     let src = format!(
         "{BASE_TOML}[http]\nheader_read_timeout_secs = 5\nbody_read_timeout_secs = 6\n\
          idle_timeout_secs = 7\nmax_header_bytes = 8192\n\
-         frame_ancestors = [\"https://panel.example\"]\ncors_origins = [\"http://localhost:3000\"]\n"
+         frame_ancestors = [\"https://panel.example\"]\ncors_origins = [\"http://localhost:3000\"]\n\
+         reconnect_grace_secs = 20\ndrain_secs = 45\nadmin_key_env = \"OPS_KEY\"\n"
     );
-    let c = Config::from_toml(&src, Path::new("t.toml"), &|_| None).expect("valid");
+    let env = |k: &str| (k == "OPS_KEY").then(|| "an-operator-key-of-24ch".to_string());
+    let c = Config::from_toml(&src, Path::new("t.toml"), &env).expect("valid");
+    assert_eq!(c.http.reconnect_grace, Duration::from_secs(20));
+    assert_eq!(c.http.drain, Duration::from_secs(45));
+    let key = c.http.admin_key.as_ref().expect("the operator key");
+    assert!(key.matches(b"an-operator-key-of-24ch") && !key.matches(b"an-operator-key"));
+    assert_eq!(format!("{key:?}"), "AdminKey(…)", "never printed");
     assert_eq!(c.http.header_read_timeout, Duration::from_secs(5));
     assert_eq!(c.http.body_read_timeout, Duration::from_secs(6));
     assert_eq!(c.http.idle_timeout, Duration::from_secs(7));
@@ -467,6 +474,10 @@ fn the_http_section_is_read_and_checked() {
             "frame_ancestors = [\"https://a.example; script-src *\"]",
             "http.frame_ancestors[0]",
         ),
+        ("reconnect_grace_secs = 601", "http.reconnect_grace_secs"),
+        ("drain_secs = 3601", "http.drain_secs"),
+        ("admin_key_env = \"not a name\"", "http.admin_key_env"),
+        ("admin_key_env = \"UNSET_OPS_KEY\"", "http.admin_key_env"),
     ] {
         let src = format!("{BASE_TOML}[http]\n{bad}\n");
         let err = Config::from_toml(&src, Path::new("t.toml"), &|_| None)

@@ -21,6 +21,7 @@ mod crash;
 mod demo_auth;
 mod demo_start;
 mod demo_tools;
+mod drain;
 mod export;
 mod forbidden_rows;
 mod frontends;

@@ -201,6 +201,7 @@ async fn run(case: Case) -> String {
         licences: turnstile::judge::tiers::LicenceMap::open(),
         parked: Default::default(),
         problems: Default::default(),
+        stopping: Default::default(),
     };
     let thread = store.create_thread(None).await.unwrap();
     let req: TurnRequest = serde_json::from_value(match case.context {

@@ -99,6 +99,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         licences: cfg.licences,
         parked: Default::default(),
         problems: Default::default(),
+        stopping: Default::default(),
     };
     let identity = crate::http::Identity::new(
         cfg.auth,
@@ -156,5 +157,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         tables: Arc::new(tables),
         identity: Arc::new(identity),
         live: Default::default(),
+        drain: Default::default(),
+        admin_key: None,
     })
 }

@@ -11,6 +11,7 @@ pub mod history;
 pub mod problems;
 pub mod records;
 pub mod recovery;
+pub mod stopping;
 pub mod tables;
 pub mod tasks;
 pub mod thread_lease;
@@ -21,6 +22,7 @@ pub use crate::judge::tiers::Access;
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
 pub use problems::{FieldProblem, FieldProblems};
+pub use stopping::Stopping;
 pub use thread_lease::{ThreadLease, ThreadLeases};
 pub use tools::{ToolBelt, Tools};
 pub use turn::{

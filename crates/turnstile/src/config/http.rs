@@ -43,6 +43,8 @@ pub(super) struct FileHttp {
     pub(super) cors_origins: Option<Vec<String>>,
     pub(super) link_origins: Option<Vec<String>>,
     pub(super) reconnect_grace_secs: Option<u64>,
+    pub(super) drain_secs: Option<u64>,
+    pub(super) admin_key_env: Option<String>,
 }
 
 impl Validator {
@@ -164,7 +166,11 @@ impl Validator {
     }
 
     /// `[http]`, over [`HttpConfig::default`].
-    pub(super) fn http(&mut self, f: &FileHttp) -> HttpConfig {
+    pub(super) fn http(
+        &mut self,
+        f: &FileHttp,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> HttpConfig {
         let d = HttpConfig::default();
         let secs = |v: &mut Self, key: &str, value: Option<u64>, default: Duration| {
             Duration::from_secs(v.positive(key, value, default.as_secs()))
@@ -228,9 +234,46 @@ impl Validator {
             Some(n) => Duration::from_secs(n),
             None => d.reconnect_grace,
         };
+        let drain = match f.drain_secs {
+            Some(n) if n > 3600 => {
+                self.problem("http.drain_secs", format!("must be at most 3600, not {n}"));
+                d.drain
+            }
+            Some(n) => Duration::from_secs(n),
+            None => d.drain,
+        };
+        let admin_key = match f.admin_key_env.as_deref().map(str::trim) {
+            None => None,
+            Some(name) if !is_env_name(name) => {
+                self.problem(
+                    "http.admin_key_env",
+                    "must name an environment variable".into(),
+                );
+                None
+            }
+            Some(name) => match env(name) {
+                Some(k) if k.trim().len() >= 16 => Some(crate::http::AdminKey::new(k.trim())),
+                Some(_) => {
+                    self.problem(
+                        "http.admin_key_env",
+                        format!("the key in `{name}` is shorter than 16 characters"),
+                    );
+                    None
+                }
+                None => {
+                    self.problem(
+                        "http.admin_key_env",
+                        format!("the variable `{name}` is not set"),
+                    );
+                    None
+                }
+            },
+        };
         HttpConfig {
             link_origins,
             reconnect_grace,
+            drain,
+            admin_key,
             header_read_timeout,
             body_read_timeout,
             idle_timeout,

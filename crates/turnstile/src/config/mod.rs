@@ -247,7 +247,7 @@ impl Config {
             .model(&file.model, &env)
             .map(|m| ModelConfig { instructions, ..m });
         let (limits, turn_lease) = v.limits(&file.limits);
-        let http = v.http(&file.http);
+        let http = v.http(&file.http, &env);
         let auth = v.auth(&file.auth, &http, &env);
         let (tiers, anonymous_tiers) = v.licence(&file.licence);
         let mcp_servers = v.servers(&file.mcp_servers);

@@ -13,6 +13,8 @@ pub struct ApiError {
     pub message: String,
     /// The table and forbidden row that decided the refusal, if one did.
     pub row: Option<(String, String)>,
+    /// `Retry-After`, in seconds, for a refusal that passes.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -21,6 +23,7 @@ impl ApiError {
             status,
             message: message.into(),
             row: None,
+            retry_after: None,
         }
     }
 
@@ -28,6 +31,17 @@ impl ApiError {
     pub fn with_row(mut self, table: &str, row_id: &str) -> Self {
         self.row = Some((table.to_string(), row_id.to_string()));
         self
+    }
+
+    /// The process is draining: the request goes to another instance.
+    pub fn draining() -> Self {
+        ApiError {
+            retry_after: Some(5),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "this server is draining before a restart: retry shortly (another instance takes it)",
+            )
+        }
     }
 
     pub fn not_found(what: &str) -> Self {
@@ -129,7 +143,12 @@ impl IntoResponse for ApiError {
             }
             None => json!({"error": self.message}),
         };
-        (self.status, Json(body)).into_response()
+        let mut r = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        r
     }
 }
 

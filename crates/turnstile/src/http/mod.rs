@@ -5,6 +5,7 @@
 //! module only turns requests into turns and frames into SSE.
 
 mod agui;
+mod drain;
 mod embed;
 mod error;
 mod headers;
@@ -28,9 +29,10 @@ pub use identity::{
     bearer, presented, session_cookie, AuthConfig, Identity, Mode, Presented, API_KEY_HEADER,
     SESSION_COOKIE, SUBJECT_HEADER, TIERS_HEADER,
 };
-pub use state::{AppState, HttpConfig, MAX_BODY, MAX_JSON_DEPTH, MAX_TEXT};
+pub use state::{AdminKey, AppState, HttpConfig, MAX_BODY, MAX_JSON_DEPTH, MAX_TEXT};
 pub use verifier::VerifierConfig;
 
+pub use drain::Drain;
 pub use headers::csp;
 pub use limits::{scan, Scan};
 
@@ -48,6 +50,9 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
     let headers = headers::Headers::new(routes::PAGE, &cfg.frame_ancestors, &cfg.cors_origins);
     let mut state = state;
     state.live = std::sync::Arc::new(live::Live::new(cfg.reconnect_grace));
+    state.drain.set_window(cfg.drain);
+    state.drain.set_stopping(state.agent.stopping.clone());
+    state.admin_key = cfg.admin_key.clone();
     let embedding = embed::Embedding::new(cfg);
     let app = Router::new()
         .route("/", get(routes::page))
@@ -71,6 +76,7 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/tables", get(routes::list_tables))
         .route("/v1/tables/{name}", get(routes::get_table))
         .route("/v1/metrics", get(routes::metrics))
+        .route("/v1/admin/drain", post(routes::drain))
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(from_fn_with_state(limits, limits::read_body))
@@ -96,6 +102,62 @@ pub async fn serve_app(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     serve::run(listener, app, cfg, shutdown).await
+}
+
+/// Serves `app` until SIGTERM, Ctrl-C or `POST /v1/admin/drain`, then
+/// drains (`drain.rs`): no new turns, the open ones run to their end for
+/// up to `cfg.drain`; a turn still running then is stopped as a client's
+/// leaving stops it, its client told to send again; then the server stops.
+pub async fn serve_draining(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    cfg: &HttpConfig,
+    drain: std::sync::Arc<Drain>,
+) -> std::io::Result<()> {
+    let d = drain.clone();
+    let shutdown = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = terminate() => {}
+            () = d.requested() => {}
+        }
+        d.begin();
+        let left = d.settled().await;
+        if left > 0 {
+            tracing::warn!(
+                open_turns = left,
+                "the drain window ended with turns still open: each is stopped as a client's leaving stops it"
+            );
+            let stuck = d.stop_open_turns(STOP_GRACE).await;
+            if stuck > 0 {
+                tracing::warn!(
+                    open_turns = stuck,
+                    "turns did not stop in time: the next start closes them as cut"
+                );
+            }
+        }
+    };
+    let deadline = async {
+        drain.requested().await;
+        tokio::time::sleep(drain.window() + STOP_GRACE + std::time::Duration::from_secs(2)).await;
+    };
+    tokio::select! {
+        served = serve::run(listener, app, cfg, shutdown) => served,
+        () = deadline => Ok(()),
+    }
+}
+
+/// How long stopped turns get to store their cut and release their leases.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// SIGTERM (a rolling deploy's stop); never on a platform without it.
+async fn terminate() {
+    #[cfg(unix)]
+    if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        s.recv().await;
+        return;
+    }
+    std::future::pending().await
 }
 
 /// Serves until `shutdown` resolves, with the default [`HttpConfig`].

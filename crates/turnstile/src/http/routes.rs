@@ -51,7 +51,8 @@ pub async fn healthz() -> &'static str {
 /// server that answers is still ready, so they never change the status.
 pub async fn readyz(State(st): State<AppState>) -> Response {
     let servers = st.agent.tools.servers();
-    let ready = servers.iter().all(|s| s.carries_calls);
+    // A draining process takes no new traffic, whatever its servers say.
+    let ready = servers.iter().all(|s| s.carries_calls) && !st.drain.is_draining();
     let status = match ready {
         true => StatusCode::OK,
         false => StatusCode::SERVICE_UNAVAILABLE,
@@ -67,7 +68,12 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
             v
         })
         .collect();
-    (status, Json(json!({ "servers": shown }))).into_response()
+    let mut body = json!({ "servers": shown });
+    if st.drain.is_draining() {
+        body["draining"] = json!(true);
+        body["open_turns"] = json!(st.drain.open_turns());
+    }
+    (status, Json(body)).into_response()
 }
 
 pub async fn not_found() -> ApiError {
@@ -190,6 +196,39 @@ fn turn_traces(
         .collect()
 }
 
+/// `POST /v1/admin/drain` with `x-turnstile-admin-key`: begins the drain a
+/// SIGTERM begins (`drain.rs`). 404 when no operator key is configured, 401
+/// for a missing or wrong key; 202 with the open turns otherwise.
+pub async fn drain(State(st): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let Some(key) = &st.admin_key else {
+        return Err(ApiError::not_found("route"));
+    };
+    let presented = headers
+        .get(ADMIN_KEY_HEADER)
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
+    if !key.matches(presented) {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            format!("`{ADMIN_KEY_HEADER}` must be the operator key"),
+        ));
+    }
+    let first = st.drain.begin();
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "draining": true,
+            "began_now": first,
+            "open_turns": st.drain.open_turns(),
+            "drain_secs": st.drain.window().as_secs(),
+        })),
+    )
+        .into_response())
+}
+
+/// The operator key's header for the admin routes.
+pub const ADMIN_KEY_HEADER: &str = "x-turnstile-admin-key";
+
 /// Row counters in Prometheus text format, with the store's commits and
 /// committed bytes.
 pub async fn metrics(State(st): State<AppState>) -> impl IntoResponse {
@@ -310,6 +349,9 @@ pub(super) async fn open_turn(
     id: String,
     mut req: TurnRequest,
 ) -> Result<(Caller, tokio::sync::mpsc::Receiver<OutFrame>), ApiError> {
+    if st.drain.is_draining() {
+        return Err(ApiError::draining());
+    }
     req.access = Some(caller.access.clone());
     if req.text.trim().is_empty() {
         return Err(ApiError::new(
@@ -330,6 +372,8 @@ pub(super) async fn open_turn(
     let claim = claim_thread(st, &mut caller, &id, &turn_id).await?;
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
+    // Counted until the turn ends: a drain waits for it.
+    let open = st.drain.turn_opened();
     // The task ends when the turn does or when the client disconnects (the
     // receiver below is dropped with the response stream): no orphans. If
     // the lease is lost mid-turn (another process took the thread over
@@ -338,6 +382,7 @@ pub(super) async fn open_turn(
     // client that has read `done` can start the next turn at once.
     tokio::spawn(async move {
         agent.run_turn(&id, &turn_id, req, tx, Some(claim)).await;
+        drop(open);
     });
     Ok((caller, rx))
 }
@@ -415,6 +460,9 @@ pub(super) async fn open_resume(
     req: ResumeRequest,
 ) -> Result<(Caller, tokio::sync::mpsc::Receiver<OutFrame>), ApiError> {
     use crate::agent::DecideError;
+    if st.drain.is_draining() {
+        return Err(ApiError::draining());
+    }
     if req.interrupt_id.trim().is_empty() || req.interrupt_id.len() > 128 {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -479,10 +527,12 @@ pub(super) async fn open_resume(
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let agent = st.agent.clone();
     let access = Some(caller.access.clone());
+    let open = st.drain.turn_opened();
     tokio::spawn(async move {
         agent
             .resume_turn(&id, decided, access, tx, Some(claim))
             .await;
+        drop(open);
     });
     Ok((caller, rx))
 }

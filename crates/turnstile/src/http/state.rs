@@ -48,6 +48,33 @@ pub struct HttpConfig {
     /// client to reconnect with `Last-Event-ID` (issue 38 §5); zero: the
     /// turn meets the disconnect at once (`http.reconnect_grace_secs`).
     pub reconnect_grace: Duration,
+    /// How long a drain (SIGTERM, `POST /v1/admin/drain`) lets open turns
+    /// run to their end (`http.drain_secs`).
+    pub drain: Duration,
+    /// The operator's key for `POST /v1/admin/drain` (read from the
+    /// variable `http.admin_key_env` names); `None`: the route is off.
+    pub admin_key: Option<AdminKey>,
+}
+
+/// An operator key: compared in constant time, never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AdminKey(String);
+
+impl AdminKey {
+    pub fn new(key: impl Into<String>) -> AdminKey {
+        AdminKey(key.into())
+    }
+
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.as_bytes().ct_eq(presented).into()
+    }
+}
+
+impl std::fmt::Debug for AdminKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminKey(…)")
+    }
 }
 
 impl Default for HttpConfig {
@@ -61,6 +88,8 @@ impl Default for HttpConfig {
             frame_ancestors: Vec::new(),
             cors_origins: Vec::new(),
             reconnect_grace: Duration::ZERO,
+            drain: Duration::from_secs(30),
+            admin_key: None,
         }
     }
 }
@@ -79,4 +108,8 @@ pub struct AppState {
     /// Each thread's running turn, for a client that reconnects (set from
     /// [`HttpConfig::reconnect_grace`] when the router is built).
     pub live: Arc<super::live::Live>,
+    /// Whether the process drains, and its open turns.
+    pub drain: Arc<super::drain::Drain>,
+    /// The operator's key for the admin routes (set with the router).
+    pub admin_key: Option<AdminKey>,
 }

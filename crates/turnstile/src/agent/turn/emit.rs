@@ -186,6 +186,16 @@ impl Turn<'_> {
         let _ = self.frames.close().await;
     }
 
+    /// The process stops under the turn (a drain's window ended): the client
+    /// is told, in the order it saw, to send again.
+    pub(super) async fn stopped_for_restart(&mut self) {
+        self.error_in_order(
+            "this server is restarting and stopped this turn; what was shown is kept: send your message again in a moment",
+        )
+        .await;
+        let _ = self.frames.close().await;
+    }
+
     /// The client went away: `client_gone` is fired and its row decides.
     /// A row whose effect is `cancel` ends the turn, and the cut is recorded
     /// (best effort: the process may be going away too). A row that keeps

@@ -108,6 +108,8 @@ pub struct Agent {
     /// Configured result fields the tools' answers did not have
     /// (`GET /readyz` lists them per server).
     pub problems: super::problems::FieldProblems,
+    /// The process stops: running turns end as if their client left.
+    pub stopping: Arc<super::stopping::Stopping>,
 }
 
 /// How a turn's stream opens: a user message, or a decision on the

@@ -18,6 +18,8 @@ enum Ending {
     Ran,
     Gone,
     LeaseLost,
+    /// The process stops (a drain's window ended).
+    Stopping,
 }
 
 impl Agent {
@@ -107,10 +109,12 @@ impl Agent {
                     None => std::future::pending().await,
                 }
             };
+            let stopping = self.stopping.clone();
             let ending = tokio::select! {
                 biased;
                 _ = closed.closed() => Ending::Gone,
                 () = lost => Ending::LeaseLost,
+                () = stopping.fired() => Ending::Stopping,
                 r = turn.run(opening) => match r {
                     Err(Stop::Emit(EmitError::Disconnected)) => Ending::Gone,
                     Err(e) => {
@@ -130,6 +134,14 @@ impl Agent {
                 Ending::Gone => {
                     tracing::info!("client disconnected; turn cancelled");
                     turn.cancelled().await;
+                }
+                Ending::Stopping => {
+                    // As a client's leaving: the turn table's row decides
+                    // (the cut is stored); then the client is told, in
+                    // order, to send again.
+                    tracing::warn!("the process stops; turn cancelled");
+                    turn.cancelled().await;
+                    turn.stopped_for_restart().await;
                 }
                 Ending::LeaseLost => {
                     // Another turn may own the thread now: nothing more is
