@@ -4,8 +4,9 @@
 //! model (an OpenAI-compatible fake, here too) outlive it, so the tool
 //! server's own counters say how many confirms the backend received.
 //!
-//! - Killed with the interrupt pending: the restarted server approves it,
-//!   once; a second approve is refused.
+//! - Killed (or stopped with SIGTERM, which drains: issue 39 §2) with the
+//!   interrupt pending: the restarted server approves it, once; a second
+//!   approve is refused.
 //! - Killed after the approved confirm was sent and before its answer was
 //!   stored: start-up recovery asks the status tool, never re-sends the
 //!   confirm, and the thread shows how it ended.
@@ -198,6 +199,16 @@ impl Served {
     fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+    }
+
+    /// SIGTERM: the process drains (issue 39 §2; no turn is open) and
+    /// exits 0.
+    fn terminate(mut self) {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "a drained process exits 0: {status:?}");
     }
 
     async fn post(&self, http: &reqwest::Client, path: &str, body: Value) -> reqwest::Response {
@@ -396,6 +407,17 @@ async fn reserve_seat(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
+    interrupt_pending_at_a_stop(Served::kill).await;
+}
+
+/// The same across a rolling deploy's SIGTERM: the process drains and
+/// exits 0, and the card is decided once by the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_pending_at_a_sigterm_is_approved_once_after_restart() {
+    interrupt_pending_at_a_stop(Served::terminate).await;
+}
+
+async fn interrupt_pending_at_a_stop(stop: fn(Served)) {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("kill.db");
     let http = own_browser();
@@ -409,7 +431,7 @@ async fn an_interrupt_pending_at_a_sigkill_is_approved_once_after_restart() {
         .unwrap();
     let first = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
     let (thread, id) = reserve(&first, &fake, &http).await;
-    first.kill();
+    stop(first);
 
     let second = Served::start(tmp.path(), &db, &fake, &tools, &http).await;
     assert_eq!(

@@ -339,7 +339,8 @@ async function stub() {
   check(c.fields.find((x) => x.name === "nick").value === "crane-7", "the values stay");
 
   await press("cancel");
-  c = await card();
+  // The card is repainted after the stream's end re-enables the composer.
+  c = await settled("Awaiting");
   check(c.state === "Decided" && c.buttons.every((d) => d) && c.error.includes("409") && c.error.includes("second-answer"),
     `a 409 shows it decided, with its row: ${c.state} ${c.outcome} ${c.error}`);
   check(JSON.parse(resumes().at(-1).body).decision === "cancel" && resumes().length === 2, "cancel sent once");
