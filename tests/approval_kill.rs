@@ -65,6 +65,10 @@ idle_timeout_secs = 10
 [limits]
 turn_lease_secs = {LEASE_SECS}
 
+# A SIGTERM's drain lets open turns run 1 s (issue 39 §2).
+[http]
+drain_secs = 1
+
 [[mcp_servers]]
 name = "demo"
 url = {url}
@@ -634,6 +638,65 @@ async fn a_task_running_at_a_sigkill_is_followed_after_restart() {
         second.kill();
         tools.shutdown().await;
     }
+}
+
+/// A long call running when `turnstile serve` gets SIGTERM (issue 39 §2):
+/// the drain's 1 s window ends with the task still running, so the turn is
+/// stopped as a client's leaving stops it (its stream ends with the error
+/// that says to send again) and the process exits 0; the next one follows
+/// the same task by its stored id to its end, once: the work ran once and
+/// the call was never re-sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_running_at_a_sigterm_is_followed_once_after_restart() {
+    let Killable {
+        tmp,
+        db,
+        http,
+        fake,
+        tools,
+        first,
+        thread,
+    } = Killable::start("2025-11-25").await;
+    let r = first
+        .turn(
+            &http,
+            &fake,
+            &thread,
+            "compile the site report for tower-a",
+            "compile_site_report",
+            json!({"project": "tower-a"}),
+        )
+        .await;
+    let mut reader = FrameReader::new();
+    let mut body = r.bytes_stream();
+    while !(reader.frames().iter()).any(|f| FrameKind::of(f) == FrameKind::Progress) {
+        let chunk = body.next().await.expect("the stream is open").unwrap();
+        reader.push(&chunk);
+    }
+    let stopping = std::thread::spawn(move || first.terminate());
+    while let Some(chunk) = body.next().await {
+        reader.push(&chunk.unwrap());
+    }
+    let frames = reader.finish();
+    match frames.last() {
+        Some(Frame::Error(e)) => assert!(
+            e.message.contains("send your message again"),
+            "{}",
+            e.message
+        ),
+        other => panic!("the stream ends with the error that says to retry: {other:?}"),
+    }
+    stopping.join().expect("the process drained and exited 0");
+    let second = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, "2025-11-25").await;
+    completed_after_restart(&second, &http, &thread, tmp.path(), "sigterm").await;
+    assert_eq!(tools.reports().runs(), 1, "the work ran once");
+    assert_eq!(
+        tools.tool_calls("compile_site_report"),
+        1,
+        "the call was never re-sent"
+    );
+    second.kill();
+    tools.shutdown().await;
 }
 
 /// Reads a turn's stream until its first progress frame (the task is
