@@ -1213,8 +1213,8 @@ async fn an_ag_ui_page_searches_approves_and_exports_in_chromium() {
 async fn the_panel_in_its_host_apps_in_chromium() {
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let (mut demo, lines) = demo_process(tmp.path(), &["--model-delay-ms", "150"]).await;
-    let base = demo_url(&lines);
+    let (mut demo, lines) = common::demo::spawn(tmp.path(), &["--model-delay-ms", "150"]).await;
+    let base = common::demo::url(&lines);
     let shots = common::needs::repo_dir().join("target/embedding");
     std::fs::create_dir_all(&shots).unwrap();
     let shot_dir = shots.to_string_lossy().into_owned();
@@ -1243,8 +1243,8 @@ async fn the_panel_in_its_host_apps_in_chromium() {
 async fn the_panel_carries_the_hosts_token_in_chromium() {
     let browser = browser();
     let tmp = tempfile::tempdir().unwrap();
-    let (mut demo, lines) = demo_process(tmp.path(), &["--auth"]).await;
-    let base = demo_url(&lines);
+    let (mut demo, lines) = common::demo::spawn(tmp.path(), &["--auth"]).await;
+    let base = common::demo::url(&lines);
     let token = lines
         .iter()
         .find_map(|l| {
@@ -1256,57 +1256,6 @@ async fn the_panel_carries_the_hosts_token_in_chromium() {
         .to_string();
     drive(&browser, "tests/browser/embed_auth.mjs", &[&base, &token]).await;
     demo.kill().await.ok();
-}
-
-/// A real `turnstile demo` started in `dir` on a port of the OS's choosing
-/// with `args`, and the lines it printed up to its `try:` line (the rest
-/// is read and dropped, so it never blocks on a full pipe).
-async fn demo_process(
-    dir: &std::path::Path,
-    args: &[&str],
-) -> (tokio::process::Child, Vec<String>) {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
-        .args(["demo", "--addr", "127.0.0.1:0"])
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .env_remove("TURNSTILE_TABLES")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("turnstile demo runs");
-    let mut out = BufReader::new(demo.stdout.take().unwrap()).lines();
-    let mut lines = Vec::new();
-    let printed = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Ok(Some(line)) = out.next_line().await {
-            let last = line.trim_start().starts_with("try:");
-            lines.push(line);
-            if last {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert!(
-        matches!(printed, Ok(true)),
-        "the demo printed its try: line: {lines:#?}"
-    );
-    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
-    (demo, lines)
-}
-
-/// The chat page's URL a demo printed.
-fn demo_url(lines: &[String]) -> String {
-    lines
-        .iter()
-        .find_map(|l| l.strip_prefix("turnstile demo is running: open "))
-        .unwrap_or_else(|| panic!("the demo prints its URL: {lines:#?}"))
-        .trim()
-        .to_string()
 }
 
 /// Issue 38: the minimal host page of docs/embedding.md, taken from the

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use crate::common::frames::{answer, FrameKind};
 use crate::common::server::{Slow, TestServer};
-use crate::common::thread::Record;
 use turnstile::http::{AdminKey, HttpConfig};
 use turnstile::wire::Frame;
 
@@ -88,14 +87,7 @@ async fn a_drain_refuses_new_turns_and_lets_fifty_open_streams_finish() {
     for (thread, frames) in threads.iter().zip(&finished) {
         assert!(matches!(frames.last(), Some(Frame::Done(_))), "{frames:?}");
         let v = s.thread(thread).await;
-        let stored = v
-            .records()
-            .into_iter()
-            .find_map(|r| match r {
-                Record::Answer { text, .. } => Some(text.clone()),
-                _ => None,
-            })
-            .expect("the answer was stored");
+        let stored = v.answer_text().expect("the answer was stored");
         assert_eq!(answer(frames), stored);
     }
     s.pass();
@@ -117,31 +109,9 @@ async fn without_an_operator_key_there_is_no_drain_route() {
 
 /// A real `turnstile demo` in `dir` with `args`, and its base URL.
 async fn demo(dir: &std::path::Path, args: &[&str]) -> (tokio::process::Child, String) {
-    use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut demo = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
-        .args(["demo", "--addr", "127.0.0.1:0"])
-        .args(args)
-        .current_dir(dir)
-        .env("RUST_LOG", "warn")
-        .env_remove("TURNSTILE_TABLES")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("turnstile demo runs");
-    let mut out = BufReader::new(demo.stdout.take().unwrap()).lines();
-    let mut base = None;
-    while let Ok(Some(line)) = out.next_line().await {
-        if let Some(u) = line.strip_prefix("turnstile demo is running: open ") {
-            base = Some(u.trim().trim_end_matches('/').to_string());
-        }
-        if line.trim_start().starts_with("try:") {
-            break;
-        }
-    }
-    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
-    (demo, base.expect("the demo printed its URL"))
+    let (child, lines) = crate::common::demo::spawn(dir, args).await;
+    let base = crate::common::demo::url(&lines);
+    (child, base.trim_end_matches('/').to_string())
 }
 
 /// Starts a turn on a new thread of `base`; its response, still open.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::common::frames::{answer, FrameKind};
 use crate::common::server::{Slow, TestServer};
-use crate::common::thread::{Record, RecordKind};
+use crate::common::thread::RecordKind;
 use turnstile::http::HttpConfig;
 use turnstile::wire::Frame;
 
@@ -72,14 +72,7 @@ async fn a_client_that_reconnects_reads_the_rest_of_the_turn_once() {
     assert!(matches!(frames.last(), Some(Frame::Done(_))), "{frames:?}");
     let v = s.thread(&thread).await;
     assert!(!v.has(RecordKind::Cut), "{:?}", v.kinds());
-    let stored = v
-        .records()
-        .into_iter()
-        .find_map(|r| match r {
-            Record::Answer { text, .. } => Some(text.clone()),
-            _ => None,
-        })
-        .expect("the answer was stored");
+    let stored = v.answer_text().expect("the answer was stored");
     assert_eq!(
         answer(&frames),
         stored,

@@ -50,6 +50,7 @@ pub fn browser() -> reqwest::Client {
         .expect("an HTTP client")
 }
 
+pub mod demo;
 pub mod fake_openai;
 pub mod frames;
 pub mod harness;

@@ -375,6 +375,14 @@ impl ThreadView {
         text(&self.records())
     }
 
+    /// The text of the first stored answer.
+    pub fn answer_text(&self) -> Option<String> {
+        self.records().into_iter().find_map(|r| match r {
+            Record::Answer { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+    }
+
     /// Whether a record of `kind` is stored.
     pub fn has(&self, kind: RecordKind) -> bool {
         self.messages.iter().any(|m| m.body.kind() == kind)

@@ -86,33 +86,13 @@ impl Validator {
                 url,
                 timeout: Duration::from_millis(timeout_ms),
             });
-        let proxy_key = match f.proxy_api_key_env.as_deref().map(str::trim) {
-            None => None,
-            Some(name) if !is_env_name(name) => {
-                self.problem(
-                    "auth.proxy_api_key_env",
-                    "must name an environment variable".into(),
-                );
-                None
-            }
-            Some(name) => match env(name) {
-                Some(k) if k.trim().len() >= 16 => Some(ApiKey::new(k.trim())),
-                Some(_) => {
-                    self.problem(
-                        "auth.proxy_api_key_env",
-                        format!("the key in `{name}` is shorter than 16 characters"),
-                    );
-                    None
-                }
-                None => {
-                    self.problem(
-                        "auth.proxy_api_key_env",
-                        format!("the variable `{name}` is not set"),
-                    );
-                    None
-                }
-            },
-        };
+        let proxy_key = self
+            .key_from_env(
+                "auth.proxy_api_key_env",
+                f.proxy_api_key_env.as_deref(),
+                env,
+            )
+            .map(|k| ApiKey::new(&k));
         if mode == Mode::Production && verifier.is_none() && proxy_key.is_none() {
             self.warn(
                 "auth.mode",
@@ -242,33 +222,9 @@ impl Validator {
             Some(n) => Duration::from_secs(n),
             None => d.drain,
         };
-        let admin_key = match f.admin_key_env.as_deref().map(str::trim) {
-            None => None,
-            Some(name) if !is_env_name(name) => {
-                self.problem(
-                    "http.admin_key_env",
-                    "must name an environment variable".into(),
-                );
-                None
-            }
-            Some(name) => match env(name) {
-                Some(k) if k.trim().len() >= 16 => Some(crate::http::AdminKey::new(k.trim())),
-                Some(_) => {
-                    self.problem(
-                        "http.admin_key_env",
-                        format!("the key in `{name}` is shorter than 16 characters"),
-                    );
-                    None
-                }
-                None => {
-                    self.problem(
-                        "http.admin_key_env",
-                        format!("the variable `{name}` is not set"),
-                    );
-                    None
-                }
-            },
-        };
+        let admin_key = self
+            .key_from_env("http.admin_key_env", f.admin_key_env.as_deref(), env)
+            .map(crate::http::AdminKey::new);
         HttpConfig {
             link_origins,
             reconnect_grace,
@@ -280,6 +236,37 @@ impl Validator {
             max_header_bytes,
             frame_ancestors,
             cors_origins,
+        }
+    }
+}
+
+impl Validator {
+    /// A key read from the variable `name` names (configured at `key`): 16
+    /// characters or more, never echoed; a problem at `key` otherwise.
+    fn key_from_env(
+        &mut self,
+        key: &str,
+        name: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<String> {
+        let name = name.map(str::trim)?;
+        if !is_env_name(name) {
+            self.problem(key, "must name an environment variable".into());
+            return None;
+        }
+        match env(name) {
+            Some(k) if k.trim().len() >= 16 => Some(k.trim().to_string()),
+            Some(_) => {
+                self.problem(
+                    key,
+                    format!("the key in `{name}` is shorter than 16 characters"),
+                );
+                None
+            }
+            None => {
+                self.problem(key, format!("the variable `{name}` is not set"));
+                None
+            }
         }
     }
 }
