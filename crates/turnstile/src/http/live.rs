@@ -163,11 +163,25 @@ impl Live {
                     let sub = relay.push(f.clone());
                     if let Some(s) = sub {
                         // A connection that stalls holds the turn back, as
-                        // a direct one would; a reconnect replaces it (the
-                        // frame is among what the new one missed).
-                        tokio::select! {
-                            sent = s.send(f) => if sent.is_err() { relay.detach(&s) },
-                            () = relay.attached.notified() => {}
+                        // a direct one would; a reconnect that replaces it
+                        // got this frame among what it missed. A wake from
+                        // an earlier reconnect (this very connection) sends
+                        // again.
+                        loop {
+                            tokio::select! {
+                                sent = s.send(f.clone()) => {
+                                    if sent.is_err() {
+                                        relay.detach(&s);
+                                    }
+                                    break;
+                                }
+                                () = relay.attached.notified() => {
+                                    if relay.sub().is_some_and(|now| now.same_channel(&s)) {
+                                        continue;
+                                    }
+                                    break;
+                                }
+                            }
                         }
                     }
                 }
