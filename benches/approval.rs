@@ -116,6 +116,7 @@ async fn rig() -> Rig {
         instructions: turnstile_demo::instructions(),
         auth: Default::default(),
         licences: turnstile::judge::tiers::LicenceMap::open(),
+        guardrails: Default::default(),
     })
     .await
     .expect("the app builds");

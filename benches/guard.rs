@@ -14,6 +14,8 @@
 //!     narration, times a model pace of 30 ms per delta (`turnstile demo
 //!     --model-delay-ms 30`), reported as p50 and max.
 //!
+//! (d) The built-in safety checks (issue 39) per turn, against the guard.
+//!
 //! Every narration must come out of the guard as text with no sentence
 //! replaced (the scripted model is honest), and the split must find its
 //! sentences; otherwise the bench panics (non-zero exit).
@@ -568,7 +570,85 @@ fn main() {
         "an honest sentence was replaced"
     );
     println!();
+    safety_checks(&table, &cases, rounds);
+    println!();
     println!("bench took {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// (d) The built-in safety checks' cost per turn (issue 39 §3), as the turn
+/// runs them: the user's message once, then every sentence of the answer,
+/// through `secrets`, `pii` and a 50-word `words` list, against the
+/// narration guard on the same turn (measured in this run). Every demo
+/// narration and message must pass every check: a finding in the honest
+/// demo would be a false positive, and the bench panics.
+fn safety_checks(table: &Bound<Narration>, cases: &[Case], rounds: u32) {
+    use turnstile::guard::safety::{Action, Builtin, Verdict, WordList};
+    let words: Vec<String> = (0..50)
+        .map(|i| format!("codename{i}"))
+        .chain(["기밀".into()])
+        .collect();
+    let checks = [
+        (Builtin::Secrets, Action::Block),
+        (Builtin::Pii, Action::Redact),
+        (
+            Builtin::Words(WordList::new(&words).expect("the word list compiles")),
+            Action::Block,
+        ),
+    ];
+    let run = |c: &Case| -> usize {
+        let mut split = Splitter::new();
+        let mut sentences = split.push(&c.deltas.concat());
+        sentences.extend(split.finish());
+        let mut found = 0;
+        for text in std::iter::once(c.user.to_string()).chain(sentences) {
+            for (b, action) in &checks {
+                if b.check(&text, *action) != Verdict::Pass {
+                    found += 1;
+                }
+            }
+        }
+        found
+    };
+    println!("(d) safety checks per turn: secrets + pii + 50 words on the message and every sentence, vs the narration guard");
+    println!(
+        "  {:<34} {:>10} {:>10} {:>7}",
+        "turn", "checks µs", "guard µs", "ratio"
+    );
+    let (mut total_checks, mut total_guard) = (Duration::ZERO, Duration::ZERO);
+    for c in cases {
+        assert_eq!(
+            run(c),
+            0,
+            "{}: a safety check found something in the honest demo",
+            c.name
+        );
+        let t = Instant::now();
+        for _ in 0..rounds {
+            black_box(run(black_box(c)));
+        }
+        let k = t.elapsed();
+        let t = Instant::now();
+        for _ in 0..rounds {
+            black_box(judged(table, black_box(c)));
+        }
+        let g = t.elapsed();
+        total_checks += k;
+        total_guard += g;
+        println!(
+            "  {:<34} {:>10.2} {:>10.2} {:>6.2}×",
+            c.name,
+            k.as_secs_f64() * 1e6 / f64::from(rounds),
+            g.as_secs_f64() * 1e6 / f64::from(rounds),
+            k.as_secs_f64() / g.as_secs_f64().max(1e-12)
+        );
+    }
+    let n = f64::from(rounds) * cases.len() as f64;
+    println!(
+        "  all: checks {:.2} µs, guard {:.2} µs per turn; ratio {:.2}×",
+        total_checks.as_secs_f64() * 1e6 / n,
+        total_guard.as_secs_f64() * 1e6 / n,
+        total_checks.as_secs_f64() / total_guard.as_secs_f64().max(1e-12)
+    );
 }
 
 /// The first claim a sentence makes, by name ("none" when it makes none).

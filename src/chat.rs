@@ -856,6 +856,14 @@ impl<W: Write> Printer<W> {
         }
         if let Frame::Delta(d) = f {
             match &d.replaced {
+                // A safety check's: code's sentence or the redacted one,
+                // marked with the guardrail table's row.
+                Some(r) if r.table.as_deref() == Some("guardrail") => write!(
+                    self.out,
+                    "⟦{}⟧[guardrail: {}] ",
+                    d.text.trim_end(),
+                    r.row_id
+                )?,
                 // The guard's sentence, marked with the row that refused
                 // the model's.
                 Some(r) if !d.text.trim().is_empty() => {
@@ -1879,6 +1887,24 @@ mod tests {
             "⟦These 10 are shown.⟧[replaced: sample-called-complete] [removed: sample-called-complete] \n"
         );
         assert!(!out.contains("⟦⟧"));
+    }
+
+    #[test]
+    fn a_safety_checks_sentence_is_marked_with_its_row() {
+        let mut p = Printer::new(Vec::new(), Rows::All);
+        let frame = Frame::Delta(
+            serde_json::from_value(json!({"text": "Write to [email] for details. ",
+                "replaced": {"row_id": "output-redacted", "why": "w", "claim": "guardrail",
+                             "table": "guardrail", "check": "pii"}}))
+            .unwrap(),
+        );
+        p.frame(&frame).unwrap();
+        p.finish().unwrap();
+        let out = String::from_utf8(p.out).unwrap();
+        assert_eq!(
+            out,
+            "⟦Write to [email] for details.⟧[guardrail: output-redacted] \n"
+        );
     }
 
     fn approval_fixture() -> Interrupt {

@@ -98,6 +98,11 @@ pub struct DemoRun<'a> {
     pub auth: bool,
     /// `--verifier-fault`: the demo verifier's fault at start.
     pub verifier_fault: turnstile_demo::VerifierFault,
+    /// `--guardrails`: the built-in `secrets` (block) and `pii` (redact)
+    /// checks on messages and answers.
+    pub guardrails: bool,
+    /// `--guardrail-word`: a `words` check with these words (block).
+    pub guardrail_words: Vec<String>,
 }
 
 /// The demo's database when `--db` is not given: a SQLite file named for
@@ -133,6 +138,8 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
         mcp_protocol,
         auth,
         verifier_fault,
+        guardrails,
+        guardrail_words,
     } = opts;
     // Bound first: the default database is named for the port it got.
     let listener = tokio::net::TcpListener::bind(addr)
@@ -192,6 +199,8 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             // With --auth an anonymous caller holds the lowest tier and the
             // tools' own declarations count; without, every tool is
             // everybody's.
+            guardrails: turnstile::agent::Guardrails::built_in(guardrails, &guardrail_words)
+                .context("--guardrail-word")?,
             licences: match auth {
                 true => turnstile::judge::tiers::LicenceMap::new(
                     Default::default(),

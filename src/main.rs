@@ -65,6 +65,16 @@ enum Command {
         /// before the demo stops (`http.drain_secs`).
         #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
         drain_secs: u64,
+        /// Turn on the built-in safety checks: `secrets` (a credential in a
+        /// message or an answer is blocked) and `pii` (e-mail addresses and
+        /// phone numbers are redacted). `turnstile serve` reads
+        /// `[[guardrails]]`.
+        #[arg(long)]
+        guardrails: bool,
+        /// A word or phrase a `words` safety check blocks in messages and
+        /// answers (repeatable).
+        #[arg(long = "guardrail-word")]
+        guardrail_words: Vec<String>,
         /// Seconds the demo tool server keeps an idle MCP session before it
         /// forgets it (default: rmcp's, 300). turnstile re-initialises an
         /// expired session (docs/adr/0011-mcp-reconnect.md).
@@ -232,6 +242,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             model_delay_ms,
             reconnect_grace_secs,
             drain_secs,
+            guardrails,
+            guardrail_words,
             mcp_session_ttl,
             mcp_protocol,
             auth,
@@ -253,6 +265,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 mcp_protocol,
                 auth,
                 verifier_fault: verifier_fault.unwrap_or_default(),
+                guardrails,
+                guardrail_words,
             };
             runtime()?.block_on(cli::demo::run(opts))?;
             Ok(ExitCode::SUCCESS)

@@ -82,6 +82,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         instructions: config.model.instructions.clone(),
         auth: config.auth.clone(),
         licences: config.licences(),
+        guardrails: config.guardrails.clone(),
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(config.addr)

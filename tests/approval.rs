@@ -691,6 +691,7 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
         instructions: turnstile_demo::instructions(),
         auth: Default::default(),
         licences: turnstile::judge::tiers::LicenceMap::open(),
+        guardrails: Default::default(),
     })
     .await
     .expect("a second agent on the same database");

@@ -60,6 +60,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("config", "agent", "the config's limits are the agent's Limits, ContextLimits and lease TTL"),
     ("config", "judge", "the config declares the tools' result contracts"),
     ("config", "llm", "the config's model section is an OpenAiConfig with its ApiKey"),
+    ("config", "guard", "the config's [[guardrails]] builds the built-in safety checkers (guard::safety)"),
     ("config", "mcp", "the config's servers are ServerSpecs"),
     ("config", "store", "the config's database URL names a store backend"),
     // The request edge.

@@ -1081,6 +1081,8 @@ async fn link_stream(State(st): State<Stub>, Json(body): Json<Value>) -> Respons
                 row_id: "stub-row".into(),
                 why: "A sentence the stub says was replaced.".into(),
                 claim: "count".into(),
+                table: None,
+                check: None,
             }),
             capabilities: vec![],
             links: vec![],

@@ -26,6 +26,7 @@ mod export;
 mod forbidden_rows;
 mod frontends;
 mod fuzz;
+mod guardrails;
 mod harness;
 mod honesty;
 mod http_hardening;

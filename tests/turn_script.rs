@@ -202,6 +202,7 @@ async fn run(case: Case) -> String {
         parked: Default::default(),
         problems: Default::default(),
         stopping: Default::default(),
+        guardrails: Default::default(),
     };
     let thread = store.create_thread(None).await.unwrap();
     let req: TurnRequest = serde_json::from_value(match case.context {

@@ -162,6 +162,7 @@ pub struct Builder {
     test_tables: Option<TableSet>,
     auth: turnstile::http::AuthConfig,
     licences: turnstile::judge::tiers::LicenceMap,
+    guardrails: turnstile::agent::Guardrails,
     /// The MCP revision spoken to the demo tool server.
     revision: turnstile::mcp::Revision,
 }
@@ -185,6 +186,12 @@ impl Builder {
     /// everybody's).
     pub fn licences(mut self, licences: turnstile::judge::tiers::LicenceMap) -> Self {
         self.licences = licences;
+        self
+    }
+
+    /// The safety checks (default: none).
+    pub fn guardrails(mut self, guardrails: turnstile::agent::Guardrails) -> Self {
+        self.guardrails = guardrails;
         self
     }
 
@@ -309,7 +316,8 @@ impl Builder {
             .turn_lease(config.turn_lease())
             .http(config.http.clone())
             .auth(config.auth.clone())
-            .licences(config.licences());
+            .licences(config.licences())
+            .guardrails(config.guardrails.clone());
         b.tables_dir = config.tables_dir.clone();
         b
     }
@@ -367,6 +375,7 @@ impl Builder {
                 instructions: self.instructions,
                 auth: self.auth,
                 licences: self.licences,
+                guardrails: self.guardrails,
             },
             self.client,
         )
@@ -477,6 +486,7 @@ impl TestServer {
             test_tables: None,
             auth: Default::default(),
             licences: turnstile::judge::tiers::LicenceMap::open(),
+            guardrails: Default::default(),
             revision: turnstile::mcp::Revision::default(),
         }
     }

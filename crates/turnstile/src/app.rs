@@ -43,6 +43,8 @@ pub struct AppConfig<'a> {
     pub auth: crate::http::AuthConfig,
     /// The one tool → required-tier map (tables/licence.ron).
     pub licences: crate::judge::tiers::LicenceMap,
+    /// The safety checks (`[[guardrails]]`, tables/guardrail.ron).
+    pub guardrails: crate::agent::Guardrails,
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
@@ -100,6 +102,7 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         parked: Default::default(),
         problems: Default::default(),
         stopping: Default::default(),
+        guardrails: cfg.guardrails,
     };
     let identity = crate::http::Identity::new(
         cfg.auth,

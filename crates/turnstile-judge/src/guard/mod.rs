@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod claims;
+pub mod safety;
 pub mod split;
 pub mod vocab;
 pub mod warrant;

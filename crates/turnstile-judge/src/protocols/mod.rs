@@ -15,6 +15,7 @@ pub mod approval;
 pub mod connection;
 pub mod export;
 pub mod frame;
+pub mod guardrail;
 pub mod hold;
 pub mod licence;
 pub mod narration;

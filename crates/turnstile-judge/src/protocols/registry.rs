@@ -9,9 +9,9 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
     admission::Admission, agui::Agui, approval::Approval, connection::Connection, export::Export,
-    frame::Frame, hold::Hold, licence::Licence, narration::Narration, narrowing::Narrowing,
-    ownership::Ownership, paging::Paging, panel::Panel, task::Task, turn::Turn,
-    ui_stream::UiStream, Protocol,
+    frame::Frame, guardrail::Guardrail, hold::Hold, licence::Licence, narration::Narration,
+    narrowing::Narrowing, ownership::Ownership, paging::Paging, panel::Panel, task::Task,
+    turn::Turn, ui_stream::UiStream, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).
@@ -96,6 +96,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "panel.ron",
         include_str!("../../../../tables/panel.ron"),
     ),
+    (
+        "guardrail",
+        "guardrail.ron",
+        include_str!("../../../../tables/guardrail.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -117,6 +122,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         UiStream::NAME => Some(UiStream::binding()),
         Agui::NAME => Some(Agui::binding()),
         Panel::NAME => Some(Panel::binding()),
+        Guardrail::NAME => Some(Guardrail::binding()),
         _ => None,
     }
 }

@@ -64,6 +64,9 @@ crate::names! {
         /// The planning round after a "show more" continuation: its page
         /// was judged (issue 36: what follows is the table's row).
         Continued = "continued",
+        /// A safety check refused the user's message before anything saw
+        /// it (`tables/guardrail.ron`).
+        InputBlocked = "input_blocked",
     }
 }
 
@@ -93,6 +96,9 @@ crate::names! {
         Fail = "fail",
         /// Stop; the client is gone.
         Cancel = "cancel",
+        /// Say code's sentence for a refused message, with the guardrail's
+        /// row; no model request.
+        Refuse = "refuse",
     }
 }
 

@@ -231,15 +231,24 @@ pub struct CapabilityLink {
     pub expires_at: Option<String>,
 }
 
-/// Why the narration guard replaced a sentence. The sentence itself is
-/// neither shown nor stored.
+/// Why a sentence was replaced (by the narration guard, or by a safety
+/// check of `tables/guardrail.ron`). The sentence itself is neither shown
+/// nor stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Replaced {
-    /// The forbidden row of `tables/narration.ron`.
+    /// The row: a forbidden row of `tables/narration.ron`, or the row of
+    /// `tables/guardrail.ron` that blocked, redacted or refused.
     pub row_id: String,
     pub why: String,
-    /// `count`, `attribute`, `absence` or `completeness`.
+    /// `count`, `attribute`, `absence`, `completeness`, …; `guardrail` for
+    /// a safety check's.
     pub claim: String,
+    /// The table whose row it is, when not `narration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// The safety check that found something (`secrets`, `pii`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
 
 /// `interrupt`: the turn waits for a human decision on a prepared action.

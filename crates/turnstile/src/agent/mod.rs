@@ -7,6 +7,7 @@
 
 pub mod context;
 pub mod frames;
+pub mod guardrails;
 pub mod history;
 pub mod problems;
 pub mod records;
@@ -21,6 +22,7 @@ pub mod turn;
 pub use crate::judge::tiers::Access;
 pub use context::{BoundedContext, ContextLimits};
 pub use frames::{FrameWriter, OutFrame};
+pub use guardrails::Guardrails;
 pub use problems::{FieldProblem, FieldProblems};
 pub use stopping::Stopping;
 pub use thread_lease::{ThreadLease, ThreadLeases};

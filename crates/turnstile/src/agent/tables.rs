@@ -5,6 +5,7 @@ use crate::protocols::admission::Admission;
 use crate::protocols::approval::Approval;
 use crate::protocols::export::Export;
 use crate::protocols::frame::Frame;
+use crate::protocols::guardrail::Guardrail;
 use crate::protocols::hold::Hold;
 use crate::protocols::licence::Licence;
 use crate::protocols::narration::Narration;
@@ -21,6 +22,7 @@ pub struct TurnTables {
     pub approval: Bound<Approval>,
     pub export: Bound<Export>,
     pub frame: Bound<Frame>,
+    pub guardrail: Bound<Guardrail>,
     pub hold: Bound<Hold>,
     pub licence: Bound<Licence>,
     pub narrowing: Bound<Narrowing>,
@@ -38,6 +40,7 @@ impl TurnTables {
             approval: set.bound()?,
             export: set.bound()?,
             frame: set.bound()?,
+            guardrail: set.bound()?,
             hold: set.bound()?,
             licence: set.bound()?,
             narrowing: set.bound()?,

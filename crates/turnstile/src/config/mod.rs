@@ -36,6 +36,7 @@ use crate::judge::card::Cards;
 use crate::judge::tiers::{LicenceMap, Tiers};
 use crate::judge::Contracts;
 
+mod guardrails;
 mod http;
 mod limits;
 mod model;
@@ -106,6 +107,8 @@ struct FileConfig {
     licence: FileLicence,
     #[serde(default)]
     mcp_servers: Vec<FileServer>,
+    #[serde(default)]
+    guardrails: Vec<guardrails::FileGuardrail>,
 }
 
 // ---------------------------------------------------------------------------
@@ -137,6 +140,8 @@ pub struct Config {
     /// What an anonymous caller holds (`None`: the lowest tier).
     pub anonymous_tiers: Option<Vec<String>>,
     pub mcp_servers: Vec<McpServer>,
+    /// `[[guardrails]]`: the safety checks, in the order they run.
+    pub guardrails: crate::agent::Guardrails,
     /// Things that work but should be changed (a literal key in the file, …).
     /// Never contain a secret.
     pub warnings: Vec<Problem>,
@@ -251,6 +256,7 @@ impl Config {
         let auth = v.auth(&file.auth, &http, &env);
         let (tiers, anonymous_tiers) = v.licence(&file.licence);
         let mcp_servers = v.servers(&file.mcp_servers);
+        let guardrails = v.guardrails(&file.guardrails, base_dir, &env);
         for (i, server) in mcp_servers.iter().enumerate() {
             for (tool, t) in &server.tools {
                 if let Some(tier) = &t.licence_tier {
@@ -284,6 +290,7 @@ impl Config {
                 tiers,
                 anonymous_tiers,
                 mcp_servers,
+                guardrails,
                 warnings: v.warnings,
             }),
             _ => Err(ConfigError::Invalid {

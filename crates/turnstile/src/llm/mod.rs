@@ -6,6 +6,7 @@
 //! sentences. Nothing a model returns becomes a count, a citation or a
 //! permission decision.
 
+pub mod moderation;
 pub mod openai;
 pub mod prompt;
 

@@ -36,6 +36,7 @@ mod decide;
 mod emit;
 mod export;
 mod export_driver;
+mod guardrail;
 mod hold_call;
 mod in_flight;
 mod judge;
@@ -110,6 +111,9 @@ pub struct Agent {
     pub problems: super::problems::FieldProblems,
     /// The process stops: running turns end as if their client left.
     pub stopping: Arc<super::stopping::Stopping>,
+    /// The safety checks on the user's message and on each sentence of the
+    /// answer (`[[guardrails]]`, tables/guardrail.ron).
+    pub guardrails: super::guardrails::Guardrails,
 }
 
 /// How a turn's stream opens: a user message, or a decision on the
@@ -133,6 +137,9 @@ enum Stop {
     /// The turn table asked for a call the plan does not have.
     #[error("the turn table asked for a call with none pending")]
     NoCallPending,
+    /// A table's row asked for what the step cannot do: reported with it.
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// One turn: who it runs for, the machines it drives, and its state in
@@ -162,6 +169,11 @@ struct Turn<'a> {
     licence: licence_gate::LicenceGate,
     /// The "show more" driver: the listing this turn continues.
     show_more: show_more::ShowMore,
+    /// The safety checks' machine (tables/guardrail.ron).
+    guardrail: Typed<crate::protocols::guardrail::Guardrail>,
+    /// Code's sentence for a message a check refused, said by `refuse`.
+    /// (the sentence, its note).
+    refused: Option<(String, wire::Replaced)>,
 }
 
 impl Turn<'_> {
@@ -170,15 +182,24 @@ impl Turn<'_> {
     async fn run(&mut self, opening: Opening) -> Result<(), Stop> {
         let driven = match opening {
             Opening::Message(req) => self.drive(*req).await,
-            Opening::Decision(d) => match self.open_decision(*d).await {
-                Ok(event) => self.drive_from(event).await,
-                Err(e) => Err(e),
-            },
+            Opening::Decision(d) => {
+                // The message was checked when the turn began.
+                let resumed = crate::protocols::guardrail::GuardrailEvent::Resumed;
+                match self.guardrail.fire(resumed) {
+                    Err(v) => Err(Stop::Violation(v)),
+                    Ok(_) => match self.open_decision(*d).await {
+                        Ok(event) => self.drive_from(event).await,
+                        Err(e) => Err(e),
+                    },
+                }
+            }
         };
+        self.answer_checked();
         match driven {
             Err(Stop::Violation(v)) | Err(Stop::Emit(EmitError::Violation(v))) => {
                 self.violation(&v).await
             }
+            Err(Stop::Internal(message)) => self.internal(message).await,
             Err(Stop::NoCallPending) => {
                 let row = self.last_row.clone();
                 self.internal(format!(
@@ -193,9 +214,16 @@ impl Turn<'_> {
     /// The loop: classify, fire, do. Code fires `begin` once; each row's
     /// effect is performed and classified into the next event, until the
     /// table's state is terminal.
-    async fn drive(&mut self, req: TurnRequest) -> Result<(), Stop> {
+    /// A message a safety check refuses is stored as a placeholder and
+    /// answered by code: the table's `input_blocked` row, not `begin`.
+    async fn drive(&mut self, mut req: TurnRequest) -> Result<(), Stop> {
+        self.refused = self.check_input(&mut req).await?;
         self.open(req).await?;
-        self.drive_from(TurnEvent::Begin).await
+        let first = match self.refused.is_some() {
+            true => TurnEvent::InputBlocked,
+            false => TurnEvent::Begin,
+        };
+        self.drive_from(first).await
     }
 
     /// The loop from `event` on.
@@ -262,6 +290,7 @@ impl Turn<'_> {
             TurnEffect::Respond => self.respond().await?,
             TurnEffect::Stream => self.stream_begun().await?,
             TurnEffect::Explain => self.explain().await?,
+            TurnEffect::Refuse => self.refuse_input().await?,
             TurnEffect::Finish => {
                 self.finish().await?;
                 return Ok(None);

@@ -266,25 +266,17 @@ impl Turn<'_> {
             .collect()
     }
 
-    /// Writes judged pieces of the answer: sentences that passed in one
-    /// delta, each replacement in its own, marked.
+    /// Writes judged pieces of the answer, each through the output safety
+    /// checks: sentences that passed in one delta, each replacement (the
+    /// narration guard's or a check's) in its own, marked.
     pub(super) async fn say(&mut self, pieces: Vec<Piece>) -> Result<(), Stop> {
         let mut passed = String::new();
         for piece in pieces {
-            match piece.replaced {
-                None => passed += &piece.text,
-                Some(r) => {
+            match self.check_output(piece).await? {
+                (text, None) => passed += &text,
+                (text, Some(note)) => {
                     self.delta(std::mem::take(&mut passed), None).await?;
-                    // The row, not the sentence: the model's words stay out
-                    // of the log as they stay out of the store.
-                    tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced a sentence");
-                    telemetry::forbidden("narration", &r.row_id);
-                    let note = wire::Replaced {
-                        row_id: r.row_id,
-                        why: r.why,
-                        claim: r.claim.to_string(),
-                    };
-                    self.delta(piece.text, Some(note)).await?;
+                    self.delta(text, Some(note)).await?;
                 }
             }
         }

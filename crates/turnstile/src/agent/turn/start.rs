@@ -186,6 +186,8 @@ impl<'a> Turn<'a> {
             frame_name: "frame".into(),
             licence: super::licence_gate::LicenceGate::default(),
             show_more: Default::default(),
+            guardrail: agent.tables.guardrail.machine(),
+            refused: None,
         }
     }
 

@@ -1,0 +1,169 @@
+//! The deployment's safety checks (`[[guardrails]]`, issue 39 §3): which
+//! checkers run on the user's message and on each sentence of the answer,
+//! what a finding becomes, and what an outage of a checker means. Running
+//! them gives one verdict per check; `tables/guardrail.ron` decides what
+//! the turn does with them (`agent::turn::guardrail`).
+
+use std::sync::Arc;
+
+use crate::guard::safety::{Action, Builtin, Found, Verdict};
+use crate::llm::moderation::Moderation;
+
+/// What a checker's outage means for the text it could not check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailMode {
+    /// Refuse the message, withhold the sentence.
+    Closed,
+    /// Let it through unchecked (logged and counted by its row).
+    Open,
+}
+
+#[derive(Debug, Clone)]
+pub enum Checker {
+    Builtin(Builtin),
+    /// An OpenAI-compatible moderation endpoint: a flagged text is a
+    /// finding.
+    External(Moderation),
+}
+
+impl From<Builtin> for Checker {
+    fn from(b: Builtin) -> Checker {
+        Checker::Builtin(b)
+    }
+}
+
+/// One configured check.
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// Its name in code's sentences, frames, logs and the table's rows'
+    /// reports (`secrets`, `pii`, `words`, …).
+    pub name: String,
+    pub checker: Checker,
+    pub action: Action,
+    /// Runs on the user's message.
+    pub input: bool,
+    /// Runs on each sentence of the answer.
+    pub output: bool,
+    pub unavailable: FailMode,
+}
+
+/// Which text a check reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Input,
+    Output,
+}
+
+/// One check's verdict on one text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub check: String,
+    pub verdict: Verdict,
+    pub unavailable: FailMode,
+}
+
+impl Finding {
+    /// What was found, for code's sentence (none for an outage).
+    pub fn found(&self) -> Option<&Found> {
+        match &self.verdict {
+            Verdict::Redact { found, .. } | Verdict::Block { found } => Some(found),
+            Verdict::Pass | Verdict::Unavailable { .. } => None,
+        }
+    }
+}
+
+/// The checks of a deployment, in the order configured.
+#[derive(Debug, Clone, Default)]
+pub struct Guardrails {
+    checks: Arc<Vec<Check>>,
+}
+
+impl Guardrails {
+    pub fn new(checks: Vec<Check>) -> Guardrails {
+        Guardrails {
+            checks: Arc::new(checks),
+        }
+    }
+
+    pub fn checks(&self) -> &[Check] {
+        &self.checks
+    }
+
+    /// The built-in checks on messages and answers: with `builtins`,
+    /// `secrets` (block) and `pii` (redact); with `words`, a `words` check
+    /// (block). What `turnstile demo --guardrails` runs.
+    pub fn built_in(
+        builtins: bool,
+        words: &[String],
+    ) -> Result<Guardrails, crate::guard::safety::WordListError> {
+        let check = |name: &str, b: Builtin, action| Check {
+            name: name.into(),
+            checker: b.into(),
+            action,
+            input: true,
+            output: true,
+            unavailable: FailMode::Closed,
+        };
+        let mut checks = Vec::new();
+        if builtins {
+            checks.push(check("secrets", Builtin::Secrets, Action::Block));
+            checks.push(check("pii", Builtin::Pii, Action::Redact));
+        }
+        if !words.is_empty() {
+            let list = crate::guard::safety::WordList::new(words)?;
+            checks.push(check("words", Builtin::Words(list), Action::Block));
+        }
+        Ok(Guardrails::new(checks))
+    }
+
+    /// Whether a check of `side` asks an outside endpoint.
+    pub fn waits_on_the_network(&self, side: Side) -> bool {
+        (self.checks.iter()).any(|c| {
+            matches!(c.checker, Checker::External(_))
+                && match side {
+                    Side::Input => c.input,
+                    Side::Output => c.output,
+                }
+        })
+    }
+
+    /// Runs every check of `side` on `text`, in order: each reads the text
+    /// as the redactions before it left it, so what a built-in check took
+    /// out never reaches an external one. One finding per check run, and
+    /// the text with every redaction applied.
+    pub async fn run(&self, side: Side, text: &str) -> (Vec<Finding>, String) {
+        let mut findings = Vec::new();
+        let mut current = text.to_string();
+        for check in self.checks.iter() {
+            let applies = match side {
+                Side::Input => check.input,
+                Side::Output => check.output,
+            };
+            if !applies {
+                continue;
+            }
+            let verdict = match &check.checker {
+                Checker::Builtin(b) => b.check(&current, check.action),
+                Checker::External(m) => match m.check(&current).await {
+                    Ok(r) if !r.flagged => Verdict::Pass,
+                    // A moderation endpoint says whether, not where: a
+                    // flagged text cannot be redacted (the config allows
+                    // only `block` for it).
+                    Ok(r) => Verdict::Block {
+                        found: Found::Flagged(r.categories),
+                    },
+                    Err(e) => Verdict::Unavailable { why: e.to_string() },
+                },
+            };
+            if let Verdict::Redact { text, .. } = &verdict {
+                current = text.clone();
+            }
+            findings.push(Finding {
+                check: check.name.clone(),
+                verdict,
+                unavailable: check.unavailable,
+            });
+        }
+        (findings, current)
+    }
+}

@@ -1,0 +1,281 @@
+//! The turn's safety checks, as `tables/guardrail.ron` runs them: the
+//! user's message before anything stores it for a model or sends it to one,
+//! and each sentence of the answer before it is sent. Code runs the
+//! configured checks (`agent::guardrails`) and classifies their verdicts
+//! into events; the table's precedence picks the one to fire, and its row's
+//! effect is what happens to the text.
+
+use super::{Stop, Turn, TurnRequest};
+use crate::agent::guardrails::{FailMode, Finding, Side};
+use crate::guard::check::Piece;
+use crate::guard::safety::{self, Verdict};
+use crate::guard::vocab::{self, Lang};
+use crate::protocols::guardrail::{GuardrailEffect, GuardrailEvent};
+use crate::protocols::telemetry;
+use crate::wire;
+
+/// What the checks made of one text.
+struct Judged {
+    effect: Option<GuardrailEffect>,
+    row_id: String,
+    /// The finding the fired event came from (none for a plain pass).
+    finding: Option<Finding>,
+    /// The text with every redaction applied.
+    redacted: String,
+}
+
+fn event(side: Side, f: &Finding) -> GuardrailEvent {
+    use GuardrailEvent as E;
+    match (side, &f.verdict, f.unavailable) {
+        (Side::Input, Verdict::Pass, _) => E::InputPass,
+        (Side::Input, Verdict::Redact { .. }, _) => E::InputRedact,
+        (Side::Input, Verdict::Block { .. }, _) => E::InputBlock,
+        (Side::Input, Verdict::Unavailable { .. }, FailMode::Open) => E::InputUnavailableOpen,
+        (Side::Input, Verdict::Unavailable { .. }, FailMode::Closed) => E::InputUnavailableClosed,
+        (Side::Output, Verdict::Pass, _) => E::OutputPass,
+        (Side::Output, Verdict::Redact { .. }, _) => E::OutputRedact,
+        (Side::Output, Verdict::Block { .. }, _) => E::OutputBlock,
+        (Side::Output, Verdict::Unavailable { .. }, FailMode::Open) => E::OutputUnavailableOpen,
+        (Side::Output, Verdict::Unavailable { .. }, FailMode::Closed) => E::OutputUnavailableClosed,
+    }
+}
+
+impl Turn<'_> {
+    /// Runs the checks of `side` on `text` and fires the verdict the table
+    /// ranks first (a plain pass when no check runs).
+    async fn judge_text(&mut self, side: Side, text: &str) -> Result<Judged, Stop> {
+        let guardrails = self.agent.guardrails.clone();
+        let (findings, redacted) = guardrails.run(side, text).await;
+        let events: Vec<GuardrailEvent> = findings.iter().map(|f| event(side, f)).collect();
+        let pass = match side {
+            Side::Input => GuardrailEvent::InputPass,
+            Side::Output => GuardrailEvent::OutputPass,
+        };
+        let fired = (self.agent.tables.guardrail.first_of(&events)).unwrap_or(pass);
+        let finding = (events.iter().position(|e| *e == fired)).map(|i| findings[i].clone());
+        let step = self.guardrail.fire(fired).map_err(Stop::Violation)?;
+        let row_id = self.guardrail.row_id(step.row).to_string();
+        if let Some(f) = &finding {
+            match &f.verdict {
+                Verdict::Pass => {}
+                // The row and the check, never the text.
+                Verdict::Unavailable { why } => {
+                    tracing::warn!(row_id = %row_id, check = %f.check, why = %why, "a safety check could not run")
+                }
+                _ => {
+                    tracing::info!(row_id = %row_id, check = %f.check, "a safety check found something")
+                }
+            }
+        }
+        Ok(Judged {
+            effect: step.effect,
+            row_id,
+            finding,
+            redacted,
+        })
+    }
+
+    fn korean(&self) -> bool {
+        vocab::detect(&self.user_text) == Lang::Ko
+    }
+
+    /// Checks the user's message before it is stored and before any model
+    /// or tool sees it. A redaction changes what is stored and what the
+    /// model reads; a refusal stores a placeholder in its place (a secret
+    /// kept in the thread would reach the model in the next turn's
+    /// history) and returns code's sentence for it.
+    pub(super) async fn check_input(
+        &mut self,
+        req: &mut TurnRequest,
+    ) -> Result<Option<(String, wire::Replaced)>, Stop> {
+        let judged = self.judge_text(Side::Input, &req.text).await?;
+        let korean = self.korean();
+        let check = judged.finding.as_ref().map(|f| f.check.clone());
+        match judged.effect {
+            Some(GuardrailEffect::AskModel) => Ok(None),
+            Some(GuardrailEffect::AskModelRedacted) => {
+                req.text = judged.redacted;
+                self.user_text = req.text.clone();
+                Ok(None)
+            }
+            Some(GuardrailEffect::RefuseInput) => {
+                let name = check.clone().unwrap_or_default();
+                let found = judged.finding.as_ref().and_then(|f| f.found());
+                let sentence = safety::refusal(&name, found, &judged.row_id, korean);
+                req.text = format!(
+                    "[message withheld: the `{name}` check refused it (guardrail table, row `{}`)]",
+                    judged.row_id
+                );
+                self.user_text = req.text.clone();
+                let note = wire::Replaced {
+                    row_id: judged.row_id,
+                    why: why(&name, found, korean),
+                    claim: "guardrail".into(),
+                    table: Some("guardrail".into()),
+                    check,
+                };
+                Ok(Some((sentence, note)))
+            }
+            other => Err(self.unexpected(other, &judged.row_id)),
+        }
+    }
+
+    /// The `refuse` effect: code says why the message was refused, with the
+    /// row, through the narration guard like any sentence; no model is
+    /// asked.
+    pub(super) async fn refuse_input(&mut self) -> Result<super::TurnEvent, Stop> {
+        let Some((sentence, note)) = self.refused.take() else {
+            return Ok(self.refusal_missing());
+        };
+        let step = self
+            .guardrail
+            .fire(GuardrailEvent::Refusal)
+            .map_err(Stop::Violation)?;
+        if step.effect != Some(GuardrailEffect::Show) {
+            let row = self.guardrail.row_id(step.row).to_string();
+            return Err(self.unexpected(step.effect, &row));
+        }
+        let mut guard = self.guard();
+        let mut pieces = guard.push(&sentence);
+        pieces.extend(guard.finish());
+        let text: String = pieces.into_iter().map(|p| p.text).collect();
+        self.delta(text, Some(note)).await?;
+        Ok(super::TurnEvent::ResponderFinished)
+    }
+
+    fn refusal_missing(&mut self) -> super::TurnEvent {
+        self.evidence.failure = Some(wire::Error {
+            message: "the turn table asked for a refusal, but no check refused the message".into(),
+            table: Some("turn".into()),
+            row_id: Some(self.last_row.clone()),
+            ..wire::Error::default()
+        });
+        super::TurnEvent::ResponderFailed
+    }
+
+    /// One judged piece of the answer through the output checks: the text
+    /// to send and its note (the narration guard's, or the check's).
+    pub(super) async fn check_output(
+        &mut self,
+        piece: Piece,
+    ) -> Result<(String, Option<wire::Replaced>), Stop> {
+        let note = piece.replaced.map(|r| {
+            // The row, not the sentence: the model's words stay out of the
+            // log as they stay out of the store.
+            tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced a sentence");
+            telemetry::forbidden("narration", &r.row_id);
+            wire::Replaced {
+                row_id: r.row_id,
+                why: r.why,
+                claim: r.claim.to_string(),
+                table: None,
+                check: None,
+            }
+        });
+        if piece.text.trim().is_empty() {
+            return Ok((piece.text, note));
+        }
+        let step = self
+            .guardrail
+            .fire(GuardrailEvent::Sentence)
+            .map_err(Stop::Violation)?;
+        if step.effect != Some(GuardrailEffect::CheckOutput) {
+            let row = self.guardrail.row_id(step.row).to_string();
+            return Err(self.unexpected(step.effect, &row));
+        }
+        if self.agent.guardrails.waits_on_the_network(Side::Output) {
+            // What passed before is sent before the turn waits on an
+            // outside checker (ADR 0031).
+            self.flush().await?;
+        }
+        // The links code validated are code's, not the model's: the checks
+        // read the sentence without them, and they are put back as they
+        // were (a capability's token is not a leaked credential).
+        let mut urls: Vec<String> = (self.agent.terminals.links_in(&piece.text).into_iter())
+            .map(|c| c.url)
+            .chain(self.agent.terminals.allowed_links_in(&piece.text))
+            .collect();
+        urls.sort_by_key(|u| std::cmp::Reverse(u.len()));
+        urls.dedup();
+        let masked = mask(&piece.text, &urls);
+        let mut judged = self.judge_text(Side::Output, &masked).await?;
+        judged.redacted = unmask(&judged.redacted, &urls);
+        let korean = self.korean();
+        let check = judged.finding.as_ref().map(|f| f.check.clone());
+        let found = judged.finding.as_ref().and_then(|f| f.found()).cloned();
+        let name = check.clone().unwrap_or_default();
+        let guardrail_note = |row_id: String| wire::Replaced {
+            row_id,
+            why: why(&name, found.as_ref(), korean),
+            claim: "guardrail".into(),
+            table: Some("guardrail".into()),
+            check: check.clone(),
+        };
+        match judged.effect {
+            Some(GuardrailEffect::Show) => Ok((piece.text, note)),
+            Some(GuardrailEffect::ShowRedacted) => {
+                Ok((judged.redacted, Some(guardrail_note(judged.row_id))))
+            }
+            Some(GuardrailEffect::ReplaceOutput) => {
+                let mut text = safety::withheld(&name, found.as_ref(), &judged.row_id, korean);
+                // The sentence's own spacing is kept, so the next one does
+                // not run into it.
+                if piece.text.ends_with(char::is_whitespace) {
+                    text.push(' ');
+                }
+                Ok((text, Some(guardrail_note(judged.row_id))))
+            }
+            other => Err(self.unexpected(other, &judged.row_id)),
+        }
+    }
+
+    /// The answer is over: its checks are done.
+    pub(super) fn answer_checked(&mut self) {
+        if self.guardrail.allows(GuardrailEvent::AnswerEnd) {
+            let _ = self.guardrail.fire(GuardrailEvent::AnswerEnd);
+        }
+    }
+
+    /// A row whose effect the check's code cannot do here.
+    fn unexpected(&self, effect: Option<GuardrailEffect>, row: &str) -> Stop {
+        Stop::Internal(format!(
+            "the guardrail table's row `{row}` asks for {}, which this step cannot do",
+            effect.map_or("nothing", |e| crate::protocols::Names::name(e))
+        ))
+    }
+}
+
+/// `text` with each of `urls` (longest first) in place of a mark of
+/// private-use characters no checker matches.
+fn mask(text: &str, urls: &[String]) -> String {
+    (urls.iter().enumerate()).fold(text.to_string(), |t, (i, u)| {
+        t.replace(u.as_str(), &format!("\u{E000}{}\u{E001}", marker(i)))
+    })
+}
+
+fn unmask(text: &str, urls: &[String]) -> String {
+    (urls.iter().enumerate()).fold(text.to_string(), |t, (i, u)| {
+        t.replace(&format!("\u{E000}{}\u{E001}", marker(i)), u)
+    })
+}
+
+/// A link's index in letters (no digit for a phone pattern to take).
+fn marker(i: usize) -> String {
+    let mut out = String::new();
+    let mut n = i;
+    loop {
+        out.push((b'a' + (n % 26) as u8) as char);
+        n /= 26;
+        if n == 0 {
+            return out;
+        }
+    }
+}
+
+/// Why, for the frame's note: the check and what it found (never the text).
+fn why(check: &str, found: Option<&safety::Found>, korean: bool) -> String {
+    match found {
+        Some(f) => format!("the `{check}` check saw {}", f.said(korean)),
+        None => format!("the `{check}` check could not be run"),
+    }
+}
