@@ -5,6 +5,7 @@ pub mod chat;
 pub mod client;
 pub mod demo;
 pub mod mcp;
+pub mod otel;
 pub mod serve;
 pub mod tables;
 

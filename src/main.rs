@@ -75,6 +75,11 @@ enum Command {
         /// answers (repeatable).
         #[arg(long = "guardrail-word")]
         guardrail_words: Vec<String>,
+        /// Export the turns' traces over OTLP/HTTP to this endpoint (the
+        /// traces URL itself: http://127.0.0.1:6006/v1/traces for Arize
+        /// Phoenix). The standard OTEL_EXPORTER_OTLP_* variables work too.
+        #[arg(long)]
+        otlp_endpoint: Option<String>,
         /// Seconds the demo tool server keeps an idle MCP session before it
         /// forgets it (default: rmcp's, 300). turnstile re-initialises an
         /// expired session (docs/adr/0011-mcp-reconnect.md).
@@ -209,18 +214,67 @@ fn main() -> ExitCode {
         Ok(asked) => asked.add_directive(RMCP_CEILING.parse().expect("a valid directive")),
         Err(_) => default_filter.into(),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        // Every log line, ours and the libraries' (rmcp logs a transport
-        // error with the full URL), has its URLs cut to scheme, host and path.
-        .with_writer(|| ScrubbedLine(Vec::new()))
+    // Trace export, for the two commands that run a server (issue 39 §1).
+    let exporter = match cli::otel::Exporter::start(&telemetry(&cli)) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let (exporter, tracer) = exporter.unzip();
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                // Every log line, ours and the libraries' (rmcp logs a
+                // transport error with the full URL), has its URLs cut to
+                // scheme, host and path.
+                .with_writer(|| ScrubbedLine(Vec::new()))
+                .with_filter(filter),
+        )
+        .with(tracer.map(|t| {
+            tracing_opentelemetry::layer()
+                .with_tracer(t)
+                .with_location(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false)
+                .with_target(false)
+                .with_filter(tracing_subscriber::EnvFilter::new(cli::otel::FILTER))
+        }))
         .init();
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    };
+    if let Some(e) = exporter {
+        e.shutdown();
+    }
+    code
+}
+
+/// The trace export a command asks for: `demo --otlp-endpoint`, `serve`'s
+/// `[telemetry]` (a config that does not load is reported by `serve`
+/// itself); none for the others.
+fn telemetry(cli: &Cli) -> turnstile::config::TelemetryConfig {
+    match &cli.command {
+        Command::Demo { otlp_endpoint, .. } => turnstile::config::TelemetryConfig {
+            otlp_endpoint: otlp_endpoint.clone(),
+            project: Some("turnstile-demo".into()),
+            ..Default::default()
+        },
+        Command::Serve {
+            config,
+            check: false,
+        } => turnstile::config::Config::load(config)
+            .map(|c| c.telemetry)
+            .unwrap_or_default(),
+        _ => Default::default(),
     }
 }
 
@@ -244,6 +298,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             drain_secs,
             guardrails,
             guardrail_words,
+            otlp_endpoint: _,
             mcp_session_ttl,
             mcp_protocol,
             auth,

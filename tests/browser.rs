@@ -175,6 +175,26 @@ async fn the_page_marks_sentences_the_guard_replaced() {
     s.pass();
 }
 
+/// The safety checks in the page: a message with a credential is refused by
+/// code, marked with the guardrail table's row and the check in its
+/// tooltip; after a reload the credential is nowhere in the page.
+#[tokio::test]
+#[ignore = "needs Chromium and node: scripts/test-deps, run with --include-ignored"]
+async fn the_page_marks_what_a_safety_check_refused() {
+    let browser = browser();
+    let guardrails = turnstile::agent::Guardrails::built_in(true, &["project falcon".into()])
+        .expect("the built-in checks");
+    let s = TestServer::builder().guardrails(guardrails).start().await;
+    let base = format!("{}/", s.base);
+    drive(
+        &browser,
+        "tests/browser/guardrail.mjs",
+        &[&base, "hunter2hunter2"],
+    )
+    .await;
+    s.pass();
+}
+
 /// The page's frame check must stop a stream that breaks the `frame` table:
 /// it names the broken row (with the table's reason) and renders nothing of
 /// the stream from that frame on. The page, the table and threads are the

@@ -44,6 +44,7 @@ mod mcp_revisions;
 mod narration_guard;
 mod nested_fields;
 mod openai_adapter;
+mod otel;
 mod outcomes;
 mod own_sentences;
 mod questions;

@@ -554,11 +554,17 @@ pub(crate) struct PyServer {
 }
 
 pub(crate) async fn start_py_server() -> PyServer {
+    start_py_server_with(&[]).await
+}
+
+/// [`start_py_server`] with these environment variables set.
+pub(crate) async fn start_py_server_with(env: &[(&str, &str)]) -> PyServer {
     let py = needs::python_sdk();
     let port = crate::common::free_port();
     let mut child = tokio::process::Command::new(&py)
         .arg(interop_dir().join("py_server.py"))
         .args(["--port", &port.to_string()])
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -58,6 +58,8 @@ pub enum Role {
 pub struct Captured {
     pub role: Role,
     pub authorization: Option<String>,
+    /// The W3C `traceparent` header, when the request carried one.
+    pub traceparent: Option<String>,
     pub raw: String,
     pub body: Value,
 }
@@ -191,6 +193,10 @@ async fn completions(
         role: Role::Planner,
         authorization: headers
             .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        traceparent: headers
+            .get("traceparent")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         raw: raw.clone(),

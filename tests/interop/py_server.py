@@ -134,7 +134,30 @@ def task_counts() -> dict:
     return {"runs": INSPECTIONS["runs"], **COUNTS}
 
 
+def export_traces_if_asked() -> None:
+    """With OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set, install an SDK tracer
+    provider: the SDK's own middleware then reports a `tools/call <tool>`
+    span per call, parented by the request's `_meta.traceparent` (the
+    caller's trace). Exported as each span ends (tests/otel.rs)."""
+    import os
+
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if not endpoint:
+        return
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    # Resource.create() reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    provider = TracerProvider(resource=Resource.create())
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    trace.set_tracer_provider(provider)
+
+
 def main() -> None:
+    export_traces_if_asked()
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)

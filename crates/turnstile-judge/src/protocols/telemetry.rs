@@ -122,12 +122,30 @@ impl RowCounters {
 /// Counts a forbidden row that was reached.
 pub fn violation(v: &Violation) {
     count(&v.table, &v.row_id, "forbidden");
+    tracing::event!(
+        target: "rows",
+        tracing::Level::TRACE,
+        turnstile.table = %v.table,
+        turnstile.row_id = %v.row_id,
+        turnstile.from = %v.state,
+        turnstile.event = %v.event,
+        turnstile.row_kind = "forbidden",
+        "table row"
+    );
 }
 
 /// Counts a forbidden row reached by design (a page outside the scope,
 /// discarded as the row says).
 pub fn forbidden(table: &str, row: &str) {
     count(table, row, "forbidden");
+    tracing::event!(
+        target: "rows",
+        tracing::Level::TRACE,
+        turnstile.table = table,
+        turnstile.row_id = row,
+        turnstile.row_kind = "forbidden",
+        "table row"
+    );
 }
 
 /// Where a turn's server time goes (`cargo bench --bench chat` reports it

@@ -12,6 +12,7 @@ pub mod history;
 pub mod problems;
 pub mod records;
 pub mod recovery;
+pub mod spans;
 pub mod stopping;
 pub mod tables;
 pub mod tasks;

@@ -42,6 +42,7 @@ mod limits;
 mod model;
 mod servers;
 mod settings;
+mod telemetry;
 mod tools;
 use http::{FileAuth, FileHttp, FileLicence};
 use limits::FileLimits;
@@ -53,6 +54,7 @@ pub use settings::{
     DEFAULT_API_KEY_ENV, ENV_ADDR, ENV_DATABASE_URL, ENV_MODEL, ENV_MODEL_BASE_URL, ENV_TABLES,
     MAX_INSTRUCTIONS_BYTES,
 };
+pub use telemetry::TelemetryConfig;
 
 /// The largest config file [`Config::load`] reads (1 MiB).
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -109,6 +111,8 @@ struct FileConfig {
     mcp_servers: Vec<FileServer>,
     #[serde(default)]
     guardrails: Vec<guardrails::FileGuardrail>,
+    #[serde(default)]
+    telemetry: telemetry::FileTelemetry,
 }
 
 // ---------------------------------------------------------------------------
@@ -142,6 +146,8 @@ pub struct Config {
     pub mcp_servers: Vec<McpServer>,
     /// `[[guardrails]]`: the safety checks, in the order they run.
     pub guardrails: crate::agent::Guardrails,
+    /// `[telemetry]`: OpenTelemetry trace export.
+    pub telemetry: TelemetryConfig,
     /// Things that work but should be changed (a literal key in the file, …).
     /// Never contain a secret.
     pub warnings: Vec<Problem>,
@@ -257,6 +263,7 @@ impl Config {
         let (tiers, anonymous_tiers) = v.licence(&file.licence);
         let mcp_servers = v.servers(&file.mcp_servers);
         let guardrails = v.guardrails(&file.guardrails, base_dir, &env);
+        let telemetry = v.telemetry(&file.telemetry);
         for (i, server) in mcp_servers.iter().enumerate() {
             for (tool, t) in &server.tools {
                 if let Some(tier) = &t.licence_tier {
@@ -291,6 +298,7 @@ impl Config {
                 anonymous_tiers,
                 mcp_servers,
                 guardrails,
+                telemetry,
                 warnings: v.warnings,
             }),
             _ => Err(ConfigError::Invalid {

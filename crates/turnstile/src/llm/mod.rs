@@ -154,6 +154,11 @@ impl Plan {
 
 #[async_trait::async_trait]
 pub trait Model: Send + Sync {
+    /// `gen_ai.provider.name` of its requests' spans (`openai` for the
+    /// OpenAI-compatible adapter).
+    fn provider(&self) -> &str {
+        "turnstile"
+    }
     fn name(&self) -> &str;
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError>;
     /// Streams the answer as text deltas.

@@ -347,6 +347,10 @@ impl OpenAi {
                 // `bearer_auth` marks the header sensitive (hidden from Debug).
                 req = req.bearer_auth(key.expose());
             }
+            // The turn's trace (W3C `traceparent`), for a gateway's spans.
+            for (key, value) in crate::mcp::trace_context::current() {
+                req = req.header(key, value);
+            }
             let sent = tokio::time::timeout(self.cfg.idle_timeout, req.send()).await;
             let (err, retry_after) = match sent {
                 Err(_) => return Err(OpenAiError::HeaderTimeout(self.cfg.idle_timeout)),
@@ -525,6 +529,10 @@ impl OpenAi {
 impl Model for OpenAi {
     fn name(&self) -> &str {
         &self.cfg.model
+    }
+
+    fn provider(&self) -> &str {
+        "openai"
     }
 
     async fn plan(&self, req: &PlanRequest) -> Result<Plan, LlmError> {
@@ -1256,6 +1264,11 @@ fn log_usage(model: &str, role: &'static str, usage: Option<&Usage>, finish: Opt
         tracing::debug!(role, model, "the model sent no usage figures");
         return;
     };
+    // On the request's `chat` span (agent::spans), as the GenAI
+    // conventions name them.
+    let span = tracing::Span::current();
+    span.record("gen_ai.usage.input_tokens", u.prompt_tokens);
+    span.record("gen_ai.usage.output_tokens", u.completion_tokens);
     let cached = u
         .prompt_tokens_details
         .as_ref()

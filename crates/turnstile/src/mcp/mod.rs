@@ -44,6 +44,7 @@ pub mod input;
 pub mod session;
 pub mod spec;
 pub mod task;
+pub mod trace_context;
 
 pub use answer::{Answer, InputAsk, Nested};
 pub use client::{

@@ -543,10 +543,16 @@ impl Session {
         timeout: Duration,
     ) -> Result<Reply, Failure> {
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        let mut meta = RequestMetaObject::new();
         if let Some(id) = self.session_id.get() {
             // The session this call means: the one it is sent on (issue 20).
-            let mut meta = RequestMetaObject::new();
             meta.insert(SESSION_META.to_string(), Value::String(id.to_string()));
+        }
+        // The turn's trace, for a tool server's own spans to join.
+        for (key, value) in super::trace_context::current() {
+            meta.insert(key, Value::String(value));
+        }
+        if !meta.is_empty() {
             params.meta = Some(meta);
         }
         if let Some(round) = round {

@@ -2,6 +2,7 @@
 //! stitchable listing, its further pages) and classify the outcome.
 
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::{Outcome, Stop, Turn};
 use crate::judge::approval::HoldVerdict;
@@ -276,7 +277,10 @@ impl Turn<'_> {
         let called = std::time::Instant::now();
         let sending = self.sending(tool, args);
         let tools = self.agent.tools.clone();
-        let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending).await;
+        let span = crate::agent::spans::execute_tool(tool, &call_id, server);
+        let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending)
+            .instrument(span.clone())
+            .await;
         // A call the server made a task is followed here to its end: its
         // progress shown, its result (or how it ended) this page's.
         // Held until the result below is shown: a turn stopped before that
@@ -286,6 +290,7 @@ impl Turn<'_> {
             Ok(Answer::Task(ticket)) => {
                 let (out, f) = self
                     .follow_task(&call_id, tool, server, ticket, called)
+                    .instrument(span)
                     .await?;
                 following = Some(f);
                 out.map(Answer::Output)

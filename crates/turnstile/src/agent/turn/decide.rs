@@ -125,9 +125,13 @@ impl Agent {
                 let Some(effect) = step.effect else {
                     return Err(sends_nothing(&machine, step.row, changed));
                 };
+                // The decision and that it won the swap, on the request's
+                // span (an OpenTelemetry event).
                 tracing::info!(
                     decision = decision.name(),
                     state = to.name(),
+                    turnstile.approval.row_id = machine.row_id(step.row),
+                    turnstile.approval.won = true,
                     "interrupt decided"
                 );
                 stored.state = to.name().to_string();
@@ -149,6 +153,12 @@ impl Agent {
         // for the state the last of them left.
         let (mut machine, _) = self.restore_held(&stored)?;
         let state = machine.state().name().to_string();
+        tracing::info!(
+            decision = decision.name(),
+            state = %state,
+            turnstile.approval.won = false,
+            "another decision on this interrupt won"
+        );
         Err(match machine.fire(decision) {
             Err(v) => refused(&v),
             Ok(step) => DecideError::Refused {

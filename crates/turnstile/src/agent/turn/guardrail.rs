@@ -55,6 +55,17 @@ impl Turn<'_> {
         let finding = (events.iter().position(|e| *e == fired)).map(|i| findings[i].clone());
         let step = self.guardrail.fire(fired).map_err(Stop::Violation)?;
         let row_id = self.guardrail.row_id(step.row).to_string();
+        // The verdict, on the turn's span: no released GenAI convention
+        // names guardrail attributes yet, so they are turnstile's (ADR 0040).
+        tracing::info!(
+            turnstile.guardrail.side = match side {
+                Side::Input => "input",
+                Side::Output => "output",
+            },
+            turnstile.guardrail.row_id = %row_id,
+            turnstile.guardrail.check = finding.as_ref().map_or("", |f| f.check.as_str()),
+            "guardrail verdict"
+        );
         if let Some(f) = &finding {
             match &f.verdict {
                 Verdict::Pass => {}

@@ -170,6 +170,13 @@ impl Turn<'_> {
                 digest: &j.digest,
             }
             .message();
+            // The card's grade, on the turn's span (an OpenTelemetry event).
+            tracing::info!(
+                turnstile.citation.source = %card.source,
+                turnstile.citation.grade = %card.grade,
+                turnstile.citation.displayed = card.displayed,
+                "citation graded"
+            );
             self.stage(wire::Frame::Citation(card), vec![record])
                 .await?;
         }

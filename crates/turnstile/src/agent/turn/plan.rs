@@ -2,6 +2,7 @@
 //! turn's digests, and classify its answer into a turn event.
 
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::respond::DIRECTIVES;
 use super::show_more::Round;
@@ -71,7 +72,9 @@ impl Turn<'_> {
         // Nothing held waits on the model (ADR 0031).
         self.flush().await?;
         let asked = std::time::Instant::now();
-        let planned = self.agent.model.step(&req, &answer).await;
+        let model = &self.agent.model;
+        let span = crate::agent::spans::chat(model.provider(), model.name());
+        let planned = model.step(&req, &answer).instrument(span.clone()).await;
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
         telemetry::model_requests(match &planned {
             Ok(Reply::Answer(_)) => self.agent.model.requests_to_answer(),
@@ -80,7 +83,8 @@ impl Turn<'_> {
         let plan = match planned {
             Ok(Reply::Plan(p)) => p,
             Ok(Reply::Answer(stream)) => {
-                self.cursor.answer = Some(stream);
+                // The answer streams later, still inside this request's span.
+                self.cursor.answer = Some(crate::agent::spans::in_span(stream, span));
                 return Ok(TurnEvent::Answering);
             }
             Err(e) => {

@@ -14,6 +14,7 @@ use crate::protocols::turn::TurnEvent;
 use crate::wire;
 use futures::stream::Fuse;
 use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
 
 /// The title of the block of directives code derived, in the responder's
 /// prompt and a planning round's.
@@ -28,10 +29,12 @@ impl Turn<'_> {
         let asked = std::time::Instant::now();
         telemetry::model_requests(1);
         self.flush().await?;
-        let opened = self.agent.model.respond(&req).await;
+        let model = &self.agent.model;
+        let span = crate::agent::spans::chat(model.provider(), model.name());
+        let opened = model.respond(&req).instrument(span.clone()).await;
         telemetry::phase(telemetry::Phase::Model, asked.elapsed());
         match opened {
-            Ok(s) => self.stream(s).await,
+            Ok(s) => self.stream(crate::agent::spans::in_span(s, span)).await,
             Err(e) => {
                 // The model's silence does not hide how an action ended.
                 let mut guard = self.guard();

@@ -34,7 +34,7 @@ impl Agent {
         tx: tokio::sync::mpsc::Sender<OutFrame>,
         claim: Option<ThreadLease>,
     ) {
-        let span = tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id);
+        let span = crate::agent::spans::invoke_agent(thread_id, turn_id, false);
         let access = (req.access.clone()).unwrap_or_else(|| self.licences.anonymous());
         let mut turn = Turn::new(self, thread_id, turn_id, &req.text, tx)
             .with_machine(self.tables.turn.machine(), "frame".into());
@@ -55,8 +55,7 @@ impl Agent {
         claim: Option<ThreadLease>,
     ) {
         let turn_id = decided.approval.turn_id.clone();
-        let span =
-            tracing::info_span!("turn", thread_id = %thread_id, turn_id = %turn_id, resumed = true);
+        let span = crate::agent::spans::invoke_agent(thread_id, &turn_id, true);
         let machine = match self
             .store
             .machine(thread_id, &turn_id, "turn")
