@@ -215,7 +215,7 @@ fn main() -> ExitCode {
         Err(_) => default_filter.into(),
     };
     // Trace export, for the two commands that run a server (issue 39 §1).
-    let exporter = match cli::otel::Exporter::start(&telemetry(&cli)) {
+    let exporter = match cli::otel::Exporter::start(telemetry(&cli).as_ref()) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -260,21 +260,24 @@ fn main() -> ExitCode {
 
 /// The trace export a command asks for: `demo --otlp-endpoint`, `serve`'s
 /// `[telemetry]` (a config that does not load is reported by `serve`
-/// itself); none for the others.
-fn telemetry(cli: &Cli) -> turnstile::config::TelemetryConfig {
+/// itself), with the `OTEL_*` variables; none for a command that runs no
+/// server, whatever the environment says.
+fn telemetry(cli: &Cli) -> Option<turnstile::config::TelemetryConfig> {
     match &cli.command {
-        Command::Demo { otlp_endpoint, .. } => turnstile::config::TelemetryConfig {
+        Command::Demo { otlp_endpoint, .. } => Some(turnstile::config::TelemetryConfig {
             otlp_endpoint: otlp_endpoint.clone(),
             project: Some("turnstile-demo".into()),
             ..Default::default()
-        },
+        }),
         Command::Serve {
             config,
             check: false,
-        } => turnstile::config::Config::load(config)
-            .map(|c| c.telemetry)
-            .unwrap_or_default(),
-        _ => Default::default(),
+        } => Some(
+            turnstile::config::Config::load(config)
+                .map(|c| c.telemetry)
+                .unwrap_or_default(),
+        ),
+        _ => None,
     }
 }
 

@@ -26,8 +26,11 @@ const ENDPOINT_VARS: &[&str] = &[
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 ];
 
-/// What the exporter's layer lets through.
-pub const FILTER: &str = "off,turnstile=info,rows=trace";
+/// What the exporter's layer lets through: the turn's spans and events and
+/// the table rows. The model adapter's and the MCP client's own events
+/// are left out (a provider's error body may echo a prompt); their
+/// requests are spans of `agent`, so usage still lands on them.
+pub const FILTER: &str = "off,turnstile=info,turnstile::llm=off,turnstile::mcp=off,rows=trace";
 
 /// A running exporter. [`Exporter::shutdown`] flushes what is queued.
 pub struct Exporter {
@@ -36,8 +39,12 @@ pub struct Exporter {
 
 impl Exporter {
     /// Starts the exporter `cfg` (with the environment) asks for; `None`
-    /// when no endpoint is set anywhere.
-    pub fn start(cfg: &TelemetryConfig) -> anyhow::Result<Option<(Exporter, SdkTracer)>> {
+    /// when no endpoint is set anywhere, or for a command that runs no
+    /// server (`cfg` is `None`).
+    pub fn start(cfg: Option<&TelemetryConfig>) -> anyhow::Result<Option<(Exporter, SdkTracer)>> {
+        let Some(cfg) = cfg else {
+            return Ok(None);
+        };
         let from_env = ENDPOINT_VARS
             .iter()
             .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()));
@@ -54,9 +61,12 @@ impl Exporter {
             .build()
             .context("cannot build the OTLP trace exporter")?;
         let mut resource = Resource::builder();
-        // `OTEL_SERVICE_NAME` (read by the default detectors) wins over
-        // the config, which wins over the default.
-        if std::env::var("OTEL_SERVICE_NAME").is_err() {
+        // `OTEL_SERVICE_NAME` and `service.name` in
+        // `OTEL_RESOURCE_ATTRIBUTES` (read by the default detectors) win
+        // over the config, which wins over the default.
+        let from_env = std::env::var("OTEL_SERVICE_NAME").is_ok()
+            || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| a.contains("service.name="));
+        if !from_env {
             let name = cfg.service_name.as_deref().unwrap_or("turnstile");
             resource = resource.with_service_name(name.to_string());
         }

@@ -418,6 +418,96 @@ async fn an_external_checker_blocks_passes_and_its_outage_fails_as_configured() 
     s.pass();
 }
 
+/// A message a built-in check blocked is sent to no outside checker, and an
+/// endpoint that could not answer is not asked again in the same turn.
+#[tokio::test]
+async fn a_blocked_message_goes_to_no_external_checker() {
+    let (m, base) = moderator().await;
+    let fake = FakeOpenAi::start().await;
+    let section = format!(
+        "[[guardrails]]\nname = \"secrets\"\n{}",
+        external(&base, "ok", "closed")
+    );
+    let s = server(&fake, &section).await;
+    let frames = s
+        .say(
+            &s.new_thread().await,
+            "my key is AKIAIOSFODNN7EXAMPLE, check it",
+        )
+        .await;
+    assert_eq!(rows(&frames), ["input-blocked"], "{frames:?}");
+    assert_eq!(marked(&frames)[0].check.as_deref(), Some("secrets"));
+    let seen = m.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .all(|(_, _, i)| !i.contains("AKIAIOSFODNN7EXAMPLE")),
+        "the blocked message reached the moderation endpoint: {seen:?}"
+    );
+    s.pass();
+
+    // A slow endpoint, open on outage: asked once for the message, then not
+    // again for the answer's sentences (each would wait the timeout).
+    let (m, base) = moderator().await;
+    let fake = FakeOpenAi::start().await;
+    fake.on(
+        Role::Responder,
+        Action::Text("Hello there. The site opens early. Ask me about it.".into()),
+    );
+    let s = server(&fake, &external(&base, "slow", "open")).await;
+    let frames = s.say(&s.new_thread().await, "hello").await;
+    assert!(is_done(&frames), "{frames:?}");
+    assert_eq!(
+        m.seen.lock().unwrap().len(),
+        1,
+        "the endpoint was asked again after its outage"
+    );
+    s.pass();
+}
+
+/// A reviewer who forbids failing open: the turn reaches the forbidden row
+/// and ends with an error frame naming it, after its start; the message is
+/// stored withheld and no model is asked.
+#[tokio::test]
+async fn a_forbidden_fail_open_row_ends_the_turn_with_its_row() {
+    let (_m, base) = moderator().await;
+    let fake = FakeOpenAi::start().await;
+    let tables = tempfile::tempdir().unwrap();
+    let src =
+        std::fs::read_to_string(common::needs::repo_dir().join("tables/guardrail.ron")).unwrap();
+    let legal = r#"Legal(id: "input-unchecked-open", from: "Input", on: "input_unavailable_open", to: "Model", effect: "ask-model"),"#;
+    assert!(src.contains(legal));
+    let edited = src.replace(
+        legal,
+        r#"Forbidden(id: "input-unchecked-open", from: "Input", on: "input_unavailable_open", why: "This deployment never lets a message through unchecked."),"#,
+    );
+    std::fs::write(tables.path().join("guardrail.ron"), edited).unwrap();
+    let s = TestServer::builder()
+        .model(fake.model())
+        .guardrails(guardrails(&external(&base, "bad", "open")))
+        .tables_dir(tables.path())
+        .start()
+        .await;
+    let t = s.new_thread().await;
+    let frames = s.say(&t, "show safety issues on floor 3").await;
+    assert!(
+        matches!(frames.first(), Some(Frame::Start(_))),
+        "{frames:?}"
+    );
+    match frames.last() {
+        Some(Frame::Error(e)) => {
+            assert_eq!(e.table.as_deref(), Some("guardrail"), "{e:?}");
+            assert_eq!(e.row_id.as_deref(), Some("input-unchecked-open"), "{e:?}");
+        }
+        other => panic!("the turn ends with the row's error, not {other:?}"),
+    }
+    assert!(fake.requests().is_empty(), "a model was asked");
+    let stored = s.thread_json(&t).await.to_string();
+    assert!(
+        !stored.contains("safety issues on floor 3") && stored.contains("input-unchecked-open")
+    );
+    s.pass();
+}
+
 #[test]
 fn a_bad_guardrails_section_is_refused_with_its_key() {
     let env = |_: &str| None;

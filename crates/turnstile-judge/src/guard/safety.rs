@@ -151,8 +151,24 @@ impl WordList {
             .map(|w| w.as_ref().trim())
             .filter(|w| !w.is_empty())
             .map(|w| match w.is_ascii() {
-                // A whole word: "secret" does not match "secretary".
-                true => format!(r"(?-u:\b){}(?-u:\b)", regex::escape(w)),
+                // A whole word: "secret" does not match "secretary". The
+                // boundary goes only on a side that is a word character
+                // ("c++" and ".env" end or start with none).
+                true => {
+                    let word =
+                        |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+                    let before = if word(w.chars().next()) {
+                        r"(?-u:\b)"
+                    } else {
+                        ""
+                    };
+                    let after = if word(w.chars().last()) {
+                        r"(?-u:\b)"
+                    } else {
+                        ""
+                    };
+                    format!("{before}{}{after}", regex::escape(w))
+                }
                 // Korean words are inflected by particles written onto
                 // them ("기밀은"): matched as written.
                 false => regex::escape(w),
@@ -197,7 +213,9 @@ fn secrets() -> &'static Regex {
             r"|(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
             r"|(?i:(?-u:\b)bearer\s+[A-Za-z0-9._~+/=-]{16,})",
             r"|(?i:(?-u:\b)(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token)\s*[:=]\s*\S{6,})",
-            r"|(?:비밀번호|암호|패스워드)\s*(?:[:=]|은|는|가|이)?\s*[^\s.,]{6,})",
+            // "비밀번호는 hunter2…", "암호: …": the value is printable ASCII
+            // after a separator, so "암호화폐" or "비밀번호 재설정" is no finding.
+            r"|(?:비밀번호|패스워드|암호)(?:\s*[:=]\s*|(?:은|는|가|이)?\s+)[\x21-\x7E]{6,})",
         ),
     )
 }
@@ -289,6 +307,9 @@ mod tests {
             "How many open issues are on floor 3?",
             "The password policy says twelve characters.",
             "비밀번호 정책이 어떻게 되나요?",
+            "암호화폐거래소에서 샀어요",
+            "암호화 알고리즘은 무엇인가요?",
+            "비밀번호 재설정방법을 알려줘",
             "skip the first 20 items",
         ] {
             assert!(!finds(&s, t), "{t}");
@@ -329,8 +350,10 @@ mod tests {
 
     #[test]
     fn words_match_whole_in_english_and_as_written_in_korean() {
-        let w = Builtin::Words(WordList::new(&["Project Falcon", "기밀", " "]).unwrap());
+        let w =
+            Builtin::Words(WordList::new(&["Project Falcon", "기밀", " ", "c++", ".env"]).unwrap());
         assert!(finds(&w, "what about project falcon?"));
+        assert!(finds(&w, "is c++ allowed?") && finds(&w, "read the .env file"));
         assert!(finds(&w, "이 문서는 기밀입니다"));
         assert!(!finds(&w, "project falconry"));
         let empty = Builtin::Words(WordList::new::<&str>(&[]).unwrap());

@@ -129,10 +129,19 @@ impl Guardrails {
 
     /// Runs every check of `side` on `text`, in order: each reads the text
     /// as the redactions before it left it, so what a built-in check took
-    /// out never reaches an external one. One finding per check run, and
-    /// the text with every redaction applied.
-    pub async fn run(&self, side: Side, text: &str) -> (Vec<Finding>, String) {
-        let mut findings = Vec::new();
+    /// out never reaches an external one, and once a check blocked the text
+    /// no external check is sent it at all. A check named in `down` (it
+    /// could not answer earlier in this turn) is not asked again: its
+    /// outage stands for the turn, so a dead endpoint costs one timeout,
+    /// not one per sentence. One finding per check run, and the text with
+    /// every redaction applied.
+    pub async fn run(
+        &self,
+        side: Side,
+        text: &str,
+        down: &mut Vec<String>,
+    ) -> (Vec<Finding>, String) {
+        let mut findings: Vec<Finding> = Vec::new();
         let mut current = text.to_string();
         for check in self.checks.iter() {
             let applies = match side {
@@ -142,8 +151,14 @@ impl Guardrails {
             if !applies {
                 continue;
             }
+            let blocked = (findings.iter()).any(|f| matches!(f.verdict, Verdict::Block { .. }));
             let verdict = match &check.checker {
                 Checker::Builtin(b) => b.check(&current, check.action),
+                // A blocked text goes to no outside service.
+                Checker::External(_) if blocked => continue,
+                Checker::External(_) if down.contains(&check.name) => Verdict::Unavailable {
+                    why: "it could not answer earlier in this turn".into(),
+                },
                 Checker::External(m) => match m.check(&current).await {
                     Ok(r) if !r.flagged => Verdict::Pass,
                     // A moderation endpoint says whether, not where: a
@@ -152,7 +167,10 @@ impl Guardrails {
                     Ok(r) => Verdict::Block {
                         found: Found::Flagged(r.categories),
                     },
-                    Err(e) => Verdict::Unavailable { why: e.to_string() },
+                    Err(e) => {
+                        down.push(check.name.clone());
+                        Verdict::Unavailable { why: e.to_string() }
+                    }
                 },
             };
             if let Verdict::Redact { text, .. } = &verdict {

@@ -20,11 +20,22 @@ impl Turn<'_> {
     /// Ends the turn on a table that asks for something code cannot do,
     /// naming the row that led there.
     pub(super) async fn internal(&mut self, message: String) -> Result<(), Stop> {
-        tracing::error!(row_id = %self.last_row, %message, "turn table led nowhere");
+        let row = self.last_row.clone();
+        self.internal_at("turn", row, message).await
+    }
+
+    /// [`Self::internal`] for a row of another table the turn runs.
+    pub(super) async fn internal_at(
+        &mut self,
+        table: &str,
+        row: String,
+        message: String,
+    ) -> Result<(), Stop> {
+        tracing::error!(table, row_id = %row, %message, "a table's row led nowhere");
         self.evidence.failure = Some(wire::Error {
             message: format!("internal error: {message}"),
-            table: Some("turn".into()),
-            row_id: Some(self.last_row.clone()),
+            table: Some(table.into()),
+            row_id: Some(row),
             ..wire::Error::default()
         });
         self.fail().await

@@ -45,7 +45,7 @@ impl Turn<'_> {
     /// ranks first (a plain pass when no check runs).
     async fn judge_text(&mut self, side: Side, text: &str) -> Result<Judged, Stop> {
         let guardrails = self.agent.guardrails.clone();
-        let (findings, redacted) = guardrails.run(side, text).await;
+        let (findings, redacted) = guardrails.run(side, text, &mut self.checks_down).await;
         let events: Vec<GuardrailEvent> = findings.iter().map(|f| event(side, f)).collect();
         let pass = match side {
             Side::Input => GuardrailEvent::InputPass,
@@ -55,27 +55,30 @@ impl Turn<'_> {
         let finding = (events.iter().position(|e| *e == fired)).map(|i| findings[i].clone());
         let step = self.guardrail.fire(fired).map_err(Stop::Violation)?;
         let row_id = self.guardrail.row_id(step.row).to_string();
-        // The verdict, on the turn's span: no released GenAI convention
-        // names guardrail attributes yet, so they are turnstile's (ADR 0040).
-        tracing::info!(
-            turnstile.guardrail.side = match side {
+        // A verdict other than a pass, on the turn's span (the row itself
+        // is a `table row` event): the row and the check, never the text.
+        // No released GenAI convention names guardrail attributes yet, so
+        // they are turnstile's (ADR 0040).
+        if let Some(f) = &finding {
+            let side = match side {
                 Side::Input => "input",
                 Side::Output => "output",
-            },
-            turnstile.guardrail.row_id = %row_id,
-            turnstile.guardrail.check = finding.as_ref().map_or("", |f| f.check.as_str()),
-            "guardrail verdict"
-        );
-        if let Some(f) = &finding {
+            };
             match &f.verdict {
                 Verdict::Pass => {}
-                // The row and the check, never the text.
-                Verdict::Unavailable { why } => {
-                    tracing::warn!(row_id = %row_id, check = %f.check, why = %why, "a safety check could not run")
-                }
-                _ => {
-                    tracing::info!(row_id = %row_id, check = %f.check, "a safety check found something")
-                }
+                Verdict::Unavailable { why } => tracing::warn!(
+                    turnstile.guardrail.side = side,
+                    turnstile.guardrail.row_id = %row_id,
+                    turnstile.guardrail.check = %f.check,
+                    why = %why,
+                    "a safety check could not run"
+                ),
+                _ => tracing::info!(
+                    turnstile.guardrail.side = side,
+                    turnstile.guardrail.row_id = %row_id,
+                    turnstile.guardrail.check = %f.check,
+                    "a safety check found something"
+                ),
             }
         }
         Ok(Judged {
@@ -113,10 +116,18 @@ impl Turn<'_> {
                 let name = check.clone().unwrap_or_default();
                 let found = judged.finding.as_ref().and_then(|f| f.found());
                 let sentence = safety::refusal(&name, found, &judged.row_id, korean);
-                req.text = format!(
-                    "[message withheld: the `{name}` check refused it (guardrail table, row `{}`)]",
-                    judged.row_id
-                );
+                // In the user's language: the turn's sentences (and their
+                // judge's vocabulary) follow it.
+                req.text = match korean {
+                    true => format!(
+                        "[보류된 메시지: `{name}` 검사(guardrail 표, 행 `{}`)]",
+                        judged.row_id
+                    ),
+                    false => format!(
+                        "[message withheld: the `{name}` check refused it (guardrail table, row `{}`)]",
+                        judged.row_id
+                    ),
+                };
                 self.user_text = req.text.clone();
                 let note = wire::Replaced {
                     row_id: judged.row_id,
@@ -146,12 +157,22 @@ impl Turn<'_> {
             let row = self.guardrail.row_id(step.row).to_string();
             return Err(self.unexpected(step.effect, &row));
         }
-        let mut guard = self.guard();
-        let mut pieces = guard.push(&sentence);
-        pieces.extend(guard.finish());
-        let text: String = pieces.into_iter().map(|p| p.text).collect();
+        let text = self.judged_by_the_guard(&sentence);
         self.delta(text, Some(note)).await?;
         Ok(super::TurnEvent::ResponderFinished)
+    }
+
+    /// Code's own sentence through the turn's narration guard, like any
+    /// sentence; a replacement of it is reported as a model's would be.
+    fn judged_by_the_guard(&self, sentence: &str) -> String {
+        let mut guard = self.guard();
+        let mut pieces = guard.push(sentence);
+        pieces.extend(guard.finish());
+        for r in pieces.iter().filter_map(|p| p.replaced.as_ref()) {
+            tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced code's own sentence");
+            telemetry::forbidden("narration", &r.row_id);
+        }
+        pieces.into_iter().map(|p| p.text).collect()
     }
 
     fn refusal_missing(&mut self) -> super::TurnEvent {
@@ -199,12 +220,12 @@ impl Turn<'_> {
             // outside checker (ADR 0031).
             self.flush().await?;
         }
-        // The links code validated are code's, not the model's: the checks
-        // read the sentence without them, and they are put back as they
-        // were (a capability's token is not a leaked credential).
-        let mut urls: Vec<String> = (self.agent.terminals.links_in(&piece.text).into_iter())
-            .map(|c| c.url)
-            .chain(self.agent.terminals.allowed_links_in(&piece.text))
+        // A capability code delivered on this thread is code's, not the
+        // model's: the checks read the sentence without it, and it is put
+        // back as it was (its token is not a leaked credential). Any other
+        // URL, an allowed origin's included, is checked like the rest.
+        let mut urls: Vec<String> = (self.delivered_links().into_iter())
+            .filter(|u| piece.text.contains(u.as_str()))
             .collect();
         urls.sort_by_key(|u| std::cmp::Reverse(u.len()));
         urls.dedup();
@@ -228,7 +249,8 @@ impl Turn<'_> {
                 Ok((judged.redacted, Some(guardrail_note(judged.row_id))))
             }
             Some(GuardrailEffect::ReplaceOutput) => {
-                let mut text = safety::withheld(&name, found.as_ref(), &judged.row_id, korean);
+                let withheld = safety::withheld(&name, found.as_ref(), &judged.row_id, korean);
+                let mut text = self.judged_by_the_guard(&withheld);
                 // The sentence's own spacing is kept, so the next one does
                 // not run into it.
                 if piece.text.ends_with(char::is_whitespace) {
@@ -249,38 +271,35 @@ impl Turn<'_> {
 
     /// A row whose effect the check's code cannot do here.
     fn unexpected(&self, effect: Option<GuardrailEffect>, row: &str) -> Stop {
-        Stop::Internal(format!(
-            "the guardrail table's row `{row}` asks for {}, which this step cannot do",
-            effect.map_or("nothing", |e| crate::protocols::Names::name(e))
-        ))
+        Stop::Internal {
+            table: "guardrail",
+            row: row.to_string(),
+            message: format!(
+                "the guardrail table's row `{row}` asks for {}, which this step cannot do",
+                effect.map_or("nothing", |e| crate::protocols::Names::name(e))
+            ),
+        }
     }
 }
 
-/// `text` with each of `urls` (longest first) in place of a mark of
-/// private-use characters no checker matches.
+/// `text` with each of `urls` (longest first) in place of a mark made of
+/// private-use characters only: no checker's pattern (a word, a digit, a
+/// run of non-space) can take part of it.
 fn mask(text: &str, urls: &[String]) -> String {
     (urls.iter().enumerate()).fold(text.to_string(), |t, (i, u)| {
-        t.replace(u.as_str(), &format!("\u{E000}{}\u{E001}", marker(i)))
+        t.replace(u.as_str(), &marker(i))
     })
 }
 
 fn unmask(text: &str, urls: &[String]) -> String {
-    (urls.iter().enumerate()).fold(text.to_string(), |t, (i, u)| {
-        t.replace(&format!("\u{E000}{}\u{E001}", marker(i)), u)
-    })
+    (urls.iter().enumerate()).fold(text.to_string(), |t, (i, u)| t.replace(&marker(i), u))
 }
 
-/// A link's index in letters (no digit for a phone pattern to take).
+/// The mark of the `i`-th link: U+E000, one private-use character per
+/// index (U+E100 + i), U+E001.
 fn marker(i: usize) -> String {
-    let mut out = String::new();
-    let mut n = i;
-    loop {
-        out.push((b'a' + (n % 26) as u8) as char);
-        n /= 26;
-        if n == 0 {
-            return out;
-        }
-    }
+    let index = char::from_u32(0xE100 + (i as u32 % 0x0E00)).unwrap_or('\u{E100}');
+    format!("\u{E000}{index}\u{E001}")
 }
 
 /// Why, for the frame's note: the check and what it found (never the text).

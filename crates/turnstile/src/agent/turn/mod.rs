@@ -137,9 +137,14 @@ enum Stop {
     /// The turn table asked for a call the plan does not have.
     #[error("the turn table asked for a call with none pending")]
     NoCallPending,
-    /// A table's row asked for what the step cannot do: reported with it.
-    #[error("{0}")]
-    Internal(String),
+    /// A table's row asked for what the step cannot do: reported with the
+    /// table and the row.
+    #[error("{message}")]
+    Internal {
+        table: &'static str,
+        row: String,
+        message: String,
+    },
 }
 
 /// One turn: who it runs for, the machines it drives, and its state in
@@ -174,6 +179,9 @@ struct Turn<'a> {
     /// Code's sentence for a message a check refused, said by `refuse`.
     /// (the sentence, its note).
     refused: Option<(String, wire::Replaced)>,
+    /// The external checks that could not answer in this turn: not asked
+    /// again before it ends.
+    checks_down: Vec<String>,
 }
 
 impl Turn<'_> {
@@ -199,7 +207,11 @@ impl Turn<'_> {
             Err(Stop::Violation(v)) | Err(Stop::Emit(EmitError::Violation(v))) => {
                 self.violation(&v).await
             }
-            Err(Stop::Internal(message)) => self.internal(message).await,
+            Err(Stop::Internal {
+                table,
+                row,
+                message,
+            }) => self.internal_at(table, row, message).await,
             Err(Stop::NoCallPending) => {
                 let row = self.last_row.clone();
                 self.internal(format!(
@@ -217,7 +229,18 @@ impl Turn<'_> {
     /// A message a safety check refuses is stored as a placeholder and
     /// answered by code: the table's `input_blocked` row, not `begin`.
     async fn drive(&mut self, mut req: TurnRequest) -> Result<(), Stop> {
-        self.refused = self.check_input(&mut req).await?;
+        match self.check_input(&mut req).await {
+            Ok(refused) => self.refused = refused,
+            Err(e) => {
+                // The check did not finish (its table forbade the verdict):
+                // the message is stored withheld and the stream opened, so
+                // the error frame that names the row can follow `start`.
+                req.text = "[message withheld: its safety check did not finish]".into();
+                self.user_text = req.text.clone();
+                self.open(req).await?;
+                return Err(e);
+            }
+        }
         self.open(req).await?;
         let first = match self.refused.is_some() {
             true => TurnEvent::InputBlocked,
@@ -329,10 +352,16 @@ impl Turn<'_> {
             // closing it fails, this turn does not go on past it.
             closed.await?;
             // A new user turn supersedes an interrupt still pending: it is
-            // withdrawn and its action cancelled, never approvable later.
-            match self.agent.supersede_pending(&self.thread_id).await {
-                Ok(w) => withdrawn = w,
-                Err(e) => tracing::warn!(error = %e, "superseding the thread's pending interrupts"),
+            // withdrawn and its action cancelled, never approvable later. A
+            // message a safety check refused supersedes nothing: it sends
+            // nothing anywhere, a cancel included.
+            if self.refused.is_none() {
+                match self.agent.supersede_pending(&self.thread_id).await {
+                    Ok(w) => withdrawn = w,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "superseding the thread's pending interrupts")
+                    }
+                }
             }
         }
         let context = req

@@ -259,7 +259,7 @@ impl Turn<'_> {
 
     /// The capability URLs delivered on this thread that still validate:
     /// the only URLs a narration may write (issue 33).
-    fn delivered_links(&self) -> Vec<String> {
+    pub(super) fn delivered_links(&self) -> Vec<String> {
         let now = crate::store::now_unix_ms();
         let stored = self.exports.stored.as_ref().map(|(d, _)| d);
         (stored.into_iter().chain(self.exports.delivery.as_ref()))
@@ -274,7 +274,14 @@ impl Turn<'_> {
     /// narration guard's or a check's) in its own, marked.
     pub(super) async fn say(&mut self, pieces: Vec<Piece>) -> Result<(), Stop> {
         let mut passed = String::new();
+        let waits =
+            (self.agent.guardrails).waits_on_the_network(crate::agent::guardrails::Side::Output);
         for piece in pieces {
+            if waits && !passed.is_empty() {
+                // What passed is sent before the turn waits on an outside
+                // checker for the next sentence.
+                self.delta(std::mem::take(&mut passed), None).await?;
+            }
             match self.check_output(piece).await? {
                 (text, None) => passed += &text,
                 (text, Some(note)) => {

@@ -187,6 +187,7 @@ impl<'a> Turn<'a> {
             show_more: Default::default(),
             guardrail: agent.tables.guardrail.machine(),
             refused: None,
+            checks_down: Vec::new(),
         }
     }
 
