@@ -43,6 +43,7 @@ mod mcp_reconnect;
 mod mcp_revisions;
 mod narration_guard;
 mod nested_fields;
+mod oidc;
 mod openai_adapter;
 mod otel;
 mod outcomes;

@@ -20,6 +20,19 @@ pub(super) struct FileAuth {
     pub(super) verifier_timeout_ms: Option<u64>,
     pub(super) proxy_api_key_env: Option<String>,
     pub(super) secure_cookies: Option<bool>,
+    pub(super) oidc: Option<FileOidc>,
+}
+
+/// `[auth.oidc]`: bearer tokens verified locally against an OIDC issuer.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileOidc {
+    pub(super) issuer: Option<String>,
+    pub(super) audience: Option<String>,
+    pub(super) algorithms: Option<Vec<String>>,
+    pub(super) subject_claim: Option<String>,
+    pub(super) tiers_claim: Option<String>,
+    pub(super) leeway_secs: Option<u64>,
 }
 
 /// `[licence]`: the tier order and what an anonymous caller holds.
@@ -93,7 +106,14 @@ impl Validator {
                 env,
             )
             .map(|k| ApiKey::new(&k));
-        if mode == Mode::Production && verifier.is_none() && proxy_key.is_none() {
+        let oidc = f.oidc.as_ref().and_then(|o| self.oidc(o, timeout_ms));
+        if oidc.is_some() && verifier.is_some() {
+            self.problem(
+                "auth.oidc",
+                "`auth.verifier_url` and `[auth.oidc]` both verify bearer tokens: keep one".into(),
+            );
+        }
+        if mode == Mode::Production && verifier.is_none() && oidc.is_none() && proxy_key.is_none() {
             self.warn(
                 "auth.mode",
                 "production mode with neither a verifier nor a proxy key: every caller is anonymous".into(),
@@ -102,10 +122,84 @@ impl Validator {
         AuthConfig {
             mode,
             verifier,
+            oidc,
             proxy_key,
             secure_cookies: f.secure_cookies.unwrap_or(false),
             origins: http.cors_origins.clone(),
         }
+    }
+
+    /// `[auth.oidc]`: the issuer (kept exactly as its tokens' `iss` says
+    /// it), the audience, the asymmetric algorithms allowed, the claims.
+    fn oidc(&mut self, f: &FileOidc, timeout_ms: u64) -> Option<crate::http::OidcConfig> {
+        let issuer = match f.issuer.as_deref().map(str::trim) {
+            Some(i) if self.http_url("auth.oidc.issuer", i).is_some() => i.to_string(),
+            Some(_) => return None,
+            None => {
+                self.problem("auth.oidc.issuer", "the issuer's URL is required".into());
+                return None;
+            }
+        };
+        let Some(audience) = f
+            .audience
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        else {
+            self.problem(
+                "auth.oidc.audience",
+                "the audience this server is (its tokens' `aud`) is required".into(),
+            );
+            return None;
+        };
+        let allowed = crate::http::OIDC_ALGORITHMS;
+        let algorithms = match &f.algorithms {
+            None => vec![
+                jsonwebtoken::Algorithm::RS256,
+                jsonwebtoken::Algorithm::ES256,
+            ],
+            Some(names) => {
+                let mut out = Vec::new();
+                for n in names {
+                    match n.parse::<jsonwebtoken::Algorithm>() {
+                        Ok(a) if allowed.contains(&a) => out.push(a),
+                        _ => {
+                            self.problem(
+                                "auth.oidc.algorithms",
+                                format!("`{n}` is not an asymmetric JWS algorithm (RS256, ES256, PS256, EdDSA, …); `none` and HMAC are never accepted"),
+                            );
+                            return None;
+                        }
+                    }
+                }
+                if out.is_empty() {
+                    self.problem("auth.oidc.algorithms", "at least one algorithm".into());
+                    return None;
+                }
+                out
+            }
+        };
+        let leeway = f.leeway_secs.unwrap_or(30);
+        if leeway > 300 {
+            self.problem("auth.oidc.leeway_secs", "at most 300".into());
+            return None;
+        }
+        let claim = |c: &Option<String>, default: &str| {
+            c.as_deref()
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .unwrap_or(default)
+                .to_string()
+        };
+        Some(crate::http::OidcConfig {
+            issuer,
+            audience: audience.to_string(),
+            algorithms,
+            subject_claim: claim(&f.subject_claim, "sub"),
+            tiers_claim: claim(&f.tiers_claim, "tiers"),
+            leeway: Duration::from_secs(leeway),
+            timeout: Duration::from_millis(timeout_ms),
+        })
     }
 
     /// `[licence]`: the tier order (lowest first, no repeats) and the

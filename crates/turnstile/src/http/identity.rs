@@ -55,8 +55,12 @@ pub enum Mode {
 #[derive(Clone, Default)]
 pub struct AuthConfig {
     pub mode: Mode,
-    /// The bearer verifier; `None`: a bearer is refused (401).
+    /// The bearer verifier; `None`: a bearer is refused (401) unless
+    /// `oidc` verifies it.
     pub verifier: Option<VerifierConfig>,
+    /// Bearer tokens verified locally against an OIDC issuer's keys
+    /// (`[auth.oidc]`); exclusive with `verifier`.
+    pub oidc: Option<super::oidc::OidcConfig>,
     /// The service API key a proxy presents to inject a subject; `None`:
     /// no proxy is trusted.
     pub proxy_key: Option<crate::llm::ApiKey>,
@@ -73,6 +77,7 @@ impl std::fmt::Debug for AuthConfig {
         f.debug_struct("AuthConfig")
             .field("mode", &self.mode)
             .field("verifier", &self.verifier)
+            .field("oidc", &self.oidc)
             .field("proxy_key", &self.proxy_key.as_ref().map(|_| "[redacted]"))
             .field("secure_cookies", &self.secure_cookies)
             .field("origins", &self.origins)
@@ -80,10 +85,25 @@ impl std::fmt::Debug for AuthConfig {
     }
 }
 
+/// Who checks a bearer token: the verifier URL, or the OIDC issuer's keys.
+enum Bearer {
+    Url(Verifier),
+    Oidc(super::oidc::OidcVerifier),
+}
+
+impl Bearer {
+    async fn verify(&self, token: &str) -> Verified {
+        match self {
+            Bearer::Url(v) => v.verify(token).await,
+            Bearer::Oidc(v) => v.verify(token).await,
+        }
+    }
+}
+
 /// The edge: the settings, the verifier, the table and the store.
 pub struct Identity {
     cfg: AuthConfig,
-    verifier: Option<Verifier>,
+    verifier: Option<Bearer>,
     table: Bound<Ownership>,
     store: Store,
     /// What an anonymous caller holds.
@@ -244,7 +264,11 @@ impl Identity {
         store: Store,
         anonymous: Access,
     ) -> Identity {
-        let verifier = cfg.verifier.clone().map(Verifier::new);
+        let verifier = match (&cfg.oidc, &cfg.verifier) {
+            (Some(o), _) => Some(Bearer::Oidc(super::oidc::OidcVerifier::new(o.clone()))),
+            (None, Some(v)) => Some(Bearer::Url(Verifier::new(v.clone()))),
+            (None, None) => None,
+        };
         Identity {
             cfg,
             verifier,
@@ -273,7 +297,10 @@ impl Identity {
                         access = Access::new(tiers);
                         OwnershipEvent::BearerVerified
                     }
-                    Verified::Rejected => OwnershipEvent::BearerRejected,
+                    Verified::Rejected(why) => {
+                        detail = why;
+                        OwnershipEvent::BearerRejected
+                    }
                     Verified::Unavailable(why) => {
                         detail = why;
                         OwnershipEvent::VerifierUnavailable

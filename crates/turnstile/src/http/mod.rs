@@ -12,6 +12,7 @@ mod headers;
 mod identity;
 mod limits;
 mod live;
+mod oidc;
 mod relay;
 mod routes;
 mod serve;
@@ -29,6 +30,7 @@ pub use identity::{
     bearer, presented, session_cookie, AuthConfig, Identity, Mode, Presented, API_KEY_HEADER,
     SESSION_COOKIE, SUBJECT_HEADER, TIERS_HEADER,
 };
+pub use oidc::{OidcConfig, ASYMMETRIC as OIDC_ALGORITHMS};
 pub use state::{AdminKey, AppState, HttpConfig, MAX_BODY, MAX_JSON_DEPTH, MAX_TEXT};
 pub use verifier::VerifierConfig;
 

@@ -38,7 +38,8 @@ pub enum Verified {
         subject: String,
         tiers: Vec<String>,
     },
-    Rejected,
+    /// Why, in words without the token.
+    Rejected(&'static str),
     /// Why, in words without the token or the answer's body.
     Unavailable(&'static str),
 }
@@ -87,7 +88,7 @@ impl Verifier {
         };
         let status = res.status();
         if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
-            return Verified::Rejected;
+            return Verified::Rejected("the verifier refused the bearer token");
         }
         if !status.is_success() {
             return Verified::Unavailable("the verifier answered an error");
