@@ -191,6 +191,9 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
                         url: reqwest::Url::parse(&demo.verifier_url())
                             .context("the demo verifier's URL")?,
                         timeout: Duration::from_secs(3),
+                        // The demo's verifier faults are switched at run
+                        // time: every request asks it.
+                        cache_ttl: Duration::ZERO,
                     }),
                     ..turnstile::http::AuthConfig::default()
                 },

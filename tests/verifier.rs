@@ -25,6 +25,7 @@ async fn with_verifier() -> (TestServer, Vec<String>, String) {
         verifier: Some(VerifierConfig {
             url: demo.verifier_url().parse().unwrap(),
             timeout: Duration::from_secs(3),
+            cache_ttl: Duration::ZERO,
         }),
         ..AuthConfig::default()
     };
@@ -294,4 +295,63 @@ async fn no_token_subject_session_or_key_reaches_the_log() {
     ] {
         assert!(!log.contains(value), "`{value}` is in the log");
     }
+}
+
+/// The verifier URL's cache (issue 40 §5): a subject it verified is
+/// remembered by a hash of its token for `cache_ttl`, so a second request
+/// with the same token asks nobody; a refusal is asked again every time;
+/// past the TTL the verifier is asked again.
+#[tokio::test]
+async fn a_verified_token_is_remembered_for_the_caches_ttl() {
+    let demo = DemoServer::start("127.0.0.1:0".parse().unwrap(), DemoOptions::default())
+        .await
+        .unwrap();
+    let tokens: Vec<String> = demo.demo_users().into_iter().map(|u| u.token).collect();
+    let url = demo.verifier_url().parse().unwrap();
+    let verifier = turnstile::http::Verifier::new(VerifierConfig {
+        url,
+        timeout: Duration::from_secs(3),
+        cache_ttl: Duration::from_millis(800),
+    });
+    let before = demo.verifier_requests();
+    for _ in 0..3 {
+        assert!(matches!(
+            verifier.verify(&tokens[0]).await,
+            turnstile::http::Verified::Subject { .. }
+        ));
+    }
+    assert_eq!(
+        demo.verifier_requests() - before,
+        1,
+        "asked once for three requests"
+    );
+    assert!(matches!(
+        verifier.verify(&tokens[1]).await,
+        turnstile::http::Verified::Subject { .. }
+    ));
+    assert_eq!(
+        demo.verifier_requests() - before,
+        2,
+        "another token is asked about"
+    );
+    for _ in 0..2 {
+        assert!(matches!(
+            verifier
+                .verify("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+                .await,
+            turnstile::http::Verified::Rejected(_)
+        ));
+    }
+    assert_eq!(
+        demo.verifier_requests() - before,
+        4,
+        "a refusal is never remembered"
+    );
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    verifier.verify(&tokens[0]).await;
+    assert_eq!(
+        demo.verifier_requests() - before,
+        5,
+        "past the TTL the verifier is asked again"
+    );
 }

@@ -18,6 +18,7 @@ pub(super) struct FileAuth {
     pub(super) mode: Option<String>,
     pub(super) verifier_url: Option<String>,
     pub(super) verifier_timeout_ms: Option<u64>,
+    pub(super) verifier_cache_secs: Option<u64>,
     pub(super) proxy_api_key_env: Option<String>,
     pub(super) secure_cookies: Option<bool>,
     pub(super) oidc: Option<FileOidc>,
@@ -98,7 +99,11 @@ impl Validator {
             .map(|url| VerifierConfig {
                 url,
                 timeout: Duration::from_millis(timeout_ms),
+                cache_ttl: Duration::from_secs(f.verifier_cache_secs.unwrap_or(30)),
             });
+        if f.verifier_cache_secs.is_some_and(|s| s > 3600) {
+            self.problem("auth.verifier_cache_secs", "at most 3600".into());
+        }
         let proxy_key = self
             .key_from_env(
                 "auth.proxy_api_key_env",

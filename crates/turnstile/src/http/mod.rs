@@ -32,7 +32,7 @@ pub use identity::{
 };
 pub use oidc::{OidcConfig, ASYMMETRIC as OIDC_ALGORITHMS};
 pub use state::{AdminKey, AppState, HttpConfig, MAX_BODY, MAX_JSON_DEPTH, MAX_TEXT};
-pub use verifier::VerifierConfig;
+pub use verifier::{Verified, Verifier, VerifierConfig};
 
 pub use drain::Drain;
 pub use headers::csp;

@@ -29,7 +29,17 @@ pub struct VerifierConfig {
     /// The whole exchange, connect to last byte (`auth.verifier_timeout_ms`,
     /// 3 s by default).
     pub timeout: Duration,
+    /// How long a verified subject is remembered for its token
+    /// (`auth.verifier_cache_secs`, 30 s by default; zero: never): a
+    /// revoked token is refused at most this late.
+    pub cache_ttl: Duration,
 }
+
+/// The most tokens remembered at once.
+const MAX_CACHED: usize = 10_000;
+
+/// Verified subjects by a hash of their token: never the token itself.
+type Cache = std::collections::HashMap<[u8; 32], (std::time::Instant, String, Vec<String>)>;
 
 /// The verifier's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +54,15 @@ pub enum Verified {
     Unavailable(&'static str),
 }
 
+/// The cache's key for a token: SHA-256 of a label and the token.
+fn cache_key(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"turnstile verifier cache\0");
+    h.update(token.as_bytes());
+    h.finalize().into()
+}
+
 #[derive(Deserialize)]
 struct Answer {
     subject: String,
@@ -54,6 +73,7 @@ struct Answer {
 pub struct Verifier {
     cfg: VerifierConfig,
     client: reqwest::Client,
+    cache: std::sync::Mutex<Cache>,
 }
 
 impl Verifier {
@@ -65,14 +85,61 @@ impl Verifier {
             .connect_timeout(cfg.timeout)
             .build()
             .unwrap_or_default();
-        Verifier { cfg, client }
+        Verifier {
+            cfg,
+            client,
+            cache: Default::default(),
+        }
     }
 
-    /// Asks the verifier about `token`, within the limit.
+    /// Asks the verifier about `token`, within the limit; a subject it
+    /// verified within `cache_ttl` is answered from memory. Only subjects
+    /// are remembered: a refusal or an outage is asked again.
     pub async fn verify(&self, token: &str) -> Verified {
-        match tokio::time::timeout(self.cfg.timeout, self.ask(token)).await {
+        let key = cache_key(token);
+        if let Some(v) = self.cached(&key) {
+            return v;
+        }
+        let verified = match tokio::time::timeout(self.cfg.timeout, self.ask(token)).await {
             Ok(v) => v,
             Err(_) => Verified::Unavailable("the verifier did not answer in time"),
+        };
+        if let Verified::Subject { subject, tiers } = &verified {
+            self.remember(key, subject, tiers);
+        }
+        verified
+    }
+
+    fn cached(&self, key: &[u8; 32]) -> Option<Verified> {
+        let cache = self.cache.lock().ok()?;
+        let (at, subject, tiers) = cache.get(key)?;
+        (at.elapsed() < self.cfg.cache_ttl).then(|| Verified::Subject {
+            subject: subject.clone(),
+            tiers: tiers.clone(),
+        })
+    }
+
+    fn remember(&self, key: [u8; 32], subject: &str, tiers: &[String]) {
+        if self.cfg.cache_ttl.is_zero() {
+            return;
+        }
+        let Ok(mut cache) = self.cache.lock() else {
+            return;
+        };
+        if cache.len() >= MAX_CACHED {
+            let ttl = self.cfg.cache_ttl;
+            cache.retain(|_, (at, _, _)| at.elapsed() < ttl);
+        }
+        // Still full of live entries: this one is asked again next time.
+        if cache.len() < MAX_CACHED {
+            cache.insert(
+                key,
+                (
+                    std::time::Instant::now(),
+                    subject.to_string(),
+                    tiers.to_vec(),
+                ),
+            );
         }
     }
 
