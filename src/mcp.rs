@@ -53,6 +53,29 @@ pub struct McpArgs {
     /// With --stdio: the server command and its arguments.
     #[arg(last = true, value_name = "CMD [ARGS]")]
     pub command: Vec<String>,
+    /// A server that answers 401 is authorized with OAuth (discovery, PKCE,
+    /// resource indicator); its authorization URL is printed to open in a
+    /// browser, which redirects back to a listener on 127.0.0.1. With
+    /// --oauth-fetch turnstile follows the URL itself: for an authorization
+    /// server that asks no user (a test server's, a session already signed in).
+    #[arg(long)]
+    pub oauth_fetch: bool,
+    /// A client id registered with the authorization server beforehand
+    /// (otherwise: --client-metadata-url where supported, else dynamic
+    /// registration).
+    #[arg(long)]
+    pub client_id: Option<String>,
+    /// The environment variable holding --client-id's secret.
+    #[arg(long)]
+    pub client_secret_env: Option<String>,
+    /// The URL of this client's metadata document, used as its client id
+    /// where the authorization server supports Client ID Metadata Documents.
+    #[arg(long)]
+    pub client_metadata_url: Option<String>,
+    /// A scope to ask for (repeatable); by default the server's challenge
+    /// or its metadata decide.
+    #[arg(long = "scope")]
+    pub scopes: Vec<String>,
 }
 
 fn parse_revision(s: &str) -> Result<turnstile::mcp::Revision, String> {
@@ -187,8 +210,26 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         watch_every: None,
         ..ClientOptions::default()
     };
-    let spec = target.spec().with_protocol(args.protocol);
-    let client = match ToolClient::connect_with(&spec, options).await {
+    let mut spec = target.spec().with_protocol(args.protocol);
+    let mut connected = ToolClient::connect_with(&spec, options.clone()).await;
+    // A protected server: authorize with OAuth, then connect with the token.
+    if let (Err(_), Target::Http { url, .. }) = (&connected, target) {
+        if let Some(challenge) = turnstile::mcp::oauth::challenge(url).await.ok().flatten() {
+            let token = authorize(url, challenge, &args, timeout).await;
+            match token {
+                Ok(t) => {
+                    spec.bearer = Some(t);
+                    connected = ToolClient::connect_with(&spec, options).await;
+                }
+                Err(e) => bail!(
+                    "cannot authorize with {}: {}",
+                    target.shown(),
+                    target.scrub(&e.to_string())
+                ),
+            }
+        }
+    }
+    let client = match connected {
         Ok(client) => client,
         Err(e) => {
             let reason = match unreachable(target).await {
@@ -212,6 +253,38 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     };
     client.shutdown().await;
     Ok(code)
+}
+
+/// The OAuth authorization code flow for `url` (`mcp::oauth`): the URL to
+/// open is printed to stderr, or fetched with --oauth-fetch.
+async fn authorize(
+    url: &str,
+    challenge: String,
+    args: &McpArgs,
+    timeout: Duration,
+) -> Result<turnstile::mcp::oauth::AccessToken, turnstile::mcp::oauth::OAuthError> {
+    let client = turnstile::mcp::oauth::ClientIdentity {
+        client_id: args.client_id.clone(),
+        client_secret: (args.client_secret_env.as_deref()).and_then(|v| std::env::var(v).ok()),
+        metadata_url: args.client_metadata_url.clone(),
+        scopes: args.scopes.clone(),
+    };
+    let fetch = args.oauth_fetch;
+    turnstile::mcp::oauth::authorize(
+        url,
+        Some(challenge),
+        &client,
+        timeout,
+        |auth_url| async move {
+            if fetch {
+                // Redirects are followed to the loopback listener.
+                let _ = reqwest::get(auth_url).await;
+            } else {
+                eprintln!("the server asks for authorization: open {auth_url}");
+            }
+        },
+    )
+    .await
 }
 
 /// An rmcp error text without its transport's type name and phrasing:

@@ -39,6 +39,60 @@ const CLIENT_SCENARIOS_2026: &[&str] = &[
     "json-schema-ref-no-deref",
 ];
 
+/// The auth scenarios of 0.1.16 `turnstile mcp` must pass (issue 40 §1):
+/// discovery from the 401 and the resource metadata, registration
+/// (pre-registered, Client ID Metadata Document, dynamic), PKCE, scopes,
+/// the token endpoint's three client authentications, the 2025-03-26
+/// endpoint fallback, a mismatched resource refused. Not yet: the scope
+/// step-up and its retry limit (a 403 mid-session), the 2025-03-26 metadata
+/// at a path prefix, and the client-credentials and cross-app extensions.
+const CLIENT_AUTH_SCENARIOS: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+];
+
+/// The 0.2 alpha's auth scenarios of 2026-07-28 that must pass: those of
+/// 0.1.16 and the issuer checks (RFC 9207: `iss` supported, missing,
+/// unexpected, wrong, normalized; metadata whose issuer mismatches).
+const CLIENT_AUTH_SCENARIOS_2026: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/metadata-issuer-mismatch",
+    "auth/basic-cimd",
+    "auth/iss-normalized",
+    "auth/iss-not-advertised",
+    "auth/iss-supported",
+    "auth/iss-supported-missing",
+    "auth/iss-unexpected",
+    "auth/iss-wrong-issuer",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+];
+
 /// The server scenarios that apply to the demo tool server (it has tools,
 /// no prompts, resources, logging or completions); each must pass.
 const SERVER_SCENARIOS: &[&str] = &[
@@ -503,4 +557,54 @@ async fn demo_tool_server_checks_host_and_origin() {
         assert_eq!(status, want, "Host {host:?}, Origin {origin:?}");
     }
     server.shutdown().await;
+}
+
+/// The auth scenarios (issue 40 §1): `turnstile mcp` meets the suite's
+/// `401`, discovers, registers, authorizes with PKCE (`--oauth-fetch`
+/// follows the suite's authorization server, which asks no user) and
+/// connects with the token; of 0.1.16 and of the 0.2 alpha at 2026-07-28.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the MCP conformance suite: scripts/test-deps, run with --include-ignored"]
+async fn client_auth_scenarios_pass_with_turnstile_mcp() {
+    let command = client_command();
+    let next = format!("env TURNSTILE_MCP_PROTOCOL=2026-07-28 {command}");
+    let runs: [(Suite, Vec<&str>, &[&str], &str); 2] = [
+        (
+            suite(),
+            vec![
+                "client",
+                "--command",
+                command.as_str(),
+                "--timeout",
+                "60000",
+            ],
+            CLIENT_AUTH_SCENARIOS,
+            "client auth scenarios (0.1.16)",
+        ),
+        (
+            next_suite(),
+            vec![
+                "client",
+                "--command",
+                next.as_str(),
+                "--spec-version",
+                "2026-07-28",
+                "--timeout",
+                "60000",
+            ],
+            CLIENT_AUTH_SCENARIOS_2026,
+            "client auth scenarios of 2026-07-28 (0.2 alpha)",
+        ),
+    ];
+    for (suite, mode, names, title) in runs {
+        let started = Instant::now();
+        let mut results = Vec::new();
+        for name in names {
+            results.push(scenario(&suite, &mode, name).await);
+        }
+        report(title, &results, started.elapsed());
+        for v in &results {
+            assert!(v.passed(), "{}\n--- suite output ---\n{}", v.line(), v.log);
+        }
+    }
 }

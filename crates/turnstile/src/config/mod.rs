@@ -413,6 +413,7 @@ impl Config {
                     .collect(),
                 trusted: s.trusted,
                 protocol: s.protocol,
+                bearer: None,
             })
             .collect()
     }

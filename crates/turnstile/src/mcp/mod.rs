@@ -41,6 +41,7 @@ pub mod answer;
 pub mod client;
 pub mod error;
 pub mod input;
+pub mod oauth;
 pub mod session;
 pub mod spec;
 pub mod task;

@@ -452,6 +452,9 @@ impl Session {
                     // ADR 0004: a 404 "session expired" must fail the
                     // request; the connection table decides what follows.
                     .reinit_on_expired_session(false);
+                if let Some(token) = &spec.bearer {
+                    config = config.auth_header(token.expose());
+                }
                 config.retry_config = Arc::new(stream_resume_policy());
                 let recorder = SessionIdRecorder::new();
                 let session_id = recorder.cell();

@@ -101,6 +101,10 @@ pub struct ServerSpec {
     /// The revision to speak (config `protocol`).
     #[serde(default)]
     pub protocol: Revision,
+    /// The access token an OAuth flow got for it (`mcp::oauth`), sent as
+    /// `Authorization: Bearer`; never serialized, printed redacted.
+    #[serde(skip)]
+    pub bearer: Option<super::oauth::AccessToken>,
 }
 
 fn trusted_by_default() -> bool {
@@ -116,6 +120,7 @@ impl ServerSpec {
             tools: BTreeMap::new(),
             trusted: true,
             protocol: Revision::default(),
+            bearer: None,
         }
     }
 
@@ -134,6 +139,7 @@ impl ServerSpec {
             tools: BTreeMap::new(),
             trusted: true,
             protocol: Revision::default(),
+            bearer: None,
         }
     }
 

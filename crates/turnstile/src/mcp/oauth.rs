@@ -1,0 +1,175 @@
+//! OAuth for a protected MCP server (issue 40 §1), on rmcp's
+//! implementation of the MCP authorization spec: the server's `401` and its
+//! protected resource metadata (RFC 9728), the authorization server's
+//! metadata (RFC 8414 / OpenID discovery), a pre-registered client, a
+//! Client ID Metadata Document or dynamic registration, in that order,
+//! PKCE, the resource indicator (RFC 8707), and `iss` on the callback
+//! (RFC 9207). What is turnstile's: where the authorization URL goes and
+//! how the callback comes back — a loopback listener on 127.0.0.1 that
+//! takes one redirect.
+//!
+//! The access token is a secret: [`AccessToken`] prints as `[redacted]`
+//! and goes into one `Authorization` header and nowhere else.
+
+use std::fmt;
+use std::time::Duration;
+
+use rmcp::transport::auth::{AuthorizationRequest, OAuthState};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A bearer token for one MCP server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken(String);
+
+impl AccessToken {
+    pub fn new(token: impl Into<String>) -> AccessToken {
+        AccessToken(token.into())
+    }
+
+    /// The token, for the one place that needs it: the request header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccessToken([redacted])")
+    }
+}
+
+/// Who the client is to the authorization server.
+#[derive(Clone, Debug, Default)]
+pub struct ClientIdentity {
+    /// A pre-registered client id, and its secret (from the environment).
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// The URL of this client's metadata document (a Client ID Metadata
+    /// Document), used as the client id where the server supports it.
+    pub metadata_url: Option<String>,
+    /// Scopes asked for; empty: the server's challenge or metadata decide.
+    pub scopes: Vec<String>,
+}
+
+/// Why no token was had. Never carries a token, a code or a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum OAuthError {
+    #[error("the server did not ask for authorization (no 401)")]
+    NotProtected,
+    #[error("the callback listener: {0}")]
+    Listener(String),
+    #[error("authorization: {0}")]
+    Flow(String),
+    #[error("no callback arrived within {0:?}")]
+    Timeout(Duration),
+}
+
+/// The `WWW-Authenticate` challenge of `url`'s `401` to an unauthenticated
+/// `initialize`, or `None` when it does not answer 401.
+pub async fn challenge(url: &str) -> Result<Option<String>, OAuthError> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "turnstile", "version": env!("CARGO_PKG_VERSION")}}
+    });
+    let res = reqwest::Client::new()
+        .post(url)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| OAuthError::Flow(e.without_url().to_string()))?;
+    if res.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return Ok(None);
+    }
+    Ok(Some(
+        (res.headers().get(reqwest::header::WWW_AUTHENTICATE))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("Bearer")
+            .to_string(),
+    ))
+}
+
+/// Runs the authorization code flow for `url` and returns its access
+/// token. `open` is handed the authorization URL (a browser, or a fetch
+/// for an authorization server that needs no user); the redirect comes
+/// back to a listener on 127.0.0.1, within `wait`.
+pub async fn authorize<F, Fut>(
+    url: &str,
+    challenge: Option<String>,
+    client: &ClientIdentity,
+    wait: Duration,
+    open: F,
+) -> Result<AccessToken, OAuthError>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| OAuthError::Listener(e.to_string()))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| OAuthError::Listener(e.to_string()))?
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let flow = |e: rmcp::transport::auth::AuthError| OAuthError::Flow(e.to_string());
+    let mut state = OAuthState::new(url, None).await.map_err(flow)?;
+    let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name("turnstile");
+    if let Some(c) = challenge {
+        request = request.with_challenge(c);
+    }
+    if let Some(id) = &client.client_id {
+        request = request.with_preregistered_client(id.clone());
+        if let Some(secret) = &client.client_secret {
+            request = request.with_client_secret(secret.clone());
+        }
+    }
+    if let Some(m) = &client.metadata_url {
+        request = request.with_client_metadata_url(m.clone());
+    }
+    if !client.scopes.is_empty() {
+        request = request.with_scopes(client.scopes.iter().cloned());
+    }
+    state.start_authorization(request).await.map_err(flow)?;
+    let authorization_url = state.get_authorization_url().await.map_err(flow)?;
+    let callback = async {
+        let (mut conn, _) = listener
+            .accept()
+            .await
+            .map_err(|e| OAuthError::Listener(e.to_string()))?;
+        let mut buf = vec![0u8; 8192];
+        let n = conn
+            .read(&mut buf)
+            .await
+            .map_err(|e| OAuthError::Listener(e.to_string()))?;
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        let path = (head.lines().next())
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or("/")
+            .to_string();
+        let page = "turnstile: authorized. You may close this window.\n";
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+            page.len()
+        );
+        let _ = conn.write_all(reply.as_bytes()).await;
+        Ok::<_, OAuthError>(format!("http://127.0.0.1:{port}{path}"))
+    };
+    let (_, called_back) = tokio::join!(open(authorization_url), async {
+        tokio::time::timeout(wait, callback).await
+    });
+    let callback_url = called_back.map_err(|_| OAuthError::Timeout(wait))??;
+    state
+        .handle_callback_url(&callback_url)
+        .await
+        .map_err(flow)?;
+    let manager = state
+        .into_authorization_manager()
+        .ok_or_else(|| OAuthError::Flow("no authorization after the callback".into()))?;
+    let token = manager.get_access_token().await.map_err(flow)?;
+    Ok(AccessToken(token))
+}
