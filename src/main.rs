@@ -223,6 +223,7 @@ fn main() -> ExitCode {
         }
     };
     let (exporter, tracer) = exporter.unzip();
+    use tracing_subscriber::filter::FilterExt;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
@@ -233,7 +234,12 @@ fn main() -> ExitCode {
                 // transport error with the full URL), has its URLs cut to
                 // scheme, host and path.
                 .with_writer(|| ScrubbedLine(Vec::new()))
-                .with_filter(filter),
+                .with_filter(filter.and(tracing_subscriber::filter::filter_fn(|m| {
+                    // The ceiling holds for every rmcp module, whatever a
+                    // more specific RUST_LOG directive asks (its OAuth
+                    // code logs the authorization code at debug).
+                    !(m.target().starts_with("rmcp") && *m.level() > tracing::Level::INFO)
+                }))),
         )
         .with(tracer.map(|t| {
             tracing_opentelemetry::layer()

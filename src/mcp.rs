@@ -60,6 +60,10 @@ pub struct McpArgs {
     /// server that asks no user (a test server's, a session already signed in).
     #[arg(long)]
     pub oauth_fetch: bool,
+    /// Authorize as a service with the client credentials grant (no user,
+    /// no browser): needs --client-id and --client-secret-env.
+    #[arg(long)]
+    pub client_credentials: bool,
     /// A client id registered with the authorization server beforehand
     /// (otherwise: --client-metadata-url where supported, else dynamic
     /// registration).
@@ -214,7 +218,10 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let mut connected = ToolClient::connect_with(&spec, options.clone()).await;
     // A protected server: authorize with OAuth, then connect with the token.
     if let (Err(_), Target::Http { url, .. }) = (&connected, target) {
-        if let Some(challenge) = turnstile::mcp::oauth::challenge(url).await.ok().flatten() {
+        if let Some(challenge) = (turnstile::mcp::oauth::challenge(url, timeout).await)
+            .ok()
+            .flatten()
+        {
             let token = authorize(url, challenge, &args, timeout).await;
             match token {
                 Ok(t) => {
@@ -263,27 +270,43 @@ async fn authorize(
     args: &McpArgs,
     timeout: Duration,
 ) -> Result<turnstile::mcp::oauth::AccessToken, turnstile::mcp::oauth::OAuthError> {
+    let secret = match args.client_secret_env.as_deref() {
+        None => None,
+        Some(var) => match std::env::var(var) {
+            Ok(s) if s.is_empty() => None,
+            Ok(s) => Some(s),
+            Err(_) => {
+                return Err(turnstile::mcp::oauth::OAuthError::Flow(format!(
+                    "--client-secret-env names `{var}`, which is not set"
+                )))
+            }
+        },
+    };
     let client = turnstile::mcp::oauth::ClientIdentity {
         client_id: args.client_id.clone(),
-        client_secret: (args.client_secret_env.as_deref()).and_then(|v| std::env::var(v).ok()),
+        client_secret: secret,
         metadata_url: args.client_metadata_url.clone(),
         scopes: args.scopes.clone(),
     };
+    if args.client_credentials {
+        return turnstile::mcp::oauth::client_credentials(url, &client).await;
+    }
     let fetch = args.oauth_fetch;
-    turnstile::mcp::oauth::authorize(
-        url,
-        Some(challenge),
-        &client,
-        timeout,
-        |auth_url| async move {
-            if fetch {
-                // Redirects are followed to the loopback listener.
-                let _ = reqwest::get(auth_url).await;
-            } else {
-                eprintln!("the server asks for authorization: open {auth_url}");
+    // A person signing in needs longer than a connection does.
+    let wait = match fetch {
+        true => timeout,
+        false => timeout.max(Duration::from_secs(300)),
+    };
+    turnstile::mcp::oauth::authorize(url, Some(challenge), &client, wait, |auth_url| async move {
+        if fetch {
+            // Redirects are followed to the loopback listener.
+            if let Ok(c) = reqwest::Client::builder().timeout(timeout).build() {
+                let _ = c.get(auth_url).send().await;
             }
-        },
-    )
+        } else {
+            eprintln!("the server asks for authorization: open {auth_url}");
+        }
+    })
     .await
 }
 

@@ -45,7 +45,7 @@ const CLIENT_SCENARIOS_2026: &[&str] = &[
 /// the token endpoint's three client authentications, the 2025-03-26
 /// endpoint fallback, a mismatched resource refused. Not yet: the scope
 /// step-up and its retry limit (a 403 mid-session), the 2025-03-26 metadata
-/// at a path prefix, and the client-credentials and cross-app extensions.
+/// at a path prefix, and the private-key JWT and cross-app extensions.
 const CLIENT_AUTH_SCENARIOS: &[&str] = &[
     "auth/metadata-default",
     "auth/metadata-var1",
@@ -63,6 +63,8 @@ const CLIENT_AUTH_SCENARIOS: &[&str] = &[
     "auth/resource-mismatch",
     "auth/offline-access-scope",
     "auth/offline-access-not-supported",
+    // The client-credentials extension: a service identity, no user.
+    "auth/client-credentials-basic",
 ];
 
 /// The 0.2 alpha's auth scenarios of 2026-07-28 that must pass: those of

@@ -34,6 +34,9 @@ if [ -n "$client_id" ]; then
   set -- "$@" --client-id "$client_id" --client-secret-env TURNSTILE_MCP_CLIENT_SECRET
 fi
 case "${MCP_CONFORMANCE_SCENARIO:-}" in
+  auth/client-credentials-basic) set -- "$@" --client-credentials ;;
+esac
+case "${MCP_CONFORMANCE_SCENARIO:-}" in
   tools_call) exec "$bin" mcp --protocol "$rev" "$@" "$url" add_numbers '{"a":2,"b":3}' ;;
   sse-retry) exec "$bin" mcp --protocol "$rev" "$@" "$url" test_reconnection ;;
   elicitation-sep1034-client-defaults) exec "$bin" mcp --protocol "$rev" "$@" "$url" test_client_elicitation_defaults ;;

@@ -26,6 +26,8 @@ const MAX_DOCUMENT: usize = 256 * 1024;
 const MIN_REFRESH: Duration = Duration::from_secs(2);
 /// Keys are fetched again after this long even if every `kid` is known.
 const MAX_AGE: Duration = Duration::from_secs(15 * 60);
+/// How long a key set is trusted while the issuer cannot be reached.
+const MAX_STALE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// `[auth.oidc]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,13 +64,16 @@ pub const ASYMMETRIC: &[Algorithm] = &[
 struct Keys {
     set: JwkSet,
     fetched: Instant,
+    /// The last attempt to fetch the set again failed.
+    stale: bool,
 }
 
 pub struct OidcVerifier {
     cfg: OidcConfig,
     client: reqwest::Client,
     keys: Mutex<Option<Keys>>,
-    /// When the JWKS was last asked for (fetched or not).
+    /// When the JWKS was last asked for (fetched or not). Held for the
+    /// whole fetch: one request fetches, the others wait for its result.
     last_try: Mutex<Option<Instant>>,
 }
 
@@ -171,43 +176,52 @@ impl OidcVerifier {
             None if set.keys.len() == 1 => set.keys.first().cloned(),
             None => None,
         };
-        {
-            let keys = self.keys.lock().await;
-            if let Some(k) = keys.as_ref().filter(|k| k.fetched.elapsed() < MAX_AGE) {
-                if let Some(key) = find(&k.set) {
-                    return Ok(Some(key));
-                }
-            }
-        }
-        // Unknown kid (a rotation), a stale set, or none yet: fetch once,
-        // not more often than MIN_REFRESH.
-        let due = {
-            let mut last = self.last_try.lock().await;
-            let due = last.is_none_or(|t| t.elapsed() >= MIN_REFRESH);
-            if due {
-                *last = Some(Instant::now());
-            }
-            due
+        let cached = |keys: &Option<Keys>| {
+            (keys.as_ref())
+                .filter(|k| k.fetched.elapsed() < MAX_AGE)
+                .and_then(|k| find(&k.set))
         };
-        if due {
+        if let Some(key) = cached(&*self.keys.lock().await) {
+            return Ok(Some(key));
+        }
+        // Unknown kid (a rotation), a stale set, or none yet: one request
+        // fetches (not more often than MIN_REFRESH) while the others wait.
+        let mut last = self.last_try.lock().await;
+        if let Some(key) = cached(&*self.keys.lock().await) {
+            return Ok(Some(key));
+        }
+        if last.is_none_or(|t| t.elapsed() >= MIN_REFRESH) {
+            *last = Some(Instant::now());
             match self.fetch().await {
                 Ok(set) => {
                     *self.keys.lock().await = Some(Keys {
                         set,
                         fetched: Instant::now(),
+                        stale: false,
                     });
                 }
                 Err(why) => {
                     tracing::warn!(why, "the issuer's keys could not be fetched");
+                    if let Some(k) = self.keys.lock().await.as_mut() {
+                        k.stale = true;
+                    }
                 }
             }
         }
+        drop(last);
         let keys = self.keys.lock().await;
+        let unavailable = "the issuer's keys could not be fetched";
         match keys.as_ref() {
             // A stale set still verifies what it holds while the issuer
-            // cannot be reached.
-            Some(k) => Ok(find(&k.set)),
-            None => Err("the issuer's keys could not be fetched"),
+            // cannot be reached, for a day; a kid it lacks then may be a
+            // rotation nobody could read: unavailable, not refused.
+            Some(k) if k.stale && k.fetched.elapsed() >= MAX_STALE => Err(unavailable),
+            Some(k) => match find(&k.set) {
+                Some(key) => Ok(Some(key)),
+                None if k.stale => Err(unavailable),
+                None => Ok(None),
+            },
+            None => Err(unavailable),
         }
     }
 
@@ -222,8 +236,12 @@ impl OidcVerifier {
         }
         let jwks_uri =
             reqwest::Url::parse(&discovery.jwks_uri).map_err(|_| "the jwks_uri is not a URL")?;
-        if !matches!(jwks_uri.scheme(), "https" | "http") {
-            return Err("the jwks_uri is not an http(s) URL");
+        // Keys over plain HTTP only from an issuer that is itself plain
+        // HTTP (a loopback test issuer): never a downgrade.
+        let issuer_is_https = self.cfg.issuer.starts_with("https://");
+        match (jwks_uri.scheme(), issuer_is_https) {
+            ("https", _) | ("http", false) => {}
+            _ => return Err("the jwks_uri is not https"),
         }
         self.get_json(jwks_uri.as_str()).await
     }

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use rmcp::transport::auth::{AuthorizationRequest, OAuthState};
+use rmcp::transport::auth::{AuthorizationRequest, ClientCredentialsConfig, OAuthState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A bearer token for one MCP server.
@@ -39,7 +39,7 @@ impl fmt::Debug for AccessToken {
 }
 
 /// Who the client is to the authorization server.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ClientIdentity {
     /// A pre-registered client id, and its secret (from the environment).
     pub client_id: Option<String>,
@@ -49,6 +49,20 @@ pub struct ClientIdentity {
     pub metadata_url: Option<String>,
     /// Scopes asked for; empty: the server's challenge or metadata decide.
     pub scopes: Vec<String>,
+}
+
+impl fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field("metadata_url", &self.metadata_url)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 /// Why no token was had. Never carries a token, a code or a secret.
@@ -62,17 +76,24 @@ pub enum OAuthError {
     Flow(String),
     #[error("no callback arrived within {0:?}")]
     Timeout(Duration),
+    /// The authorization server sent the user back with an `error`.
+    #[error("the authorization server answered `{0}`")]
+    Denied(String),
 }
 
 /// The `WWW-Authenticate` challenge of `url`'s `401` to an unauthenticated
 /// `initialize`, or `None` when it does not answer 401.
-pub async fn challenge(url: &str) -> Result<Option<String>, OAuthError> {
+pub async fn challenge(url: &str, timeout: Duration) -> Result<Option<String>, OAuthError> {
     let body = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "turnstile", "version": env!("CARGO_PKG_VERSION")}}
     });
-    let res = reqwest::Client::new()
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|e| OAuthError::Flow(e.to_string()))?;
+    let res = client
         .post(url)
         .header(
             reqwest::header::ACCEPT,
@@ -137,31 +158,53 @@ where
     state.start_authorization(request).await.map_err(flow)?;
     let authorization_url = state.get_authorization_url().await.map_err(flow)?;
     let callback = async {
-        let (mut conn, _) = listener
-            .accept()
-            .await
-            .map_err(|e| OAuthError::Listener(e.to_string()))?;
-        let mut buf = vec![0u8; 8192];
-        let n = conn
-            .read(&mut buf)
-            .await
-            .map_err(|e| OAuthError::Listener(e.to_string()))?;
-        let head = String::from_utf8_lossy(&buf[..n]).to_string();
-        let path = (head.lines().next())
-            .and_then(|l| l.split_whitespace().nth(1))
-            .unwrap_or("/")
-            .to_string();
-        let page = "turnstile: authorized. You may close this window.\n";
-        let reply = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-            page.len()
-        );
-        let _ = conn.write_all(reply.as_bytes()).await;
-        Ok::<_, OAuthError>(format!("http://127.0.0.1:{port}{path}"))
+        // The first request to /callback that carries a code or an error;
+        // anything else (a browser's pre-connection, a favicon) is answered
+        // 404 and the listener goes on.
+        loop {
+            let (mut conn, _) = listener
+                .accept()
+                .await
+                .map_err(|e| OAuthError::Listener(e.to_string()))?;
+            let Some(target) = request_target(&mut conn).await else {
+                continue;
+            };
+            let Ok(parsed) = reqwest::Url::parse(&format!("http://127.0.0.1:{port}{target}"))
+            else {
+                continue;
+            };
+            let has = |k: &str| parsed.query_pairs().any(|(key, _)| key == k);
+            if parsed.path() != "/callback" || !(has("code") || has("error")) {
+                let _ = conn
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+                continue;
+            }
+            let page = "turnstile: the authorization server answered. You may close this window.\n";
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = conn.write_all(reply.as_bytes()).await;
+            if let Some((_, e)) = parsed.query_pairs().find(|(k, _)| k == "error") {
+                // An OAuth error code is a short ASCII word; nothing else is shown.
+                let word: String = e
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .take(40)
+                    .collect();
+                return Err(OAuthError::Denied(word));
+            }
+            return Ok::<_, OAuthError>(parsed.to_string());
+        }
     };
-    let (_, called_back) = tokio::join!(open(authorization_url), async {
-        tokio::time::timeout(wait, callback).await
-    });
+    let called_back = tokio::time::timeout(wait, async {
+        let (_, called_back) = tokio::join!(open(authorization_url), callback);
+        called_back
+    })
+    .await;
     let callback_url = called_back.map_err(|_| OAuthError::Timeout(wait))??;
     state
         .handle_callback_url(&callback_url)
@@ -170,6 +213,64 @@ where
     let manager = state
         .into_authorization_manager()
         .ok_or_else(|| OAuthError::Flow("no authorization after the callback".into()))?;
+    let token = manager.get_access_token().await.map_err(flow)?;
+    Ok(AccessToken(token))
+}
+
+/// The request target of one HTTP request on `conn`: its first line, read
+/// up to 8 KiB within 5 s; `None` for anything else.
+async fn request_target(conn: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut line = Vec::new();
+    let read = async {
+        let mut byte = [0u8; 1];
+        while line.len() < 8192 {
+            if conn.read(&mut byte).await.ok()? == 0 {
+                return None;
+            }
+            if byte[0] == b'\n' {
+                return Some(());
+            }
+            line.push(byte[0]);
+        }
+        None
+    };
+    tokio::time::timeout(Duration::from_secs(5), read)
+        .await
+        .ok()??;
+    let line = String::from_utf8(line).ok()?;
+    let mut parts = line.split_whitespace();
+    (parts.next() == Some("GET")).then_some(())?;
+    parts.next().map(str::to_string)
+}
+
+/// The client credentials grant (the MCP authorization extension for a
+/// service identity, no user): discovery as for [`authorize`], then the
+/// token endpoint with `client_id` and its secret, for the server as the
+/// resource.
+pub async fn client_credentials(
+    url: &str,
+    client: &ClientIdentity,
+) -> Result<AccessToken, OAuthError> {
+    let flow = |e: rmcp::transport::auth::AuthError| OAuthError::Flow(e.to_string());
+    let (Some(client_id), Some(client_secret)) = (&client.client_id, &client.client_secret) else {
+        return Err(OAuthError::Flow(
+            "the client credentials grant needs a client id and its secret".into(),
+        ));
+    };
+    let mut state = OAuthState::new(url, None).await.map_err(flow)?;
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: client_id.clone(),
+        client_secret: client_secret.clone(),
+        scopes: client.scopes.clone(),
+        resource: Some(url.to_string()),
+    };
+    state
+        .authenticate_client_credentials(config)
+        .await
+        .map_err(flow)?;
+    let manager = state
+        .into_authorization_manager()
+        .ok_or_else(|| OAuthError::Flow("no authorization after the token request".into()))?;
     let token = manager.get_access_token().await.map_err(flow)?;
     Ok(AccessToken(token))
 }
