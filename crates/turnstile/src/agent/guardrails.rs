@@ -47,6 +47,16 @@ pub struct Check {
     pub unavailable: FailMode,
 }
 
+impl Check {
+    /// Whether it reads the texts of `side`.
+    fn reads(&self, side: Side) -> bool {
+        match side {
+            Side::Input => self.input,
+            Side::Output => self.output,
+        }
+    }
+}
+
 /// Which text a check reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -116,15 +126,14 @@ impl Guardrails {
         Ok(Guardrails::new(checks))
     }
 
+    /// Whether any check reads `side`.
+    pub fn runs_on(&self, side: Side) -> bool {
+        (self.checks.iter()).any(|c| c.reads(side))
+    }
+
     /// Whether a check of `side` asks an outside endpoint.
     pub fn waits_on_the_network(&self, side: Side) -> bool {
-        (self.checks.iter()).any(|c| {
-            matches!(c.checker, Checker::External(_))
-                && match side {
-                    Side::Input => c.input,
-                    Side::Output => c.output,
-                }
-        })
+        (self.checks.iter()).any(|c| matches!(c.checker, Checker::External(_)) && c.reads(side))
     }
 
     /// Runs every check of `side` on `text`, in order: each reads the text
@@ -143,14 +152,7 @@ impl Guardrails {
     ) -> (Vec<Finding>, String) {
         let mut findings: Vec<Finding> = Vec::new();
         let mut current = text.to_string();
-        for check in self.checks.iter() {
-            let applies = match side {
-                Side::Input => check.input,
-                Side::Output => check.output,
-            };
-            if !applies {
-                continue;
-            }
+        for check in self.checks.iter().filter(|c| c.reads(side)) {
             let blocked = (findings.iter()).any(|f| matches!(f.verdict, Verdict::Block { .. }));
             let verdict = match &check.checker {
                 Checker::Builtin(b) => b.check(&current, check.action),

@@ -11,7 +11,6 @@ use crate::guard::check::Piece;
 use crate::guard::safety::{self, Verdict};
 use crate::guard::vocab::{self, Lang};
 use crate::protocols::guardrail::{GuardrailEffect, GuardrailEvent};
-use crate::protocols::telemetry;
 use crate::wire;
 
 /// What the checks made of one text.
@@ -168,11 +167,16 @@ impl Turn<'_> {
         let mut guard = self.guard();
         let mut pieces = guard.push(sentence);
         pieces.extend(guard.finish());
-        for r in pieces.iter().filter_map(|p| p.replaced.as_ref()) {
-            tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced code's own sentence");
-            telemetry::forbidden("narration", &r.row_id);
-        }
-        pieces.into_iter().map(|p| p.text).collect()
+        (pieces.into_iter())
+            .map(|p| {
+                // Code's sentence stands in its own note; a replacement of
+                // it is still logged and counted by its row.
+                if let Some(r) = p.replaced {
+                    let _logged = super::respond::narration_note(r);
+                }
+                p.text
+            })
+            .collect()
     }
 
     fn refusal_missing(&mut self) -> super::TurnEvent {
@@ -185,25 +189,14 @@ impl Turn<'_> {
         super::TurnEvent::ResponderFailed
     }
 
-    /// One judged piece of the answer through the output checks: the text
+    /// One piece of the answer, judged by the narration guard (`note`: its
+    /// replacement, if it made one), through the output checks: the text
     /// to send and its note (the narration guard's, or the check's).
     pub(super) async fn check_output(
         &mut self,
         piece: Piece,
+        note: Option<wire::Replaced>,
     ) -> Result<(String, Option<wire::Replaced>), Stop> {
-        let note = piece.replaced.map(|r| {
-            // The row, not the sentence: the model's words stay out of the
-            // log as they stay out of the store.
-            tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced a sentence");
-            telemetry::forbidden("narration", &r.row_id);
-            wire::Replaced {
-                row_id: r.row_id,
-                why: r.why,
-                claim: r.claim.to_string(),
-                table: None,
-                check: None,
-            }
-        });
         if piece.text.trim().is_empty() {
             return Ok((piece.text, note));
         }
@@ -224,9 +217,14 @@ impl Turn<'_> {
         // model's: the checks read the sentence without it, and it is put
         // back as it was (its token is not a leaked credential). Any other
         // URL, an allowed origin's included, is checked like the rest.
-        let mut urls: Vec<String> = (self.delivered_links().into_iter())
-            .filter(|u| piece.text.contains(u.as_str()))
-            .collect();
+        // Without an output check there is nothing to mask (the stored
+        // delivery is not validated again for every sentence).
+        let mut urls: Vec<String> = match self.agent.guardrails.runs_on(Side::Output) {
+            false => Vec::new(),
+            true => (self.delivered_links().into_iter())
+                .filter(|u| piece.text.contains(u.as_str()))
+                .collect(),
+        };
         urls.sort_by_key(|u| std::cmp::Reverse(u.len()));
         urls.dedup();
         let masked = mask(&piece.text, &urls);

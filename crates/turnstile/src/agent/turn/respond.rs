@@ -276,13 +276,14 @@ impl Turn<'_> {
         let mut passed = String::new();
         let waits =
             (self.agent.guardrails).waits_on_the_network(crate::agent::guardrails::Side::Output);
-        for piece in pieces {
+        for mut piece in pieces {
             if waits && !passed.is_empty() {
                 // What passed is sent before the turn waits on an outside
                 // checker for the next sentence.
                 self.delta(std::mem::take(&mut passed), None).await?;
             }
-            match self.check_output(piece).await? {
+            let note = piece.replaced.take().map(narration_note);
+            match self.check_output(piece, note).await? {
                 (text, None) => passed += &text,
                 (text, Some(note)) => {
                     self.delta(std::mem::take(&mut passed), None).await?;
@@ -329,4 +330,19 @@ impl Turn<'_> {
 /// went on to ask for tools after it (the text before stands).
 fn whole(broken: &Option<LlmError>) -> bool {
     matches!(broken, None | Some(LlmError::CallsAfterText { .. }))
+}
+
+/// A narration guard's replacement as the frame notes it, logged and counted
+/// by its row: the row, not the sentence (the model's words stay out of the
+/// log as they stay out of the store).
+pub(super) fn narration_note(r: crate::guard::check::Replaced) -> wire::Replaced {
+    tracing::warn!(row_id = %r.row_id, claim = r.claim, "narration guard replaced a sentence");
+    telemetry::forbidden("narration", &r.row_id);
+    wire::Replaced {
+        row_id: r.row_id,
+        why: r.why,
+        claim: r.claim.to_string(),
+        table: None,
+        check: None,
+    }
 }
