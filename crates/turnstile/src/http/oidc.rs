@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::verifier::{Verified, MAX_SUBJECT, MAX_TIER, MAX_TIERS};
+use super::verifier::{bounded_subject, read_bounded, Body, Verified};
 
 /// Largest discovery document or JWKS read.
 const MAX_DOCUMENT: usize = 256 * 1024;
@@ -142,11 +142,7 @@ impl OidcVerifier {
         };
         let subject = (claims.get(&self.cfg.subject_claim))
             .and_then(Value::as_str)
-            .map(str::trim)
             .unwrap_or("");
-        if subject.is_empty() || subject.len() > MAX_SUBJECT {
-            return reject("the token names no subject");
-        }
         let tiers: Vec<String> = match claims.get(&self.cfg.tiers_claim) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
@@ -155,13 +151,8 @@ impl OidcVerifier {
                 .collect(),
             Some(_) => return reject("the token's tiers are not a list"),
         };
-        if tiers.len() > MAX_TIERS || tiers.iter().any(|t| t.is_empty() || t.len() > MAX_TIER) {
-            return reject("the token's tiers are not a list");
-        }
-        Verified::Subject {
-            subject: subject.to_string(),
-            tiers,
-        }
+        bounded_subject(subject, tiers)
+            .unwrap_or_else(|| reject("the token names no subject, or tiers out of bounds"))
     }
 
     /// The issuer's key `kid` names (the only key when the token names
@@ -255,17 +246,12 @@ impl OidcVerifier {
         if !res.status().is_success() {
             return Err("the issuer answered an error");
         }
-        let mut body = Vec::new();
-        while let Some(c) = res
-            .chunk()
+        let body = read_bounded(&mut res, MAX_DOCUMENT)
             .await
-            .map_err(|_| "the issuer's answer broke off")?
-        {
-            if body.len() + c.len() > MAX_DOCUMENT {
-                return Err("the issuer's answer is too large");
-            }
-            body.extend_from_slice(&c);
-        }
+            .map_err(|e| match e {
+                Body::TooLarge => "the issuer's answer is too large",
+                Body::BrokeOff => "the issuer's answer broke off",
+            })?;
         serde_json::from_slice(&body).map_err(|_| "the issuer's answer is not what OIDC says")
     }
 }

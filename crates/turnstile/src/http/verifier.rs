@@ -160,31 +160,49 @@ impl Verifier {
         if !status.is_success() {
             return Verified::Unavailable("the verifier answered an error");
         }
-        let mut body = Vec::new();
-        loop {
-            match res.chunk().await {
-                Ok(Some(c)) => {
-                    if body.len() + c.len() > MAX_ANSWER {
-                        return Verified::Unavailable("the verifier's answer is too large");
-                    }
-                    body.extend_from_slice(&c);
-                }
-                Ok(None) => break,
-                Err(_) => return Verified::Unavailable("the verifier's answer broke off"),
+        let body = match read_bounded(&mut res, MAX_ANSWER).await {
+            Ok(b) => b,
+            Err(Body::TooLarge) => {
+                return Verified::Unavailable("the verifier's answer is too large")
             }
-        }
+            Err(Body::BrokeOff) => return Verified::Unavailable("the verifier's answer broke off"),
+        };
         let Ok(answer) = serde_json::from_slice::<Answer>(&body) else {
             return Verified::Unavailable("the verifier's answer is not a subject");
         };
-        let subject = answer.subject.trim();
-        let tiers_ok = answer.tiers.len() <= MAX_TIERS
-            && (answer.tiers.iter()).all(|t| !t.is_empty() && t.len() <= MAX_TIER);
-        if subject.is_empty() || subject.len() > MAX_SUBJECT || !tiers_ok {
-            return Verified::Unavailable("the verifier's answer is not a subject");
-        }
-        Verified::Subject {
-            subject: subject.to_string(),
-            tiers: answer.tiers,
-        }
+        bounded_subject(&answer.subject, answer.tiers).unwrap_or(Verified::Unavailable(
+            "the verifier's answer is not a subject",
+        ))
     }
+}
+
+/// A subject and its tiers as the edge accepts them (trimmed, non-empty,
+/// within [`MAX_SUBJECT`], at most [`MAX_TIERS`] of at most [`MAX_TIER`]),
+/// whoever vouched for them: the verifier URL or an OIDC token.
+pub(super) fn bounded_subject(subject: &str, tiers: Vec<String>) -> Option<Verified> {
+    let subject = subject.trim();
+    let tiers_ok =
+        tiers.len() <= MAX_TIERS && (tiers.iter()).all(|t| !t.is_empty() && t.len() <= MAX_TIER);
+    (!subject.is_empty() && subject.len() <= MAX_SUBJECT && tiers_ok).then(|| Verified::Subject {
+        subject: subject.to_string(),
+        tiers,
+    })
+}
+
+/// Why a body could not be read whole.
+pub(super) enum Body {
+    TooLarge,
+    BrokeOff,
+}
+
+/// The body of `res`, at most `max` bytes.
+pub(super) async fn read_bounded(res: &mut reqwest::Response, max: usize) -> Result<Vec<u8>, Body> {
+    let mut body = Vec::new();
+    while let Some(c) = res.chunk().await.map_err(|_| Body::BrokeOff)? {
+        if body.len() + c.len() > max {
+            return Err(Body::TooLarge);
+        }
+        body.extend_from_slice(&c);
+    }
+    Ok(body)
 }
