@@ -11,7 +11,6 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,14 +25,10 @@ use serde_json::{json, Value};
 use turnstile::agent::Guardrails;
 use turnstile::wire::{Delta, Frame, Replaced};
 
-const BASE_TOML: &str = "database_url = \"sqlite://x.db\"\n\
-    [model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key = \"k\"\n";
-
 /// The checks a config's `[[guardrails]]` section gives.
 fn guardrails(section: &str) -> Guardrails {
     let env = |k: &str| (k == "MODERATION_KEY").then(|| MODERATION_KEY.to_string());
-    let src = format!("{BASE_TOML}{section}");
-    turnstile::config::Config::from_toml(&src, Path::new("t.toml"), &env)
+    common::config_with(section, &env)
         .unwrap_or_else(|e| panic!("{e}"))
         .guardrails
 }
@@ -525,8 +520,7 @@ fn a_bad_guardrails_section_is_refused_with_its_key() {
         ("[[guardrails]]\nname = \"secrets\"\nurl = \"http://127.0.0.1:1/m\"\n", "guardrails[0].url"),
         ("[[guardrails]]\nname = \"pii\"\n[[guardrails]]\nname = \"pii\"\n", "guardrails[1].name"),
     ] {
-        let src = format!("{BASE_TOML}{section}");
-        let err = turnstile::config::Config::from_toml(&src, Path::new("t.toml"), &env)
+        let err = common::config_with(section, &env)
             .expect_err(section)
             .to_string();
         assert!(err.contains(&format!("`{key}`")), "{section}: {err}");

@@ -435,8 +435,7 @@ async fn cors_and_framing_follow_the_configured_origins() {
     s.pass();
 }
 
-const BASE_TOML: &str = "database_url = \"sqlite://x.db\"\n\
-    [model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key = \"k\"\n";
+use crate::common::BASE_TOML;
 
 #[test]
 fn the_http_section_is_read_and_checked() {

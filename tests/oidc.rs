@@ -10,7 +10,6 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -128,11 +127,10 @@ fn form(pairs: &[(&str, &str)]) -> String {
 }
 
 fn auth(issuer: &str) -> turnstile::http::AuthConfig {
-    let src = format!(
-        "database_url = \"sqlite://x.db\"\n[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key = \"k\"\n\
-         [auth.oidc]\nissuer = \"{issuer}\"\naudience = \"{AUDIENCE}\"\nleeway_secs = 0\ntiers_claim = \"tiers\"\n"
+    let section = format!(
+        "[auth.oidc]\nissuer = \"{issuer}\"\naudience = \"{AUDIENCE}\"\nleeway_secs = 0\ntiers_claim = \"tiers\"\n"
     );
-    turnstile::config::Config::from_toml(&src, Path::new("t.toml"), &|_| None)
+    common::config_with(&section, &|_| None)
         .unwrap_or_else(|e| panic!("{e}"))
         .auth
 }
@@ -267,10 +265,8 @@ async fn oidc_tokens_are_verified_locally_against_a_real_provider() {
 
 #[test]
 fn a_bad_oidc_section_is_refused_with_its_key() {
-    let base = "database_url = \"sqlite://x.db\"\n[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key = \"k\"\n";
-    let ok = format!("{base}[auth.oidc]\nissuer = \"https://id.example\"\naudience = \"api\"\n");
-    let c =
-        turnstile::config::Config::from_toml(&ok, Path::new("t.toml"), &|_| None).expect("valid");
+    let ok = "[auth.oidc]\nissuer = \"https://id.example\"\naudience = \"api\"\n";
+    let c = common::config_with(ok, &|_| None).expect("valid");
     let oidc = c.auth.oidc.expect("the oidc settings");
     assert_eq!(
         oidc.issuer, "https://id.example",
@@ -286,8 +282,7 @@ fn a_bad_oidc_section_is_refused_with_its_key() {
         ("[auth.oidc]\nissuer = \"https://id.example\"\naudience = \"api\"\nleeway_secs = 900\n", "auth.oidc.leeway_secs"),
         ("[auth]\nverifier_url = \"https://v.example/me\"\n[auth.oidc]\nissuer = \"https://id.example\"\naudience = \"api\"\n", "auth.oidc"),
     ] {
-        let src = format!("{base}{section}");
-        let err = turnstile::config::Config::from_toml(&src, Path::new("t.toml"), &|_| None)
+        let err = common::config_with(section, &|_| None)
             .expect_err(section)
             .to_string();
         assert!(err.contains(&format!("`{key}`")), "{section}: {err}");

@@ -76,3 +76,19 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("free port")
 }
+
+/// The smallest valid `turnstile serve` config: a database and a model.
+/// Tests append the section they check and load it with
+/// `Config::from_toml` (see [`config_with`]).
+pub const BASE_TOML: &str = "database_url = \"sqlite://x.db\"\n\
+    [model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key = \"k\"\n";
+
+/// [`BASE_TOML`] with `section` appended, loaded with `env` as the
+/// environment.
+pub fn config_with(
+    section: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<turnstile::config::Config, turnstile::config::ConfigError> {
+    let src = format!("{BASE_TOML}{section}");
+    turnstile::config::Config::from_toml(&src, std::path::Path::new("t.toml"), env)
+}
