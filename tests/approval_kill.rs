@@ -208,9 +208,7 @@ impl Served {
     /// SIGTERM: the process drains (issue 39 §2; no turn is open) and
     /// exits 0.
     fn terminate(mut self) {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(sent.success());
+        crate::common::remote::sigterm(self.child.id());
         let status = self.child.wait().unwrap();
         assert!(status.success(), "a drained process exits 0: {status:?}");
     }
@@ -613,27 +611,13 @@ async fn a_task_running_at_a_sigkill_is_followed_after_restart() {
             first,
             thread,
         } = Killable::start(protocol).await;
-        let r = first
-            .turn(
-                &http,
-                &fake,
-                &thread,
-                "compile the site report for tower-a",
-                "compile_site_report",
-                json!({"project": "tower-a"}),
-            )
-            .await;
+        let r = report_turn(&first, &http, &fake, &thread).await;
         until_progress(r, first).await;
         assert_eq!(tools.reports().runs(), 1, "{protocol}");
 
         let second = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, protocol).await;
         completed_after_restart(&second, &http, &thread, tmp.path(), protocol).await;
-        assert_eq!(tools.reports().runs(), 1, "{protocol}: the work ran once");
-        assert_eq!(
-            tools.tool_calls("compile_site_report"),
-            1,
-            "{protocol}: the call was never re-sent"
-        );
+        ran_once(&tools, protocol);
         assert!(tools.reports().polls() >= 2, "{protocol}");
         second.kill();
         tools.shutdown().await;
@@ -657,22 +641,8 @@ async fn a_task_running_at_a_sigterm_is_followed_once_after_restart() {
         first,
         thread,
     } = Killable::start("2025-11-25").await;
-    let r = first
-        .turn(
-            &http,
-            &fake,
-            &thread,
-            "compile the site report for tower-a",
-            "compile_site_report",
-            json!({"project": "tower-a"}),
-        )
-        .await;
-    let mut reader = FrameReader::new();
-    let mut body = r.bytes_stream();
-    while !(reader.frames().iter()).any(|f| FrameKind::of(f) == FrameKind::Progress) {
-        let chunk = body.next().await.expect("the stream is open").unwrap();
-        reader.push(&chunk);
-    }
+    let r = report_turn(&first, &http, &fake, &thread).await;
+    let (mut reader, mut body) = read_until_progress(r).await;
     let stopping = std::thread::spawn(move || first.terminate());
     while let Some(chunk) = body.next().await {
         reader.push(&chunk.unwrap());
@@ -689,12 +659,7 @@ async fn a_task_running_at_a_sigterm_is_followed_once_after_restart() {
     stopping.join().expect("the process drained and exited 0");
     let second = Served::speaking(tmp.path(), &db, &fake, &tools.url, &http, "2025-11-25").await;
     completed_after_restart(&second, &http, &thread, tmp.path(), "sigterm").await;
-    assert_eq!(tools.reports().runs(), 1, "the work ran once");
-    assert_eq!(
-        tools.tool_calls("compile_site_report"),
-        1,
-        "the call was never re-sent"
-    );
+    ran_once(&tools, "sigterm");
     second.kill();
     tools.shutdown().await;
 }
@@ -702,17 +667,56 @@ async fn a_task_running_at_a_sigterm_is_followed_once_after_restart() {
 /// Reads a turn's stream until its first progress frame (the task is
 /// stored and runs), then SIGKILLs the process serving it.
 async fn until_progress(r: reqwest::Response, served: Served) {
+    // The stream stays open until the kill: the client never left.
+    let _open = read_until_progress(r).await;
+    served.kill();
+}
+
+/// A turn's stream read until its first progress frame: what was read, and
+/// the rest of the stream.
+async fn read_until_progress(
+    r: reqwest::Response,
+) -> (
+    FrameReader,
+    impl futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Unpin,
+) {
     let mut reader = FrameReader::new();
-    let mut body = r.bytes_stream();
-    while !reader
-        .frames()
-        .iter()
-        .any(|f| FrameKind::of(f) == FrameKind::Progress)
-    {
+    let mut body = Box::pin(r.bytes_stream());
+    while !(reader.frames().iter()).any(|f| FrameKind::of(f) == FrameKind::Progress) {
         let chunk = body.next().await.expect("the stream is open").unwrap();
         reader.push(&chunk);
     }
-    served.kill();
+    (reader, body)
+}
+
+/// The site report's turn on `thread`: the planner asks for
+/// `compile_site_report`, which its server makes a long task.
+async fn report_turn(
+    first: &Served,
+    http: &reqwest::Client,
+    fake: &FakeOpenAi,
+    thread: &str,
+) -> reqwest::Response {
+    first
+        .turn(
+            http,
+            fake,
+            thread,
+            "compile the site report for tower-a",
+            "compile_site_report",
+            json!({"project": "tower-a"}),
+        )
+        .await
+}
+
+/// The task's work ran once, and its call was sent once.
+fn ran_once(tools: &DemoServer, what: &str) {
+    assert_eq!(tools.reports().runs(), 1, "{what}: the work ran once");
+    assert_eq!(
+        tools.tool_calls("compile_site_report"),
+        1,
+        "{what}: the call was never re-sent"
+    );
 }
 
 /// Waits (30 s at most) until the restarted process has followed the

@@ -116,16 +116,7 @@ async fn demo(dir: &std::path::Path, args: &[&str]) -> (tokio::process::Child, S
 
 /// Starts a turn on a new thread of `base`; its response, still open.
 async fn open_turn(http: &reqwest::Client, base: &str) -> (String, reqwest::Response) {
-    let t: serde_json::Value = http
-        .post(format!("{base}/v1/threads"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = t["thread_id"].as_str().unwrap().to_string();
+    let id = crate::common::remote::new_thread(http, base, None).await;
     let r = http
         .post(format!("{base}/v1/threads/{id}/messages"))
         .header("origin", base)
@@ -138,13 +129,7 @@ async fn open_turn(http: &reqwest::Client, base: &str) -> (String, reqwest::Resp
 }
 
 async fn sigterm(demo: &tokio::process::Child) {
-    let pid = demo.id().expect("the demo runs").to_string();
-    let killed = tokio::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .unwrap();
-    assert!(killed.success());
+    crate::common::remote::sigterm(demo.id().expect("the demo runs"));
 }
 
 /// SIGTERM to a real `turnstile demo` mid-answer: `/readyz` is 503 at
@@ -223,14 +208,7 @@ async fn what_cannot_finish_in_the_window_is_cut_told_and_the_thread_freed() {
     assert!(status.success(), "{status:?}");
     // The next process, on the same database.
     let (mut second, base) = demo(tmp.path(), &args).await;
-    let v: serde_json::Value = http
-        .get(format!("{base}/v1/threads/{thread}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = crate::common::remote::thread_json(&http, &base, &thread).await;
     let kinds: Vec<&str> = v["messages"]
         .as_array()
         .unwrap()

@@ -197,12 +197,7 @@ async fn post(http: &reqwest::Client, url: &str, token: &str, body: Value) -> re
 }
 
 async fn thread(http: &reqwest::Client, base: &str, token: &str) -> String {
-    let r = post(http, &format!("{base}/v1/threads"), token, json!({})).await;
-    assert_eq!(r.status().as_u16(), 201);
-    r.json::<Value>().await.unwrap()["thread_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    common::remote::new_thread(http, base, Some(token)).await
 }
 
 async fn say(
@@ -219,9 +214,7 @@ async fn say(
 }
 
 fn sigterm(child: &tokio::process::Child) {
-    let pid = child.id().expect("the process runs") as i32;
-    // SAFETY: kill(2) with a pid this test spawned and still holds.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    common::remote::sigterm(child.id().expect("the process runs"));
 }
 
 async fn exits(mut child: tokio::process::Child, what: &str) {

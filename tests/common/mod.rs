@@ -57,6 +57,7 @@ pub mod harness;
 pub mod harness_table;
 pub mod logs;
 pub mod needs;
+pub mod remote;
 pub mod server;
 pub mod thread;
 
