@@ -11,6 +11,11 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export const canon = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x)
   ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
 
+/// The page's marked sentences (a narration guard's or a safety check's
+/// replacement): each one's row, table, tooltip and text, in order.
+export const replacedMarks = (ev) => ev(`[...document.querySelectorAll('[data-testid=replaced]')].map((n) => ({
+  row: n.dataset.row, table: n.dataset.table, title: n.getAttribute('title'), text: n.textContent }))`);
+
 /// Starts Chromium (profile `turnstile-NAME-*`), gives up after `timeoutMs`.
 export async function launch(name, timeoutMs) {
   const CHROMIUM = process.env.TURNSTILE_CHROMIUM || "chromium";

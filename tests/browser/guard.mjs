@@ -5,13 +5,12 @@
 // never reaches the page, live or after a reload.
 // Usage: node --experimental-websocket guard.mjs BASE_URL LIE...
 // Exits 0 when every check passed; prints what it saw either way.
-import { launch, sleep } from "./cdp.mjs";
+import { launch, replacedMarks, sleep } from "./cdp.mjs";
 
 const BASE = process.argv[2];
 const LIES = process.argv.slice(3);
 const { cmd, ev, idle, say, check, finish, errors, failed } = await launch("guard", 60_000);
-const marks = () => ev(`[...document.querySelectorAll('[data-testid=replaced]')].map((n) => ({
-  row: n.dataset.row, title: n.getAttribute('title'), text: n.textContent }))`);
+const marks = () => replacedMarks(ev);
 const page = () => ev(`document.body.textContent`);
 
 try {

@@ -5,13 +5,12 @@
 // credential is nowhere in the page (the thread stores a placeholder).
 // Usage: node --experimental-websocket guardrail.mjs BASE_URL SECRET
 // Exits 0 when every check passed; prints what it saw either way.
-import { launch, sleep } from "./cdp.mjs";
+import { launch, replacedMarks, sleep } from "./cdp.mjs";
 
 const BASE = process.argv[2];
 const SECRET = process.argv[3];
 const { cmd, ev, idle, say, check, finish, errors, failed } = await launch("guardrail", 60_000);
-const marks = () => ev(`[...document.querySelectorAll('[data-testid=replaced]')].map((n) => ({
-  row: n.dataset.row, table: n.dataset.table, title: n.getAttribute('title'), text: n.textContent }))`);
+const marks = () => replacedMarks(ev);
 const page = () => ev(`document.body.textContent`);
 
 try {
