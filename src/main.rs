@@ -215,7 +215,14 @@ fn main() -> ExitCode {
         Err(_) => default_filter.into(),
     };
     // Trace export, for the two commands that run a server (issue 39 §1).
-    let exporter = match cli::otel::Exporter::start(telemetry(&cli).as_ref()) {
+    // `serve`'s config is read once, here: its `[telemetry]` decides the
+    // exporter before logging starts, and `serve` runs on the same value.
+    let serve_config = match &cli.command {
+        Command::Serve { config, .. } => Some(turnstile::config::Config::load(config)),
+        _ => None,
+    };
+    let exporter = match cli::otel::Exporter::start(telemetry(&cli, serve_config.as_ref()).as_ref())
+    {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -251,7 +258,7 @@ fn main() -> ExitCode {
                 .with_filter(tracing_subscriber::EnvFilter::new(cli::otel::FILTER))
         }))
         .init();
-    let code = match run(cli) {
+    let code = match run(cli, serve_config) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -268,19 +275,19 @@ fn main() -> ExitCode {
 /// `[telemetry]` (a config that does not load is reported by `serve`
 /// itself), with the `OTEL_*` variables; none for a command that runs no
 /// server, whatever the environment says.
-fn telemetry(cli: &Cli) -> Option<turnstile::config::TelemetryConfig> {
+fn telemetry(
+    cli: &Cli,
+    serve_config: Option<&Result<turnstile::config::Config, turnstile::config::ConfigError>>,
+) -> Option<turnstile::config::TelemetryConfig> {
     match &cli.command {
         Command::Demo { otlp_endpoint, .. } => Some(turnstile::config::TelemetryConfig {
             otlp_endpoint: otlp_endpoint.clone(),
             project: Some("turnstile-demo".into()),
             ..Default::default()
         }),
-        Command::Serve {
-            config,
-            check: false,
-        } => Some(
-            turnstile::config::Config::load(config)
-                .map(|c| c.telemetry)
+        Command::Serve { check: false, .. } => Some(
+            (serve_config.and_then(|c| c.as_ref().ok()))
+                .map(|c| c.telemetry.clone())
                 .unwrap_or_default(),
         ),
         _ => None,
@@ -293,7 +300,10 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+fn run(
+    cli: Cli,
+    serve_config: Option<Result<turnstile::config::Config, turnstile::config::ConfigError>>,
+) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Demo {
             addr,
@@ -336,7 +346,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve { config, check } => {
-            let config = turnstile::config::Config::load(&config)?;
+            let config =
+                serve_config.unwrap_or_else(|| turnstile::config::Config::load(&config))?;
             if check {
                 write!(cli::stdout(), "{}", cli::serve::check(&config)?)?;
             } else {
