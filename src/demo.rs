@@ -204,6 +204,7 @@ pub async fn run(opts: DemoRun<'_>) -> anyhow::Result<()> {
             // everybody's.
             guardrails: turnstile::agent::Guardrails::built_in(guardrails, &guardrail_words)
                 .context("--guardrail-word")?,
+            connections: None,
             licences: match auth {
                 true => turnstile::judge::tiers::LicenceMap::new(
                     Default::default(),

@@ -61,6 +61,25 @@ fn database_kind(config: &Config) -> &'static str {
     }
 }
 
+/// The servers' specs, each `client_credentials` server's with the token
+/// turnstile got as itself at start-up (issue 40 §1).
+async fn authorized_specs(config: &Config) -> anyhow::Result<Vec<turnstile::mcp::ServerSpec>> {
+    let mut specs = config.server_specs();
+    for (server, spec) in config.mcp_servers.iter().zip(specs.iter_mut()) {
+        let turnstile::config::ServerAuth::ClientCredentials(client) = &server.auth else {
+            continue;
+        };
+        let turnstile::mcp::Transport::Http { url } = &spec.transport else {
+            continue;
+        };
+        let token = turnstile::mcp::oauth::client_credentials(url, client)
+            .await
+            .with_context(|| format!("mcp server {}: the client credentials grant", spec.name))?;
+        spec.bearer = Some(token);
+    }
+    Ok(specs)
+}
+
 pub async fn run(config: Config) -> anyhow::Result<()> {
     for w in &config.warnings {
         tracing::warn!(key = %w.key, "{}", w.message);
@@ -70,7 +89,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let model = OpenAi::new(config.openai()).context("cannot set up the model client")?;
     let state = app::build(AppConfig {
         database_url: &config.database_url,
-        servers: config.server_specs(),
+        servers: authorized_specs(&config).await?,
         model: Arc::new(model),
         limits: config.agent_limits(),
         turn_lease: config.turn_lease(),
@@ -83,6 +102,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         auth: config.auth.clone(),
         licences: config.licences(),
         guardrails: config.guardrails.clone(),
+        connections: config.connections_config()?,
     })
     .await?;
     let listener = tokio::net::TcpListener::bind(config.addr)

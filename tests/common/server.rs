@@ -376,6 +376,7 @@ impl Builder {
                 auth: self.auth,
                 licences: self.licences,
                 guardrails: self.guardrails,
+                connections: None,
             },
             self.client,
         )

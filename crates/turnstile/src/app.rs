@@ -45,6 +45,9 @@ pub struct AppConfig<'a> {
     pub licences: crate::judge::tiers::LicenceMap,
     /// The safety checks (`[[guardrails]]`, tables/guardrail.ron).
     pub guardrails: crate::agent::Guardrails,
+    /// The servers that authorize per user (`auth = "user"`): not started
+    /// with the others; each call goes out with its user's token.
+    pub connections: Option<crate::agent::connections::ConnectionsConfig>,
 }
 
 pub async fn build(cfg: AppConfig<'_>) -> anyhow::Result<AppState> {
@@ -83,9 +86,29 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         input_wait: cfg.limits.approval_ttl,
         ..client
     };
-    let tools = ToolBelt::start(&cfg.servers, connection, client)
+    let per_user: Vec<String> = (cfg.connections.iter())
+        .flat_map(|c| c.servers.iter().map(|s| s.spec.name.clone()))
+        .collect();
+    let shared: Vec<ServerSpec> = (cfg.servers.into_iter())
+        .filter(|s| !per_user.contains(&s.name))
+        .collect();
+    let mut tools = ToolBelt::start(&shared, connection, client.clone())
         .await
         .with_context(|| "cannot start the MCP tool servers")?;
+    let connections = match cfg.connections {
+        Some(c) => {
+            let table = tables.bound().map_err(bind)?;
+            let c = Arc::new(crate::agent::connections::Connections::new(
+                c,
+                store.clone(),
+                table,
+                client,
+            ));
+            tools = tools.with_connections(c.clone());
+            Some(c)
+        }
+        None => None,
+    };
     let agent = Agent {
         model: cfg.model,
         tools: Arc::new(tools),
@@ -162,5 +185,6 @@ pub async fn build_with(cfg: AppConfig<'_>, client: ClientOptions) -> anyhow::Re
         live: Default::default(),
         drain: Default::default(),
         admin_key: None,
+        connections,
     })
 }

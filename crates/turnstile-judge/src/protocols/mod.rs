@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod agui;
 pub mod approval;
+pub mod connect;
 pub mod connection;
 pub mod export;
 pub mod frame;

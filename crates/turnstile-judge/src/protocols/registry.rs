@@ -8,7 +8,8 @@ use std::sync::Arc;
 use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
-    admission::Admission, agui::Agui, approval::Approval, connection::Connection, export::Export,
+    admission::Admission, agui::Agui, approval::Approval, connect::Connect, connection::Connection,
+    export::Export,
     frame::Frame, guardrail::Guardrail, hold::Hold, licence::Licence, narration::Narration,
     narrowing::Narrowing, ownership::Ownership, paging::Paging, panel::Panel, task::Task,
     turn::Turn, ui_stream::UiStream, Protocol,
@@ -101,6 +102,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         "guardrail.ron",
         include_str!("../../../../tables/guardrail.ron"),
     ),
+    (
+        "connect",
+        "connect.ron",
+        include_str!("../../../../tables/connect.ron"),
+    ),
 ];
 
 /// The binding for a table name, if the code has one.
@@ -123,6 +129,7 @@ pub fn binding_for(name: &str) -> Option<BindingNames<'static>> {
         Agui::NAME => Some(Agui::binding()),
         Panel::NAME => Some(Panel::binding()),
         Guardrail::NAME => Some(Guardrail::binding()),
+        Connect::NAME => Some(Connect::binding()),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@
 //! grades and absence come from `judge`; the model only proposes calls and
 //! writes sentences.
 
+pub mod connections;
 pub mod context;
 pub mod frames;
 pub mod guardrails;

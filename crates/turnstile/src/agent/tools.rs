@@ -46,6 +46,20 @@ pub trait Tools: Send + Sync {
         let _ = round;
         self.call(tool, args).await.map(Answer::Output)
     }
+    /// [`Tools::call_round`] on behalf of `who`: a server that authorizes
+    /// per user (`auth = "user"`) is called with the thread owner's token,
+    /// or holds the call at a Connect card (`agent::connections`). Every
+    /// other server answers as `call_round`.
+    async fn call_for(
+        &self,
+        who: &super::connections::OnBehalf,
+        tool: &str,
+        args: Map<String, Value>,
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
+        let _ = who;
+        self.call_round(tool, args, round).await
+    }
     /// Answers the question asked inside an open 2025-11-25 call of `tool`.
     async fn answer_nested(
         &self,
@@ -88,7 +102,25 @@ impl Tools for ToolBelt {
     }
 
     fn server_of(&self, tool: &str) -> Option<String> {
-        self.client_for(tool).map(|c| c.name().to_string())
+        match self.client_for(tool) {
+            Some(c) => Some(c.name().to_string()),
+            None => self.user_server_of(tool),
+        }
+    }
+
+    async fn call_for(
+        &self,
+        who: &super::connections::OnBehalf,
+        tool: &str,
+        args: Map<String, Value>,
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
+        match (self.user_server_of(tool), &self.connections) {
+            (Some(server), Some(c)) if self.client_for(tool).is_none() => {
+                c.call(&server, who, tool, args, round).await
+            }
+            _ => self.call_round(tool, args, round).await,
+        }
     }
 
     async fn call(&self, tool: &str, args: Map<String, Value>) -> Result<ToolOutput, McpError> {
@@ -145,8 +177,13 @@ impl Tools for ToolBelt {
     }
 
     fn trust(&self, tool: &str) -> ToolTrust {
-        self.client_for(tool)
-            .map_or_else(ToolTrust::default, |c| c.trust(tool))
+        if let Some(c) = self.client_for(tool) {
+            return c.trust(tool);
+        }
+        match (self.user_server_of(tool), &self.connections) {
+            (Some(server), Some(c)) => c.trust(&server, tool),
+            _ => ToolTrust::default(),
+        }
     }
 }
 
@@ -160,6 +197,9 @@ fn nobody_offers(tool: &str) -> McpError {
 
 pub struct ToolBelt {
     clients: Vec<Arc<ToolClient>>,
+    /// The servers that authorize per user: not connected at start, each
+    /// call made with its thread owner's token.
+    connections: Option<Arc<super::connections::Connections>>,
 }
 
 impl ToolBelt {
@@ -193,7 +233,10 @@ impl ToolBelt {
                 Err(e) => failure = failure.or(Some(e)),
             }
         }
-        let belt = ToolBelt { clients };
+        let belt = ToolBelt {
+            clients,
+            connections: None,
+        };
         if failure.is_none() {
             failure = belt.duplicate();
         }
@@ -202,6 +245,17 @@ impl ToolBelt {
             return Err(e);
         }
         Ok(belt)
+    }
+
+    /// The servers that authorize per user, called through `connections`.
+    pub fn with_connections(mut self, connections: Arc<super::connections::Connections>) -> Self {
+        self.connections = Some(connections);
+        self
+    }
+
+    /// The per-user server that offers `tool`, if one does.
+    fn user_server_of(&self, tool: &str) -> Option<String> {
+        self.connections.as_ref()?.server_of(tool)
     }
 
     /// A tool listed by two servers.
@@ -225,11 +279,10 @@ impl ToolBelt {
     pub fn tools(&self) -> Vec<ToolInfo> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for client in &self.clients {
-            for tool in client.tools() {
-                if seen.insert(tool.name.clone()) {
-                    out.push(tool);
-                }
+        let per_user = self.connections.iter().flat_map(|c| c.tools());
+        for tool in self.clients.iter().flat_map(|c| c.tools()).chain(per_user) {
+            if seen.insert(tool.name.clone()) {
+                out.push(tool);
             }
         }
         out

@@ -42,6 +42,7 @@ mod limits;
 mod model;
 mod servers;
 mod settings;
+mod server_auth;
 mod telemetry;
 mod tools;
 use http::{FileAuth, FileHttp, FileLicence};
@@ -54,6 +55,7 @@ pub use settings::{
     DEFAULT_API_KEY_ENV, ENV_ADDR, ENV_DATABASE_URL, ENV_MODEL, ENV_MODEL_BASE_URL, ENV_TABLES,
     MAX_INSTRUCTIONS_BYTES,
 };
+pub use server_auth::{ConnectionsSettings, ServerAuth};
 pub use telemetry::TelemetryConfig;
 
 /// The largest config file [`Config::load`] reads (1 MiB).
@@ -113,6 +115,7 @@ struct FileConfig {
     guardrails: Vec<guardrails::FileGuardrail>,
     #[serde(default)]
     telemetry: telemetry::FileTelemetry,
+    connections: Option<server_auth::FileConnections>,
 }
 
 // ---------------------------------------------------------------------------
@@ -148,6 +151,8 @@ pub struct Config {
     pub guardrails: crate::agent::Guardrails,
     /// `[telemetry]`: OpenTelemetry trace export.
     pub telemetry: TelemetryConfig,
+    /// `[connections]`, when a server authorizes per user.
+    pub connections: Option<ConnectionsSettings>,
     /// Things that work but should be changed (a literal key in the file, …).
     /// Never contain a secret.
     pub warnings: Vec<Problem>,
@@ -261,7 +266,9 @@ impl Config {
         let http = v.http(&file.http, &env);
         let auth = v.auth(&file.auth, &http, &env);
         let (tiers, anonymous_tiers) = v.licence(&file.licence);
-        let mcp_servers = v.servers(&file.mcp_servers);
+        let mcp_servers = v.servers(&file.mcp_servers, &env);
+        let per_user = (mcp_servers.iter()).any(|s| matches!(s.auth, ServerAuth::User(_)));
+        let connections = v.connections(file.connections.as_ref(), per_user, &env);
         let guardrails = v.guardrails(&file.guardrails, base_dir, &env);
         let telemetry = v.telemetry(&file.telemetry);
         for (i, server) in mcp_servers.iter().enumerate() {
@@ -299,6 +306,7 @@ impl Config {
                 mcp_servers,
                 guardrails,
                 telemetry,
+                connections,
                 warnings: v.warnings,
             }),
             _ => Err(ConfigError::Invalid {
@@ -413,9 +421,39 @@ impl Config {
                     .collect(),
                 trusted: s.trusted,
                 protocol: s.protocol,
-                bearer: None,
+                bearer: match &s.auth {
+                    ServerAuth::Static(token) => Some(token.clone()),
+                    _ => None,
+                },
             })
             .collect()
+    }
+
+    /// The servers that authorize per user, and where their flows come
+    /// back: `None` when no server is `auth = "user"`.
+    pub fn connections_config(
+        &self,
+    ) -> anyhow::Result<Option<crate::agent::connections::ConnectionsConfig>> {
+        let Some(c) = &self.connections else {
+            return Ok(None);
+        };
+        let specs = self.server_specs();
+        let servers = (self.mcp_servers.iter().zip(specs))
+            .filter_map(|(s, spec)| match &s.auth {
+                ServerAuth::User(client) => Some(crate::agent::connections::UserServer {
+                    spec,
+                    client: client.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        Ok(Some(crate::agent::connections::ConnectionsConfig {
+            servers,
+            callback_url: c.callback_url.clone(),
+            flow_ttl: c.flow_ttl,
+            key: crate::store::SealingKey::parse(c.key.expose())
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
+        }))
     }
 
     /// The model adapter's settings.

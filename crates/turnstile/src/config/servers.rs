@@ -25,10 +25,19 @@ pub(super) struct FileServer {
     pub(super) protocol: Option<String>,
     #[serde(default)]
     pub(super) tools: BTreeMap<String, FileTool>,
+    /// `none` (default), `static`, `client_credentials` or `user`.
+    pub(super) auth: Option<String>,
+    /// `auth = "static"`: the variable that holds the bearer token.
+    pub(super) bearer_env: Option<String>,
+    pub(super) oauth: Option<super::server_auth::FileOAuth>,
 }
 
 impl Validator {
-    pub(super) fn servers(&mut self, servers: &[FileServer]) -> Vec<McpServer> {
+    pub(super) fn servers(
+        &mut self,
+        servers: &[FileServer],
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<McpServer> {
         let mut out: Vec<McpServer> = Vec::new();
         for (i, s) in servers.iter().enumerate() {
             let at = format!("mcp_servers[{i}]");
@@ -102,8 +111,17 @@ impl Validator {
                     crate::mcp::Revision::default()
                 }),
             };
+            let auth = self.server_auth(
+                &at,
+                s.auth.as_deref(),
+                s.bearer_env.as_deref(),
+                s.oauth.as_ref(),
+                s.url.is_some(),
+                env,
+            );
             if let Some(transport) = transport {
                 out.push(McpServer {
+                    auth,
                     name: name.to_string(),
                     transport,
                     trusted_origin,

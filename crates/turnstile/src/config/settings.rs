@@ -77,6 +77,8 @@ pub enum KeySource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
+    /// How turnstile authorizes with it (`auth`).
+    pub auth: super::server_auth::ServerAuth,
     pub transport: Transport,
     /// The origin (`scheme://host[:port]`) trusted for links this server
     /// returns.

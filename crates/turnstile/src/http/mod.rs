@@ -5,6 +5,7 @@
 //! module only turns requests into turns and frames into SSE.
 
 mod agui;
+mod connections;
 mod drain;
 mod embed;
 mod error;
@@ -79,6 +80,12 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/tables/{name}", get(routes::get_table))
         .route("/v1/metrics", get(routes::metrics))
         .route("/v1/admin/drain", post(routes::drain))
+        .route("/v1/connections", get(connections::list))
+        .route("/v1/connections/callback", get(connections::callback))
+        .route(
+            "/v1/connections/{server}",
+            axum::routing::delete(connections::revoke),
+        )
         .fallback(routes::not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(from_fn_with_state(limits, limits::read_body))

@@ -112,4 +112,6 @@ pub struct AppState {
     pub drain: Arc<super::drain::Drain>,
     /// The operator's key for the admin routes (set with the router).
     pub admin_key: Option<AdminKey>,
+    /// The servers each user connects (`/v1/connections`), if any.
+    pub connections: Option<Arc<crate::agent::connections::Connections>>,
 }

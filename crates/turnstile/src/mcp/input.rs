@@ -74,6 +74,10 @@ pub enum Asked {
         url: String,
         id: String,
     },
+    /// turnstile's own request, never a server's: the user connects their
+    /// account on a per-user server at `url` (its authorization URL) before
+    /// the call goes out (`agent::connections`).
+    Connect { server: String, url: String },
     /// A request the client does not offer (sampling, roots).
     Unsupported { method: String },
 }

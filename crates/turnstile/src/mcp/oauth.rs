@@ -39,7 +39,7 @@ impl fmt::Debug for AccessToken {
 }
 
 /// Who the client is to the authorization server.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ClientIdentity {
     /// A pre-registered client id, and its secret (from the environment).
     pub client_id: Option<String>,

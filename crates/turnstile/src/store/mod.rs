@@ -42,6 +42,7 @@
 //! Message bodies and snapshots are never logged.
 
 mod approval;
+mod connections;
 mod error;
 mod lease;
 mod model;
@@ -62,6 +63,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
 use sqlx::{AnyPool, ConnectOptions, Connection, Executor, Row, SqlSafeStr};
 use tracing::Instrument;
 
+pub use connections::{ConnectionRow, SealError, SealingKey, KEY_ENV as CONNECTIONS_KEY_ENV};
 pub use error::StoreError;
 pub use lease::Lease;
 pub use model::{
@@ -117,6 +119,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         8,
         "process_leases",
         include_str!("../../../../migrations/0008_process_leases.sql"),
+    ),
+    (
+        9,
+        "connections",
+        include_str!("../../../../migrations/0009_connections.sql"),
     ),
 ];
 

@@ -219,13 +219,14 @@ impl Turn<'_> {
 /// Sends the call as [`Turn::sending`] says.
 pub(super) async fn send(
     tools: &dyn Tools,
+    who: &crate::agent::connections::OnBehalf,
     tool: &str,
     args: Map<String, Value>,
     sending: Sending,
 ) -> Result<Answer, McpError> {
     match sending {
-        Sending::Fresh => tools.call_round(tool, args, None).await,
-        Sending::Round(round) => tools.call_round(tool, args, Some(round)).await,
+        Sending::Fresh => tools.call_for(who, tool, args, None).await,
+        Sending::Round(round) => tools.call_for(who, tool, args, Some(round)).await,
         Sending::Nested(nested) => {
             let (open, reply) = *nested;
             tools.answer_nested(tool, open, reply).await
@@ -266,6 +267,19 @@ fn prompt(key: String, asked: Asked) -> Result<wire::InputAsked, String> {
                 key,
                 mode: "url".into(),
                 message,
+                schema: None,
+                url: Some(view.url),
+                domain: Some(view.domain),
+                punycode: view.punycode,
+            })
+        }
+        Asked::Connect { server, url } => {
+            let view = elicitation::url_view(&url)
+                .map_err(|e| format!("the authorization URL is not one a client shows: {e}"))?;
+            Ok(wire::InputAsked {
+                key,
+                mode: "connect".into(),
+                message: format!("Connect your account on {server} so that this call can go out."),
                 schema: None,
                 url: Some(view.url),
                 domain: Some(view.domain),

@@ -278,7 +278,11 @@ impl Turn<'_> {
         let sending = self.sending(tool, args);
         let tools = self.agent.tools.clone();
         let span = crate::agent::spans::execute_tool(tool, &call_id, server);
-        let answer = super::ask::send(tools.as_ref(), tool, args.clone(), sending)
+        let who = crate::agent::connections::OnBehalf {
+            thread: self.thread_id.clone(),
+            access: self.licence.access.clone(),
+        };
+        let answer = super::ask::send(tools.as_ref(), &who, tool, args.clone(), sending)
             .instrument(span.clone())
             .await;
         // A call the server made a task is followed here to its end: its

@@ -1,0 +1,694 @@
+//! Tool servers that authorize per user (`auth = "user"`, issue 40 §2–3,
+//! ADR 0043): each call to one goes out with the token its thread's owner
+//! connected, and a call for an owner with none is held at a Connect card.
+//!
+//! One authorization flow is one machine of `tables/connect.ron`: started
+//! when a call needs it (discovery from the server's 401, PKCE, the
+//! resource indicator, the callback URL turnstile serves), ended by one
+//! request to the callback route, which code classifies into one event.
+//! Only the `callback` row stores a token: sealed with the deployment's key
+//! per owner and server (`store::SealingKey`), never in a prompt, a frame,
+//! a log, a metric or an error. The held call is the approval table's
+//! `input_required` interrupt; the callback answers it once (its one
+//! compare-and-swap), and the resumed call goes out with the new token.
+//!
+//! Flows live in this process's memory: a callback that reaches another
+//! process, or this one after a restart, is `callback-without-flow`, and
+//! the user is asked again by the next call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::transport::auth::{AuthError, AuthorizationRequest, OAuthState, StoredCredentials};
+use serde_json::{Map, Value};
+
+use crate::judge::tiers::Access;
+use crate::mcp::oauth::{AccessToken, ClientIdentity};
+use crate::mcp::{Answer, Asked, ClientOptions, InputAsk, InputRound, McpError, ServerSpec, ToolClient, Transport};
+use crate::protocols::connect::{Connect, ConnectEffect, ConnectEvent};
+use crate::protocols::{telemetry, Bound, Typed};
+use crate::store::{Owner, OwnerKind, SealingKey, Store};
+
+/// The request key of the Connect card's one request.
+pub const CONNECT_KEY: &str = "connect";
+
+/// How long a flow waits for its callback by default.
+pub const DEFAULT_FLOW_TTL: Duration = Duration::from_secs(600);
+
+/// One server configured `auth = "user"`.
+#[derive(Clone, Debug)]
+pub struct UserServer {
+    pub spec: ServerSpec,
+    /// Who turnstile is to the server's authorization server.
+    pub client: ClientIdentity,
+}
+
+impl UserServer {
+    fn url(&self) -> Option<&str> {
+        match &self.spec.transport {
+            Transport::Http { url } => Some(url),
+            Transport::Stdio { .. } => None,
+        }
+    }
+}
+
+/// What `[connections]` and the environment give.
+pub struct ConnectionsConfig {
+    pub servers: Vec<UserServer>,
+    /// turnstile's own callback route as the authorization server's
+    /// redirect reaches it (`…/v1/connections/callback`).
+    pub callback_url: String,
+    pub flow_ttl: Duration,
+    pub key: SealingKey,
+}
+
+/// Who a call is made for: the thread (its owner's token) and the tiers
+/// its turn holds, kept with a flow so the resumed turn holds them too.
+#[derive(Clone, Debug)]
+pub struct OnBehalf {
+    pub thread: String,
+    pub access: Access,
+}
+
+/// One authorization flow.
+struct Flow {
+    owner: String,
+    /// The owner is a verified subject (not an anonymous session).
+    principal: bool,
+    server: String,
+    thread: String,
+    access: Access,
+    machine: Typed<Connect>,
+    /// The PKCE verifier and client: taken by the exchange, dropped on
+    /// expiry (`forget`).
+    oauth: Option<OAuthState>,
+    started: Instant,
+    ended: Option<Instant>,
+}
+
+/// What one callback request came to.
+#[derive(Debug)]
+pub enum CallbackOutcome {
+    /// Stored; the held call of `thread` is to be answered `accept`.
+    Connected(Resume),
+    /// The user refused at the authorization server, or the exchange
+    /// failed: the held call is answered `decline`, and nothing is sent.
+    Declined { resume: Resume, row: String },
+    /// Refused by a forbidden row; nothing stored, nothing resumed.
+    Refused { row: String, why: String },
+}
+
+/// The held call a callback answers.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub thread: String,
+    pub server: String,
+    pub access: Access,
+}
+
+/// What the callback route read from its request.
+#[derive(Debug, Default)]
+pub struct CallbackQuery {
+    pub state: Option<String>,
+    pub code: Option<String>,
+    pub error: Option<String>,
+    pub iss: Option<String>,
+}
+
+pub struct Connections {
+    servers: Vec<UserServer>,
+    callback_url: String,
+    flow_ttl: Duration,
+    key: SealingKey,
+    store: Store,
+    table: Bound<Connect>,
+    options: ClientOptions,
+    flows: Mutex<HashMap<String, Flow>>,
+    /// One live session per owner and server, opened with its token.
+    sessions: tokio::sync::Mutex<HashMap<(String, String), Arc<ToolClient>>>,
+    /// Each server's last session opened, whoever's: its `tools/list` is
+    /// what the planner is shown of the server.
+    listed: Mutex<HashMap<String, Arc<ToolClient>>>,
+}
+
+impl std::fmt::Debug for Connections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connections")
+            .field("servers", &self.servers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connections {
+    pub fn new(
+        cfg: ConnectionsConfig,
+        store: Store,
+        table: Bound<Connect>,
+        options: ClientOptions,
+    ) -> Connections {
+        Connections {
+            servers: cfg.servers,
+            callback_url: cfg.callback_url,
+            flow_ttl: cfg.flow_ttl,
+            key: cfg.key,
+            store,
+            table,
+            options,
+            flows: Mutex::new(HashMap::new()),
+            sessions: tokio::sync::Mutex::new(HashMap::new()),
+            listed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The per-user server that offers `tool`: in a session's last
+    /// `tools/list`, else in the configuration.
+    pub fn server_of(&self, tool: &str) -> Option<String> {
+        let listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        self.servers
+            .iter()
+            .find(|s| match listed.get(&s.spec.name) {
+                Some(c) => c.offers(tool),
+                None => s.spec.tools.contains_key(tool),
+            })
+            .map(|s| s.spec.name.clone())
+    }
+
+    /// Every per-user server's tools: a session's last listing, else the
+    /// configured names, described as what they are until someone connects.
+    pub fn tools(&self) -> Vec<crate::mcp::ToolInfo> {
+        let listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out = Vec::new();
+        for s in &self.servers {
+            match listed.get(&s.spec.name) {
+                Some(c) => out.extend(c.tools()),
+                None => out.extend(s.spec.tools.keys().map(|name| crate::mcp::ToolInfo {
+                    name: name.clone(),
+                    description: format!(
+                        "Offered by '{}', which each user connects with their own account; a call asks the user to connect first.",
+                        s.spec.name
+                    ),
+                    input_schema: serde_json::json!({"type": "object"}).into(),
+                })),
+            }
+        }
+        out
+    }
+
+    /// What a turn may believe about `tool` of `server`.
+    pub fn trust(&self, server: &str, tool: &str) -> crate::mcp::ToolTrust {
+        let listed = self.listed.lock().unwrap_or_else(PoisonError::into_inner);
+        match listed.get(server) {
+            Some(c) => c.trust(tool),
+            None => crate::mcp::ToolTrust {
+                server_trusted: self.server(server).is_some_and(|s| s.spec.trusted),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The configured server named `name`, if it authorizes per user.
+    pub fn server(&self, name: &str) -> Option<&UserServer> {
+        self.servers.iter().find(|s| s.spec.name == name)
+    }
+
+    /// Every per-user server's name.
+    pub fn server_names(&self) -> impl Iterator<Item = &str> {
+        self.servers.iter().map(|s| s.spec.name.as_str())
+    }
+
+    /// The owner of `thread` (a hash, never the subject).
+    async fn owner_of(&self, thread: &str, server: &str) -> Result<Owner, McpError> {
+        let refused = |reason: &str| McpError::InvalidSpec {
+            server: server.to_string(),
+            reason: reason.to_string(),
+        };
+        match self.store.ownership(thread).await {
+            Ok(Some(o)) => match o.owner {
+                Some(owner) => Ok(owner),
+                None => Err(refused(
+                    "the thread has no owner, and a per-user server needs one",
+                )),
+            },
+            Ok(None) => Err(refused("no such thread")),
+            Err(e) => Err(refused(&format!("the store: {e}"))),
+        }
+    }
+
+    /// Calls `tool` of the per-user server `server` for `who`: with the
+    /// owner's token, or held at a Connect card when there is none (or the
+    /// server refused the one stored: revoked or expired).
+    pub async fn call(
+        &self,
+        server: &str,
+        who: &OnBehalf,
+        tool: &str,
+        args: Map<String, Value>,
+        round: Option<InputRound>,
+    ) -> Result<Answer, McpError> {
+        let Some(user_server) = self.server(server).cloned() else {
+            return Err(McpError::InvalidSpec {
+                server: server.to_string(),
+                reason: "not a per-user server".into(),
+            });
+        };
+        let owner = self.owner_of(&who.thread, server).await?;
+        let principal = owner.kind == OwnerKind::Principal;
+        let owner = owner.key;
+        // The Connect card's own answer is turnstile's, never the server's:
+        // a decline sends nothing; an accept goes on with the stored token.
+        let round = match round {
+            Some(r) if r.responses.contains_key(CONNECT_KEY) => {
+                let action = (r.responses.get(CONNECT_KEY))
+                    .and_then(|v| v.get("action"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("cancel");
+                if action != "accept" {
+                    return Err(McpError::Protocol {
+                        server: server.to_string(),
+                        tool: tool.to_string(),
+                        reason: format!(
+                            "the user did not connect {server} ({action}): the call was not sent"
+                        ),
+                    });
+                }
+                None
+            }
+            other => other,
+        };
+        let Some(token) = self.token(&owner, server).await else {
+            return self.ask(&user_server, &owner, principal, who).await;
+        };
+        let session = self.session(&owner, &user_server, token).await;
+        let answer = match session {
+            Ok(s) => s.call_round(tool, args, round).await,
+            Err(e) => Err(e),
+        };
+        match answer {
+            Err(e) if refused_token(&e) => {
+                // The server no longer takes the token (revoked, expired):
+                // it is forgotten, and the user is asked again.
+                tracing::info!(server, "a per-user server refused the stored token; asking again");
+                self.forget(&owner, server).await;
+                self.ask(&user_server, &owner, principal, who).await
+            }
+            other => other,
+        }
+    }
+
+    /// A live session for `owner` on `server`, opened with `token`.
+    async fn session(
+        &self,
+        owner: &str,
+        server: &UserServer,
+        token: AccessToken,
+    ) -> Result<Arc<ToolClient>, McpError> {
+        let key = (owner.to_string(), server.spec.name.clone());
+        let mut sessions = self.sessions.lock().await;
+        if let Some(s) = sessions.get(&key) {
+            if s.carries_calls() {
+                return Ok(s.clone());
+            }
+        }
+        let mut spec = server.spec.clone();
+        spec.bearer = Some(token);
+        let client = Arc::new(ToolClient::connect_with(&spec, self.options.clone()).await?);
+        sessions.insert(key, client.clone());
+        (self.listed.lock().unwrap_or_else(PoisonError::into_inner))
+            .insert(server.spec.name.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// The owner's stored access token for `server`, if one opens.
+    async fn token(&self, owner: &str, server: &str) -> Option<AccessToken> {
+        let sealed = match self.store.connection(owner, server).await {
+            Ok(Some(s)) => s,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(server, error = %e, "reading a stored connection");
+                return None;
+            }
+        };
+        let plain = match self.key.open(owner, server, &sealed) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(server, error = %e, "a stored connection does not open");
+                return None;
+            }
+        };
+        let creds: StoredCredentials = serde_json::from_slice(&plain).ok()?;
+        let token = creds.token_response.as_ref()?;
+        use oauth2::TokenResponse as _;
+        Some(AccessToken::new(token.access_token().secret().clone()))
+    }
+
+    /// Forgets the owner's token and session for `server`.
+    async fn forget(&self, owner: &str, server: &str) {
+        if let Some(s) = (self.sessions.lock().await).remove(&(owner.to_string(), server.to_string())) {
+            s.shutdown().await;
+        }
+        if let Err(e) = self.store.delete_connection(owner, server).await {
+            tracing::warn!(server, error = %e, "forgetting a stored connection");
+        }
+    }
+
+    /// `DELETE /v1/connections/{server}`: `false` when there was none.
+    pub async fn revoke(&self, owner: &str, server: &str) -> Result<bool, crate::store::StoreError> {
+        if let Some(s) = (self.sessions.lock().await).remove(&(owner.to_string(), server.to_string())) {
+            s.shutdown().await;
+        }
+        self.store.delete_connection(owner, server).await
+    }
+
+    /// Starts a flow and holds the call at its Connect card.
+    async fn ask(
+        &self,
+        server: &UserServer,
+        owner: &str,
+        principal: bool,
+        who: &OnBehalf,
+    ) -> Result<Answer, McpError> {
+        let name = server.spec.name.clone();
+        let fail = |reason: String| McpError::Connect {
+            server: name.clone(),
+            reason,
+        };
+        let Some(url) = server.url() else {
+            return Err(fail("a per-user server is reached over HTTP".into()));
+        };
+        let mut machine = self.table.machine();
+        let challenge = crate::mcp::oauth::challenge(url, self.options.connect_timeout)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let started = async {
+            let mut state = OAuthState::new(url, None).await?;
+            let mut request = AuthorizationRequest::new(self.callback_url.clone())
+                .with_client_name("turnstile");
+            if let Some(c) = challenge {
+                request = request.with_challenge(c);
+            }
+            if let Some(id) = &server.client.client_id {
+                request = request.with_preregistered_client(id.clone());
+                if let Some(secret) = &server.client.client_secret {
+                    request = request.with_client_secret(secret.clone());
+                }
+            }
+            if let Some(m) = &server.client.metadata_url {
+                request = request.with_client_metadata_url(m.clone());
+            }
+            if !server.client.scopes.is_empty() {
+                request = request.with_scopes(server.client.scopes.iter().cloned());
+            }
+            state.start_authorization(request).await?;
+            let auth_url = state.get_authorization_url().await?;
+            Ok::<_, AuthError>((state, auth_url))
+        };
+        let (state, auth_url) = match tokio::time::timeout(self.options.connect_timeout * 4, started).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(AuthError::ProtectedResourceMetadataInvalid { .. })) => {
+                let v = fire(&mut machine, ConnectEvent::MetadataMismatch);
+                return Err(fail(format!(
+                    "its resource metadata was refused by row `{}` of the connect table",
+                    v.unwrap_or_default()
+                )));
+            }
+            Ok(Err(e)) => return Err(fail(format!("authorization discovery: {e}"))),
+            Err(_) => return Err(fail("authorization discovery did not finish in time".into())),
+        };
+        let Some(csrf) = reqwest::Url::parse(&auth_url)
+            .ok()
+            .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))
+        else {
+            return Err(fail("the authorization URL carries no state".into()));
+        };
+        if let Some(row) = fire(&mut machine, ConnectEvent::ConnectNeeded) {
+            return Err(fail(format!("refused by row `{row}` of the connect table")));
+        }
+        let flow = Flow {
+            owner: owner.to_string(),
+            principal,
+            server: name.clone(),
+            thread: who.thread.clone(),
+            access: who.access.clone(),
+            machine,
+            oauth: Some(state),
+            started: Instant::now(),
+            ended: None,
+        };
+        {
+            let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
+            self.sweep(&mut flows);
+            flows.insert(csrf, flow);
+        }
+        tracing::info!(server = %name, "a call waits for the user to connect the server");
+        Ok(Answer::Asks(InputAsk {
+            requests: vec![(
+                CONNECT_KEY.to_string(),
+                Asked::Connect {
+                    server: name,
+                    url: auth_url,
+                },
+            )],
+            request_state: None,
+            nested: None,
+        }))
+    }
+
+    /// Expires flows past their time and drops ended ones kept for replay
+    /// detection past theirs.
+    fn sweep(&self, flows: &mut HashMap<String, Flow>) {
+        let ttl = self.flow_ttl;
+        for flow in flows.values_mut() {
+            if flow.ended.is_none() && flow.started.elapsed() > ttl {
+                let _ = fire(&mut flow.machine, ConnectEvent::Expired);
+                flow.oauth = None;
+                flow.ended = Some(Instant::now());
+            }
+        }
+        flows.retain(|_, f| f.ended.is_none_or(|e| e.elapsed() <= ttl));
+    }
+
+    /// One request to the callback route. `caller` is the identity the
+    /// request itself carries, if any: a verified subject must be the
+    /// flow's; a session must be the flow's when the flow is a session's (a
+    /// browser's leftover anonymous session speaks for no subject).
+    pub async fn callback(&self, q: CallbackQuery, caller: Option<&Owner>) -> CallbackOutcome {
+        let refused = |row: Option<String>, why: &str| CallbackOutcome::Refused {
+            row: row.unwrap_or_else(|| "unknown".into()),
+            why: why.to_string(),
+        };
+        let event = if q.error.is_some() {
+            ConnectEvent::CallbackDenied
+        } else {
+            ConnectEvent::Callback
+        };
+        // Which flow, and what it is now: everything that needs no network.
+        let (oauth, server, resume) = {
+            let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
+            self.sweep(&mut flows);
+            let flow = q.state.as_deref().and_then(|s| flows.get_mut(s));
+            let Some(flow) = flow else {
+                let mut idle = self.table.machine();
+                let row = fire(&mut idle, event);
+                return refused(row, "no authorization flow with this state is waiting here");
+            };
+            if flow.ended.is_some() {
+                let row = fire(&mut flow.machine, event);
+                return refused(row, "this authorization flow already ended");
+            }
+            let speaks = |c: &&Owner| c.kind == OwnerKind::Principal || !flow.principal;
+            if caller.filter(speaks).is_some_and(|c| c.key != flow.owner) {
+                let row = fire(&mut flow.machine, ConnectEvent::OtherSubject);
+                return refused(row, "the callback came in another user's session");
+            }
+            let resume = Resume {
+                thread: flow.thread.clone(),
+                server: flow.server.clone(),
+                access: flow.access.clone(),
+            };
+            if event == ConnectEvent::CallbackDenied {
+                let row = fire(&mut flow.machine, event);
+                flow.oauth = None;
+                flow.ended = Some(Instant::now());
+                return CallbackOutcome::Declined {
+                    resume,
+                    row: row.unwrap_or_default(),
+                };
+            }
+            let Some(oauth) = flow.oauth.take() else {
+                return refused(None, "this authorization flow already ended");
+            };
+            // Taken: a second callback racing this one finds no verifier.
+            flow.ended = Some(Instant::now());
+            (oauth, flow.server.clone(), resume)
+        };
+        let ended = |event: ConnectEvent| {
+            let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
+            let flow = q.state.as_deref().and_then(|s| flows.get_mut(s));
+            flow.and_then(|f| fire(&mut f.machine, event))
+        };
+        let (Some(code), Some(state)) = (q.code.as_deref(), q.state.as_deref()) else {
+            let row = ended(ConnectEvent::ExchangeFailed);
+            return CallbackOutcome::Declined {
+                resume,
+                row: row.unwrap_or_default(),
+            };
+        };
+        let mut oauth = oauth;
+        let exchanged = oauth
+            .handle_callback_with_issuer(code, state, q.iss.as_deref())
+            .await;
+        match exchanged {
+            Err(AuthError::AuthorizationServerMismatch { .. })
+            | Err(AuthError::AuthorizationServerMissingIssuer { .. }) => {
+                let row = ended(ConnectEvent::IssMismatch);
+                return refused(row, "the callback's issuer is not the flow's authorization server");
+            }
+            Err(e) => {
+                tracing::warn!(server = %server, error = %e, "the token exchange failed");
+                let row = ended(ConnectEvent::ExchangeFailed);
+                return CallbackOutcome::Declined {
+                    resume,
+                    row: row.unwrap_or_default(),
+                };
+            }
+            Ok(_) => {}
+        }
+        let creds = match oauth.get_credentials().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(server = %server, error = %e, "reading the exchanged credentials");
+                let row = ended(ConnectEvent::ExchangeFailed);
+                return CallbackOutcome::Declined {
+                    resume,
+                    row: row.unwrap_or_default(),
+                };
+            }
+        };
+        let Some(user_server) = self.server(&server) else {
+            return refused(None, "the server is no longer configured");
+        };
+        let (client_id, token) = creds;
+        let Some(token) = token else {
+            let row = ended(ConnectEvent::ExchangeFailed);
+            return CallbackOutcome::Declined {
+                resume,
+                row: row.unwrap_or_default(),
+            };
+        };
+        use oauth2::TokenResponse as _;
+        if let Some(url) = user_server.url() {
+            if !audience_fits(token.access_token().secret(), url) {
+                let row = ended(ConnectEvent::WrongAudience);
+                return refused(row, "the token was issued for another resource");
+            }
+        }
+        let scopes = token
+            .scopes()
+            .map(|s| s.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        let stored = StoredCredentials::new(client_id, Some(token), Vec::new(), None);
+        let plain = match serde_json::to_vec(&stored) {
+            Ok(p) => p,
+            Err(_) => return refused(None, "the credentials could not be written"),
+        };
+        let owner = {
+            let flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
+            let flow = q.state.as_deref().and_then(|s| flows.get(s));
+            flow.map(|f| f.owner.clone())
+        };
+        let Some(owner) = owner else {
+            return refused(None, "the flow is gone");
+        };
+        // The row first: what it forbids stores nothing.
+        if let Some(row) = ended(ConnectEvent::Callback) {
+            return refused(Some(row), "refused by the connect table");
+        }
+        let sealed = match self.key.seal(&owner, &server, &plain) {
+            Ok(s) => s,
+            Err(e) => return refused(None, &e.to_string()),
+        };
+        if let Err(e) = self.store.put_connection(&owner, &server, &sealed, &scopes).await {
+            tracing::warn!(server = %server, error = %e, "storing a connection");
+            return refused(None, "the connection could not be stored");
+        }
+        // A session opened with an older token is closed.
+        if let Some(s) = (self.sessions.lock().await).remove(&(owner.clone(), server.clone())) {
+            s.shutdown().await;
+        }
+        tracing::info!(server = %server, "a user connected a per-user server");
+        CallbackOutcome::Connected(resume)
+    }
+
+    /// The owner's connected servers (`GET /v1/connections`).
+    pub async fn list(
+        &self,
+        owner: &str,
+    ) -> Result<Vec<crate::store::ConnectionRow>, crate::store::StoreError> {
+        self.store.connections(owner).await
+    }
+}
+
+/// Fires `event`; the forbidden row's id (counted and logged), or `None`.
+fn fire(machine: &mut Typed<Connect>, event: ConnectEvent) -> Option<String> {
+    match machine.fire(event) {
+        Ok(t) => {
+            let effect: Option<ConnectEffect> = t.effect;
+            tracing::debug!(?effect, "connect row");
+            None
+        }
+        Err(v) => {
+            telemetry::violation(&v);
+            Some(v.row_id.to_string())
+        }
+    }
+}
+
+/// Whether the server refused the token the call carried (401).
+fn refused_token(e: &McpError) -> bool {
+    let text = e.to_string();
+    text.contains("Auth required") || text.contains("401")
+}
+
+/// Whether a JWT access token's `aud` names `resource` (RFC 8707). A token
+/// that is not a JWT cannot be read here: the server checks it.
+fn audience_fits(token: &str, resource: &str) -> bool {
+    use base64::Engine as _;
+    let mut parts = token.split('.');
+    let (Some(_), Some(payload), Some(_), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return true;
+    };
+    let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')) else {
+        return true;
+    };
+    let Ok(claims) = serde_json::from_slice::<Value>(&bytes) else {
+        return true;
+    };
+    let same = |a: &str| a.trim_end_matches('/') == resource.trim_end_matches('/');
+    match claims.get("aud") {
+        Some(Value::String(a)) => same(a),
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).any(same),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+
+    fn jwt(claims: Value) -> String {
+        let b = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        format!("{}.{}.sig", b(&serde_json::json!({"alg": "RS256"})), b(&claims))
+    }
+
+    #[test]
+    fn a_tokens_audience_must_name_the_server() {
+        let url = "http://127.0.0.1:9/mcp";
+        assert!(audience_fits(&jwt(serde_json::json!({"aud": url})), url));
+        assert!(audience_fits(&jwt(serde_json::json!({"aud": ["x", "http://127.0.0.1:9/mcp/"]})), url));
+        assert!(!audience_fits(&jwt(serde_json::json!({"aud": "http://other/mcp"})), url));
+        assert!(audience_fits("opaque-token", url));
+    }
+}

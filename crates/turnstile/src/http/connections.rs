@@ -1,0 +1,205 @@
+//! `/v1/connections` (issue 40 §2–3): the caller's connected per-user
+//! servers, revoking one, and the callback route the authorization servers
+//! send users' browsers back to. What a callback may do is the connect
+//! table's (`agent::connections`); this layer reads the request, answers
+//! the held call's interrupt once, and says what happened. No response, log
+//! line or error here carries a token, a code or a subject.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::ApiError;
+use super::identity::{presented, Presented};
+use super::state::AppState;
+use crate::agent::connections::{CallbackOutcome, CallbackQuery, Resume, CONNECT_KEY};
+use crate::agent::UserDecision;
+
+fn not_configured() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no server here authorizes per user (`auth = \"user\"`)")
+}
+
+/// `GET /v1/connections`: each per-user server, and whether the caller
+/// connected it (never a token).
+pub async fn list(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Some(c) = st.connections.clone() else {
+        return Err(not_configured());
+    };
+    let caller = st.identity.identify(&headers, &method).await?;
+    let Some(owner) = caller.owner() else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "connections are a caller's own: sign in"));
+    };
+    let rows = c.list(&owner.key).await?;
+    let servers: Vec<Value> = c
+        .server_names()
+        .map(|name| match rows.iter().find(|r| r.server == name) {
+            Some(r) => json!({"server": name, "connected": true, "scopes": r.scopes, "connected_at": r.updated_at}),
+            None => json!({"server": name, "connected": false}),
+        })
+        .collect();
+    Ok(caller.respond(Json(json!({"connections": servers}))))
+}
+
+/// `DELETE /v1/connections/{server}`: forgets the caller's token for it
+/// (204), or 404 when they had none.
+pub async fn revoke(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    Path(server): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(c) = st.connections.clone() else {
+        return Err(not_configured());
+    };
+    let caller = st.identity.identify(&headers, &method).await?;
+    let Some(owner) = caller.owner() else {
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "connections are a caller's own: sign in"));
+    };
+    if c.server(&server).is_none() {
+        return Err(ApiError::not_found("per-user server"));
+    }
+    match c.revoke(&owner.key, &server).await? {
+        true => Ok(caller.respond(StatusCode::NO_CONTENT)),
+        false => Err(ApiError::not_found("connection")),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct CallbackParams {
+    state: Option<String>,
+    code: Option<String>,
+    error: Option<String>,
+    iss: Option<String>,
+}
+
+/// `GET /v1/connections/callback`: where an authorization server sends the
+/// user back. A refusal is 400 naming the connect table's row; nothing is
+/// stored for it.
+pub async fn callback(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    Query(q): Query<CallbackParams>,
+) -> Result<Response, ApiError> {
+    let Some(c) = st.connections.clone() else {
+        return Err(not_configured());
+    };
+    // The identity the request itself carries, if any: a browser sent
+    // back by an authorization server carries at most a session cookie.
+    let carries = !matches!(presented(&headers), Presented::None)
+        || headers.contains_key(header::COOKIE);
+    let caller = match carries {
+        true => Some(st.identity.identify(&headers, &method).await?),
+        false => None,
+    };
+    let owner = caller.as_ref().and_then(|c| c.owner());
+    let query = CallbackQuery {
+        state: q.state,
+        code: q.code,
+        error: q.error,
+        iss: q.iss,
+    };
+    let outcome = c.callback(query, owner.as_ref()).await;
+    let (status, title, text) = match outcome {
+        CallbackOutcome::Refused { row, why } => {
+            tracing::warn!(row = %row, "a connect callback was refused");
+            let body = format!("Not connected: {why}. Refused by row `{row}` of the connect table; nothing was stored.");
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, body).with_row("connect", &row));
+        }
+        CallbackOutcome::Connected(resume) => {
+            let resumed = resume_held(&st, &resume, "accept").await;
+            let server = resume.server;
+            let text = match resumed {
+                Ok(true) => format!("Connected {server}. The call that waited for it was sent once; go back to the chat to read its answer."),
+                Ok(false) => format!("Connected {server}. No call waits for it now."),
+                Err(why) => format!("Connected {server}. The waiting call was not sent from here ({why}): answer its card in the chat."),
+            };
+            (StatusCode::OK, "Connected", text)
+        }
+        CallbackOutcome::Declined { resume, row } => {
+            let resumed = resume_held(&st, &resume, "decline").await;
+            let server = resume.server;
+            let sent = match resumed {
+                Ok(true) => "The call that waited for it was not sent, and the chat says so.",
+                _ => "No call was sent.",
+            };
+            (
+                StatusCode::OK,
+                "Not connected",
+                format!("{server} was not connected (row `{row}` of the connect table). {sent}"),
+            )
+        }
+    };
+    let page = format!(
+        "<!doctype html><meta charset=utf-8><title>turnstile: {title}</title>\
+         <p data-testid=connect-result>{}</p><p><a href=\"/\">Back to the chat</a></p>",
+        escape(&text)
+    );
+    let mut response = (status, Html(page)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    Ok(match caller {
+        Some(c) => c.respond(response),
+        None => response,
+    })
+}
+
+/// Answers the thread's Connect card for `resume.server` with `action`,
+/// once (the approval table's compare-and-swap), and runs the resumed turn
+/// to its end; nobody reads its stream here: every frame is stored, and
+/// the chat shows the stored thread. `Ok(false)`: no such card waits.
+async fn resume_held(st: &AppState, resume: &Resume, action: &'static str) -> Result<bool, String> {
+    let approvals = (st.store.approvals(&resume.thread).await).map_err(|e| e.to_string())?;
+    let waiting = approvals.iter().rev().find(|a| {
+        let input = &a.action["input"];
+        a.state == "Awaiting"
+            && input["server"] == resume.server.as_str()
+            && (input["requests"].as_array())
+                .is_some_and(|r| r.iter().any(|r| r["key"] == CONNECT_KEY && r["mode"] == "connect"))
+    });
+    let Some(waiting) = waiting else {
+        return Ok(false);
+    };
+    let turn_id = uuid::Uuid::new_v4().to_string();
+    let claim = match st.agent.leases.claim(&resume.thread, &turn_id).await {
+        Ok(Some(c)) => c,
+        Ok(None) => return Err("another turn runs on the thread".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let user = UserDecision::Answer {
+        action,
+        answers: Default::default(),
+    };
+    let decided = match (st.agent)
+        .decide_as(&resume.thread, &waiting.interrupt_id, user, None)
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => {
+            claim.release().await;
+            return Err(e.to_string());
+        }
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let agent = st.agent.clone();
+    let open = st.drain.turn_opened();
+    let thread = resume.thread.clone();
+    let access = Some(resume.access.clone());
+    tokio::spawn(async move {
+        agent.resume_turn(&thread, decided, access, tx, Some(claim)).await;
+        drop(open);
+    });
+    tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    Ok(true)
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
