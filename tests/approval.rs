@@ -692,6 +692,7 @@ async fn racing_decisions_are_settled_by_the_swap_alone() {
         auth: Default::default(),
         licences: turnstile::judge::tiers::LicenceMap::open(),
         guardrails: Default::default(),
+        connections: None,
     })
     .await
     .expect("a second agent on the same database");

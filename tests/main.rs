@@ -17,6 +17,7 @@ mod browser;
 mod capability;
 mod cli_output;
 mod conformance;
+mod connections;
 mod crash;
 mod demo_auth;
 mod demo_start;

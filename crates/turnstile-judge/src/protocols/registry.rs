@@ -9,10 +9,9 @@ use crate::fsm::{self, BindingNames, Expect, Findings, Table};
 
 use super::{
     admission::Admission, agui::Agui, approval::Approval, connect::Connect, connection::Connection,
-    export::Export,
-    frame::Frame, guardrail::Guardrail, hold::Hold, licence::Licence, narration::Narration,
-    narrowing::Narrowing, ownership::Ownership, paging::Paging, panel::Panel, task::Task,
-    turn::Turn, ui_stream::UiStream, Protocol,
+    export::Export, frame::Frame, guardrail::Guardrail, hold::Hold, licence::Licence,
+    narration::Narration, narrowing::Narrowing, ownership::Ownership, paging::Paging, panel::Panel,
+    task::Task, turn::Turn, ui_stream::UiStream, Protocol,
 };
 
 /// Every table compiled into the binary: (name, file name, source).

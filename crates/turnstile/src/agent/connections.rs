@@ -25,7 +25,9 @@ use serde_json::{Map, Value};
 
 use crate::judge::tiers::Access;
 use crate::mcp::oauth::{AccessToken, ClientIdentity};
-use crate::mcp::{Answer, Asked, ClientOptions, InputAsk, InputRound, McpError, ServerSpec, ToolClient, Transport};
+use crate::mcp::{
+    Answer, Asked, ClientOptions, InputAsk, InputRound, McpError, ServerSpec, ToolClient, Transport,
+};
 use crate::protocols::connect::{Connect, ConnectEffect, ConnectEvent};
 use crate::protocols::{telemetry, Bound, Typed};
 use crate::store::{Owner, OwnerKind, SealingKey, Store};
@@ -288,7 +290,10 @@ impl Connections {
             Err(e) if refused_token(&e) => {
                 // The server no longer takes the token (revoked, expired):
                 // it is forgotten, and the user is asked again.
-                tracing::info!(server, "a per-user server refused the stored token; asking again");
+                tracing::info!(
+                    server,
+                    "a per-user server refused the stored token; asking again"
+                );
                 self.forget(&owner, server).await;
                 self.ask(&user_server, &owner, principal, who).await
             }
@@ -344,7 +349,9 @@ impl Connections {
 
     /// Forgets the owner's token and session for `server`.
     async fn forget(&self, owner: &str, server: &str) {
-        if let Some(s) = (self.sessions.lock().await).remove(&(owner.to_string(), server.to_string())) {
+        if let Some(s) =
+            (self.sessions.lock().await).remove(&(owner.to_string(), server.to_string()))
+        {
             s.shutdown().await;
         }
         if let Err(e) = self.store.delete_connection(owner, server).await {
@@ -353,8 +360,14 @@ impl Connections {
     }
 
     /// `DELETE /v1/connections/{server}`: `false` when there was none.
-    pub async fn revoke(&self, owner: &str, server: &str) -> Result<bool, crate::store::StoreError> {
-        if let Some(s) = (self.sessions.lock().await).remove(&(owner.to_string(), server.to_string())) {
+    pub async fn revoke(
+        &self,
+        owner: &str,
+        server: &str,
+    ) -> Result<bool, crate::store::StoreError> {
+        if let Some(s) =
+            (self.sessions.lock().await).remove(&(owner.to_string(), server.to_string()))
+        {
             s.shutdown().await;
         }
         self.store.delete_connection(owner, server).await
@@ -382,8 +395,8 @@ impl Connections {
             .map_err(|e| fail(e.to_string()))?;
         let started = async {
             let mut state = OAuthState::new(url, None).await?;
-            let mut request = AuthorizationRequest::new(self.callback_url.clone())
-                .with_client_name("turnstile");
+            let mut request =
+                AuthorizationRequest::new(self.callback_url.clone()).with_client_name("turnstile");
             if let Some(c) = challenge {
                 request = request.with_challenge(c);
             }
@@ -403,22 +416,28 @@ impl Connections {
             let auth_url = state.get_authorization_url().await?;
             Ok::<_, AuthError>((state, auth_url))
         };
-        let (state, auth_url) = match tokio::time::timeout(self.options.connect_timeout * 4, started).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(AuthError::ProtectedResourceMetadataInvalid { .. })) => {
-                let v = fire(&mut machine, ConnectEvent::MetadataMismatch);
-                return Err(fail(format!(
-                    "its resource metadata was refused by row `{}` of the connect table",
-                    v.unwrap_or_default()
-                )));
-            }
-            Ok(Err(e)) => return Err(fail(format!("authorization discovery: {e}"))),
-            Err(_) => return Err(fail("authorization discovery did not finish in time".into())),
-        };
-        let Some(csrf) = reqwest::Url::parse(&auth_url)
-            .ok()
-            .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))
-        else {
+        let (state, auth_url) =
+            match tokio::time::timeout(self.options.connect_timeout * 4, started).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(AuthError::ProtectedResourceMetadataInvalid { .. })) => {
+                    let v = fire(&mut machine, ConnectEvent::MetadataMismatch);
+                    return Err(fail(format!(
+                        "its resource metadata was refused by row `{}` of the connect table",
+                        v.unwrap_or_default()
+                    )));
+                }
+                Ok(Err(e)) => return Err(fail(format!("authorization discovery: {e}"))),
+                Err(_) => {
+                    return Err(fail(
+                        "authorization discovery did not finish in time".into(),
+                    ))
+                }
+            };
+        let Some(csrf) = reqwest::Url::parse(&auth_url).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned())
+        }) else {
             return Err(fail("the authorization URL carries no state".into()));
         };
         if let Some(row) = fire(&mut machine, ConnectEvent::ConnectNeeded) {
@@ -542,7 +561,10 @@ impl Connections {
             Err(AuthError::AuthorizationServerMismatch { .. })
             | Err(AuthError::AuthorizationServerMissingIssuer { .. }) => {
                 let row = ended(ConnectEvent::IssMismatch);
-                return refused(row, "the callback's issuer is not the flow's authorization server");
+                return refused(
+                    row,
+                    "the callback's issuer is not the flow's authorization server",
+                );
             }
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "the token exchange failed");
@@ -585,7 +607,12 @@ impl Connections {
         }
         let scopes = token
             .scopes()
-            .map(|s| s.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" "))
+            .map(|s| {
+                s.iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
             .unwrap_or_default();
         let stored = StoredCredentials::new(client_id, Some(token), Vec::new(), None);
         let plain = match serde_json::to_vec(&stored) {
@@ -608,7 +635,11 @@ impl Connections {
             Ok(s) => s,
             Err(e) => return refused(None, &e.to_string()),
         };
-        if let Err(e) = self.store.put_connection(&owner, &server, &sealed, &scopes).await {
+        if let Err(e) = self
+            .store
+            .put_connection(&owner, &server, &sealed, &scopes)
+            .await
+        {
             tracing::warn!(server = %server, error = %e, "storing a connection");
             return refused(None, "the connection could not be stored");
         }
@@ -655,11 +686,14 @@ fn refused_token(e: &McpError) -> bool {
 fn audience_fits(token: &str, resource: &str) -> bool {
     use base64::Engine as _;
     let mut parts = token.split('.');
-    let (Some(_), Some(payload), Some(_), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(_), Some(payload), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return true;
     };
-    let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')) else {
+    let Ok(bytes) =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('='))
+    else {
         return true;
     };
     let Ok(claims) = serde_json::from_slice::<Value>(&bytes) else {
@@ -680,15 +714,25 @@ mod tests {
 
     fn jwt(claims: Value) -> String {
         let b = |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
-        format!("{}.{}.sig", b(&serde_json::json!({"alg": "RS256"})), b(&claims))
+        format!(
+            "{}.{}.sig",
+            b(&serde_json::json!({"alg": "RS256"})),
+            b(&claims)
+        )
     }
 
     #[test]
     fn a_tokens_audience_must_name_the_server() {
         let url = "http://127.0.0.1:9/mcp";
         assert!(audience_fits(&jwt(serde_json::json!({"aud": url})), url));
-        assert!(audience_fits(&jwt(serde_json::json!({"aud": ["x", "http://127.0.0.1:9/mcp/"]})), url));
-        assert!(!audience_fits(&jwt(serde_json::json!({"aud": "http://other/mcp"})), url));
+        assert!(audience_fits(
+            &jwt(serde_json::json!({"aud": ["x", "http://127.0.0.1:9/mcp/"]})),
+            url
+        ));
+        assert!(!audience_fits(
+            &jwt(serde_json::json!({"aud": "http://other/mcp"})),
+            url
+        ));
         assert!(audience_fits("opaque-token", url));
     }
 }

@@ -40,14 +40,15 @@ mod guardrails;
 mod http;
 mod limits;
 mod model;
+mod server_auth;
 mod servers;
 mod settings;
-mod server_auth;
 mod telemetry;
 mod tools;
 use http::{FileAuth, FileHttp, FileLicence};
 use limits::FileLimits;
 use model::FileModel;
+pub use server_auth::{ConnectionsSettings, ServerAuth};
 use servers::FileServer;
 use settings::{hide_string_values, read_text, TextFile, Validator};
 pub use settings::{
@@ -55,7 +56,6 @@ pub use settings::{
     DEFAULT_API_KEY_ENV, ENV_ADDR, ENV_DATABASE_URL, ENV_MODEL, ENV_MODEL_BASE_URL, ENV_TABLES,
     MAX_INSTRUCTIONS_BYTES,
 };
-pub use server_auth::{ConnectionsSettings, ServerAuth};
 pub use telemetry::TelemetryConfig;
 
 /// The largest config file [`Config::load`] reads (1 MiB).

@@ -67,7 +67,10 @@ impl Validator {
     ) -> ServerAuth {
         let mode = mode.map(str::trim).unwrap_or("none");
         if bearer_env.is_some() && mode != "static" {
-            self.problem(&format!("{at}.bearer_env"), "only `auth = \"static\"` takes a bearer_env".into());
+            self.problem(
+                &format!("{at}.bearer_env"),
+                "only `auth = \"static\"` takes a bearer_env".into(),
+            );
         }
         if oauth.is_some() && !matches!(mode, "client_credentials" | "user") {
             self.problem(
@@ -76,41 +79,56 @@ impl Validator {
             );
         }
         if mode != "none" && !is_http {
-            self.problem(&format!("{at}.auth"), "only an HTTP server (`url`) authorizes".into());
+            self.problem(
+                &format!("{at}.auth"),
+                "only an HTTP server (`url`) authorizes".into(),
+            );
             return ServerAuth::None;
         }
         match mode {
             "none" => ServerAuth::None,
-            "static" => match bearer_env {
-                None => {
-                    self.problem(&format!("{at}.bearer_env"), "`auth = \"static\"` needs the name of the variable that holds the token".into());
-                    ServerAuth::None
-                }
-                Some(var) if !is_env_name(var) => {
-                    self.problem(&format!("{at}.bearer_env"), "must be the name of an environment variable, not the token".into());
-                    ServerAuth::None
-                }
-                Some(var) => match env(var) {
-                    Some(t) => ServerAuth::Static(AccessToken::new(t.trim())),
+            "static" => {
+                match bearer_env {
                     None => {
-                        self.problem(&format!("{at}.bearer_env"), format!("the environment variable {var} is not set"));
+                        self.problem(&format!("{at}.bearer_env"), "`auth = \"static\"` needs the name of the variable that holds the token".into());
                         ServerAuth::None
                     }
-                },
-            },
+                    Some(var) if !is_env_name(var) => {
+                        self.problem(
+                            &format!("{at}.bearer_env"),
+                            "must be the name of an environment variable, not the token".into(),
+                        );
+                        ServerAuth::None
+                    }
+                    Some(var) => match env(var) {
+                        Some(t) => ServerAuth::Static(AccessToken::new(t.trim())),
+                        None => {
+                            self.problem(
+                                &format!("{at}.bearer_env"),
+                                format!("the environment variable {var} is not set"),
+                            );
+                            ServerAuth::None
+                        }
+                    },
+                }
+            }
             "client_credentials" => {
                 let client = self.oauth_client(at, oauth, env);
                 if client.client_id.is_none() || client.client_secret.is_none() {
                     self.problem(
                         &format!("{at}.oauth"),
-                        "the client credentials grant needs `client_id` and `client_secret_env`".into(),
+                        "the client credentials grant needs `client_id` and `client_secret_env`"
+                            .into(),
                     );
                 }
                 ServerAuth::ClientCredentials(client)
             }
             "user" => ServerAuth::User(self.oauth_client(at, oauth, env)),
             other => {
-                self.problem(&format!("{at}.auth"), format!("`{other}` is not a mode: use {MODES}"));
+                self.problem(
+                    &format!("{at}.auth"),
+                    format!("`{other}` is not a mode: use {MODES}"),
+                );
                 ServerAuth::None
             }
         }
@@ -128,13 +146,19 @@ impl Validator {
         let client_secret = match o.client_secret_env.as_deref() {
             None => None,
             Some(var) if !is_env_name(var) => {
-                self.problem(&format!("{at}.oauth.client_secret_env"), "must be the name of an environment variable, not the secret".into());
+                self.problem(
+                    &format!("{at}.oauth.client_secret_env"),
+                    "must be the name of an environment variable, not the secret".into(),
+                );
                 None
             }
             Some(var) => {
                 let got = env(var);
                 if got.is_none() {
-                    self.problem(&format!("{at}.oauth.client_secret_env"), format!("the environment variable {var} is not set"));
+                    self.problem(
+                        &format!("{at}.oauth.client_secret_env"),
+                        format!("the environment variable {var} is not set"),
+                    );
                 }
                 got
             }
@@ -144,7 +168,11 @@ impl Validator {
                 .map(|u| u.to_string())
         });
         ClientIdentity {
-            client_id: o.client_id.as_ref().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()),
+            client_id: o
+                .client_id
+                .as_ref()
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty()),
             client_secret,
             metadata_url,
             scopes: o.scopes.clone(),
@@ -166,7 +194,9 @@ impl Validator {
             flow_ttl_secs: f.flow_ttl_secs,
         });
         let callback_url = match f.callback_url.as_deref() {
-            Some(u) => self.http_url("connections.callback_url", u).map(|u| u.to_string()),
+            Some(u) => self
+                .http_url("connections.callback_url", u)
+                .map(|u| u.to_string()),
             None => {
                 self.problem(
                     "connections.callback_url",

@@ -18,7 +18,10 @@ use crate::agent::connections::{CallbackOutcome, CallbackQuery, Resume, CONNECT_
 use crate::agent::UserDecision;
 
 fn not_configured() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "no server here authorizes per user (`auth = \"user\"`)")
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no server here authorizes per user (`auth = \"user\"`)",
+    )
 }
 
 /// `GET /v1/connections`: each per-user server, and whether the caller
@@ -33,7 +36,10 @@ pub async fn list(
     };
     let caller = st.identity.identify(&headers, &method).await?;
     let Some(owner) = caller.owner() else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "connections are a caller's own: sign in"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "connections are a caller's own: sign in",
+        ));
     };
     let rows = c.list(&owner.key).await?;
     let servers: Vec<Value> = c
@@ -59,7 +65,10 @@ pub async fn revoke(
     };
     let caller = st.identity.identify(&headers, &method).await?;
     let Some(owner) = caller.owner() else {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "connections are a caller's own: sign in"));
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "connections are a caller's own: sign in",
+        ));
     };
     if c.server(&server).is_none() {
         return Err(ApiError::not_found("per-user server"));
@@ -92,8 +101,8 @@ pub async fn callback(
     };
     // The identity the request itself carries, if any: a browser sent
     // back by an authorization server carries at most a session cookie.
-    let carries = !matches!(presented(&headers), Presented::None)
-        || headers.contains_key(header::COOKIE);
+    let carries =
+        !matches!(presented(&headers), Presented::None) || headers.contains_key(header::COOKIE);
     let caller = match carries {
         true => Some(st.identity.identify(&headers, &method).await?),
         false => None,
@@ -142,9 +151,10 @@ pub async fn callback(
         escape(&text)
     );
     let mut response = (status, Html(page)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
     Ok(match caller {
         Some(c) => c.respond(response),
         None => response,
@@ -161,8 +171,10 @@ async fn resume_held(st: &AppState, resume: &Resume, action: &'static str) -> Re
         let input = &a.action["input"];
         a.state == "Awaiting"
             && input["server"] == resume.server.as_str()
-            && (input["requests"].as_array())
-                .is_some_and(|r| r.iter().any(|r| r["key"] == CONNECT_KEY && r["mode"] == "connect"))
+            && (input["requests"].as_array()).is_some_and(|r| {
+                r.iter()
+                    .any(|r| r["key"] == CONNECT_KEY && r["mode"] == "connect")
+            })
     });
     let Some(waiting) = waiting else {
         return Ok(false);
@@ -193,7 +205,9 @@ async fn resume_held(st: &AppState, resume: &Resume, action: &'static str) -> Re
     let thread = resume.thread.clone();
     let access = Some(resume.access.clone());
     tokio::spawn(async move {
-        agent.resume_turn(&thread, decided, access, tx, Some(claim)).await;
+        agent
+            .resume_turn(&thread, decided, access, tx, Some(claim))
+            .await;
         drop(open);
     });
     tokio::spawn(async move { while rx.recv().await.is_some() {} });
@@ -201,5 +215,7 @@ async fn resume_held(st: &AppState, resume: &Resume, action: &'static str) -> Re
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -143,7 +143,11 @@ impl Store {
 
     /// `owner`'s sealed credentials for `server`, if connected.
     #[tracing::instrument(level = "debug", skip_all)]
-    pub async fn connection(&self, owner: &str, server: &str) -> Result<Option<String>, StoreError> {
+    pub async fn connection(
+        &self,
+        owner: &str,
+        server: &str,
+    ) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT sealed FROM connections WHERE owner = $1 AND server = $2")
             .bind(owner)
             .bind(server)

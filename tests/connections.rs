@@ -1,0 +1,608 @@
+//! Per-user authorization with a protected MCP server (issue 40 §2–4), end
+//! to end through `turnstile serve`, against two programs we did not
+//! write: an MCP server built on the official Python SDK with its auth
+//! support (tests/interop/py_auth_server.py, a resource server that checks
+//! each token by the authorization server's introspection), and panva's
+//! `oidc-provider` (npm) as the authorization server, with its own login
+//! and consent pages (tests/interop/oidc_as.mjs).
+//!
+//! A planned call to the server, for a user who has not connected it, ends
+//! the turn at a Connect card holding the authorization URL; the login is
+//! driven through the provider's pages over HTTP; the callback stores the
+//! token sealed and resumes the held call once. A second user gets their
+//! own card; a token revoked at the provider, or deleted with
+//! `DELETE /v1/connections/notes`, asks again. A callback with a wrong
+//! `state`, another user's session, a forged `iss`, a replay, or a token
+//! for another audience is refused by its row of `tables/connect.ron`, and
+//! nothing is stored. The tokens and codes are searched for in the log,
+//! the frames, the model's requests and the database file, and not found.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::fake_openai::{Action, FakeOpenAi, Role};
+use common::frames::read_frames;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// 32 bytes as hex: the sealing key of these tests' deployments.
+const KEY: &str = "6b1f0c2d3e4f5a6b7c8d9eaf0b1c2d3e4f5a6b7c8d9eaf0b1c2d3e4f5a6b7c8d";
+
+struct Stack {
+    _as: tokio::process::Child,
+    issuer: String,
+    _py: tokio::process::Child,
+    serve: tokio::process::Child,
+    base: String,
+    fake: FakeOpenAi,
+    dir: tempfile::TempDir,
+    http: reqwest::Client,
+}
+
+impl Stack {
+    async fn start(wrong_audience: bool) -> Stack {
+        let dir = common::needs::interop_dir();
+        common::needs::npm_file(&dir, "oidc-provider/package.json");
+        let port = common::free_port();
+        let base = format!("http://127.0.0.1:{port}");
+        let callback = format!("{base}/v1/connections/callback");
+        let mut cmd = tokio::process::Command::new(common::needs::node());
+        cmd.arg(dir.join("oidc_as.mjs")).arg(&callback);
+        if wrong_audience {
+            cmd.arg("--wrong-audience");
+        }
+        let mut child = cmd
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs the authorization server");
+        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(30), out.next_line())
+            .await
+            .expect("the authorization server starts")
+            .unwrap()
+            .expect("it prints its issuer");
+        tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
+        let issuer = serde_json::from_str::<Value>(&line).unwrap()["issuer"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        let tmp = tempfile::tempdir().unwrap();
+        let py_port = common::free_port();
+        let py = tokio::process::Command::new(common::needs::python_sdk())
+            .arg(dir.join("py_auth_server.py"))
+            .args(["--port", &py_port.to_string(), "--issuer", &issuer])
+            .arg("--calls-file")
+            .arg(tmp.path().join("calls.json"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python runs the MCP server");
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let py_url = format!("http://127.0.0.1:{py_port}/mcp");
+        wait_until("the Python MCP server answers 401", || async {
+            let r = http.post(&py_url).json(&json!({})).send().await;
+            r.is_ok_and(|r| r.status() == 401)
+        })
+        .await;
+
+        let fake = FakeOpenAi::start().await;
+        let config = format!(
+            "addr = \"127.0.0.1:{port}\"\ndatabase_url = \"sqlite://{db}?mode=rwc\"\n\
+             [model]\nbase_url = \"{model}\"\nname = \"fake-model-1\"\napi_key_env = \"CONNECT_TEST_MODEL_KEY\"\n\
+             [http]\ndrain_secs = 1\n\
+             [connections]\ncallback_url = \"{callback}\"\n\
+             [[mcp_servers]]\nname = \"notes\"\nurl = \"{py_url}\"\nauth = \"user\"\n\
+             [mcp_servers.oauth]\nclient_id = \"turnstile\"\nscopes = [\"notes:read\"]\n\
+             [mcp_servers.tools.list_notes]\nretry_safe = true\n\
+             [mcp_servers.tools.note_calls]\nretry_safe = true\n",
+            db = tmp.path().join("t.db").display(),
+            model = fake.base_url,
+        );
+        let path = tmp.path().join("turnstile.toml");
+        std::fs::write(&path, config).unwrap();
+        let log = std::fs::File::create(tmp.path().join("serve.log")).unwrap();
+        let serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
+            .args(["serve", "--config"])
+            .arg(&path)
+            .env("CONNECT_TEST_MODEL_KEY", common::fake_openai::KEY)
+            .env("TURNSTILE_CONNECTIONS_KEY", KEY)
+            .env(
+                "RUST_LOG",
+                "debug,hyper=info,h2=info,sqlx=info,reqwest=info",
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("turnstile serve runs");
+        let ready = format!("{base}/healthz");
+        wait_until("turnstile serve gets ready", || async {
+            let r = http.get(&ready).send().await;
+            r.is_ok_and(|r| r.status().is_success())
+        })
+        .await;
+        Stack {
+            _as: child,
+            issuer,
+            _py: py,
+            serve,
+            base,
+            fake,
+            dir: tmp,
+            http,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+    }
+
+    /// How many times `list_notes` ran, per subject, as the server counts.
+    fn note_calls(&self) -> Value {
+        let text = std::fs::read_to_string(self.dir.path().join("calls.json")).unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(Value::Null)
+    }
+
+    fn db_path(&self) -> PathBuf {
+        self.dir.path().join("t.db")
+    }
+
+    /// A new anonymous user: a thread and its session cookie.
+    async fn user(&self) -> User {
+        let r = self
+            .http
+            .post(format!("{}/v1/threads", self.base))
+            .send()
+            .await
+            .unwrap();
+        let cookie = (r.headers().get("set-cookie"))
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .expect("a session cookie")
+            .to_string();
+        let thread = r.json::<Value>().await.unwrap()["thread_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        User { cookie, thread }
+    }
+
+    /// One turn whose planner calls `tool`; its frames as JSON.
+    async fn say(&self, user: &User, text: &str, tool: &str) -> Vec<Value> {
+        self.fake.on(
+            Role::Planner,
+            Action::ToolCalls(vec![(tool.into(), "{}".into())]),
+        );
+        let r = self
+            .http
+            .post(format!("{}/v1/threads/{}/messages", self.base, user.thread))
+            .header("cookie", &user.cookie)
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let body = r.text().await.unwrap();
+        // Every frame, as the wire carries it.
+        assert!(!read_frames(body.as_bytes()).is_empty(), "{body}");
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    }
+
+    /// The stored thread.
+    async fn thread(&self, user: &User) -> Value {
+        let r = self
+            .http
+            .get(format!("{}/v1/threads/{}", self.base, user.thread))
+            .header("cookie", &user.cookie)
+            .send()
+            .await
+            .unwrap();
+        r.json().await.unwrap()
+    }
+
+    /// The callback request, as the browser makes it.
+    async fn callback(&self, url: &str, cookie: Option<&str>) -> (u16, String) {
+        let mut req = self.http.get(url);
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        let r = req.send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// Logs in at the provider as `login` and consents, as a browser
+    /// would: the redirect back to turnstile, not followed.
+    async fn authorize(&self, auth_url: &str, login: &str) -> String {
+        let mut jar: BTreeMap<String, String> = BTreeMap::new();
+        let mut next = auth_url.to_string();
+        let mut form: Option<(String, Vec<(&str, &str)>)> = None;
+        for _ in 0..12 {
+            let req = match form.take() {
+                Some((action, fields)) => self
+                    .http
+                    .post(action)
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(form_body(&fields)),
+                None => self.http.get(&next),
+            };
+            let cookies: Vec<String> = jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let r = req
+                .header("cookie", cookies.join("; "))
+                .send()
+                .await
+                .unwrap();
+            for c in r.headers().get_all("set-cookie") {
+                let pair = c.to_str().unwrap().split(';').next().unwrap().to_string();
+                if let Some((k, v)) = pair.split_once('=') {
+                    jar.insert(k.to_string(), v.to_string());
+                }
+            }
+            let status = r.status().as_u16();
+            if (300..400).contains(&status) {
+                let loc = r.headers()["location"].to_str().unwrap().to_string();
+                let loc = match loc.starts_with("http") {
+                    true => loc,
+                    false => format!("{}{loc}", self.issuer),
+                };
+                if loc.starts_with(&self.base) {
+                    return loc;
+                }
+                next = loc;
+                continue;
+            }
+            assert_eq!(status, 200, "the provider's page at {next}");
+            let page = r.text().await.unwrap();
+            let action = page
+                .split("action=\"")
+                .nth(1)
+                .and_then(|s| s.split('"').next())
+                .unwrap_or_else(|| panic!("a form on the provider's page: {page}"));
+            let action = match action.starts_with("http") {
+                true => action.to_string(),
+                false => format!("{}{action}", self.issuer),
+            };
+            // The page's hidden `prompt`: a login form, or the consent.
+            let fields = match page.contains("name=\"prompt\" value=\"login\"") {
+                true => vec![("prompt", "login"), ("login", login), ("password", "any")],
+                false => vec![("prompt", "consent")],
+            };
+            form = Some((action, fields));
+        }
+        panic!("the provider did not send the browser back");
+    }
+
+    /// The access token stored for `user`, opened with the deployment's
+    /// key (the test's own look into the sealed row).
+    async fn stored_token(&self, user: &User) -> Option<String> {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", self.db_path().display()))
+            .await
+            .unwrap();
+        let owner: String = sqlx::query_scalar("SELECT owner FROM threads WHERE id = ?")
+            .bind(&user.thread)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let sealed: Option<String> = sqlx::query_scalar(
+            "SELECT sealed FROM connections WHERE owner = ? AND server = 'notes'",
+        )
+        .bind(&owner)
+        .fetch_optional(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        let key = turnstile::store::SealingKey::parse(KEY).unwrap();
+        let plain = key.open(&owner, "notes", &sealed?).unwrap();
+        let creds: Value = serde_json::from_slice(&plain).unwrap();
+        Some(
+            creds["token_response"]["access_token"]
+                .as_str()?
+                .to_string(),
+        )
+    }
+
+    async fn connections_rows(&self) -> i64 {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", self.db_path().display()))
+            .await
+            .unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM connections")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        n
+    }
+
+    async fn stop(self) -> String {
+        common::remote::sigterm(self.serve.id().expect("turnstile serve runs"));
+        let mut serve = self.serve;
+        let _ = tokio::time::timeout(Duration::from_secs(20), serve.wait()).await;
+        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+    }
+}
+
+struct User {
+    cookie: String,
+    thread: String,
+}
+
+async fn wait_until<F, Fut>(what: &str, mut ok: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ok().await {
+        assert!(Instant::now() < deadline, "{what}: not within 60 s");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// The Connect card's authorization URL in a turn's frames.
+fn connect_url(frames: &[Value]) -> Option<String> {
+    fn find(v: &Value) -> Option<String> {
+        match v {
+            Value::Object(m) => {
+                if m.get("mode").and_then(Value::as_str) == Some("connect") {
+                    return m.get("url").and_then(Value::as_str).map(str::to_string);
+                }
+                m.values().find_map(find)
+            }
+            Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    frames.iter().find_map(find)
+}
+
+/// `application/x-www-form-urlencoded` of `fields`.
+fn form_body(fields: &[(&str, &str)]) -> String {
+    let u = reqwest::Url::parse_with_params("http://x/", fields).unwrap();
+    u.query().unwrap_or_default().to_string()
+}
+
+fn with_param(url: &str, key: &str, value: &str) -> String {
+    let mut u = reqwest::Url::parse(url).unwrap();
+    let pairs: Vec<(String, String)> = u
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .filter(|(k, _)| k != key)
+        .collect();
+    u.query_pairs_mut()
+        .clear()
+        .extend_pairs(pairs)
+        .append_pair(key, value);
+    u.to_string()
+}
+
+fn param(url: &str, key: &str) -> String {
+    let u = reqwest::Url::parse(url).unwrap();
+    let found = u.query_pairs().find(|(k, _)| k == key);
+    found.map(|(_, v)| v.into_owned()).unwrap_or_default()
+}
+
+/// The resumed turn's result in the stored thread: the tool's text.
+async fn wait_for_text(stack: &Stack, user: &User, text: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let t = stack.thread(user).await;
+        if t.to_string().contains(text) {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "`{text}` not in the thread: {t}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
+    let stack = Stack::start(false).await;
+    let ana = stack.user().await;
+
+    // A call for a user who has not connected: a Connect card, nothing sent.
+    let frames = stack.say(&ana, "show my notes", "list_notes").await;
+    let auth_url = connect_url(&frames).unwrap_or_else(|| panic!("a Connect card: {frames:?}"));
+    assert!(auth_url.starts_with(&stack.issuer), "{auth_url}");
+    for p in ["code_challenge", "state", "resource"] {
+        assert!(!param(&auth_url, p).is_empty(), "`{p}` in {auth_url}");
+    }
+    assert_eq!(param(&auth_url, "code_challenge_method"), "S256");
+    assert!(param(&auth_url, "resource").ends_with("/mcp"), "{auth_url}");
+    let callback = stack.authorize(&auth_url, "ana").await;
+    let code = param(&callback, "code");
+    assert!(!code.is_empty(), "{callback}");
+
+    // Hostile callbacks first: each refused by its row, nothing stored.
+    let forged = with_param(&callback, "state", "not-a-flow");
+    let (status, body) = stack.callback(&forged, None).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("callback-without-flow"), "{body}");
+    let ben = stack.user().await;
+    let (status, body) = stack.callback(&callback, Some(&ben.cookie)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("callback-for-another-subject"), "{body}");
+    assert_eq!(stack.connections_rows().await, 0);
+
+    // ana's own callback: stored, and the held call resumed.
+    let (status, body) = stack.callback(&callback, Some(&ana.cookie)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("was sent once"), "{body}");
+    wait_for_text(&stack, &ana, "Budget review moved to Friday").await;
+    // A replay stores nothing and resumes nothing.
+    let (status, body) = stack.callback(&callback, Some(&ana.cookie)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("callback-replayed-after-connected"), "{body}");
+
+    // The call ran once for ana, as the server counts; and her next call
+    // goes out with her token, no card.
+    assert_eq!(stack.note_calls(), json!({"ana": 1}));
+    let frames = stack.say(&ana, "how many note calls", "note_calls").await;
+    assert!(connect_url(&frames).is_none(), "{frames:?}");
+    assert!(
+        serde_json::to_string(&frames)
+            .unwrap()
+            .contains(r#""ok":true"#),
+        "{frames:?}"
+    );
+
+    // GET /v1/connections: hers, never a token.
+    let token = stack
+        .stored_token(&ana)
+        .await
+        .expect("ana's token is stored");
+    let r = stack
+        .http
+        .get(format!("{}/v1/connections", stack.base))
+        .header("cookie", &ana.cookie)
+        .send()
+        .await
+        .unwrap();
+    let listed: Value = r.json().await.unwrap();
+    assert_eq!(listed["connections"][0]["server"], "notes", "{listed}");
+    assert_eq!(listed["connections"][0]["connected"], true, "{listed}");
+    assert!(!listed.to_string().contains(&token));
+
+    // A second user gets their own card, and their own notes.
+    let frames = stack.say(&ben, "show my notes", "list_notes").await;
+    let ben_url = connect_url(&frames).expect("ben's own Connect card");
+    assert_ne!(param(&ben_url, "state"), param(&auth_url, "state"));
+    let ben_callback = stack.authorize(&ben_url, "ben").await;
+    let (status, body) = stack.callback(&ben_callback, Some(&ben.cookie)).await;
+    assert_eq!(status, 200, "{body}");
+    wait_for_text(&stack, &ben, "Dentist at 9").await;
+    assert_eq!(stack.note_calls(), json!({"ana": 1, "ben": 1}));
+    assert!(!stack
+        .thread(&ben)
+        .await
+        .to_string()
+        .contains("Budget review"));
+
+    // A token revoked at the provider: the server refuses it, and ana is
+    // asked again.
+    let r = stack
+        .http
+        .post(format!("{}/token/revocation", stack.issuer))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form_body(&[
+            ("token", token.as_str()),
+            ("client_id", "turnstile"),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let frames = stack.say(&ana, "show my notes", "list_notes").await;
+    assert!(
+        connect_url(&frames).is_some(),
+        "a revoked token asks again: {frames:?}"
+    );
+    assert!(
+        stack.stored_token(&ana).await.is_none(),
+        "the refused token is forgotten"
+    );
+
+    // DELETE /v1/connections/notes: ben's token is forgotten, and he is
+    // asked again.
+    let r = stack
+        .http
+        .delete(format!("{}/v1/connections/notes", stack.base))
+        .header("cookie", &ben.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let r = stack
+        .http
+        .delete(format!("{}/v1/connections/notes", stack.base))
+        .header("cookie", &ben.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let frames = stack.say(&ben, "show my notes", "list_notes").await;
+    assert!(connect_url(&frames).is_some(), "{frames:?}");
+
+    // A forged `iss` on a fresh flow is refused, and nothing is stored.
+    let ana_url = connect_url(&stack.say(&ana, "notes please", "list_notes").await).unwrap();
+    let cb = stack.authorize(&ana_url, "ana").await;
+    let (status, body) = stack
+        .callback(
+            &with_param(&cb, "iss", "http://127.0.0.1:9"),
+            Some(&ana.cookie),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("callback-iss-mismatch"), "{body}");
+    assert!(stack.stored_token(&ana).await.is_none());
+
+    // Nothing secret anywhere it may not be.
+    let model = serde_json::to_string(
+        &stack
+            .fake
+            .requests()
+            .iter()
+            .map(|r| r.raw.clone())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let ana_thread = stack.thread(&ana).await.to_string();
+    let db = std::fs::read(stack.db_path()).unwrap();
+    let log = stack.stop().await;
+    assert!(
+        log.contains("a user connected a per-user server"),
+        "the log is read: {log}"
+    );
+    for secret in [token.as_str(), code.as_str()] {
+        assert!(!log.contains(secret), "a secret in the log");
+        assert!(!model.contains(secret), "a secret in a model request");
+        assert!(!ana_thread.contains(secret), "a secret in the frames");
+        assert!(
+            !db.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "a secret in the database file"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn a_token_for_another_audience_is_not_stored() {
+    let stack = Stack::start(true).await;
+    let ana = stack.user().await;
+    let frames = stack.say(&ana, "show my notes", "list_notes").await;
+    let url = connect_url(&frames).expect("a Connect card");
+    let cb = stack.authorize(&url, "ana").await;
+    let (status, body) = stack.callback(&cb, Some(&ana.cookie)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("token-for-another-audience"), "{body}");
+    assert_eq!(stack.connections_rows().await, 0);
+    let metrics = stack
+        .http
+        .get(format!("{}/v1/metrics", stack.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("token-for-another-audience"), "{metrics}");
+    let _ = stack.log();
+    stack.stop().await;
+}

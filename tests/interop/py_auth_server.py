@@ -1,0 +1,108 @@
+"""An MCP server that authorizes each request, written with the official
+Python SDK (mcp 2.x) and its auth support, for tests/connections.rs.
+
+It is a resource server only: the authorization server is another process
+(tests/interop/oidc_as.mjs, panva's oidc-provider). It publishes its
+protected resource metadata (RFC 9728) and answers 401 with it; each bearer
+token is checked by the authorization server's introspection endpoint
+(RFC 7662), so a token revoked there is refused here at once. The token
+must be for this server (`aud`, RFC 8707) with the `notes:read` scope.
+
+Tools (each answers for the token's subject):
+  list_notes()   -> the subject's notes
+  note_calls()   -> how many times list_notes ran for each subject
+
+With --calls-file F, each list_notes run also writes those counts to F as
+JSON (the test's exactly-once proof, read without a token).
+
+Usage: python3 py_auth_server.py --port P --issuer URL [--calls-file F]
+"""
+
+import argparse
+import json
+from collections import Counter
+
+import httpx2 as httpx
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+
+CALLS: Counter = Counter()
+NOTES = {
+    "ana": ["Budget review moved to Friday", "Ship the connector"],
+    "ben": ["Dentist at 9"],
+}
+
+
+class IntrospectionVerifier:
+    """Asks the authorization server whether a token is active."""
+
+    def __init__(self, endpoint: str, resource: str):
+        self.endpoint = endpoint
+        self.resource = resource
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            r = await client.post(
+                self.endpoint,
+                data={"token": token},
+                auth=("notes-rs", "rs-secret"),
+            )
+        if r.status_code != 200:
+            return None
+        info = r.json()
+        if not info.get("active"):
+            return None
+        aud = info.get("aud")
+        auds = aud if isinstance(aud, list) else [aud]
+        if self.resource not in auds:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=info.get("client_id", ""),
+            scopes=(info.get("scope") or "").split(),
+            expires_at=info.get("exp"),
+            resource=self.resource,
+            subject=info.get("sub"),
+        )
+
+
+def build(port: int, issuer: str, calls_file: str | None = None) -> MCPServer:
+    resource = f"http://127.0.0.1:{port}/mcp"
+    server = MCPServer(
+        "turnstile-py-notes",
+        version="1.0.0",
+        token_verifier=IntrospectionVerifier(f"{issuer}/token/introspection", resource),
+        auth=AuthSettings(
+            issuer_url=issuer,
+            resource_server_url=resource,
+            required_scopes=["notes:read"],
+            validate_token_resource=True,
+        ),
+    )
+
+    @server.tool(description="The signed-in user's notes.")
+    def list_notes() -> list[str]:
+        sub = get_access_token().subject
+        CALLS[sub] += 1
+        if calls_file:
+            with open(calls_file, "w") as f:
+                json.dump(dict(CALLS), f)
+        return NOTES.get(sub, [])
+
+    @server.tool(description="How many times list_notes ran, per user.")
+    def note_calls() -> dict[str, int]:
+        return dict(CALLS)
+
+    return server
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--issuer", required=True)
+    ap.add_argument("--calls-file")
+    args = ap.parse_args()
+    build(args.port, args.issuer, args.calls_file).run(transport="streamable-http", host="127.0.0.1", port=args.port)
