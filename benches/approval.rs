@@ -117,6 +117,7 @@ async fn rig() -> Rig {
         auth: Default::default(),
         licences: turnstile::judge::tiers::LicenceMap::open(),
         guardrails: Default::default(),
+        connections: None,
     })
     .await
     .expect("the app builds");

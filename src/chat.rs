@@ -40,6 +40,9 @@ fn describe(frame: &Frame, rows: Rows) -> Option<String> {
         Frame::ToolResult(r) if !r.ok && r.refusal.is_none() && r.summary == "input_required" => {
             format!("· {}: its server asks you first", r.tool)
         }
+        Frame::ToolResult(r) if !r.ok && r.refusal.is_none() && r.summary == "connect_required" => {
+            format!("· {}: waits until you connect your account", r.tool)
+        }
         Frame::ToolResult(r) => match refused_by(r) {
             Some((table, row)) => refused_line(&r.tool, &table, &row),
             None => format!(
@@ -198,12 +201,20 @@ fn question(
     hint: Option<&ResumeHint>,
 ) -> String {
     let server = said(server);
+    // A Connect card is turnstile's own request, not the server's words.
+    let connect = requests.iter().any(|r| r.mode == "connect");
     let mut out = match requests {
+        _ if connect => format!("? connect {server}: the call waits until you sign in"),
         [one] => format!("? {server} asks: {}", said_block(&one.message, "  ")),
         _ => format!("? {server} asks {} things:", requests.len()),
     };
+    let whose = if connect {
+        "turnstile asks"
+    } else {
+        "the server's words"
+    };
     out += &format!(
-        "\n  (the server's words; interrupt {}, during {} {})",
+        "\n  ({whose}; interrupt {}, during {} {})",
         said(&i.interrupt_id),
         said(&i.tool),
         said(&Value::Object(i.args.clone()).to_string())
@@ -213,6 +224,15 @@ fn question(
             out += &format!("\n  {}. {}", n + 1, said_block(&r.message, "     "));
         }
         match r.mode.as_str() {
+            "connect" => {
+                // turnstile's own request: the sign-in's callback answers it.
+                let url = r.url.as_deref().unwrap_or("");
+                out += &format!("\n  connect: open this address to sign in: {}", said(url));
+                if let Some(domain) = &r.domain {
+                    out += &format!("\n    domain: {}", said(domain));
+                }
+                out += "\n    once you have signed in there, the held call goes out once, with your own account; its answer is in the thread";
+            }
             "url" => {
                 let url = r.url.as_deref().unwrap_or("");
                 out += &format!("\n  url {}: {}", quoted(&r.key), said(url));
@@ -251,7 +271,9 @@ fn question(
             .into_iter()
             .filter(|d| i.choices.is_empty() || i.choices.iter().any(|c| c == d.as_str()))
             .collect();
-        let forms: Vec<&InputAsked> = requests.iter().filter(|r| r.mode != "url").collect();
+        let forms: Vec<&InputAsked> = (requests.iter())
+            .filter(|r| r.mode != "url" && r.mode != "connect")
+            .collect();
         for d in offered {
             let mut line = hint.command(&i.interrupt_id, d);
             if d == Decision::Accept {

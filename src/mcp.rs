@@ -217,23 +217,31 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     let mut spec = target.spec().with_protocol(args.protocol);
     let mut connected = ToolClient::connect_with(&spec, options.clone()).await;
     // A protected server: authorize with OAuth, then connect with the token.
-    if let (Err(_), Target::Http { url, .. }) = (&connected, target) {
-        if let Some(challenge) = (turnstile::mcp::oauth::challenge(url, timeout).await)
-            .ok()
-            .flatten()
-        {
-            let token = authorize(url, challenge, &args, timeout).await;
-            match token {
-                Ok(t) => {
-                    spec.bearer = Some(t);
-                    connected = ToolClient::connect_with(&spec, options).await;
-                }
-                Err(e) => bail!(
+    // The challenge is the one the failed request met (a `401` may come
+    // only after `initialize`), else the `401` of a probe.
+    let mut auth = Authorizer {
+        args: &args,
+        timeout,
+        options: &options,
+        authorizations: 0,
+        scopes: args.scopes.clone(),
+    };
+    if let (Err(e), Target::Http { url, .. }) = (&connected, target) {
+        let met = turnstile::mcp::oauth::challenge_in(&e.to_string()).map(|c| c.header);
+        let challenge = match met {
+            Some(c) => Some(c),
+            None => (turnstile::mcp::oauth::challenge(url, timeout).await)
+                .ok()
+                .flatten(),
+        };
+        if let Some(challenge) = challenge {
+            connected = auth.connect(url, challenge, &mut spec).await.map_err(|e| {
+                anyhow::anyhow!(
                     "cannot authorize with {}: {}",
                     target.shown(),
-                    target.scrub(&e.to_string())
-                ),
-            }
+                    target.scrub(&e)
+                )
+            })?;
         }
     }
     let client = match connected {
@@ -254,12 +262,118 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         }
     };
     print!("{}", describe_server(&client, target));
-    let code = match &request.call {
-        None => ExitCode::SUCCESS,
-        Some((tool, tool_args)) => call(&client, target, tool, tool_args).await,
+    let Some((tool, tool_args)) = &request.call else {
+        client.shutdown().await;
+        return Ok(ExitCode::SUCCESS);
     };
+    let mut client = client;
+    let mut answer = call(&client, target, tool, tool_args).await;
+    // A `403` with `insufficient_scope` is a step-up: authorize again for
+    // the scopes it names, then send the call again, within the limit.
+    while let (Err(Failed::Called(e)), Target::Http { url, .. }) = (&answer, target) {
+        let Some(step_up) =
+            turnstile::mcp::oauth::challenge_in(&e.to_string()).filter(|c| c.insufficient_scope)
+        else {
+            break;
+        };
+        if auth.authorizations >= MAX_AUTHORIZATIONS {
+            eprintln!("error: the server asks for more scope again after {MAX_AUTHORIZATIONS} authorizations; giving up");
+            break;
+        }
+        client.shutdown().await;
+        match auth.connect(url, step_up.header, &mut spec).await {
+            Ok(Ok(c)) => client = c,
+            Ok(Err(e)) => bail!(
+                "cannot connect to {}: {}",
+                target.shown(),
+                target.scrub(&tidy(&e.to_string()))
+            ),
+            Err(e) => bail!(
+                "cannot authorize with {}: {}",
+                target.shown(),
+                target.scrub(&e)
+            ),
+        }
+        answer = call(&client, target, tool, tool_args).await;
+    }
+    if let Err(Failed::Called(e)) = &answer {
+        eprintln!(
+            "error: the call of {tool} failed ({}): {}",
+            e.kind(),
+            target.scrub(&tidy(&e.to_string()))
+        );
+    }
     client.shutdown().await;
-    Ok(code)
+    Ok(match answer {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    })
+}
+
+/// Authorizations one run makes at most: the first, and the step-ups a
+/// server's `403`s ask for (a server that never accepts is not asked
+/// forever).
+const MAX_AUTHORIZATIONS: u32 = 3;
+
+/// One run's authorizations with a server: how many were made, and the
+/// scopes asked for so far (`--scope`, then what challenges named).
+struct Authorizer<'a> {
+    args: &'a McpArgs,
+    timeout: Duration,
+    options: &'a ClientOptions,
+    authorizations: u32,
+    scopes: Vec<String>,
+}
+
+impl Authorizer<'_> {
+    /// Authorizes for `challenge` and connects with the token; each `401`
+    /// or `403` the connection meets (a scope `tools/list` needs) is
+    /// authorized again, within [`MAX_AUTHORIZATIONS`]. `Err`: the
+    /// authorization failed.
+    async fn connect(
+        &mut self,
+        url: &str,
+        challenge: String,
+        spec: &mut ServerSpec,
+    ) -> Result<Result<ToolClient, McpError>, String> {
+        let mut challenge = challenge;
+        loop {
+            self.authorizations += 1;
+            // A re-authorization asks for what was asked before and what
+            // the server's challenge names now (their union, SEP-2350).
+            let named = turnstile::mcp::oauth::Challenge {
+                header: challenge.clone(),
+                insufficient_scope: false,
+            }
+            .scopes();
+            for s in named {
+                if !self.scopes.contains(&s) {
+                    self.scopes.push(s);
+                }
+            }
+            let token = authorize(url, challenge, self.args, &self.scopes, self.timeout)
+                .await
+                .map_err(|e| e.to_string())?;
+            spec.bearer = Some(token);
+            let connected = ToolClient::connect_with(spec, self.options.clone()).await;
+            let again = match &connected {
+                Err(e) => turnstile::mcp::oauth::challenge_in(&e.to_string()),
+                Ok(_) => None,
+            };
+            match again {
+                Some(c) if self.authorizations < MAX_AUTHORIZATIONS => challenge = c.header,
+                _ => return Ok(connected),
+            }
+        }
+    }
+}
+
+/// Why a call did not end well.
+enum Failed {
+    /// It answered with `isError: true` (already printed).
+    IsError,
+    /// The call itself failed (printed by the caller, after any step-up).
+    Called(McpError),
 }
 
 /// The OAuth authorization code flow for `url` (`mcp::oauth`): the URL to
@@ -268,6 +382,7 @@ async fn authorize(
     url: &str,
     challenge: String,
     args: &McpArgs,
+    scopes: &[String],
     timeout: Duration,
 ) -> Result<turnstile::mcp::oauth::AccessToken, turnstile::mcp::oauth::OAuthError> {
     let secret = match args.client_secret_env.as_deref() {
@@ -286,7 +401,7 @@ async fn authorize(
         client_id: args.client_id.clone(),
         client_secret: secret,
         metadata_url: args.client_metadata_url.clone(),
-        scopes: args.scopes.clone(),
+        scopes: scopes.to_vec(),
     };
     if args.client_credentials {
         return turnstile::mcp::oauth::client_credentials(url, &client).await;
@@ -362,7 +477,8 @@ async fn call(
     target: &Target,
     tool: &str,
     args: &Map<String, Value>,
-) -> ExitCode {
+) -> Result<(), Failed> {
+    let _ = target;
     if !client.offers(tool) {
         eprintln!("note: '{tool}' is not in the server's tools/list; calling it anyway");
     }
@@ -372,19 +488,12 @@ async fn call(
             print!("{}", render_output(&output));
             if output.is_error {
                 eprintln!("error: {tool} returned isError: true");
-                ExitCode::FAILURE
+                Err(Failed::IsError)
             } else {
-                ExitCode::SUCCESS
+                Ok(())
             }
         }
-        Err(e) => {
-            eprintln!(
-                "error: the call of {tool} failed ({}): {}",
-                e.kind(),
-                target.scrub(&tidy(&e.to_string()))
-            );
-            ExitCode::FAILURE
-        }
+        Err(e) => Err(Failed::Called(e)),
     }
 }
 

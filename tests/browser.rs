@@ -66,12 +66,12 @@ use turnstile::wire::{
 };
 
 /// What drives the page: Chromium and node; fails the test without them.
-struct Browser {
+pub(crate) struct Browser {
     chromium: String,
     node: String,
 }
 
-fn browser() -> Browser {
+pub(crate) fn browser() -> Browser {
     Browser {
         chromium: common::needs::chromium(),
         node: common::needs::node(),
@@ -79,7 +79,7 @@ fn browser() -> Browser {
 }
 
 /// Runs one driver script under node and asserts that every check passed.
-async fn drive(browser: &Browser, script: &str, args: &[&str]) -> Output {
+pub(crate) async fn drive(browser: &Browser, script: &str, args: &[&str]) -> Output {
     let run = tokio::process::Command::new(&browser.node)
         .arg("--experimental-websocket")
         .arg(script)

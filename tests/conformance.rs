@@ -43,9 +43,12 @@ const CLIENT_SCENARIOS_2026: &[&str] = &[
 /// §1): discovery from the 401 and the resource metadata, registration
 /// (pre-registered, Client ID Metadata Document, dynamic), PKCE, scopes,
 /// the token endpoint's three client authentications, a mismatched
-/// resource refused, `offline_access`. Not yet: the scope step-up and its
-/// retry limit (a 403 mid-session), the 2025-03-26 metadata at a path
-/// prefix, and the private-key JWT and cross-app extensions.
+/// resource refused, `offline_access`, the scope step-up on a 403 (the
+/// union of the scopes asked before and the challenge's) and its retry
+/// limit. Not yet: the 2025-03-26 metadata at a path prefix (its issuer
+/// is refused by rmcp as a mismatch), re-registration when the
+/// authorization server changes, and the private-key JWT and cross-app
+/// extensions.
 const CLIENT_AUTH_SCENARIOS: &[&str] = &[
     "auth/metadata-default",
     "auth/metadata-var1",
@@ -62,6 +65,8 @@ const CLIENT_AUTH_SCENARIOS: &[&str] = &[
     "auth/resource-mismatch",
     "auth/offline-access-scope",
     "auth/offline-access-not-supported",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
 ];
 
 /// Besides those, of 0.1.16: the 2025-03-26 endpoint fallback and the

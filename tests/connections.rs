@@ -45,6 +45,19 @@ struct Stack {
 
 impl Stack {
     async fn start(wrong_audience: bool) -> Stack {
+        Stack::start_with(Setup {
+            wrong_audience,
+            ..Setup::default()
+        })
+        .await
+    }
+
+    async fn start_with(setup: Setup) -> Stack {
+        let Setup {
+            wrong_audience,
+            tools,
+            resource,
+        } = setup;
         let dir = common::needs::interop_dir();
         common::needs::npm_file(&dir, "oidc-provider/package.json");
         let port = common::free_port();
@@ -82,6 +95,7 @@ impl Stack {
             .args(["--port", &py_port.to_string(), "--issuer", &issuer])
             .arg("--calls-file")
             .arg(tmp.path().join("calls.json"))
+            .args(resource.iter().flat_map(|r| ["--resource", r]))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -106,9 +120,7 @@ impl Stack {
              [http]\ndrain_secs = 1\n\
              [connections]\ncallback_url = \"{callback}\"\n\
              [[mcp_servers]]\nname = \"notes\"\nurl = \"{py_url}\"\nauth = \"user\"\n\
-             [mcp_servers.oauth]\nclient_id = \"turnstile\"\nscopes = [\"notes:read\"]\n\
-             [mcp_servers.tools.list_notes]\nretry_safe = true\n\
-             [mcp_servers.tools.note_calls]\nretry_safe = true\n",
+             [mcp_servers.oauth]\nclient_id = \"turnstile\"\nscopes = [\"notes:read\"]\n{tools}",
             db = tmp.path().join("t.db").display(),
             model = fake.base_url,
         );
@@ -338,6 +350,27 @@ impl Stack {
     }
 }
 
+/// What differs between the tests' deployments.
+struct Setup {
+    /// The provider issues tokens for another audience.
+    wrong_audience: bool,
+    /// The notes server's `tools.<tool>` sections.
+    tools: &'static str,
+    /// The resource the Python server names in its metadata (default: itself).
+    resource: Option<&'static str>,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup {
+            wrong_audience: false,
+            tools: "[mcp_servers.tools.list_notes]\nretry_safe = true\n\
+                    [mcp_servers.tools.note_calls]\nretry_safe = true\n",
+            resource: None,
+        }
+    }
+}
+
 struct User {
     cookie: String,
     thread: String,
@@ -446,6 +479,13 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("was sent once"), "{body}");
     wait_for_text(&stack, &ana, "Budget review moved to Friday").await;
+    // How it ended is code's sentence, not the model's.
+    wait_for_text(
+        &stack,
+        &ana,
+        "You connected your account, and the call was sent once.",
+    )
+    .await;
     // A replay stores nothing and resumes nothing.
     let (status, body) = stack.callback(&callback, Some(&ana.cookie)).await;
     assert_eq!(status, 400, "{body}");
@@ -538,7 +578,29 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
         .unwrap();
     assert_eq!(r.status(), 404);
     let frames = stack.say(&ben, "show my notes", "list_notes").await;
-    assert!(connect_url(&frames).is_some(), "{frames:?}");
+    let ben_url = connect_url(&frames).unwrap_or_else(|| panic!("{frames:?}"));
+    // ben refuses at the provider: the card is answered `decline`, nothing
+    // is sent, and code says so.
+    let denied = format!(
+        "{}/v1/connections/callback?error=access_denied&state={}&iss={}",
+        stack.base,
+        param(&ben_url, "state"),
+        stack.issuer
+    );
+    let (status, body) = stack.callback(&denied, Some(&ben.cookie)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("denied-at-authorization-server"), "{body}");
+    wait_for_text(
+        &stack,
+        &ben,
+        "Your account was not connected, so the call was not sent",
+    )
+    .await;
+    assert_eq!(
+        stack.note_calls(),
+        json!({"ana": 1, "ben": 1}),
+        "nothing was sent for ben"
+    );
 
     // A forged `iss` on a fresh flow is refused, and nothing is stored.
     let ana_url = connect_url(&stack.say(&ana, "notes please", "list_notes").await).unwrap();
@@ -605,4 +667,86 @@ async fn a_token_for_another_audience_is_not_stored() {
     assert!(metrics.contains("token-for-another-audience"), "{metrics}");
     let _ = stack.log();
     stack.stop().await;
+}
+
+/// The Connect card in the chat page, in Debian's Chromium: its link opens
+/// the provider's login in a new tab; signing in there sends the held call
+/// once, and the page shows its answer (tests/browser/connect.mjs). The
+/// card's screenshot is written to target/connect/connect-card.png
+/// (docs/mcp.md shows it).
+#[tokio::test]
+#[ignore = "needs Chromium, node and the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn the_connect_card_signs_in_and_resumes_in_chromium() {
+    let browser = crate::browser::browser();
+    let stack = Stack::start(false).await;
+    stack.fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![("list_notes".into(), "{}".into())]),
+    );
+    let shot = common::needs::repo_dir().join("target/connect/connect-card.png");
+    let base = format!("{}/", stack.base);
+    crate::browser::drive(
+        &browser,
+        "tests/browser/connect.mjs",
+        &[&base, &stack.issuer, shot.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(
+        stack.note_calls(),
+        json!({"ana": 1}),
+        "the held call ran once"
+    );
+    stack.stop().await;
+}
+
+/// The licence gate comes first: a tool the caller's tier does not allow
+/// is refused before any authorization is asked (no card, no flow).
+#[tokio::test]
+#[ignore = "needs the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn the_licence_gate_refuses_before_any_authorization_is_asked() {
+    let stack = Stack::start_with(Setup {
+        tools: "[mcp_servers.tools.list_notes]\nlicence_tier = \"pro\"\n",
+        ..Setup::default()
+    })
+    .await;
+    let ana = stack.user().await;
+    let frames = stack.say(&ana, "show my notes", "list_notes").await;
+    let text = serde_json::to_string(&frames).unwrap();
+    assert!(connect_url(&frames).is_none(), "no Connect card: {text}");
+    assert!(
+        text.contains("licence"),
+        "the licence gate's refusal: {text}"
+    );
+    assert_eq!(stack.connections_rows().await, 0);
+    let log = stack.stop().await;
+    assert!(
+        !log.contains("waits for the user to connect"),
+        "no flow was started"
+    );
+}
+
+/// A server whose resource metadata points at another origin is not
+/// authorized with: no card, no URL, the connect table's row in the log.
+#[tokio::test]
+#[ignore = "needs the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn metadata_pointing_at_another_origin_is_refused_by_its_row() {
+    let stack = Stack::start_with(Setup {
+        resource: Some("http://evil.example:9/mcp"),
+        ..Setup::default()
+    })
+    .await;
+    let ana = stack.user().await;
+    let frames = stack.say(&ana, "show my notes", "list_notes").await;
+    let text = serde_json::to_string(&frames).unwrap();
+    assert!(connect_url(&frames).is_none(), "no Connect card: {text}");
+    assert!(
+        !text.contains("evil.example"),
+        "no URL of the other origin is shown: {text}"
+    );
+    assert_eq!(stack.connections_rows().await, 0);
+    let log = stack.stop().await;
+    assert!(
+        log.contains("metadata-for-another-resource"),
+        "the row is logged: {log}"
+    );
 }

@@ -90,5 +90,28 @@ export async function launch(name, timeoutMs) {
     check(false, `${what} (waited for ${expr})`);
     return false;
   };
-  return { cmd, ev, idle, say, until, check, finish, errors, on, failed: () => failed };
+  // Another tab of the same browser (one a link opened): its own session,
+  // found by the start of its URL.
+  const tab = async (prefix, ms = 20_000) => {
+    for (let i = 0; i < ms / 100; i++) {
+      const all = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+      const t = all.find((x) => x.type === "page" && x.url.startsWith(prefix));
+      if (t) {
+        const sock = new WebSocket(t.webSocketDebuggerUrl);
+        await new Promise((r) => sock.addEventListener("open", r));
+        let n = 0;
+        const waiting = new Map();
+        sock.addEventListener("message", (m) => {
+          const d = JSON.parse(m.data);
+          if (d.id && waiting.has(d.id)) { waiting.get(d.id)(d); waiting.delete(d.id); }
+        });
+        const tcmd = (method, params = {}) => new Promise((r) => { const id = ++n; waiting.set(id, r); sock.send(JSON.stringify({ id, method, params })); });
+        const tev = async (expr) => (await tcmd("Runtime.evaluate", { expression: expr, awaitPromise: true, returnByValue: true })).result.result?.value;
+        return { cmd: tcmd, ev: tev };
+      }
+      await sleep(100);
+    }
+    throw new Error(`no tab at ${prefix}`);
+  };
+  return { cmd, ev, idle, say, until, check, finish, errors, on, tab, failed: () => failed };
 }

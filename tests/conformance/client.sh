@@ -40,5 +40,8 @@ case "${MCP_CONFORMANCE_SCENARIO:-}" in
   tools_call) exec "$bin" mcp --protocol "$rev" "$@" "$url" add_numbers '{"a":2,"b":3}' ;;
   sse-retry) exec "$bin" mcp --protocol "$rev" "$@" "$url" test_reconnection ;;
   elicitation-sep1034-client-defaults) exec "$bin" mcp --protocol "$rev" "$@" "$url" test_client_elicitation_defaults ;;
+  # The auth scenarios' servers offer `test-tool`; a call of it is where a
+  # scope step-up (a 403 with insufficient_scope) is met.
+  auth/scope-step-up|auth/scope-retry-limit) exec "$bin" mcp --protocol "$rev" "$@" "$url" test-tool '{}' ;;
   *) exec "$bin" mcp --protocol "$rev" "$@" "$url" ;;
 esac

@@ -15,7 +15,7 @@ Tools (each answers for the token's subject):
 With --calls-file F, each list_notes run also writes those counts to F as
 JSON (the test's exactly-once proof, read without a token).
 
-Usage: python3 py_auth_server.py --port P --issuer URL [--calls-file F]
+Usage: python3 py_auth_server.py --port P --issuer URL [--calls-file F] [--resource URL]
 """
 
 import argparse
@@ -69,8 +69,8 @@ class IntrospectionVerifier:
         )
 
 
-def build(port: int, issuer: str, calls_file: str | None = None) -> MCPServer:
-    resource = f"http://127.0.0.1:{port}/mcp"
+def build(port: int, issuer: str, calls_file: str | None = None, resource: str | None = None) -> MCPServer:
+    resource = resource or f"http://127.0.0.1:{port}/mcp"
     server = MCPServer(
         "turnstile-py-notes",
         version="1.0.0",
@@ -104,5 +104,8 @@ if __name__ == "__main__":
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--issuer", required=True)
     ap.add_argument("--calls-file")
+    # A resource server that names another resource than itself (a hostile
+    # or misconfigured one): its metadata points at that other origin.
+    ap.add_argument("--resource")
     args = ap.parse_args()
-    build(args.port, args.issuer, args.calls_file).run(transport="streamable-http", host="127.0.0.1", port=args.port)
+    build(args.port, args.issuer, args.calls_file, args.resource).run(transport="streamable-http", host="127.0.0.1", port=args.port)

@@ -292,17 +292,17 @@ impl Warrants {
                         (true, true, false, false, false)
                     }
                     O::Accepted | O::Unknown => (false, true, false, false, false),
-                    O::Answered => {
+                    O::Answered | O::Connected => {
                         self.tool_says = true;
                         (false, true, false, false, false)
                     }
-                    O::Failed | O::CallFailed | O::AnswerFailed => {
+                    O::Failed | O::CallFailed | O::AnswerFailed | O::ConnectCallFailed => {
                         (false, true, false, false, true)
                     }
                     // The user denied it: cancelled as they decided.
                     O::Cancelled => (false, false, true, true, false),
                     O::Expired | O::Withdrawn => (false, false, true, false, false),
-                    O::NotSent | O::Withheld | O::QuestionRefused => {
+                    O::NotSent | O::Withheld | O::QuestionRefused | O::ConnectDeclined => {
                         (false, false, false, true, false)
                     }
                     O::NothingPrepared
@@ -311,7 +311,8 @@ impl Warrants {
                     | O::QuestionWithdrawn
                     | O::WithdrawnUncancelled
                     | O::CallWithdrawn
-                    | O::QuestionExpired => (false, false, false, false, false),
+                    | O::QuestionExpired
+                    | O::ConnectExpired => (false, false, false, false, false),
                 };
                 self.done |= done;
                 self.sent |= sent;

@@ -438,6 +438,17 @@ pub enum ActionOutcome {
     /// something this client does not offer): it was not shown, and
     /// nothing was answered.
     QuestionRefused,
+    /// The user connected their own account on a per-user server; the
+    /// held call went out once with it (issue 40).
+    Connected,
+    /// The user did not connect their account (declined, or the sign-in
+    /// failed): the held call was never sent.
+    ConnectDeclined,
+    /// The account was connected; the call went out once and did not
+    /// report success.
+    ConnectCallFailed,
+    /// Nobody connected the account in time: the call was never sent.
+    ConnectExpired,
 }
 
 fn action_text(tool: &str, outcome: ActionOutcome) -> String {
@@ -462,6 +473,10 @@ fn action_text(tool: &str, outcome: ActionOutcome) -> String {
         ActionOutcome::CallWithdrawn => "The user's new message withdrew the call that was waiting for approval: it was never sent. Say so; do not say it ran.",
         ActionOutcome::QuestionWithdrawn => "The server's question was withdrawn before it was answered; nothing was answered. Say so; do not say the tool ran to completion.",
         ActionOutcome::QuestionExpired => "Nobody answered the server's question in time; nothing was answered. Say it expired unanswered.",
+        ActionOutcome::Connected => "The user connected their own account on the tool's server; the call that waited for it was sent once with the user's own authorization, and the result is the tool's own. Say what the result shows, no more.",
+        ActionOutcome::ConnectDeclined => "The user did not connect their account on the tool's server (they declined, or the sign-in did not complete), so the call was never sent and nothing was done. Say so; do not say it ran.",
+        ActionOutcome::ConnectCallFailed => "The user connected their account; the call was sent once and did not report success: it failed, timed out, or its server was gone. Say it did not report success; do not say it was done, and do not say it had no effect.",
+        ActionOutcome::ConnectExpired => "Nobody connected the account on the tool's server in time, so the call was never sent and nothing was done. Say it expired and was not sent.",
         ActionOutcome::QuestionRefused => "The tool's server asked the user something this client refuses to ask (a password, key, token or payment detail, or a request it does not offer), so nothing was asked or answered. Say the tool could not go on; infer nothing about what it would have done.",
     };
     format!("[{tool}] {what}")

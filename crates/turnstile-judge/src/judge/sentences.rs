@@ -95,6 +95,10 @@ fn english_outcome(anchor: &Anchor) -> String {
             ActionOutcome::QuestionWithdrawn => "The question was withdrawn, so nothing was answered.".into(),
             ActionOutcome::QuestionExpired => "Nobody answered the question in time, so nothing was answered.".into(),
             ActionOutcome::QuestionRefused => "The tool asked for something I do not ask you for, so nothing was asked or answered and the tool could not go on.".into(),
+            ActionOutcome::Connected => "You connected your account, and the call was sent once.".into(),
+            ActionOutcome::ConnectDeclined => "Your account was not connected, so the call was not sent and nothing was done.".into(),
+            ActionOutcome::ConnectCallFailed => "You connected your account and the call was sent once, but it did not report success.".into(),
+            ActionOutcome::ConnectExpired => "Nobody connected the account in time, so the call was not sent and nothing was done.".into(),
         },
         Anchor::Delivered { files, bytes, expires_at, .. } => {
             let mut s = "Your export is ready".to_string();
@@ -278,6 +282,10 @@ fn korean_outcome(anchor: &Anchor) -> String {
             ActionOutcome::QuestionWithdrawn => "질문이 철회되어 아무것도 답하지 않았습니다.".into(),
             ActionOutcome::QuestionExpired => "제때 답하지 않아 아무것도 답하지 않았습니다.".into(),
             ActionOutcome::QuestionRefused => "도구가 여쭐 수 없는 정보를 요청하여 아무것도 묻거나 답하지 않았고, 도구는 진행하지 못했습니다.".into(),
+            ActionOutcome::Connected => "계정을 연결하셨고, 호출을 한 번 보냈습니다.".into(),
+            ActionOutcome::ConnectDeclined => "계정이 연결되지 않아 호출을 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
+            ActionOutcome::ConnectCallFailed => "계정을 연결하셨고 호출을 한 번 보냈지만, 성공했다는 응답은 없었습니다.".into(),
+            ActionOutcome::ConnectExpired => "제때 계정을 연결하지 않아 호출을 보내지 않았고, 아무것도 실행되지 않았습니다.".into(),
         },
         Anchor::Delivered { files, bytes, expires_at, .. } => {
             let what: Vec<String> = [

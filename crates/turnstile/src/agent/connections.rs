@@ -393,6 +393,20 @@ impl Connections {
         let challenge = crate::mcp::oauth::challenge(url, self.options.connect_timeout)
             .await
             .map_err(|e| fail(e.to_string()))?;
+        // The resource metadata is the server's own: a challenge that sends
+        // us to another origin for it is not followed (nothing is fetched
+        // there, and no URL is shown).
+        let elsewhere = challenge
+            .as_deref()
+            .and_then(metadata_url)
+            .is_some_and(|m| !same_origin(&m, url));
+        if elsewhere {
+            let row = fire(&mut machine, ConnectEvent::MetadataMismatch).unwrap_or_default();
+            tracing::warn!(server = %name, row = %row, "a server's resource metadata points at another origin");
+            return Err(fail(format!(
+                "its resource metadata points at another origin: refused by row `{row}` of the connect table"
+            )));
+        }
         let started = async {
             let mut state = OAuthState::new(url, None).await?;
             let mut request =
@@ -526,13 +540,13 @@ impl Connections {
                 access: flow.access.clone(),
             };
             if event == ConnectEvent::CallbackDenied {
-                let row = fire(&mut flow.machine, event);
+                let row = match fire_row(&mut flow.machine, event) {
+                    Ok(row) => row,
+                    Err(row) => return refused(Some(row), "the connect table refuses the denial"),
+                };
                 flow.oauth = None;
                 flow.ended = Some(Instant::now());
-                return CallbackOutcome::Declined {
-                    resume,
-                    row: row.unwrap_or_default(),
-                };
+                return CallbackOutcome::Declined { resume, row };
             }
             let Some(oauth) = flow.oauth.take() else {
                 return refused(None, "this authorization flow already ended");
@@ -541,17 +555,18 @@ impl Connections {
             flow.ended = Some(Instant::now());
             (oauth, flow.server.clone(), resume)
         };
+        // The flow's row for `event`: `Ok` a legal one's id, `Err` a
+        // forbidden one's.
         let ended = |event: ConnectEvent| {
             let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
             let flow = q.state.as_deref().and_then(|s| flows.get_mut(s));
-            flow.and_then(|f| fire(&mut f.machine, event))
+            match flow {
+                Some(f) => fire_row(&mut f.machine, event),
+                None => Err("unknown".to_string()),
+            }
         };
         let (Some(code), Some(state)) = (q.code.as_deref(), q.state.as_deref()) else {
-            let row = ended(ConnectEvent::ExchangeFailed);
-            return CallbackOutcome::Declined {
-                resume,
-                row: row.unwrap_or_default(),
-            };
+            return declined(ended(ConnectEvent::ExchangeFailed), resume);
         };
         let mut oauth = oauth;
         let exchanged = oauth
@@ -560,19 +575,15 @@ impl Connections {
         match exchanged {
             Err(AuthError::AuthorizationServerMismatch { .. })
             | Err(AuthError::AuthorizationServerMissingIssuer { .. }) => {
-                let row = ended(ConnectEvent::IssMismatch);
+                let row = ended(ConnectEvent::IssMismatch).unwrap_or_else(|r| r);
                 return refused(
-                    row,
+                    Some(row),
                     "the callback's issuer is not the flow's authorization server",
                 );
             }
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "the token exchange failed");
-                let row = ended(ConnectEvent::ExchangeFailed);
-                return CallbackOutcome::Declined {
-                    resume,
-                    row: row.unwrap_or_default(),
-                };
+                return declined(ended(ConnectEvent::ExchangeFailed), resume);
             }
             Ok(_) => {}
         }
@@ -580,11 +591,7 @@ impl Connections {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "reading the exchanged credentials");
-                let row = ended(ConnectEvent::ExchangeFailed);
-                return CallbackOutcome::Declined {
-                    resume,
-                    row: row.unwrap_or_default(),
-                };
+                return declined(ended(ConnectEvent::ExchangeFailed), resume);
             }
         };
         let Some(user_server) = self.server(&server) else {
@@ -592,17 +599,13 @@ impl Connections {
         };
         let (client_id, token) = creds;
         let Some(token) = token else {
-            let row = ended(ConnectEvent::ExchangeFailed);
-            return CallbackOutcome::Declined {
-                resume,
-                row: row.unwrap_or_default(),
-            };
+            return declined(ended(ConnectEvent::ExchangeFailed), resume);
         };
         use oauth2::TokenResponse as _;
         if let Some(url) = user_server.url() {
             if !audience_fits(token.access_token().secret(), url) {
-                let row = ended(ConnectEvent::WrongAudience);
-                return refused(row, "the token was issued for another resource");
+                let row = ended(ConnectEvent::WrongAudience).unwrap_or_else(|r| r);
+                return refused(Some(row), "the token was issued for another resource");
             }
         }
         let scopes = token
@@ -628,7 +631,7 @@ impl Connections {
             return refused(None, "the flow is gone");
         };
         // The row first: what it forbids stores nothing.
-        if let Some(row) = ended(ConnectEvent::Callback) {
+        if let Err(row) = ended(ConnectEvent::Callback) {
             return refused(Some(row), "refused by the connect table");
         }
         let sealed = match self.key.seal(&owner, &server, &plain) {
@@ -660,25 +663,58 @@ impl Connections {
     }
 }
 
+/// A callback that ends the flow without a token: its legal row answers
+/// the held call `decline`; a forbidden one refuses the request.
+fn declined(row: Result<String, String>, resume: Resume) -> CallbackOutcome {
+    match row {
+        Ok(row) => CallbackOutcome::Declined { resume, row },
+        Err(row) => CallbackOutcome::Refused {
+            row,
+            why: "refused by the connect table".into(),
+        },
+    }
+}
+
 /// Fires `event`; the forbidden row's id (counted and logged), or `None`.
 fn fire(machine: &mut Typed<Connect>, event: ConnectEvent) -> Option<String> {
+    fire_row(machine, event).err()
+}
+
+/// Fires `event`: the legal row's id, or the forbidden one's (counted and
+/// logged).
+fn fire_row(machine: &mut Typed<Connect>, event: ConnectEvent) -> Result<String, String> {
     match machine.fire(event) {
         Ok(t) => {
             let effect: Option<ConnectEffect> = t.effect;
             tracing::debug!(?effect, "connect row");
-            None
+            Ok(machine.row_id(t.row).to_string())
         }
         Err(v) => {
             telemetry::violation(&v);
-            Some(v.row_id.to_string())
+            Err(v.row_id.to_string())
         }
+    }
+}
+
+/// The `resource_metadata` URL a `WWW-Authenticate` challenge names.
+fn metadata_url(challenge: &str) -> Option<String> {
+    let at = challenge.find("resource_metadata=\"")? + "resource_metadata=\"".len();
+    let end = challenge[at..].find('"')?;
+    Some(challenge[at..at + end].to_string())
+}
+
+/// Whether two URLs share scheme, host and port.
+fn same_origin(a: &str, b: &str) -> bool {
+    match (reqwest::Url::parse(a), reqwest::Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
     }
 }
 
 /// Whether the server refused the token the call carried (401).
 fn refused_token(e: &McpError) -> bool {
-    let text = e.to_string();
-    text.contains("Auth required") || text.contains("401")
+    crate::mcp::oauth::challenge_in(&e.to_string()).is_some_and(|c| !c.insufficient_scope)
+        || e.to_string().contains("Auth required")
 }
 
 /// Whether a JWT access token's `aud` names `resource` (RFC 8707). A token
@@ -719,6 +755,18 @@ mod tests {
             b(&serde_json::json!({"alg": "RS256"})),
             b(&claims)
         )
+    }
+
+    #[test]
+    fn metadata_is_the_servers_own_origin() {
+        let c = r#"Bearer error="invalid_token", resource_metadata="http://evil.example:9/.well-known/oauth-protected-resource/mcp""#;
+        let m = metadata_url(c).unwrap();
+        assert!(!same_origin(&m, "http://127.0.0.1:8/mcp"));
+        assert!(same_origin(
+            "http://127.0.0.1:8/.well-known/x",
+            "http://127.0.0.1:8/mcp"
+        ));
+        assert!(metadata_url("Bearer").is_none());
     }
 
     #[test]

@@ -48,8 +48,9 @@ mod tools;
 use http::{FileAuth, FileHttp, FileLicence};
 use limits::FileLimits;
 use model::FileModel;
-pub use server_auth::{ConnectionsSettings, ServerAuth};
+pub use server_auth::ConnectionsSettings;
 use servers::FileServer;
+pub use settings::ServerAuth;
 use settings::{hide_string_values, read_text, TextFile, Validator};
 pub use settings::{
     KeySource, McpServer, ModelConfig, Problem, TerminalFlow, ToolSettings, DEFAULT_ADDR,

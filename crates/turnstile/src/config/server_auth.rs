@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::mcp::oauth::{AccessToken, ClientIdentity};
 
-use super::settings::{is_env_name, Validator};
+use super::settings::{is_env_name, ServerAuth, Validator};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,19 +29,6 @@ pub(super) struct FileOAuth {
 pub(super) struct FileConnections {
     callback_url: Option<String>,
     flow_ttl_secs: Option<u64>,
-}
-
-/// How turnstile authorizes with one server.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum ServerAuth {
-    #[default]
-    None,
-    /// `Authorization: Bearer` with the token from `bearer_env`.
-    Static(AccessToken),
-    /// The client credentials grant, at start-up, as turnstile itself.
-    ClientCredentials(ClientIdentity),
-    /// Each user's own token, connected through a Connect card.
-    User(ClientIdentity),
 }
 
 /// `[connections]`, validated; the key comes from the environment.

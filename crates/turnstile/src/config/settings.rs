@@ -74,11 +74,24 @@ pub enum KeySource {
     File,
 }
 
+/// How turnstile authorizes with one server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ServerAuth {
+    #[default]
+    None,
+    /// `Authorization: Bearer` with the token from `bearer_env`.
+    Static(crate::mcp::oauth::AccessToken),
+    /// The client credentials grant, at start-up, as turnstile itself.
+    ClientCredentials(crate::mcp::oauth::ClientIdentity),
+    /// Each user's own token, connected through a Connect card.
+    User(crate::mcp::oauth::ClientIdentity),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
     pub name: String,
     /// How turnstile authorizes with it (`auth`).
-    pub auth: super::server_auth::ServerAuth,
+    pub auth: ServerAuth,
     pub transport: Transport,
     /// The origin (`scheme://host[:port]`) trusted for links this server
     /// returns.

@@ -81,37 +81,134 @@ pub enum OAuthError {
     Denied(String),
 }
 
+/// A server's `WWW-Authenticate` challenge, read back from the error a
+/// request met: a `401` (no token, or one it no longer takes) or a `403`
+/// with `error="insufficient_scope"` (a token without the scope the
+/// request needs: the step-up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Challenge {
+    /// The header as the server sent it, parameters only (`Bearer k="v", …`).
+    pub header: String,
+    /// A `403`: the token is good, its scope is not enough.
+    pub insufficient_scope: bool,
+}
+
+impl Challenge {
+    /// The scopes the challenge names (`scope="a b"`), if any.
+    pub fn scopes(&self) -> Vec<String> {
+        param(&self.header, "scope")
+            .map(|s| s.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The challenge carried in the text of an error the MCP transport
+/// reported (rmcp's "authorization required: …" for a `401`,
+/// "insufficient scope: …" for a `403`), or `None`.
+pub fn challenge_in(text: &str) -> Option<Challenge> {
+    let found = [
+        ("authorization required: ", false),
+        ("insufficient scope: ", true),
+    ]
+    .into_iter()
+    .filter_map(|(marker, insufficient)| {
+        text.find(marker)
+            .map(|at| (at + marker.len(), insufficient))
+    })
+    .min_by_key(|(at, _)| *at)?;
+    let (at, insufficient_scope) = found;
+    let rest = text[at..].strip_prefix("Bearer")?;
+    let mut params = Vec::new();
+    let mut chars = rest.char_indices().peekable();
+    loop {
+        while chars.next_if(|(_, c)| *c == ' ' || *c == ',').is_some() {}
+        let mut name = String::new();
+        while let Some((_, c)) =
+            chars.next_if(|(_, c)| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        {
+            name.push(c);
+        }
+        if name.is_empty() || chars.next_if(|(_, c)| *c == '=').is_none() {
+            break;
+        }
+        let mut value = String::new();
+        if chars.next_if(|(_, c)| *c == '"').is_some() {
+            let mut closed = false;
+            while let Some((_, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, e)) = chars.next() {
+                            value.push(e);
+                        }
+                    }
+                    '"' => {
+                        closed = true;
+                        break;
+                    }
+                    c => value.push(c),
+                }
+            }
+            if !closed {
+                break;
+            }
+        } else {
+            while let Some((_, c)) =
+                chars.next_if(|(_, c)| !c.is_whitespace() && *c != ',' && *c != ')')
+            {
+                value.push(c);
+            }
+        }
+        params.push(format!("{name}=\"{}\"", value.replace('"', "\\\"")));
+    }
+    Some(Challenge {
+        header: format!("Bearer {}", params.join(", ")),
+        insufficient_scope,
+    })
+}
+
+/// One parameter's value in a challenge this module wrote.
+fn param(header: &str, name: &str) -> Option<String> {
+    let at = header.find(&format!("{name}=\""))? + name.len() + 2;
+    let end = header[at..].find('"')?;
+    Some(header[at..at + end].to_string())
+}
+
 /// The `WWW-Authenticate` challenge of `url`'s `401` to an unauthenticated
-/// `initialize`, or `None` when it does not answer 401.
+/// request, or `None` when it does not answer 401. An `initialize` first;
+/// a server that lets `initialize` through and protects the rest (the MCP
+/// spec allows it) is asked a `tools/list` too.
 pub async fn challenge(url: &str, timeout: Duration) -> Result<Option<String>, OAuthError> {
-    let body = serde_json::json!({
+    let initialize = serde_json::json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "turnstile", "version": env!("CARGO_PKG_VERSION")}}
     });
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
     let client = reqwest::Client::builder()
         .timeout(timeout)
         .build()
         .map_err(|e| OAuthError::Flow(e.to_string()))?;
-    let res = client
-        .post(url)
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .json(&body)
-        .send()
-        .await
-        .map_err(|e| OAuthError::Flow(e.without_url().to_string()))?;
-    if res.status() != reqwest::StatusCode::UNAUTHORIZED {
-        return Ok(None);
+    for body in [initialize, list] {
+        let res = client
+            .post(url)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| OAuthError::Flow(e.without_url().to_string()))?;
+        if res.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Ok(Some(
+                (res.headers().get(reqwest::header::WWW_AUTHENTICATE))
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("Bearer")
+                    .to_string(),
+            ));
+        }
     }
-    Ok(Some(
-        (res.headers().get(reqwest::header::WWW_AUTHENTICATE))
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("Bearer")
-            .to_string(),
-    ))
+    Ok(None)
 }
 
 /// Runs the authorization code flow for `url` and returns its access
@@ -273,4 +370,26 @@ pub async fn client_credentials(
         .ok_or_else(|| OAuthError::Flow("no authorization after the token request".into()))?;
     let token = manager.get_access_token().await.map_err(flow)?;
     Ok(AccessToken(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_challenge_is_read_back_from_the_transports_error() {
+        let text = "tools/list failed: MCP server 'x' got 'tools/list' and no answer came back (Auth required: \
+                    authorization required: Bearer scope=\"mcp:basic\", resource_metadata=\"http://h/.well-known/oauth-protected-resource/mcp\"), when send";
+        let c = challenge_in(text).unwrap();
+        assert!(!c.insufficient_scope);
+        assert_eq!(c.scopes(), ["mcp:basic"]);
+        assert_eq!(
+            c.header,
+            "Bearer scope=\"mcp:basic\", resource_metadata=\"http://h/.well-known/oauth-protected-resource/mcp\""
+        );
+        let c = challenge_in("Insufficient scope: insufficient scope: Bearer error=\"insufficient_scope\", scope=\"a b\"").unwrap();
+        assert!(c.insufficient_scope);
+        assert_eq!(c.scopes(), ["a", "b"]);
+        assert!(challenge_in("connection refused").is_none());
+    }
 }

@@ -338,7 +338,7 @@ impl Session {
                 }
                 other => other,
             }
-            .map_err(|e| connect_err(error_chain(&e)))
+            .map_err(|e| connect_err(with_challenge(&e)))
         };
         let (running, expiry, session_id) = tokio::select! {
             result = tokio::time::timeout(timeout, handshake) => match result {
@@ -1236,6 +1236,23 @@ pub(crate) fn transport_kind(t: &Transport) -> &'static str {
 }
 
 /// `error: cause: cause...` — rmcp wraps the interesting part several levels deep.
+/// [`error_chain`] of a failed handshake, with the `WWW-Authenticate`
+/// challenge of the 401 or 403 it met, worded as the transport words it
+/// elsewhere (`oauth::challenge_in` reads it back for the step-up).
+fn with_challenge(e: &ClientInitializeError) -> String {
+    let mut out = error_chain(e);
+    if let Some(header) = e.auth_challenge() {
+        if !out.contains(header) {
+            let what = match e.is_authorization_required() {
+                true => "authorization required",
+                false => "insufficient scope",
+            };
+            out.push_str(&format!(": {what}: {header}"));
+        }
+    }
+    out
+}
+
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();

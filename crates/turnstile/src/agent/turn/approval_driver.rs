@@ -128,6 +128,11 @@ impl Approvals {
     /// its machine reached.
     pub(super) fn told(&self) -> Option<ActionOutcome> {
         let held = self.held.as_ref()?;
+        let connect = (held.action.input.as_ref()).is_some_and(|i| i.is_connect());
+        if connect {
+            let accepted = self.connect_answer.as_deref() == Some("accept");
+            return Some(told_connect(held.machine.state(), accepted));
+        }
         Some(told_outcome(held.action.kind, held.machine.state()))
     }
 
@@ -184,6 +189,13 @@ impl Approvals {
             .is_some_and(|i| i.nested)
             .then(|| held.interrupt_id.clone());
         let answer = self.answer.take()?;
+        let connect = crate::agent::connections::CONNECT_KEY;
+        if let Some(action) = (answer.responses.get(connect))
+            .and_then(|r| r.get("action"))
+            .and_then(Value::as_str)
+        {
+            self.connect_answer = Some(action.to_string());
+        }
         Some(DecidedAnswer { answer, nested })
     }
 
@@ -287,6 +299,19 @@ fn told_outcome(kind: ActionKind, state: ApprovalState) -> ActionOutcome {
         (_, ApprovalState::Failed) => ActionOutcome::Failed,
         (_, ApprovalState::Denied) => ActionOutcome::Cancelled,
         (_, ApprovalState::Expired) => ActionOutcome::Expired,
+        _ => ActionOutcome::Unknown,
+    }
+}
+
+/// How a call held at a Connect card ended: `accepted` is whether the
+/// card was answered `accept` (the sign-in's callback, or the user).
+fn told_connect(state: ApprovalState, accepted: bool) -> ActionOutcome {
+    match state {
+        ApprovalState::Completed => ActionOutcome::Connected,
+        ApprovalState::Failed if accepted => ActionOutcome::ConnectCallFailed,
+        ApprovalState::Failed => ActionOutcome::ConnectDeclined,
+        ApprovalState::Expired => ActionOutcome::ConnectExpired,
+        ApprovalState::Denied | ApprovalState::Withdrawn => ActionOutcome::QuestionWithdrawn,
         _ => ActionOutcome::Unknown,
     }
 }

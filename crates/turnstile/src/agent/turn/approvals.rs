@@ -52,6 +52,14 @@ pub struct InputHeld {
     pub rounds: u32,
 }
 
+impl InputHeld {
+    /// turnstile's own Connect card (a per-user server's sign-in), not a
+    /// server's question.
+    pub fn is_connect(&self) -> bool {
+        self.requests.iter().any(|r| r.mode == "connect")
+    }
+}
+
 /// The most questions one call may ask in a row.
 pub const MAX_INPUT_ROUNDS: u32 = 3;
 
@@ -187,6 +195,9 @@ pub(crate) struct Approvals {
     /// The current step plans a prepare tool: a confirm in it is
     /// `model_confirm_same_step`.
     pub(crate) step_prepares: bool,
+    /// A Connect card's answer, as the user (or the sign-in's callback)
+    /// gave it: `accept`, `decline` or `cancel`.
+    pub(crate) connect_answer: Option<String>,
     /// The decision's calls at the front of `cursor.pending`, in order.
     pub(crate) queued: VecDeque<DecisionCall>,
     /// The call now running, if a decision queued it.

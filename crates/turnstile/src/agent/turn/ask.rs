@@ -172,10 +172,17 @@ impl Turn<'_> {
             true => "the call is open and waits for it",
             false => "the call is sent again once, with your answer",
         };
-        let summary = format!(
-            "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
-            call.tool
-        );
+        let connect = shown.iter().any(|r| r.mode == "connect");
+        let summary = match connect {
+            true => format!(
+                "{} on {server} waits until you connect your own account there. Nothing is sent until you do; then the call is sent once, with your account.",
+                call.tool
+            ),
+            false => format!(
+                "{server} asks you something before {} can go on. Nothing is sent until you answer; {how}.",
+                call.tool
+            ),
+        };
         wire::Interrupt {
             input: Some(wire::InputPrompt {
                 server: server.to_string(),

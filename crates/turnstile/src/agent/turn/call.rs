@@ -310,10 +310,20 @@ impl Turn<'_> {
             // Followed above: a task's answer is its output or an error.
             Ok(Answer::Task(_)) => unreachable!("a task is followed to its end above"),
             Ok(Answer::Asks(ask)) => {
-                // No result: the server asks the user first. What it asks
-                // is the interrupt's to show, not this frame's.
-                let digest = Digest::failed(tool, "asked the user for input");
-                self.emit_unanswered(call_id, tool, args, "input_required", &digest)
+                // No result: the server asks the user first (or turnstile
+                // does: connect a per-user server). What it asks is the
+                // interrupt's to show, not this frame's.
+                let connect = (ask.requests.iter())
+                    .any(|(_, a)| matches!(a, crate::mcp::Asked::Connect { .. }));
+                let (summary, digest) = match connect {
+                    true => (
+                        "connect_required",
+                        "waits for the user to connect their account; not sent",
+                    ),
+                    false => ("input_required", "asked the user for input"),
+                };
+                let digest = Digest::failed(tool, digest);
+                self.emit_unanswered(call_id, tool, args, summary, &digest)
                     .await?;
                 return Ok(Page::Asks(Box::new(ask)));
             }
