@@ -365,7 +365,8 @@ impl Default for Setup {
         Setup {
             wrong_audience: false,
             tools: "[mcp_servers.tools.list_notes]\nretry_safe = true\n\
-                    [mcp_servers.tools.note_calls]\nretry_safe = true\n",
+                    [mcp_servers.tools.note_calls]\nretry_safe = true\n\
+                    [mcp_servers.tools.add_note]\n",
             resource: None,
         }
     }
@@ -749,4 +750,60 @@ async fn metadata_pointing_at_another_origin_is_refused_by_its_row() {
         log.contains("metadata-for-another-resource"),
         "the row is logged: {log}"
     );
+}
+
+/// The step-up: a call whose token lacks a scope the server needs for it
+/// (a `403` with `insufficient_scope`) shows the Connect card again, asking
+/// for the scopes asked before and the ones the server names; once the
+/// user signs in again, the held call goes out once with the new token.
+#[tokio::test]
+#[ignore = "needs the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn a_call_that_needs_more_scope_asks_to_connect_again() {
+    let stack = Stack::start(false).await;
+    let ana = stack.user().await;
+    let url = connect_url(&stack.say(&ana, "show my notes", "list_notes").await).unwrap();
+    assert_eq!(
+        param(&url, "scope")
+            .split(' ')
+            .filter(|s| *s == "notes:write")
+            .count(),
+        0
+    );
+    let cb = stack.authorize(&url, "ana").await;
+    assert_eq!(stack.callback(&cb, Some(&ana.cookie)).await.0, 200);
+    wait_for_text(&stack, &ana, "You connected your account").await;
+
+    stack.fake.on(
+        Role::Planner,
+        Action::ToolCalls(vec![(
+            "add_note".into(),
+            r#"{"text": "Call the roofer"}"#.into(),
+        )]),
+    );
+    let r = stack
+        .http
+        .post(format!("{}/v1/threads/{}/messages", stack.base, ana.thread))
+        .header("cookie", &ana.cookie)
+        .json(&json!({ "text": "note: call the roofer" }))
+        .send()
+        .await
+        .unwrap();
+    let body = r.text().await.unwrap();
+    let frames: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let step_up = connect_url(&frames).unwrap_or_else(|| panic!("a second Connect card: {body}"));
+    let scope = param(&step_up, "scope");
+    let scopes: Vec<&str> = scope.split(' ').collect();
+    assert!(
+        scopes.contains(&"notes:read") && scopes.contains(&"notes:write"),
+        "{scopes:?}"
+    );
+    let cb = stack.authorize(&step_up, "ana").await;
+    let (status, page) = stack.callback(&cb, Some(&ana.cookie)).await;
+    assert_eq!(status, 200, "{page}");
+    wait_for_text(&stack, &ana, "added; 3 notes").await;
+    stack.stop().await;
 }

@@ -26,7 +26,7 @@ server.listen(0, "127.0.0.1", () => {
         redirect_uris: [redirect], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"] },
       { client_id: "notes-rs", client_secret: "rs-secret", grant_types: [], redirect_uris: [], response_types: [] },
     ],
-    scopes: ["openid", "offline_access", "notes:read"],
+    scopes: ["openid", "offline_access", "notes:read", "notes:write"],
     pkce: { required: () => true },
     features: {
       devInteractions: { enabled: true },
@@ -38,7 +38,7 @@ server.listen(0, "127.0.0.1", () => {
         useGrantedResource: () => true,
         getResourceServerInfo: (ctx, resource) => ({
           audience: wrongAudience ? "urn:another-api" : resource,
-          scope: "notes:read",
+          scope: "notes:read notes:write",
           accessTokenTTL: 3600,
           accessTokenFormat: wrongAudience ? "jwt" : "opaque",
         }),

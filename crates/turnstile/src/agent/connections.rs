@@ -278,15 +278,48 @@ impl Connections {
             }
             other => other,
         };
+        let configured = user_server.client.scopes.clone();
         let Some(token) = self.token(&owner, server).await else {
-            return self.ask(&user_server, &owner, principal, who).await;
+            return (self.ask(&user_server, &owner, principal, who, configured)).await;
         };
         let session = self.session(&owner, &user_server, token).await;
         let answer = match session {
             Ok(s) => s.call_round(tool, args, round).await,
             Err(e) => Err(e),
         };
+        let step_up = match &answer {
+            Err(e) => {
+                crate::mcp::oauth::challenge_in(&e.to_string()).filter(|c| c.insufficient_scope)
+            }
+            Ok(_) => None,
+        };
         match answer {
+            Err(_) if step_up.is_some() => {
+                // The token is good and its scope is not enough (a 403 with
+                // insufficient_scope): the user connects again, asked for
+                // what was asked before and what the server names now.
+                tracing::info!(
+                    server,
+                    "a per-user server asks for more scope; asking the user to connect again"
+                );
+                let mut scopes = configured;
+                let granted = (self.store.connections(&owner).await.unwrap_or_default())
+                    .into_iter()
+                    .filter(|r| r.server == server)
+                    .flat_map(|r| {
+                        r.scopes
+                            .split_whitespace()
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    });
+                let named = step_up.map(|c| c.scopes()).unwrap_or_default();
+                for s in granted.chain(named) {
+                    if !scopes.contains(&s) {
+                        scopes.push(s);
+                    }
+                }
+                self.ask(&user_server, &owner, principal, who, scopes).await
+            }
             Err(e) if refused_token(&e) => {
                 // The server no longer takes the token (revoked, expired):
                 // it is forgotten, and the user is asked again.
@@ -295,7 +328,8 @@ impl Connections {
                     "a per-user server refused the stored token; asking again"
                 );
                 self.forget(&owner, server).await;
-                self.ask(&user_server, &owner, principal, who).await
+                self.ask(&user_server, &owner, principal, who, configured)
+                    .await
             }
             other => other,
         }
@@ -380,6 +414,7 @@ impl Connections {
         owner: &str,
         principal: bool,
         who: &OnBehalf,
+        scopes: Vec<String>,
     ) -> Result<Answer, McpError> {
         let name = server.spec.name.clone();
         let fail = |reason: String| McpError::Connect {
@@ -423,8 +458,8 @@ impl Connections {
             if let Some(m) = &server.client.metadata_url {
                 request = request.with_client_metadata_url(m.clone());
             }
-            if !server.client.scopes.is_empty() {
-                request = request.with_scopes(server.client.scopes.iter().cloned());
+            if !scopes.is_empty() {
+                request = request.with_scopes(scopes.iter().cloned());
             }
             state.start_authorization(request).await?;
             let auth_url = state.get_authorization_url().await?;
