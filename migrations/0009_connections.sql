@@ -3,8 +3,8 @@
 -- Portable SQL, like 0001: runs unchanged on SQLite and PostgreSQL.
 --
 -- One row per owner (the thread owner's hash, never a subject) and server
--- (`auth = "user"`). `sealed` is the OAuth credentials (access token,
--- refresh token, expiry, the client id) as AES-256-GCM ciphertext under the
+-- (`auth = "user"`). `sealed` is the OAuth credentials (the token response
+-- and the client id) as AES-256-GCM ciphertext under the
 -- key in `TURNSTILE_CONNECTIONS_KEY`, with the owner and server as its
 -- associated data, so a row copied to another owner or server does not
 -- open. No column holds a token in plaintext.

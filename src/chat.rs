@@ -226,12 +226,10 @@ fn question(
         match r.mode.as_str() {
             "connect" => {
                 // turnstile's own request: the sign-in's callback answers it.
-                let url = r.url.as_deref().unwrap_or("");
-                out += &format!("\n  connect: open this address to sign in: {}", said(url));
                 if let Some(domain) = &r.domain {
-                    out += &format!("\n    domain: {}", said(domain));
+                    out += &format!("\n  connect: you sign in at {}", said(domain));
                 }
-                out += "\n    once you have signed in there, the held call goes out once, with your own account; its answer is in the thread";
+                out += "\n    once you have signed in, the held call goes out once, with your own account; its answer is in the thread";
             }
             "url" => {
                 let url = r.url.as_deref().unwrap_or("");
@@ -1071,6 +1069,15 @@ async fn stream<W: Write>(
             let f = read_frame(&event)?;
             failed |= matches!(f, Frame::Error(_));
             printer.frame(&f)?;
+            if let Frame::Interrupt(i) = &f {
+                for url in connect_urls(i) {
+                    let line = match sign_in_link(http, base, &url).await {
+                        Ok(link) => format!("  open to sign in (once, within 5 minutes): {link}"),
+                        Err(e) => format!("  no sign-in link: {e}"),
+                    };
+                    printer.line(&line)?;
+                }
+            }
         }
     }
     if let Err(v) = machine.fire(frame.event_index("close").context("close event")?) {
@@ -1080,6 +1087,34 @@ async fn stream<W: Write>(
         bail!("the turn ended with an error");
     }
     Ok(())
+}
+
+/// The flow addresses of an interrupt's Connect requests.
+fn connect_urls(i: &Interrupt) -> Vec<String> {
+    (i.input.iter())
+        .flat_map(|p| p.requests.iter())
+        .filter(|r| r.mode == "connect")
+        .filter_map(|r| r.url.clone())
+        .collect()
+}
+
+/// A one-time sign-in link for a Connect card, asked for with this
+/// client's credentials (`POST …/ticket`), as an absolute URL of `base`.
+async fn sign_in_link(http: &reqwest::Client, base: &str, flow: &str) -> anyhow::Result<String> {
+    let path = reqwest::Url::parse(flow)
+        .map(|u| u.path().to_string())
+        .context("the card's address is not a URL")?;
+    let base = reqwest::Url::parse(base).context("the server's address")?;
+    let r = http
+        .post(base.join(&format!("{path}/ticket"))?)
+        .send()
+        .await?;
+    if !r.status().is_success() {
+        bail!("the server answered {}", r.status());
+    }
+    let body: Value = r.json().await?;
+    let link = body["url"].as_str().context("no url in the answer")?;
+    Ok(base.join(link)?.to_string())
 }
 
 /// A human's answer to an interrupt: an approval's `approve` or `deny`, or

@@ -230,6 +230,41 @@ impl Stack {
         r.json().await.unwrap()
     }
 
+    /// The Connect card's one-time sign-in link, asked for as `user` (its
+    /// `POST …/ticket`), then the start route as the browser opens it: the
+    /// authorization server's URL it redirects to, and the flow cookie it
+    /// sets (`name=value`).
+    async fn sign_in(&self, user: &User, flow_url: &str) -> SignIn {
+        let path = reqwest::Url::parse(flow_url).unwrap().path().to_string();
+        let r = self
+            .http
+            .post(format!("{}{path}/ticket", self.base))
+            .header("cookie", &user.cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "a ticket for the card's owner");
+        let link = r.json::<Value>().await.unwrap()["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let start = format!("{}{link}", self.base);
+        let r = self.http.get(&start).send().await.unwrap();
+        assert_eq!(r.status(), 303, "the start route redirects");
+        let auth_url = r.headers()["location"].to_str().unwrap().to_string();
+        let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+        assert!(
+            cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+            "{cookie}"
+        );
+        let cookie = cookie.split(';').next().unwrap().to_string();
+        SignIn {
+            start,
+            auth_url,
+            cookie,
+        }
+    }
+
     /// The callback request, as the browser makes it.
     async fn callback(&self, url: &str, cookie: Option<&str>) -> (u16, String) {
         let mut req = self.http.get(url);
@@ -372,6 +407,14 @@ impl Default for Setup {
     }
 }
 
+/// One sign-in as the browser began it: the start link (used), the
+/// authorization server's URL, and the flow cookie.
+struct SignIn {
+    start: String,
+    auth_url: String,
+    cookie: String,
+}
+
 struct User {
     cookie: String,
     thread: String,
@@ -453,32 +496,62 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
 
     // A call for a user who has not connected: a Connect card, nothing sent.
     let frames = stack.say(&ana, "show my notes", "list_notes").await;
-    let auth_url = connect_url(&frames).unwrap_or_else(|| panic!("a Connect card: {frames:?}"));
+    let flow = connect_url(&frames).unwrap_or_else(|| panic!("a Connect card: {frames:?}"));
+    // The card's address is turnstile's own, not the authorization URL.
+    assert!(
+        flow.starts_with(&format!("{}/v1/connections/flows/", stack.base)),
+        "{flow}"
+    );
+    // Another user cannot have a sign-in link for it.
+    let ben = stack.user().await;
+    let path = reqwest::Url::parse(&flow).unwrap().path().to_string();
+    let r = stack
+        .http
+        .post(format!("{}{path}/ticket", stack.base))
+        .header("cookie", &ben.cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404, "another user's card");
+    let sign_in = stack.sign_in(&ana, &flow).await;
+    let auth_url = sign_in.auth_url.clone();
     assert!(auth_url.starts_with(&stack.issuer), "{auth_url}");
     for p in ["code_challenge", "state", "resource"] {
         assert!(!param(&auth_url, p).is_empty(), "`{p}` in {auth_url}");
     }
     assert_eq!(param(&auth_url, "code_challenge_method"), "S256");
     assert!(param(&auth_url, "resource").ends_with("/mcp"), "{auth_url}");
+    assert!(
+        !serde_json::to_string(&frames)
+            .unwrap()
+            .contains(&param(&auth_url, "state")),
+        "the flow's state is in no frame"
+    );
+    // A start link is used once.
+    let again = stack.http.get(&sign_in.start).send().await.unwrap();
+    assert_eq!(again.status(), 400, "a used start link");
     let callback = stack.authorize(&auth_url, "ana").await;
     let code = param(&callback, "code");
     assert!(!code.is_empty(), "{callback}");
 
     // Hostile callbacks first: each refused by its row, nothing stored.
     let forged = with_param(&callback, "state", "not-a-flow");
-    let (status, body) = stack.callback(&forged, None).await;
+    let (status, body) = stack.callback(&forged, Some(&sign_in.cookie)).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("callback-without-flow"), "{body}");
-    let ben = stack.user().await;
-    let (status, body) = stack.callback(&callback, Some(&ben.cookie)).await;
-    assert_eq!(status, 400, "{body}");
-    assert!(body.contains("callback-for-another-subject"), "{body}");
+    // Not from the browser ana opened her card in: no flow cookie (a leaked
+    // sign-in link completed elsewhere), or only her session cookie.
+    for cookie in [None, Some(ana.cookie.as_str()), Some(ben.cookie.as_str())] {
+        let (status, body) = stack.callback(&callback, cookie).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("callback-for-another-subject"), "{body}");
+    }
     assert_eq!(stack.connections_rows().await, 0);
 
     // ana's own callback: stored, and the held call resumed.
-    let (status, body) = stack.callback(&callback, Some(&ana.cookie)).await;
+    let (status, body) = stack.callback(&callback, Some(&sign_in.cookie)).await;
     assert_eq!(status, 200, "{body}");
-    assert!(body.contains("was sent once"), "{body}");
+    assert!(body.contains("is being sent, once"), "{body}");
     wait_for_text(&stack, &ana, "Budget review moved to Friday").await;
     // How it ended is code's sentence, not the model's.
     wait_for_text(
@@ -488,7 +561,7 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
     )
     .await;
     // A replay stores nothing and resumes nothing.
-    let (status, body) = stack.callback(&callback, Some(&ana.cookie)).await;
+    let (status, body) = stack.callback(&callback, Some(&sign_in.cookie)).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("callback-replayed-after-connected"), "{body}");
 
@@ -523,10 +596,23 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
 
     // A second user gets their own card, and their own notes.
     let frames = stack.say(&ben, "show my notes", "list_notes").await;
-    let ben_url = connect_url(&frames).expect("ben's own Connect card");
-    assert_ne!(param(&ben_url, "state"), param(&auth_url, "state"));
-    let ben_callback = stack.authorize(&ben_url, "ben").await;
-    let (status, body) = stack.callback(&ben_callback, Some(&ben.cookie)).await;
+    let ben_flow = connect_url(&frames).expect("ben's own Connect card");
+    assert_ne!(ben_flow, flow);
+    let ben_sign_in = stack.sign_in(&ben, &ben_flow).await;
+    assert_ne!(
+        param(&ben_sign_in.auth_url, "state"),
+        param(&auth_url, "state")
+    );
+    let ben_callback = stack.authorize(&ben_sign_in.auth_url, "ben").await;
+    // ana's flow cookie does not carry ben's callback.
+    let (status, body) = stack.callback(&ben_callback, Some(&sign_in.cookie)).await;
+    assert!(
+        body.contains("callback-for-another-subject"),
+        "{status} {body}"
+    );
+    let (status, body) = stack
+        .callback(&ben_callback, Some(&ben_sign_in.cookie))
+        .await;
     assert_eq!(status, 200, "{body}");
     wait_for_text(&stack, &ben, "Dentist at 9").await;
     assert_eq!(stack.note_calls(), json!({"ana": 1, "ben": 1}));
@@ -579,16 +665,17 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
         .unwrap();
     assert_eq!(r.status(), 404);
     let frames = stack.say(&ben, "show my notes", "list_notes").await;
-    let ben_url = connect_url(&frames).unwrap_or_else(|| panic!("{frames:?}"));
+    let ben_flow = connect_url(&frames).unwrap_or_else(|| panic!("{frames:?}"));
+    let ben_sign_in = stack.sign_in(&ben, &ben_flow).await;
     // ben refuses at the provider: the card is answered `decline`, nothing
     // is sent, and code says so.
     let denied = format!(
         "{}/v1/connections/callback?error=access_denied&state={}&iss={}",
         stack.base,
-        param(&ben_url, "state"),
+        param(&ben_sign_in.auth_url, "state"),
         stack.issuer
     );
-    let (status, body) = stack.callback(&denied, Some(&ben.cookie)).await;
+    let (status, body) = stack.callback(&denied, Some(&ben_sign_in.cookie)).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("denied-at-authorization-server"), "{body}");
     wait_for_text(
@@ -604,12 +691,13 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
     );
 
     // A forged `iss` on a fresh flow is refused, and nothing is stored.
-    let ana_url = connect_url(&stack.say(&ana, "notes please", "list_notes").await).unwrap();
-    let cb = stack.authorize(&ana_url, "ana").await;
+    let ana_flow = connect_url(&stack.say(&ana, "notes please", "list_notes").await).unwrap();
+    let ana_sign_in = stack.sign_in(&ana, &ana_flow).await;
+    let cb = stack.authorize(&ana_sign_in.auth_url, "ana").await;
     let (status, body) = stack
         .callback(
             &with_param(&cb, "iss", "http://127.0.0.1:9"),
-            Some(&ana.cookie),
+            Some(&ana_sign_in.cookie),
         )
         .await;
     assert_eq!(status, 400, "{body}");
@@ -650,9 +738,10 @@ async fn a_token_for_another_audience_is_not_stored() {
     let stack = Stack::start(true).await;
     let ana = stack.user().await;
     let frames = stack.say(&ana, "show my notes", "list_notes").await;
-    let url = connect_url(&frames).expect("a Connect card");
-    let cb = stack.authorize(&url, "ana").await;
-    let (status, body) = stack.callback(&cb, Some(&ana.cookie)).await;
+    let flow = connect_url(&frames).expect("a Connect card");
+    let sign_in = stack.sign_in(&ana, &flow).await;
+    let cb = stack.authorize(&sign_in.auth_url, "ana").await;
+    let (status, body) = stack.callback(&cb, Some(&sign_in.cookie)).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("token-for-another-audience"), "{body}");
     assert_eq!(stack.connections_rows().await, 0);
@@ -761,16 +850,13 @@ async fn metadata_pointing_at_another_origin_is_refused_by_its_row() {
 async fn a_call_that_needs_more_scope_asks_to_connect_again() {
     let stack = Stack::start(false).await;
     let ana = stack.user().await;
-    let url = connect_url(&stack.say(&ana, "show my notes", "list_notes").await).unwrap();
-    assert_eq!(
-        param(&url, "scope")
-            .split(' ')
-            .filter(|s| *s == "notes:write")
-            .count(),
-        0
-    );
+    let flow = connect_url(&stack.say(&ana, "show my notes", "list_notes").await).unwrap();
+    let sign_in = stack.sign_in(&ana, &flow).await;
+    let url = sign_in.auth_url.clone();
+    let asked = param(&url, "scope");
+    assert!(!asked.split(' ').any(|s| s == "notes:write"), "{asked}");
     let cb = stack.authorize(&url, "ana").await;
-    assert_eq!(stack.callback(&cb, Some(&ana.cookie)).await.0, 200);
+    assert_eq!(stack.callback(&cb, Some(&sign_in.cookie)).await.0, 200);
     wait_for_text(&stack, &ana, "You connected your account").await;
 
     stack.fake.on(
@@ -794,7 +880,10 @@ async fn a_call_that_needs_more_scope_asks_to_connect_again() {
         .filter_map(|l| l.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str(d.trim()).ok())
         .collect();
-    let step_up = connect_url(&frames).unwrap_or_else(|| panic!("a second Connect card: {body}"));
+    let step_up_flow =
+        connect_url(&frames).unwrap_or_else(|| panic!("a second Connect card: {body}"));
+    let step_up_sign_in = stack.sign_in(&ana, &step_up_flow).await;
+    let step_up = step_up_sign_in.auth_url.clone();
     let scope = param(&step_up, "scope");
     let scopes: Vec<&str> = scope.split(' ').collect();
     assert!(
@@ -802,7 +891,7 @@ async fn a_call_that_needs_more_scope_asks_to_connect_again() {
         "{scopes:?}"
     );
     let cb = stack.authorize(&step_up, "ana").await;
-    let (status, page) = stack.callback(&cb, Some(&ana.cookie)).await;
+    let (status, page) = stack.callback(&cb, Some(&step_up_sign_in.cookie)).await;
     assert_eq!(status, 200, "{page}");
     wait_for_text(&stack, &ana, "added; 3 notes").await;
     stack.stop().await;

@@ -9,6 +9,8 @@ crate::names! {
         Idle = "Idle",
         /// The authorization URL is shown; the held call waits.
         Asked = "Asked",
+        /// One callback took the code; it is exchanged once.
+        Exchanging = "Exchanging",
         Connected = "Connected",
         Denied = "Denied",
         Expired = "Expired",
@@ -24,17 +26,20 @@ crate::names! {
         ConnectNeeded = "connect_needed",
         /// The server's resource metadata names another resource.
         MetadataMismatch = "metadata_mismatch",
-        /// The callback: the flow's state, its subject, in time, with a code.
+        /// The callback: the flow's state, from its owner's browser, in time.
         Callback = "callback",
         /// The authorization server sent the user back with an `error`.
         CallbackDenied = "callback_denied",
-        /// The callback came in another subject's session.
+        /// The callback did not come from the browser its owner started the
+        /// sign-in in (no flow cookie, or another flow's).
         OtherSubject = "other_subject",
         /// The callback's `iss` is not the flow's issuer (RFC 9207).
         IssMismatch = "iss_mismatch",
         /// The token issued is for another resource (RFC 8707).
         WrongAudience = "wrong_audience",
-        /// The token endpoint refused the code.
+        /// The token endpoint gave a token for this server.
+        Exchanged = "exchanged",
+        /// The token endpoint refused the code (or the callback had none).
         ExchangeFailed = "exchange_failed",
         /// The flow's time ran out.
         Expired = "expired",
@@ -43,8 +48,10 @@ crate::names! {
 
 crate::names! {
     pub enum ConnectEffect {
-        /// Hold the call at a Connect card showing the authorization URL.
+        /// Hold the call at a Connect card.
         Ask = "ask",
+        /// Exchange the code at the token endpoint, once.
+        Exchange = "exchange",
         /// Seal and store the token; answer the held call's interrupt once.
         StoreAndResume = "store-and-resume",
         /// Answer the held call's interrupt as declined; nothing is sent.

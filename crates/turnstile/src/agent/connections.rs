@@ -6,6 +6,11 @@
 //! when a call needs it (discovery from the server's 401, PKCE, the
 //! resource indicator, the callback URL turnstile serves), ended by one
 //! request to the callback route, which code classifies into one event.
+//! The card's link is turnstile's own: its owner asks for a one-time
+//! ticket (`POST /v1/connections/flows/{id}/ticket`), whose start route
+//! sets a cookie bound to the flow in that browser and sends it on to the
+//! authorization server; the callback must carry it, so a sign-in link
+//! that leaked cannot bring back another account's token for this user.
 //! Only the `callback` row stores a token: sealed with the deployment's key
 //! per owner and server (`store::SealingKey`), never in a prompt, a frame,
 //! a log, a metric or an error. The held call is the approval table's
@@ -30,10 +35,24 @@ use crate::mcp::{
 };
 use crate::protocols::connect::{Connect, ConnectEffect, ConnectEvent};
 use crate::protocols::{telemetry, Bound, Typed};
-use crate::store::{Owner, OwnerKind, SealingKey, Store};
+use crate::store::{Owner, SealingKey, Store};
 
-/// The request key of the Connect card's one request.
-pub const CONNECT_KEY: &str = "connect";
+/// The request key of the Connect card's one request (a server's own
+/// question never names its keys so: they are its own words).
+pub const CONNECT_KEY: &str = "turnstile.connect";
+
+/// The cookie the start route sets: the flow's browser nonce.
+pub const FLOW_COOKIE: &str = "turnstile_connect";
+
+/// How long a ticket for the start route holds.
+pub const TICKET_TTL: Duration = Duration::from_secs(300);
+
+/// The most flows held at once (waiting, or ended and remembered for
+/// replays): a caller cannot grow the map without bound.
+const MAX_FLOWS: usize = 10_000;
+
+/// The most live per-user sessions kept open.
+const MAX_SESSIONS: usize = 1_000;
 
 /// How long a flow waits for its callback by default.
 pub const DEFAULT_FLOW_TTL: Duration = Duration::from_secs(600);
@@ -75,9 +94,9 @@ pub struct OnBehalf {
 
 /// One authorization flow.
 struct Flow {
+    /// The id the card names (`/v1/connections/flows/{id}`): not a secret.
+    id: String,
     owner: String,
-    /// The owner is a verified subject (not an anonymous session).
-    principal: bool,
     server: String,
     thread: String,
     access: Access,
@@ -85,8 +104,43 @@ struct Flow {
     /// The PKCE verifier and client: taken by the exchange, dropped on
     /// expiry (`forget`).
     oauth: Option<OAuthState>,
+    /// The authorization server's URL for this flow (its `state` and PKCE
+    /// challenge): given only to the start route, never in a frame.
+    auth_url: String,
+    /// The cookie value the start route sets and the callback must carry.
+    nonce: String,
+    /// A ticket the owner asked for, and when it was issued.
+    ticket: Option<(String, Instant)>,
     started: Instant,
+    /// When a callback took the flow (its code), or it ended.
     ended: Option<Instant>,
+}
+
+impl Flow {
+    /// Still waiting for its callback.
+    fn waiting(&self) -> bool {
+        self.ended.is_none()
+    }
+}
+
+/// A fresh random token (URL-safe, 256 bits).
+fn random_token() -> String {
+    use base64::Engine as _;
+    let mut bytes = [0u8; 32];
+    aws_lc_rs::rand::fill(&mut bytes).unwrap_or_else(|_| {
+        // The system's random source failing is not survivable here; two
+        // UUIDv4s carry 244 random bits from another source.
+        let a = uuid::Uuid::new_v4();
+        let b = uuid::Uuid::new_v4();
+        bytes[..16].copy_from_slice(a.as_bytes());
+        bytes[16..].copy_from_slice(b.as_bytes());
+    });
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Whether two secrets are equal, compared in constant time.
+fn same_secret(a: &str, b: &str) -> bool {
+    aws_lc_rs::constant_time::verify_slices_are_equal(a.as_bytes(), b.as_bytes()).is_ok()
 }
 
 /// What one callback request came to.
@@ -109,13 +163,26 @@ pub struct Resume {
     pub access: Access,
 }
 
-/// What the callback route read from its request.
-#[derive(Debug, Default)]
+/// What the callback route read from its request. Its `Debug` shows no
+/// code, state or nonce.
+#[derive(Default)]
 pub struct CallbackQuery {
     pub state: Option<String>,
     pub code: Option<String>,
     pub error: Option<String>,
     pub iss: Option<String>,
+    /// The flow cookies the request carried, by flow id
+    /// (`turnstile_connect_{id}`).
+    pub nonces: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for CallbackQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallbackQuery")
+            .field("error", &self.error)
+            .field("iss", &self.iss)
+            .finish_non_exhaustive()
+    }
 }
 
 pub struct Connections {
@@ -255,7 +322,6 @@ impl Connections {
             });
         };
         let owner = self.owner_of(&who.thread, server).await?;
-        let principal = owner.kind == OwnerKind::Principal;
         let owner = owner.key;
         // The Connect card's own answer is turnstile's, never the server's:
         // a decline sends nothing; an accept goes on with the stored token.
@@ -280,19 +346,14 @@ impl Connections {
         };
         let configured = user_server.client.scopes.clone();
         let Some(token) = self.token(&owner, server).await else {
-            return (self.ask(&user_server, &owner, principal, who, configured)).await;
+            return (self.ask(&user_server, &owner, who, configured)).await;
         };
         let session = self.session(&owner, &user_server, token).await;
         let answer = match session {
             Ok(s) => s.call_round(tool, args, round).await,
             Err(e) => Err(e),
         };
-        let step_up = match &answer {
-            Err(e) => {
-                crate::mcp::oauth::challenge_in(&e.to_string()).filter(|c| c.insufficient_scope)
-            }
-            Ok(_) => None,
-        };
+        let step_up = answer.as_ref().err().and_then(step_up_of);
         match answer {
             Err(_) if step_up.is_some() => {
                 // The token is good and its scope is not enough (a 403 with
@@ -318,7 +379,7 @@ impl Connections {
                         scopes.push(s);
                     }
                 }
-                self.ask(&user_server, &owner, principal, who, scopes).await
+                self.ask(&user_server, &owner, who, scopes).await
             }
             Err(e) if refused_token(&e) => {
                 // The server no longer takes the token (revoked, expired):
@@ -328,14 +389,15 @@ impl Connections {
                     "a per-user server refused the stored token; asking again"
                 );
                 self.forget(&owner, server).await;
-                self.ask(&user_server, &owner, principal, who, configured)
-                    .await
+                self.ask(&user_server, &owner, who, configured).await
             }
             other => other,
         }
     }
 
-    /// A live session for `owner` on `server`, opened with `token`.
+    /// A live session for `owner` on `server`, opened with `token`. The
+    /// sessions' lock is not held while one connects: a slow server holds
+    /// up only its own callers.
     async fn session(
         &self,
         owner: &str,
@@ -343,16 +405,27 @@ impl Connections {
         token: AccessToken,
     ) -> Result<Arc<ToolClient>, McpError> {
         let key = (owner.to_string(), server.spec.name.clone());
-        let mut sessions = self.sessions.lock().await;
-        if let Some(s) = sessions.get(&key) {
-            if s.carries_calls() {
-                return Ok(s.clone());
-            }
+        let live = (self.sessions.lock().await).get(&key).cloned();
+        if let Some(s) = live.filter(|s| s.carries_calls()) {
+            return Ok(s);
         }
         let mut spec = server.spec.clone();
         spec.bearer = Some(token);
         let client = Arc::new(ToolClient::connect_with(&spec, self.options.clone()).await?);
-        sessions.insert(key, client.clone());
+        let mut closing = Vec::new();
+        {
+            let mut sessions = self.sessions.lock().await;
+            if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(&key) {
+                // At the bound, one other session is closed to make room (it
+                // reconnects when its user calls again).
+                let other = sessions.keys().next().cloned();
+                closing.extend(other.and_then(|k| sessions.remove(&k)));
+            }
+            closing.extend(sessions.insert(key, client.clone()));
+        }
+        for old in closing {
+            old.shutdown().await;
+        }
         (self.listed.lock().unwrap_or_else(PoisonError::into_inner))
             .insert(server.spec.name.clone(), client.clone());
         Ok(client)
@@ -412,7 +485,6 @@ impl Connections {
         &self,
         server: &UserServer,
         owner: &str,
-        principal: bool,
         who: &OnBehalf,
         scopes: Vec<String>,
     ) -> Result<Answer, McpError> {
@@ -492,29 +564,55 @@ impl Connections {
         if let Some(row) = fire(&mut machine, ConnectEvent::ConnectNeeded) {
             return Err(fail(format!("refused by row `{row}` of the connect table")));
         }
+        let site = reqwest::Url::parse(&auth_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        let id = uuid::Uuid::new_v4().to_string();
         let flow = Flow {
+            id: id.clone(),
             owner: owner.to_string(),
-            principal,
             server: name.clone(),
             thread: who.thread.clone(),
             access: who.access.clone(),
             machine,
             oauth: Some(state),
+            auth_url,
+            nonce: random_token(),
+            ticket: None,
             started: Instant::now(),
             ended: None,
         };
         {
             let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
             self.sweep(&mut flows);
+            // A new card for the same user and server supersedes a waiting
+            // one: its sign-in can no longer bring a token back.
+            for old in flows.values_mut() {
+                if old.waiting() && old.owner == owner && old.server == name {
+                    let _ = fire(&mut old.machine, ConnectEvent::Expired);
+                    old.oauth = None;
+                    old.ended = Some(Instant::now());
+                }
+            }
+            if flows.len() >= MAX_FLOWS {
+                return Err(fail(format!(
+                    "{MAX_FLOWS} sign-ins are waiting already; try again when some have ended"
+                )));
+            }
             flows.insert(csrf, flow);
         }
         tracing::info!(server = %name, "a call waits for the user to connect the server");
+        let origin = reqwest::Url::parse(&self.callback_url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default();
         Ok(Answer::Asks(InputAsk {
             requests: vec![(
                 CONNECT_KEY.to_string(),
                 Asked::Connect {
                     server: name,
-                    url: auth_url,
+                    url: format!("{origin}/v1/connections/flows/{id}"),
+                    site,
                 },
             )],
             request_state: None,
@@ -527,7 +625,7 @@ impl Connections {
     fn sweep(&self, flows: &mut HashMap<String, Flow>) {
         let ttl = self.flow_ttl;
         for flow in flows.values_mut() {
-            if flow.ended.is_none() && flow.started.elapsed() > ttl {
+            if flow.waiting() && flow.started.elapsed() > ttl {
                 let _ = fire(&mut flow.machine, ConnectEvent::Expired);
                 flow.oauth = None;
                 flow.ended = Some(Instant::now());
@@ -536,115 +634,149 @@ impl Connections {
         flows.retain(|_, f| f.ended.is_none_or(|e| e.elapsed() <= ttl));
     }
 
-    /// One request to the callback route. `caller` is the identity the
-    /// request itself carries, if any: a verified subject must be the
-    /// flow's; a session must be the flow's when the flow is a session's (a
-    /// browser's leftover anonymous session speaks for no subject).
-    pub async fn callback(&self, q: CallbackQuery, caller: Option<&Owner>) -> CallbackOutcome {
-        let refused = |row: Option<String>, why: &str| CallbackOutcome::Refused {
-            row: row.unwrap_or_else(|| "unknown".into()),
+    /// A one-time ticket for the start route of flow `id`, for its owner
+    /// only (`None`: no such waiting flow of this owner).
+    pub fn ticket(&self, id: &str, owner: &str) -> Option<String> {
+        let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sweep(&mut flows);
+        let flow = flows
+            .values_mut()
+            .find(|f| f.id == id && f.waiting() && same_secret(&f.owner, owner))?;
+        let ticket = random_token();
+        flow.ticket = Some((ticket.clone(), Instant::now()));
+        Some(ticket)
+    }
+
+    /// Whether the flow cookie is sent over HTTPS only (the callback is).
+    pub fn secure_cookie(&self) -> bool {
+        self.callback_url.starts_with("https://")
+    }
+
+    /// The start route: a ticket, used once within [`TICKET_TTL`], gives
+    /// the authorization server's URL, the flow's id and its cookie value.
+    pub fn start(&self, ticket: &str) -> Option<(String, String, String)> {
+        let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
+        self.sweep(&mut flows);
+        let flow = flows.values_mut().find(|f| {
+            f.waiting()
+                && f.ticket
+                    .as_ref()
+                    .is_some_and(|(t, at)| same_secret(t, ticket) && at.elapsed() <= TICKET_TTL)
+        })?;
+        flow.ticket = None;
+        Some((flow.auth_url.clone(), flow.id.clone(), flow.nonce.clone()))
+    }
+
+    /// How long the flow cookie needs to live.
+    pub fn flow_ttl(&self) -> Duration {
+        self.flow_ttl
+    }
+
+    /// One request to the callback route: its query and the flow cookie it
+    /// carried. Code classifies it into one event of `tables/connect.ron`;
+    /// only `exchanged` stores a token.
+    pub async fn callback(&self, q: CallbackQuery) -> CallbackOutcome {
+        let refused = |row: String, why: &str| CallbackOutcome::Refused {
+            row,
             why: why.to_string(),
         };
-        let event = if q.error.is_some() {
-            ConnectEvent::CallbackDenied
-        } else {
-            ConnectEvent::Callback
+        let event = match q.error.is_some() {
+            true => ConnectEvent::CallbackDenied,
+            false => ConnectEvent::Callback,
         };
         // Which flow, and what it is now: everything that needs no network.
-        let (oauth, server, resume) = {
+        let (mut oauth, server, owner, resume) = {
             let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
             self.sweep(&mut flows);
             let flow = q.state.as_deref().and_then(|s| flows.get_mut(s));
             let Some(flow) = flow else {
                 let mut idle = self.table.machine();
-                let row = fire(&mut idle, event);
-                return refused(row, "no authorization flow with this state is waiting here");
+                let row = fire_row(&mut idle, event).unwrap_or_else(|r| r);
+                return refused(row, "no sign-in with this state is waiting here");
             };
-            if flow.ended.is_some() {
-                let row = fire(&mut flow.machine, event);
-                return refused(row, "this authorization flow already ended");
+            if !flow.waiting() {
+                // Replayed, or a second callback while the first is exchanged.
+                let row = fire_row(&mut flow.machine, event).unwrap_or_else(|r| r);
+                return refused(row, "this sign-in's callback was already used");
             }
-            let speaks = |c: &&Owner| c.kind == OwnerKind::Principal || !flow.principal;
-            if caller.filter(speaks).is_some_and(|c| c.key != flow.owner) {
-                let row = fire(&mut flow.machine, ConnectEvent::OtherSubject);
-                return refused(row, "the callback came in another user's session");
+            let own = (q.nonces.get(&flow.id)).is_some_and(|n| same_secret(n, &flow.nonce));
+            if !own {
+                let row =
+                    fire_row(&mut flow.machine, ConnectEvent::OtherSubject).unwrap_or_else(|r| r);
+                return refused(
+                    row,
+                    "the callback did not come from the browser in which this user opened their Connect card",
+                );
             }
             let resume = Resume {
                 thread: flow.thread.clone(),
                 server: flow.server.clone(),
                 access: flow.access.clone(),
             };
-            if event == ConnectEvent::CallbackDenied {
-                let row = match fire_row(&mut flow.machine, event) {
-                    Ok(row) => row,
-                    Err(row) => return refused(Some(row), "the connect table refuses the denial"),
-                };
-                flow.oauth = None;
-                flow.ended = Some(Instant::now());
-                return CallbackOutcome::Declined { resume, row };
+            match fire_row(&mut flow.machine, event) {
+                Err(row) => return refused(row, "refused by the connect table"),
+                Ok(row) if event == ConnectEvent::CallbackDenied => {
+                    flow.oauth = None;
+                    flow.ended = Some(Instant::now());
+                    return CallbackOutcome::Declined { resume, row };
+                }
+                Ok(_) => {}
             }
-            let Some(oauth) = flow.oauth.take() else {
-                return refused(None, "this authorization flow already ended");
-            };
-            // Taken: a second callback racing this one finds no verifier.
+            // Taken: the code is exchanged once, by this request only.
             flow.ended = Some(Instant::now());
-            (oauth, flow.server.clone(), resume)
+            let Some(oauth) = flow.oauth.take() else {
+                return refused("unknown".into(), "this sign-in has no verifier left");
+            };
+            (oauth, flow.server.clone(), flow.owner.clone(), resume)
         };
-        // The flow's row for `event`: `Ok` a legal one's id, `Err` a
-        // forbidden one's.
-        let ended = |event: ConnectEvent| {
+        // The flow's row for `event`, now that it is Exchanging.
+        let settle = |event: ConnectEvent| {
             let mut flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
-            let flow = q.state.as_deref().and_then(|s| flows.get_mut(s));
-            match flow {
+            match q.state.as_deref().and_then(|s| flows.get_mut(s)) {
                 Some(f) => fire_row(&mut f.machine, event),
                 None => Err("unknown".to_string()),
             }
         };
         let (Some(code), Some(state)) = (q.code.as_deref(), q.state.as_deref()) else {
-            return declined(ended(ConnectEvent::ExchangeFailed), resume);
+            return declined(settle(ConnectEvent::ExchangeFailed), resume);
         };
-        let mut oauth = oauth;
         let exchanged = oauth
             .handle_callback_with_issuer(code, state, q.iss.as_deref())
             .await;
         match exchanged {
             Err(AuthError::AuthorizationServerMismatch { .. })
             | Err(AuthError::AuthorizationServerMissingIssuer { .. }) => {
-                let row = ended(ConnectEvent::IssMismatch).unwrap_or_else(|r| r);
+                let row = settle(ConnectEvent::IssMismatch).unwrap_or_else(|r| r);
                 return refused(
-                    Some(row),
+                    row,
                     "the callback's issuer is not the flow's authorization server",
                 );
             }
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "the token exchange failed");
-                return declined(ended(ConnectEvent::ExchangeFailed), resume);
+                return declined(settle(ConnectEvent::ExchangeFailed), resume);
             }
             Ok(_) => {}
         }
-        let creds = match oauth.get_credentials().await {
+        let (client_id, token) = match oauth.get_credentials().await {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "reading the exchanged credentials");
-                return declined(ended(ConnectEvent::ExchangeFailed), resume);
+                return declined(settle(ConnectEvent::ExchangeFailed), resume);
             }
         };
-        let Some(user_server) = self.server(&server) else {
-            return refused(None, "the server is no longer configured");
-        };
-        let (client_id, token) = creds;
         let Some(token) = token else {
-            return declined(ended(ConnectEvent::ExchangeFailed), resume);
+            return declined(settle(ConnectEvent::ExchangeFailed), resume);
         };
         use oauth2::TokenResponse as _;
-        if let Some(url) = user_server.url() {
+        let resource = self.server(&server).and_then(|s| s.url());
+        if let Some(url) = resource {
             if !audience_fits(token.access_token().secret(), url) {
-                let row = ended(ConnectEvent::WrongAudience).unwrap_or_else(|r| r);
-                return refused(Some(row), "the token was issued for another resource");
+                let row = settle(ConnectEvent::WrongAudience).unwrap_or_else(|r| r);
+                return refused(row, "the token was issued for another resource");
             }
         }
-        let scopes = token
-            .scopes()
+        let scopes = (token.scopes())
             .map(|s| {
                 s.iter()
                     .map(|s| s.to_string())
@@ -653,36 +785,27 @@ impl Connections {
             })
             .unwrap_or_default();
         let stored = StoredCredentials::new(client_id, Some(token), Vec::new(), None);
-        let plain = match serde_json::to_vec(&stored) {
-            Ok(p) => p,
-            Err(_) => return refused(None, "the credentials could not be written"),
-        };
-        let owner = {
-            let flows = self.flows.lock().unwrap_or_else(PoisonError::into_inner);
-            let flow = q.state.as_deref().and_then(|s| flows.get(s));
-            flow.map(|f| f.owner.clone())
-        };
-        let Some(owner) = owner else {
-            return refused(None, "the flow is gone");
+        let Ok(plain) = serde_json::to_vec(&stored) else {
+            return refused("unknown".into(), "the credentials could not be written");
         };
         // The row first: what it forbids stores nothing.
-        if let Err(row) = ended(ConnectEvent::Callback) {
-            return refused(Some(row), "refused by the connect table");
+        if let Err(row) = settle(ConnectEvent::Exchanged) {
+            return refused(row, "refused by the connect table");
         }
         let sealed = match self.key.seal(&owner, &server, &plain) {
             Ok(s) => s,
-            Err(e) => return refused(None, &e.to_string()),
+            Err(e) => return refused("unknown".into(), &e.to_string()),
         };
-        if let Err(e) = self
-            .store
+        if let Err(e) = (self.store)
             .put_connection(&owner, &server, &sealed, &scopes)
             .await
         {
             tracing::warn!(server = %server, error = %e, "storing a connection");
-            return refused(None, "the connection could not be stored");
+            return refused("unknown".into(), "the connection could not be stored");
         }
         // A session opened with an older token is closed.
-        if let Some(s) = (self.sessions.lock().await).remove(&(owner.clone(), server.clone())) {
+        let old = (self.sessions.lock().await).remove(&(owner.clone(), server.clone()));
+        if let Some(s) = old {
             s.shutdown().await;
         }
         tracing::info!(server = %server, "a user connected a per-user server");
@@ -746,10 +869,31 @@ fn same_origin(a: &str, b: &str) -> bool {
     }
 }
 
-/// Whether the server refused the token the call carried (401).
+/// Whether the server refused the token the call carried (a `401`, with
+/// or without its challenge). Only the transport's own failures count: a
+/// JSON-RPC error's text is the server's, and may say anything.
 fn refused_token(e: &McpError) -> bool {
-    crate::mcp::oauth::challenge_in(&e.to_string()).is_some_and(|c| !c.insufficient_scope)
-        || e.to_string().contains("Auth required")
+    let (McpError::Connect { reason, .. }
+    | McpError::Transport { reason, .. }
+    | McpError::Unanswered { reason, .. }) = e
+    else {
+        return false;
+    };
+    crate::mcp::oauth::challenge_in(reason).is_some_and(|c| !c.insufficient_scope)
+        || reason.contains("Auth required")
+        || reason.contains("401 Unauthorized")
+}
+
+/// The step-up challenge of a transport failure (a `403` with
+/// `insufficient_scope`), never of a JSON-RPC error's text.
+fn step_up_of(e: &McpError) -> Option<crate::mcp::oauth::Challenge> {
+    let (McpError::Connect { reason, .. }
+    | McpError::Transport { reason, .. }
+    | McpError::Unanswered { reason, .. }) = e
+    else {
+        return None;
+    };
+    crate::mcp::oauth::challenge_in(reason).filter(|c| c.insufficient_scope)
 }
 
 /// Whether a JWT access token's `aud` names `resource` (RFC 8707). A token

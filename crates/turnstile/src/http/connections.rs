@@ -12,9 +12,8 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::ApiError;
-use super::identity::{presented, Presented};
 use super::state::AppState;
-use crate::agent::connections::{CallbackOutcome, CallbackQuery, Resume, CONNECT_KEY};
+use crate::agent::connections::{CallbackOutcome, CallbackQuery, Resume, CONNECT_KEY, FLOW_COOKIE};
 use crate::agent::UserDecision;
 
 fn not_configured() -> ApiError {
@@ -79,7 +78,85 @@ pub async fn revoke(
     }
 }
 
-#[derive(Debug, serde::Deserialize)]
+/// `POST /v1/connections/flows/{id}/ticket`: a one-time sign-in link for
+/// the caller's own Connect card (404 for a flow that is not theirs, or no
+/// longer waits). The card's link is this, never the authorization
+/// server's URL: a link that leaked gives nobody a way to bring back
+/// another account's token for this user.
+pub async fn ticket(
+    State(st): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let Some(c) = st.connections.clone() else {
+        return Err(not_configured());
+    };
+    let caller = st.identity.identify(&headers, &method).await?;
+    let Some(owner) = caller.owner() else {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a Connect card is its caller's own: sign in",
+        ));
+    };
+    let Some(ticket) = c.ticket(&id, &owner.key) else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no Connect card of yours with this id is waiting",
+        ));
+    };
+    let url = format!("/v1/connections/start?ticket={ticket}");
+    let body = json!({"url": url, "expires_in": crate::agent::connections::TICKET_TTL.as_secs()});
+    let mut response = Json(body).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    Ok(caller.respond(response))
+}
+
+#[derive(serde::Deserialize)]
+pub struct StartParams {
+    ticket: Option<String>,
+}
+
+/// `GET /v1/connections/start?ticket=T`: the ticket, used once, sets the
+/// flow's cookie in this browser and sends it to the authorization server.
+pub async fn start(
+    State(st): State<AppState>,
+    Query(q): Query<StartParams>,
+) -> Result<Response, ApiError> {
+    let Some(c) = st.connections.clone() else {
+        return Err(not_configured());
+    };
+    let Some((auth_url, id, nonce)) = q.ticket.as_deref().and_then(|t| c.start(t)) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "this sign-in link was used already or has expired: open the Connect card again",
+        ));
+    };
+    let secure = if c.secure_cookie() { "; Secure" } else { "" };
+    let cookie = format!(
+        "{FLOW_COOKIE}_{id}={nonce}; HttpOnly; SameSite=Lax; Path=/v1/connections/callback; Max-Age={}{secure}",
+        c.flow_ttl().as_secs()
+    );
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, auth_url)]).into_response();
+    let headers = response.headers_mut();
+    if let Ok(v) = header::HeaderValue::from_str(&cookie) {
+        headers.insert(header::SET_COOKIE, v);
+    }
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    Ok(response)
+}
+
+#[derive(serde::Deserialize)]
 pub struct CallbackParams {
     state: Option<String>,
     code: Option<String>,
@@ -88,34 +165,37 @@ pub struct CallbackParams {
 }
 
 /// `GET /v1/connections/callback`: where an authorization server sends the
-/// user back. A refusal is 400 naming the connect table's row; nothing is
-/// stored for it.
+/// user back. It must carry the flow's cookie (set by the start route in
+/// the browser the user opened their card in). A refusal is 400 naming the
+/// connect table's row; nothing is stored for it. No caller identity is
+/// read or issued here: the flow cookie is what binds the callback.
 pub async fn callback(
     State(st): State<AppState>,
-    method: Method,
     headers: HeaderMap,
     Query(q): Query<CallbackParams>,
 ) -> Result<Response, ApiError> {
     let Some(c) = st.connections.clone() else {
         return Err(not_configured());
     };
-    // The identity the request itself carries, if any: a browser sent
-    // back by an authorization server carries at most a session cookie.
-    let carries =
-        !matches!(presented(&headers), Presented::None) || headers.contains_key(header::COOKIE);
-    let caller = match carries {
-        true => Some(st.identity.identify(&headers, &method).await?),
-        false => None,
-    };
-    let owner = caller.as_ref().and_then(|c| c.owner());
+    let prefix = format!("{FLOW_COOKIE}_");
+    let nonces = (headers.get_all(header::COOKIE).iter())
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter_map(|(k, v)| {
+            k.strip_prefix(&prefix)
+                .map(|id| (id.to_string(), v.to_string()))
+        })
+        .collect();
     let query = CallbackQuery {
         state: q.state,
         code: q.code,
         error: q.error,
         iss: q.iss,
+        nonces,
     };
-    let outcome = c.callback(query, owner.as_ref()).await;
-    let (status, title, text) = match outcome {
+    let outcome = c.callback(query).await;
+    let (title, text) = match outcome {
         CallbackOutcome::Refused { row, why } => {
             tracing::warn!(row = %row, "a connect callback was refused");
             let body = format!("Not connected: {why}. Refused by row `{row}` of the connect table; nothing was stored.");
@@ -125,21 +205,20 @@ pub async fn callback(
             let resumed = resume_held(&st, &resume, "accept").await;
             let server = resume.server;
             let text = match resumed {
-                Ok(true) => format!("Connected {server}. The call that waited for it was sent once; go back to the chat to read its answer."),
+                Ok(true) => format!("Connected {server}. The call that waited for it is being sent, once, with your account; its answer will be in the chat."),
                 Ok(false) => format!("Connected {server}. No call waits for it now."),
                 Err(why) => format!("Connected {server}. The waiting call was not sent from here ({why}): answer its card in the chat."),
             };
-            (StatusCode::OK, "Connected", text)
+            ("Connected", text)
         }
         CallbackOutcome::Declined { resume, row } => {
             let resumed = resume_held(&st, &resume, "decline").await;
             let server = resume.server;
             let sent = match resumed {
-                Ok(true) => "The call that waited for it was not sent, and the chat says so.",
+                Ok(true) => "The call that waited for it is not sent, and the chat says so.",
                 _ => "No call was sent.",
             };
             (
-                StatusCode::OK,
                 "Not connected",
                 format!("{server} was not connected (row `{row}` of the connect table). {sent}"),
             )
@@ -150,15 +229,17 @@ pub async fn callback(
          <p data-testid=connect-result>{}</p><p><a href=\"/\">Back to the chat</a></p>",
         escape(&text)
     );
-    let mut response = (status, Html(page)).into_response();
-    response.headers_mut().insert(
+    let mut response = (StatusCode::OK, Html(page)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),
     );
-    Ok(match caller {
-        Some(c) => c.respond(response),
-        None => response,
-    })
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    Ok(response)
 }
 
 /// Answers the thread's Connect card for `resume.server` with `action`,

@@ -82,6 +82,11 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/admin/drain", post(routes::drain))
         .route("/v1/connections", get(connections::list))
         .route("/v1/connections/callback", get(connections::callback))
+        .route("/v1/connections/start", get(connections::start))
+        .route(
+            "/v1/connections/flows/{id}/ticket",
+            post(connections::ticket),
+        )
         .route(
             "/v1/connections/{server}",
             axum::routing::delete(connections::revoke),

@@ -75,9 +75,15 @@ pub enum Asked {
         id: String,
     },
     /// turnstile's own request, never a server's: the user connects their
-    /// account on a per-user server at `url` (its authorization URL) before
-    /// the call goes out (`agent::connections`).
-    Connect { server: String, url: String },
+    /// account on a per-user server before the call goes out
+    /// (`agent::connections`). `url` is turnstile's own flow address (a
+    /// one-time sign-in link is asked for there); `site` is the host of the
+    /// authorization server the user signs in at.
+    Connect {
+        server: String,
+        url: String,
+        site: String,
+    },
     /// A request the client does not offer (sampling, roots).
     Unsupported { method: String },
 }

@@ -118,15 +118,13 @@ impl Store {
         scopes: &str,
     ) -> Result<(), StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM connections WHERE owner = $1 AND server = $2")
-            .bind(owner)
-            .bind(server)
-            .execute(&mut *tx)
-            .await?;
+        // One statement, whatever else writes the same row (SQLite 3.24+
+        // and PostgreSQL both read it); the first connection's time stays.
         sqlx::query(
             "INSERT INTO connections (owner, server, sealed, scopes, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (owner, server) DO UPDATE SET sealed = excluded.sealed, \
+             scopes = excluded.scopes, updated_at = excluded.updated_at",
         )
         .bind(owner)
         .bind(server)
@@ -134,9 +132,8 @@ impl Store {
         .bind(scopes)
         .bind(now)
         .bind(now)
-        .execute(&mut *tx)
+        .execute(&self.pool)
         .await?;
-        tx.commit().await?;
         self.committed();
         Ok(())
     }

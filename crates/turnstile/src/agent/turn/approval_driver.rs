@@ -190,12 +190,10 @@ impl Approvals {
             .then(|| held.interrupt_id.clone());
         let answer = self.answer.take()?;
         let connect = crate::agent::connections::CONNECT_KEY;
-        if let Some(action) = (answer.responses.get(connect))
+        self.connect_answer = (answer.responses.get(connect))
             .and_then(|r| r.get("action"))
             .and_then(Value::as_str)
-        {
-            self.connect_answer = Some(action.to_string());
-        }
+            .map(str::to_string);
         Some(DecidedAnswer { answer, nested })
     }
 

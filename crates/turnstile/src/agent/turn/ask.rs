@@ -280,17 +280,18 @@ fn prompt(key: String, asked: Asked) -> Result<wire::InputAsked, String> {
                 punycode: view.punycode,
             })
         }
-        Asked::Connect { server, url } => {
+        Asked::Connect { server, url, site } => {
             let view = elicitation::url_view(&url)
-                .map_err(|e| format!("the authorization URL is not one a client shows: {e}"))?;
+                .map_err(|e| format!("the connect address is not one a client shows: {e}"))?;
+            let site = site.to_ascii_lowercase();
             Ok(wire::InputAsked {
                 key,
                 mode: "connect".into(),
                 message: format!("Connect your account on {server} so that this call can go out."),
                 schema: None,
                 url: Some(view.url),
-                domain: Some(view.domain),
-                punycode: view.punycode,
+                punycode: site.split('.').any(|label| label.starts_with("xn--")),
+                domain: Some(site),
             })
         }
         Asked::Unsupported { method } => Err(format!(
