@@ -57,6 +57,7 @@ impl Stack {
             wrong_audience,
             tools,
             resource,
+            access_ttl,
         } = setup;
         let dir = common::needs::interop_dir();
         common::needs::npm_file(&dir, "oidc-provider/package.json");
@@ -67,6 +68,9 @@ impl Stack {
         cmd.arg(dir.join("oidc_as.mjs")).arg(&callback);
         if wrong_audience {
             cmd.arg("--wrong-audience");
+        }
+        if let Some(ttl) = access_ttl {
+            cmd.args(["--access-ttl", &ttl.to_string()]);
         }
         let mut child = cmd
             .current_dir(&dir)
@@ -365,6 +369,34 @@ impl Stack {
         )
     }
 
+    /// The refresh token stored for `user`, opened the same way.
+    async fn stored_refresh(&self, user: &User) -> Option<String> {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", self.db_path().display()))
+            .await
+            .unwrap();
+        let owner: String = sqlx::query_scalar("SELECT owner FROM threads WHERE id = ?")
+            .bind(&user.thread)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        let sealed: Option<String> = sqlx::query_scalar(
+            "SELECT sealed FROM connections WHERE owner = ? AND server = 'notes'",
+        )
+        .bind(&owner)
+        .fetch_optional(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        let key = turnstile::store::SealingKey::parse(KEY).unwrap();
+        let plain = key.open(&owner, "notes", &sealed?).unwrap();
+        let creds: Value = serde_json::from_slice(&plain).unwrap();
+        Some(
+            creds["token_response"]["refresh_token"]
+                .as_str()?
+                .to_string(),
+        )
+    }
+
     async fn connections_rows(&self) -> i64 {
         let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", self.db_path().display()))
             .await
@@ -393,6 +425,8 @@ struct Setup {
     tools: &'static str,
     /// The resource the Python server names in its metadata (default: itself).
     resource: Option<&'static str>,
+    /// How long the provider's access tokens live (default an hour).
+    access_ttl: Option<u32>,
 }
 
 impl Default for Setup {
@@ -403,6 +437,7 @@ impl Default for Setup {
                     [mcp_servers.tools.note_calls]\nretry_safe = true\n\
                     [mcp_servers.tools.add_note]\n",
             resource: None,
+            access_ttl: None,
         }
     }
 }
@@ -624,18 +659,23 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
 
     // A token revoked at the provider: the server refuses it, and ana is
     // asked again.
-    let r = stack
-        .http
-        .post(format!("{}/token/revocation", stack.issuer))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form_body(&[
-            ("token", token.as_str()),
-            ("client_id", "turnstile"),
-        ]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    // Both of ana's tokens are revoked at the provider (a refresh token
+    // alone would get her a new access token without asking).
+    let refresh = stack.stored_refresh(&ana).await;
+    for t in [Some(token.clone()), refresh].into_iter().flatten() {
+        let r = stack
+            .http
+            .post(format!("{}/token/revocation", stack.issuer))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form_body(&[
+                ("token", t.as_str()),
+                ("client_id", "turnstile"),
+            ]))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
     let frames = stack.say(&ana, "show my notes", "list_notes").await;
     assert!(
         connect_url(&frames).is_some(),
@@ -895,4 +935,46 @@ async fn a_call_that_needs_more_scope_asks_to_connect_again() {
     assert_eq!(status, 200, "{page}");
     wait_for_text(&stack, &ana, "added; 3 notes").await;
     stack.stop().await;
+}
+
+/// Refresh: an access token that expired is refused by the server (401);
+/// the stored refresh token gets a new one (with the resource indicator),
+/// sealed in its place, and the call goes out with it: no card.
+#[tokio::test]
+#[ignore = "needs the npm/PyPI servers: scripts/test-deps, run with --include-ignored"]
+async fn an_expired_token_is_refreshed_without_asking_again() {
+    let stack = Stack::start_with(Setup {
+        access_ttl: Some(2),
+        ..Setup::default()
+    })
+    .await;
+    let ana = stack.user().await;
+    let flow = connect_url(&stack.say(&ana, "show my notes", "list_notes").await).unwrap();
+    let sign_in = stack.sign_in(&ana, &flow).await;
+    let cb = stack.authorize(&sign_in.auth_url, "ana").await;
+    assert_eq!(stack.callback(&cb, Some(&sign_in.cookie)).await.0, 200);
+    wait_for_text(&stack, &ana, "You connected your account").await;
+    let first = stack.stored_token(&ana).await.expect("a token");
+    assert!(
+        stack.stored_refresh(&ana).await.is_some(),
+        "a refresh token is kept"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let frames = stack.say(&ana, "show my notes again", "list_notes").await;
+    assert!(connect_url(&frames).is_none(), "no card: {frames:?}");
+    assert!(
+        serde_json::to_string(&frames)
+            .unwrap()
+            .contains(r#""ok":true"#),
+        "{frames:?}"
+    );
+    assert_eq!(stack.note_calls(), json!({"ana": 2}));
+    let second = stack.stored_token(&ana).await.expect("a token");
+    assert_ne!(
+        first, second,
+        "the refreshed token is stored in place of the old one"
+    );
+    let log = stack.stop().await;
+    assert!(log.contains("token was refreshed"), "{log}");
+    assert!(!log.contains(&second) && !log.contains(&first));
 }

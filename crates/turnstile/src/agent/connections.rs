@@ -189,7 +189,7 @@ pub struct Connections {
     servers: Vec<UserServer>,
     callback_url: String,
     flow_ttl: Duration,
-    key: SealingKey,
+    key: Arc<SealingKey>,
     store: Store,
     table: Bound<Connect>,
     options: ClientOptions,
@@ -220,7 +220,7 @@ impl Connections {
             servers: cfg.servers,
             callback_url: cfg.callback_url,
             flow_ttl: cfg.flow_ttl,
-            key: cfg.key,
+            key: Arc::new(cfg.key),
             store,
             table,
             options,
@@ -348,6 +348,9 @@ impl Connections {
         let Some(token) = self.token(&owner, server).await else {
             return (self.ask(&user_server, &owner, who, configured)).await;
         };
+        // Kept for one re-send after a refresh: a call the server refused
+        // for its token was not processed.
+        let (retry_args, retry_round) = (args.clone(), round.clone());
         let session = self.session(&owner, &user_server, token).await;
         let answer = match session {
             Ok(s) => s.call_round(tool, args, round).await,
@@ -382,12 +385,29 @@ impl Connections {
                 self.ask(&user_server, &owner, who, scopes).await
             }
             Err(e) if refused_token(&e) => {
-                // The server no longer takes the token (revoked, expired):
-                // it is forgotten, and the user is asked again.
+                // The server no longer takes the token: refreshed once if a
+                // refresh token is stored, and the call sent with the new
+                // one (it was not processed); else (revoked, no refresh) it
+                // is forgotten, and the user is asked again.
+                if let Some(fresh) = self.refresh(&owner, &user_server).await {
+                    let old =
+                        (self.sessions.lock().await).remove(&(owner.clone(), server.to_string()));
+                    if let Some(old) = old {
+                        old.shutdown().await;
+                    }
+                    let again = match self.session(&owner, &user_server, fresh).await {
+                        Ok(s) => s.call_round(tool, retry_args, retry_round).await,
+                        Err(e) => Err(e),
+                    };
+                    if !again.as_ref().err().is_some_and(refused_token) {
+                        return again;
+                    }
+                }
                 tracing::info!(
                     server,
                     "a per-user server refused the stored token; asking again"
                 );
+                let _ = e;
                 self.forget(&owner, server).await;
                 self.ask(&user_server, &owner, who, configured).await
             }
@@ -433,25 +453,62 @@ impl Connections {
 
     /// The owner's stored access token for `server`, if one opens.
     async fn token(&self, owner: &str, server: &str) -> Option<AccessToken> {
-        let sealed = match self.store.connection(owner, server).await {
-            Ok(Some(s)) => s,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::warn!(server, error = %e, "reading a stored connection");
-                return None;
-            }
-        };
-        let plain = match self.key.open(owner, server, &sealed) {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(server, error = %e, "a stored connection does not open");
-                return None;
-            }
-        };
-        let creds: StoredCredentials = serde_json::from_slice(&plain).ok()?;
+        use rmcp::transport::auth::CredentialStore as _;
+        let creds = self.sealed(owner, server).load().await.ok()??;
         let token = creds.token_response.as_ref()?;
         use oauth2::TokenResponse as _;
         Some(AccessToken::new(token.access_token().secret().clone()))
+    }
+
+    /// The owner's sealed row for `server`, as rmcp's credential store.
+    fn sealed(&self, owner: &str, server: &str) -> SealedCredentials {
+        SealedCredentials {
+            store: self.store.clone(),
+            key: self.key.clone(),
+            owner: owner.to_string(),
+            server: server.to_string(),
+        }
+    }
+
+    /// A new access token from the stored refresh token (rmcp's refresh,
+    /// with the resource indicator), stored sealed in place of the old
+    /// one; `None`: there is no refresh token, or the authorization server
+    /// refused it.
+    async fn refresh(&self, owner: &str, server: &UserServer) -> Option<AccessToken> {
+        let url = server.url()?;
+        let name = server.spec.name.as_str();
+        let refreshed = async {
+            let mut manager = rmcp::transport::auth::AuthorizationManager::new(url).await?;
+            manager.set_credential_store(self.sealed(owner, name));
+            if !manager.initialize_from_store().await? {
+                return Ok(None);
+            }
+            if let (Some(id), Some(secret)) =
+                (&server.client.client_id, &server.client.client_secret)
+            {
+                manager.configure_client(
+                    rmcp::transport::auth::OAuthClientConfig::new(
+                        id.clone(),
+                        self.callback_url.clone(),
+                    )
+                    .with_client_secret(secret.clone()),
+                )?;
+            }
+            manager.refresh_token().await.map(Some)
+        };
+        match tokio::time::timeout(self.options.connect_timeout * 2, refreshed).await {
+            Ok(Ok(Some(token))) => {
+                use oauth2::TokenResponse as _;
+                tracing::info!(server = name, "a per-user server's token was refreshed");
+                Some(AccessToken::new(token.access_token().secret().clone()))
+            }
+            Ok(Ok(None)) => None,
+            Ok(Err(e)) => {
+                tracing::info!(server = name, error = %e, "a per-user server's token could not be refreshed");
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     /// Forgets the owner's token and session for `server`.
@@ -784,7 +841,12 @@ impl Connections {
                     .join(" ")
             })
             .unwrap_or_default();
-        let stored = StoredCredentials::new(client_id, Some(token), Vec::new(), None);
+        let granted: Vec<String> = scopes.split_whitespace().map(str::to_string).collect();
+        let received = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .ok();
+        let stored = StoredCredentials::new(client_id, Some(token), granted, received);
         let Ok(plain) = serde_json::to_vec(&stored) else {
             return refused("unknown".into(), "the credentials could not be written");
         };
@@ -818,6 +880,57 @@ impl Connections {
         owner: &str,
     ) -> Result<Vec<crate::store::ConnectionRow>, crate::store::StoreError> {
         self.store.connections(owner).await
+    }
+}
+
+/// One owner's sealed row for one server, as rmcp's credential store: a
+/// refresh loads and saves through it, so a refreshed token is sealed as
+/// the first one was.
+struct SealedCredentials {
+    store: Store,
+    key: Arc<SealingKey>,
+    owner: String,
+    server: String,
+}
+
+#[async_trait::async_trait]
+impl rmcp::transport::auth::CredentialStore for SealedCredentials {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let failed =
+            |what: &str| AuthError::InternalError(format!("the stored connection: {what}"));
+        let sealed = (self.store.connection(&self.owner, &self.server).await)
+            .map_err(|e| failed(&e.to_string()))?;
+        let Some(sealed) = sealed else {
+            return Ok(None);
+        };
+        let plain = (self.key.open(&self.owner, &self.server, &sealed))
+            .map_err(|e| failed(&e.to_string()))?;
+        serde_json::from_slice(&plain)
+            .map(Some)
+            .map_err(|_| failed("not credentials"))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let failed =
+            |what: String| AuthError::InternalError(format!("storing a connection: {what}"));
+        let plain = serde_json::to_vec(&credentials).map_err(|e| failed(e.to_string()))?;
+        let sealed = (self.key.seal(&self.owner, &self.server, &plain))
+            .map_err(|e| failed(e.to_string()))?;
+        let scopes = credentials.granted_scopes.join(" ");
+        (self
+            .store
+            .put_connection(&self.owner, &self.server, &sealed, &scopes)
+            .await)
+            .map_err(|e| failed(e.to_string()))
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        (self
+            .store
+            .delete_connection(&self.owner, &self.server)
+            .await)
+            .map(|_| ())
+            .map_err(|e| AuthError::InternalError(format!("forgetting a connection: {e}")))
     }
 }
 
