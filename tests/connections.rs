@@ -200,9 +200,14 @@ impl Stack {
 
     /// One turn whose planner calls `tool`; its frames as JSON.
     async fn say(&self, user: &User, text: &str, tool: &str) -> Vec<Value> {
+        self.say_with(user, text, tool, "{}").await
+    }
+
+    /// One turn whose planner calls `tool` with `args` (JSON text).
+    async fn say_with(&self, user: &User, text: &str, tool: &str, args: &str) -> Vec<Value> {
         self.fake.on(
             Role::Planner,
-            Action::ToolCalls(vec![(tool.into(), "{}".into())]),
+            Action::ToolCalls(vec![(tool.into(), args.into())]),
         );
         let r = self
             .http
@@ -267,6 +272,17 @@ impl Stack {
             auth_url,
             cookie,
         }
+    }
+
+    /// `user` asks for their notes, gets the Connect card, opens its
+    /// sign-in link and signs in as `login`: the sign-in and the callback
+    /// URL the provider sent the browser to (not followed yet).
+    async fn card_signed_in(&self, user: &User, login: &str) -> (SignIn, String) {
+        let frames = self.say(user, "show my notes", "list_notes").await;
+        let flow = connect_url(&frames).unwrap_or_else(|| panic!("a Connect card: {frames:?}"));
+        let sign_in = self.sign_in(user, &flow).await;
+        let callback = self.authorize(&sign_in.auth_url, login).await;
+        (sign_in, callback)
     }
 
     /// The callback request, as the browser makes it.
@@ -343,34 +359,17 @@ impl Stack {
     /// The access token stored for `user`, opened with the deployment's
     /// key (the test's own look into the sealed row).
     async fn stored_token(&self, user: &User) -> Option<String> {
-        let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", self.db_path().display()))
-            .await
-            .unwrap();
-        let owner: String = sqlx::query_scalar("SELECT owner FROM threads WHERE id = ?")
-            .bind(&user.thread)
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-        let sealed: Option<String> = sqlx::query_scalar(
-            "SELECT sealed FROM connections WHERE owner = ? AND server = 'notes'",
-        )
-        .bind(&owner)
-        .fetch_optional(&pool)
-        .await
-        .unwrap();
-        pool.close().await;
-        let key = turnstile::store::SealingKey::parse(KEY).unwrap();
-        let plain = key.open(&owner, "notes", &sealed?).unwrap();
-        let creds: Value = serde_json::from_slice(&plain).unwrap();
-        Some(
-            creds["token_response"]["access_token"]
-                .as_str()?
-                .to_string(),
-        )
+        self.stored(user, "access_token").await
     }
 
     /// The refresh token stored for `user`, opened the same way.
     async fn stored_refresh(&self, user: &User) -> Option<String> {
+        self.stored(user, "refresh_token").await
+    }
+
+    /// One field of the token response sealed for `user` and the notes
+    /// server.
+    async fn stored(&self, user: &User, field: &str) -> Option<String> {
         let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", self.db_path().display()))
             .await
             .unwrap();
@@ -390,11 +389,7 @@ impl Stack {
         let key = turnstile::store::SealingKey::parse(KEY).unwrap();
         let plain = key.open(&owner, "notes", &sealed?).unwrap();
         let creds: Value = serde_json::from_slice(&plain).unwrap();
-        Some(
-            creds["token_response"]["refresh_token"]
-                .as_str()?
-                .to_string(),
-        )
+        Some(creds["token_response"][field].as_str()?.to_string())
     }
 
     async fn connections_rows(&self) -> i64 {
@@ -777,10 +772,7 @@ async fn a_user_connects_a_protected_server_and_the_held_call_runs_once() {
 async fn a_token_for_another_audience_is_not_stored() {
     let stack = Stack::start(true).await;
     let ana = stack.user().await;
-    let frames = stack.say(&ana, "show my notes", "list_notes").await;
-    let flow = connect_url(&frames).expect("a Connect card");
-    let sign_in = stack.sign_in(&ana, &flow).await;
-    let cb = stack.authorize(&sign_in.auth_url, "ana").await;
+    let (sign_in, cb) = stack.card_signed_in(&ana, "ana").await;
     let (status, body) = stack.callback(&cb, Some(&sign_in.cookie)).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("token-for-another-audience"), "{body}");
@@ -890,38 +882,22 @@ async fn metadata_pointing_at_another_origin_is_refused_by_its_row() {
 async fn a_call_that_needs_more_scope_asks_to_connect_again() {
     let stack = Stack::start(false).await;
     let ana = stack.user().await;
-    let flow = connect_url(&stack.say(&ana, "show my notes", "list_notes").await).unwrap();
-    let sign_in = stack.sign_in(&ana, &flow).await;
-    let url = sign_in.auth_url.clone();
-    let asked = param(&url, "scope");
+    let (sign_in, cb) = stack.card_signed_in(&ana, "ana").await;
+    let asked = param(&sign_in.auth_url, "scope");
     assert!(!asked.split(' ').any(|s| s == "notes:write"), "{asked}");
-    let cb = stack.authorize(&url, "ana").await;
     assert_eq!(stack.callback(&cb, Some(&sign_in.cookie)).await.0, 200);
     wait_for_text(&stack, &ana, "You connected your account").await;
 
-    stack.fake.on(
-        Role::Planner,
-        Action::ToolCalls(vec![(
-            "add_note".into(),
-            r#"{"text": "Call the roofer"}"#.into(),
-        )]),
-    );
-    let r = stack
-        .http
-        .post(format!("{}/v1/threads/{}/messages", stack.base, ana.thread))
-        .header("cookie", &ana.cookie)
-        .json(&json!({ "text": "note: call the roofer" }))
-        .send()
-        .await
-        .unwrap();
-    let body = r.text().await.unwrap();
-    let frames: Vec<Value> = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect();
+    let frames = stack
+        .say_with(
+            &ana,
+            "note: call the roofer",
+            "add_note",
+            r#"{"text": "Call the roofer"}"#,
+        )
+        .await;
     let step_up_flow =
-        connect_url(&frames).unwrap_or_else(|| panic!("a second Connect card: {body}"));
+        connect_url(&frames).unwrap_or_else(|| panic!("a second Connect card: {frames:?}"));
     let step_up_sign_in = stack.sign_in(&ana, &step_up_flow).await;
     let step_up = step_up_sign_in.auth_url.clone();
     let scope = param(&step_up, "scope");
@@ -949,9 +925,7 @@ async fn an_expired_token_is_refreshed_without_asking_again() {
     })
     .await;
     let ana = stack.user().await;
-    let flow = connect_url(&stack.say(&ana, "show my notes", "list_notes").await).unwrap();
-    let sign_in = stack.sign_in(&ana, &flow).await;
-    let cb = stack.authorize(&sign_in.auth_url, "ana").await;
+    let (sign_in, cb) = stack.card_signed_in(&ana, "ana").await;
     assert_eq!(stack.callback(&cb, Some(&sign_in.cookie)).await.0, 200);
     wait_for_text(&stack, &ana, "You connected your account").await;
     let first = stack.stored_token(&ana).await.expect("a token");
@@ -977,4 +951,112 @@ async fn an_expired_token_is_refreshed_without_asking_again() {
     let log = stack.stop().await;
     assert!(log.contains("token was refreshed"), "{log}");
     assert!(!log.contains(&second) && !log.contains(&first));
+}
+
+/// `[connections]` is read with located errors: a per-user server needs a
+/// callback URL and the sealing key, and a Client ID Metadata Document an
+/// https callback.
+#[test]
+fn the_connections_section_is_read_and_checked() {
+    let server =
+        "[[mcp_servers]]\nname = \"notes\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"user\"\n\
+                  [mcp_servers.tools.list_notes]\n";
+    let with_key = |name: &str| (name == "TURNSTILE_CONNECTIONS_KEY").then(|| KEY.to_string());
+    let no_env = |_: &str| None;
+    let err = common::config_with(server, &with_key)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("connections.callback_url"), "{err}");
+    let section = format!(
+        "{server}[connections]\ncallback_url = \"http://127.0.0.1:8080/v1/connections/callback\"\n"
+    );
+    let err = common::config_with(&section, &no_env)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("TURNSTILE_CONNECTIONS_KEY"), "{err}");
+    assert!(!err.contains(KEY));
+    let cfg = common::config_with(&section, &with_key).unwrap();
+    assert!(cfg
+        .connections
+        .as_ref()
+        .unwrap()
+        .client_metadata_url
+        .is_none());
+    let cimd = format!("{section}client_metadata_document = true\n");
+    let err = common::config_with(&cimd, &with_key)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("connections.client_metadata_document"),
+        "{err}"
+    );
+    let https = cimd.replace("http://127.0.0.1:8080", "https://chat.example.test");
+    let cfg = common::config_with(&https, &with_key).unwrap();
+    assert_eq!(
+        cfg.connections.unwrap().client_metadata_url.as_deref(),
+        Some("https://chat.example.test/oauth/client-metadata.json")
+    );
+    let bad = "[[mcp_servers]]\nname = \"w\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"static\"\nbearer_env = \"sk-live-123\"\n";
+    let err = common::config_with(bad, &no_env).unwrap_err().to_string();
+    assert!(err.contains("mcp_servers[0].bearer_env"), "{err}");
+    let unknown =
+        "[[mcp_servers]]\nname = \"w\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"magic\"\n";
+    let err = common::config_with(unknown, &no_env)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("mcp_servers[0].auth") && err.contains("not a mode"),
+        "{err}"
+    );
+}
+
+/// turnstile serves its own Client ID Metadata Document where
+/// `client_metadata_document` asks for it: a web client whose one redirect
+/// is the callback, public, with PKCE; `turnstile serve` as a user runs it.
+#[tokio::test]
+async fn turnstile_serves_its_client_id_metadata_document() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let config = format!(
+        "addr = \"127.0.0.1:{port}\"\ndatabase_url = \"sqlite://{db}?mode=rwc\"\n\
+         [model]\nbase_url = \"http://127.0.0.1:9/v1\"\nname = \"m\"\napi_key_env = \"CIMD_TEST_MODEL_KEY\"\n\
+         [connections]\ncallback_url = \"https://chat.example.test/v1/connections/callback\"\nclient_metadata_document = true\n\
+         [[mcp_servers]]\nname = \"notes\"\nurl = \"http://127.0.0.1:9/mcp\"\nauth = \"user\"\n\
+         [mcp_servers.tools.list_notes]\n",
+        db = tmp.path().join("t.db").display(),
+    );
+    let path = tmp.path().join("turnstile.toml");
+    std::fs::write(&path, config).unwrap();
+    let serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_turnstile"))
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("CIMD_TEST_MODEL_KEY", "k")
+        .env("TURNSTILE_CONNECTIONS_KEY", KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("turnstile serve runs");
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/oauth/client-metadata.json");
+    wait_until("turnstile serve answers", || async {
+        http.get(&url).send().await.is_ok()
+    })
+    .await;
+    let doc: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(
+        doc["client_id"],
+        "https://chat.example.test/oauth/client-metadata.json"
+    );
+    assert_eq!(
+        doc["redirect_uris"],
+        json!(["https://chat.example.test/v1/connections/callback"])
+    );
+    assert_eq!(doc["token_endpoint_auth_method"], "none");
+    assert_eq!(
+        doc["grant_types"],
+        json!(["authorization_code", "refresh_token"])
+    );
+    common::remote::sigterm(serve.id().unwrap());
 }

@@ -41,6 +41,9 @@ use crate::store::{Owner, SealingKey, Store};
 /// question never names its keys so: they are its own words).
 pub const CONNECT_KEY: &str = "turnstile.connect";
 
+/// Where turnstile serves its Client ID Metadata Document.
+pub const CLIENT_METADATA_PATH: &str = "/oauth/client-metadata.json";
+
 /// The cookie the start route sets: the flow's browser nonce.
 pub const FLOW_COOKIE: &str = "turnstile_connect";
 
@@ -80,6 +83,11 @@ pub struct ConnectionsConfig {
     /// turnstile's own callback route as the authorization server's
     /// redirect reaches it (`…/v1/connections/callback`).
     pub callback_url: String,
+    /// turnstile's own Client ID Metadata Document's URL, used as the
+    /// client id of a server configured with neither `client_id` nor a
+    /// `client_metadata_url` of its own (where its authorization server
+    /// supports them).
+    pub client_metadata_url: Option<String>,
     pub flow_ttl: Duration,
     pub key: SealingKey,
 }
@@ -188,6 +196,7 @@ impl std::fmt::Debug for CallbackQuery {
 pub struct Connections {
     servers: Vec<UserServer>,
     callback_url: String,
+    client_metadata_url: Option<String>,
     flow_ttl: Duration,
     key: Arc<SealingKey>,
     store: Store,
@@ -219,6 +228,7 @@ impl Connections {
         Connections {
             servers: cfg.servers,
             callback_url: cfg.callback_url,
+            client_metadata_url: cfg.client_metadata_url,
             flow_ttl: cfg.flow_ttl,
             key: Arc::new(cfg.key),
             store,
@@ -586,6 +596,11 @@ impl Connections {
             }
             if let Some(m) = &server.client.metadata_url {
                 request = request.with_client_metadata_url(m.clone());
+            } else if let (None, Some(m)) = (&server.client.client_id, &self.client_metadata_url) {
+                // turnstile's own document (`client_metadata_document`).
+                request = request
+                    .with_client_metadata_url(m.clone())
+                    .with_application_type("web");
             }
             if !scopes.is_empty() {
                 request = request.with_scopes(scopes.iter().cloned());
@@ -702,6 +717,24 @@ impl Connections {
         let ticket = random_token();
         flow.ticket = Some((ticket.clone(), Instant::now()));
         Some(ticket)
+    }
+
+    /// turnstile's Client ID Metadata Document, when it serves one: the
+    /// client its authorization servers read (a web client whose one
+    /// redirect is the callback, public, with PKCE).
+    pub fn client_metadata(&self) -> Option<Value> {
+        let id = self.client_metadata_url.as_ref()?;
+        let origin = reqwest::Url::parse(id).ok()?.origin().ascii_serialization();
+        Some(serde_json::json!({
+            "client_id": id,
+            "client_name": "turnstile",
+            "client_uri": origin,
+            "redirect_uris": [self.callback_url],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            "application_type": "web",
+        }))
     }
 
     /// Whether the flow cookie is sent over HTTPS only (the callback is).

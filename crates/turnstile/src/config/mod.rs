@@ -451,6 +451,7 @@ impl Config {
         Ok(Some(crate::agent::connections::ConnectionsConfig {
             servers,
             callback_url: c.callback_url.clone(),
+            client_metadata_url: c.client_metadata_url.clone(),
             flow_ttl: c.flow_ttl,
             key: crate::store::SealingKey::parse(c.key.expose())
                 .map_err(|e| anyhow::anyhow!("{e}"))?,

@@ -29,6 +29,7 @@ pub(super) struct FileOAuth {
 pub(super) struct FileConnections {
     callback_url: Option<String>,
     flow_ttl_secs: Option<u64>,
+    client_metadata_document: Option<bool>,
 }
 
 /// `[connections]`, validated; the key comes from the environment.
@@ -36,6 +37,9 @@ pub(super) struct FileConnections {
 pub struct ConnectionsSettings {
     pub callback_url: String,
     pub flow_ttl: Duration,
+    /// turnstile's own Client ID Metadata Document, served at
+    /// `/oauth/client-metadata.json` of the callback's origin: its URL.
+    pub client_metadata_url: Option<String>,
     /// The sealing key's text (`TURNSTILE_CONNECTIONS_KEY`), redacted.
     pub key: AccessToken,
 }
@@ -179,6 +183,7 @@ impl Validator {
         let f = file.map_or_else(FileConnections::default, |f| FileConnections {
             callback_url: f.callback_url.clone(),
             flow_ttl_secs: f.flow_ttl_secs,
+            client_metadata_document: f.client_metadata_document,
         });
         let callback_url = match f.callback_url.as_deref() {
             Some(u) => self
@@ -217,9 +222,25 @@ impl Validator {
                 None
             }
         };
+        let callback_url = callback_url?;
+        let client_metadata_url = match f.client_metadata_document {
+            Some(true) if !callback_url.starts_with("https://") => {
+                self.problem(
+                    "connections.client_metadata_document",
+                    "a Client ID Metadata Document is served over https: `callback_url` must be an https URL".into(),
+                );
+                None
+            }
+            Some(true) => reqwest::Url::parse(&callback_url).ok().map(|u| {
+                let path = crate::agent::connections::CLIENT_METADATA_PATH;
+                format!("{}{path}", u.origin().ascii_serialization())
+            }),
+            _ => None,
+        };
         Some(ConnectionsSettings {
-            callback_url: callback_url?,
+            callback_url,
             flow_ttl,
+            client_metadata_url,
             key: key?,
         })
     }

@@ -13,7 +13,11 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::state::AppState;
-use crate::agent::connections::{CallbackOutcome, CallbackQuery, Resume, CONNECT_KEY, FLOW_COOKIE};
+use std::sync::Arc;
+
+use crate::agent::connections::{
+    CallbackOutcome, CallbackQuery, Connections, Resume, CONNECT_KEY, FLOW_COOKIE,
+};
 use crate::agent::UserDecision;
 
 fn not_configured() -> ApiError {
@@ -23,6 +27,43 @@ fn not_configured() -> ApiError {
     )
 }
 
+/// The per-user servers, the caller, and the owner the caller is: a
+/// caller's connections and Connect cards are their own.
+async fn own(
+    st: &AppState,
+    headers: &HeaderMap,
+    method: &Method,
+) -> Result<
+    (
+        Arc<Connections>,
+        super::identity::Caller,
+        crate::store::Owner,
+    ),
+    ApiError,
+> {
+    let Some(c) = st.connections.clone() else {
+        return Err(not_configured());
+    };
+    let caller = st.identity.identify(headers, method).await?;
+    let Some(owner) = caller.owner() else {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "connections are a caller's own: sign in",
+        ));
+    };
+    Ok((c, caller, owner))
+}
+
+/// `GET /oauth/client-metadata.json`: turnstile's Client ID Metadata
+/// Document, when `[connections] client_metadata_document` asks for one.
+pub async fn client_metadata(State(st): State<AppState>) -> Result<Response, ApiError> {
+    let doc = (st.connections.as_ref()).and_then(|c| c.client_metadata());
+    match doc {
+        Some(doc) => Ok(Json(doc).into_response()),
+        None => Err(ApiError::not_found("client metadata document")),
+    }
+}
+
 /// `GET /v1/connections`: each per-user server, and whether the caller
 /// connected it (never a token).
 pub async fn list(
@@ -30,16 +71,7 @@ pub async fn list(
     method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let Some(c) = st.connections.clone() else {
-        return Err(not_configured());
-    };
-    let caller = st.identity.identify(&headers, &method).await?;
-    let Some(owner) = caller.owner() else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "connections are a caller's own: sign in",
-        ));
-    };
+    let (c, caller, owner) = own(&st, &headers, &method).await?;
     let rows = c.list(&owner.key).await?;
     let servers: Vec<Value> = c
         .server_names()
@@ -59,16 +91,7 @@ pub async fn revoke(
     headers: HeaderMap,
     Path(server): Path<String>,
 ) -> Result<Response, ApiError> {
-    let Some(c) = st.connections.clone() else {
-        return Err(not_configured());
-    };
-    let caller = st.identity.identify(&headers, &method).await?;
-    let Some(owner) = caller.owner() else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "connections are a caller's own: sign in",
-        ));
-    };
+    let (c, caller, owner) = own(&st, &headers, &method).await?;
     if c.server(&server).is_none() {
         return Err(ApiError::not_found("per-user server"));
     }
@@ -89,16 +112,7 @@ pub async fn ticket(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let Some(c) = st.connections.clone() else {
-        return Err(not_configured());
-    };
-    let caller = st.identity.identify(&headers, &method).await?;
-    let Some(owner) = caller.owner() else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "a Connect card is its caller's own: sign in",
-        ));
-    };
+    let (c, caller, owner) = own(&st, &headers, &method).await?;
     let Some(ticket) = c.ticket(&id, &owner.key) else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,

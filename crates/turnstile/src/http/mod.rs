@@ -84,6 +84,10 @@ pub fn router_with(state: AppState, cfg: &HttpConfig) -> Router {
         .route("/v1/connections/callback", get(connections::callback))
         .route("/v1/connections/start", get(connections::start))
         .route(
+            crate::agent::connections::CLIENT_METADATA_PATH,
+            get(connections::client_metadata),
+        )
+        .route(
             "/v1/connections/flows/{id}/ticket",
             post(connections::ticket),
         )
