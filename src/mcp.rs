@@ -227,7 +227,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
         scopes: args.scopes.clone(),
     };
     if let (Err(e), Target::Http { url, .. }) = (&connected, target) {
-        let met = turnstile::mcp::oauth::challenge_in(&e.to_string()).map(|c| c.header);
+        let met = turnstile::mcp::oauth::challenge_of(e).map(|c| c.header);
         let challenge = match met {
             Some(c) => Some(c),
             None => (turnstile::mcp::oauth::challenge(url, timeout).await)
@@ -271,8 +271,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
     // A `403` with `insufficient_scope` is a step-up: authorize again for
     // the scopes it names, then send the call again, within the limit.
     while let (Err(Failed::Called(e)), Target::Http { url, .. }) = (&answer, target) {
-        let Some(step_up) =
-            turnstile::mcp::oauth::challenge_in(&e.to_string()).filter(|c| c.insufficient_scope)
+        let Some(step_up) = turnstile::mcp::oauth::challenge_of(e).filter(|c| c.insufficient_scope)
         else {
             break;
         };
@@ -357,7 +356,7 @@ impl Authorizer<'_> {
             spec.bearer = Some(token);
             let connected = ToolClient::connect_with(spec, self.options.clone()).await;
             let again = match &connected {
-                Err(e) => turnstile::mcp::oauth::challenge_in(&e.to_string()),
+                Err(e) => turnstile::mcp::oauth::challenge_of(e),
                 Ok(_) => None,
             };
             match again {

@@ -1025,21 +1025,15 @@ fn refused_token(e: &McpError) -> bool {
     else {
         return false;
     };
-    crate::mcp::oauth::challenge_in(reason).is_some_and(|c| !c.insufficient_scope)
+    crate::mcp::oauth::challenge_of(e).is_some_and(|c| !c.insufficient_scope)
         || reason.contains("Auth required")
         || reason.contains("401 Unauthorized")
 }
 
 /// The step-up challenge of a transport failure (a `403` with
-/// `insufficient_scope`), never of a JSON-RPC error's text.
+/// `insufficient_scope`).
 fn step_up_of(e: &McpError) -> Option<crate::mcp::oauth::Challenge> {
-    let (McpError::Connect { reason, .. }
-    | McpError::Transport { reason, .. }
-    | McpError::Unanswered { reason, .. }) = e
-    else {
-        return None;
-    };
-    crate::mcp::oauth::challenge_in(reason).filter(|c| c.insufficient_scope)
+    crate::mcp::oauth::challenge_of(e).filter(|c| c.insufficient_scope)
 }
 
 /// Whether a JWT access token's `aud` names `resource` (RFC 8707). A token

@@ -166,6 +166,19 @@ pub fn challenge_in(text: &str) -> Option<Challenge> {
     })
 }
 
+/// The challenge of a failure the transport itself reported (connecting,
+/// sending, a lost answer), never of a JSON-RPC error: that text is the
+/// server's, and may say anything.
+pub fn challenge_of(e: &super::McpError) -> Option<Challenge> {
+    use super::McpError;
+    match e {
+        McpError::Connect { reason, .. }
+        | McpError::Transport { reason, .. }
+        | McpError::Unanswered { reason, .. } => challenge_in(reason),
+        _ => None,
+    }
+}
+
 /// One parameter's value in a challenge this module wrote.
 fn param(header: &str, name: &str) -> Option<String> {
     let at = header.find(&format!("{name}=\""))? + name.len() + 2;
@@ -391,5 +404,23 @@ mod tests {
         assert!(c.insufficient_scope);
         assert_eq!(c.scopes(), ["a", "b"]);
         assert!(challenge_in("connection refused").is_none());
+    }
+
+    #[test]
+    fn a_json_rpc_errors_text_is_never_read_as_a_challenge() {
+        let said = "insufficient scope: Bearer scope=\"admin\"".to_string();
+        let rpc = crate::mcp::McpError::Rpc {
+            server: "s".into(),
+            tool: "t".into(),
+            code: -32000,
+            message: said.clone(),
+        };
+        assert!(challenge_of(&rpc).is_none());
+        let transport = crate::mcp::McpError::Transport {
+            server: "s".into(),
+            tool: "t".into(),
+            reason: said,
+        };
+        assert_eq!(challenge_of(&transport).unwrap().scopes(), ["admin"]);
     }
 }
