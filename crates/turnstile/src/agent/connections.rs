@@ -781,18 +781,23 @@ impl Connections {
             let flow = q.state.as_deref().and_then(|s| flows.get_mut(s));
             let Some(flow) = flow else {
                 let mut idle = self.table.machine();
-                let row = fire_row(&mut idle, event).unwrap_or_else(|r| r);
+                let row = fire_row(&mut idle, event)
+                    .map(|r| r.id)
+                    .unwrap_or_else(|r| r);
                 return refused(row, "no sign-in with this state is waiting here");
             };
             if !flow.waiting() {
                 // Replayed, or a second callback while the first is exchanged.
-                let row = fire_row(&mut flow.machine, event).unwrap_or_else(|r| r);
+                let row = fire_row(&mut flow.machine, event)
+                    .map(|r| r.id)
+                    .unwrap_or_else(|r| r);
                 return refused(row, "this sign-in's callback was already used");
             }
             let own = (q.nonces.get(&flow.id)).is_some_and(|n| same_secret(n, &flow.nonce));
             if !own {
-                let row =
-                    fire_row(&mut flow.machine, ConnectEvent::OtherSubject).unwrap_or_else(|r| r);
+                let row = fire_row(&mut flow.machine, ConnectEvent::OtherSubject)
+                    .map(|r| r.id)
+                    .unwrap_or_else(|r| r);
                 return refused(
                     row,
                     "the callback did not come from the browser in which this user opened their Connect card",
@@ -803,14 +808,19 @@ impl Connections {
                 server: flow.server.clone(),
                 access: flow.access.clone(),
             };
+            // What the row's effect says is done: the code exchanged, or
+            // the held call answered without a token (the denial).
             match fire_row(&mut flow.machine, event) {
                 Err(row) => return refused(row, "refused by the connect table"),
-                Ok(row) if event == ConnectEvent::CallbackDenied => {
+                Ok(Row {
+                    effect: Some(ConnectEffect::Exchange),
+                    ..
+                }) => {}
+                Ok(row) => {
                     flow.oauth = None;
                     flow.ended = Some(Instant::now());
-                    return CallbackOutcome::Declined { resume, row };
+                    return without_token(Ok(row), resume);
                 }
-                Ok(_) => {}
             }
             // Taken: the code is exchanged once, by this request only.
             flow.ended = Some(Instant::now());
@@ -828,7 +838,7 @@ impl Connections {
             }
         };
         let (Some(code), Some(state)) = (q.code.as_deref(), q.state.as_deref()) else {
-            return declined(settle(ConnectEvent::ExchangeFailed), resume);
+            return without_token(settle(ConnectEvent::ExchangeFailed), resume);
         };
         let exchanged = oauth
             .handle_callback_with_issuer(code, state, q.iss.as_deref())
@@ -836,7 +846,9 @@ impl Connections {
         match exchanged {
             Err(AuthError::AuthorizationServerMismatch { .. })
             | Err(AuthError::AuthorizationServerMissingIssuer { .. }) => {
-                let row = settle(ConnectEvent::IssMismatch).unwrap_or_else(|r| r);
+                let row = settle(ConnectEvent::IssMismatch)
+                    .map(|r| r.id)
+                    .unwrap_or_else(|r| r);
                 return refused(
                     row,
                     "the callback's issuer is not the flow's authorization server",
@@ -844,7 +856,7 @@ impl Connections {
             }
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "the token exchange failed");
-                return declined(settle(ConnectEvent::ExchangeFailed), resume);
+                return without_token(settle(ConnectEvent::ExchangeFailed), resume);
             }
             Ok(_) => {}
         }
@@ -852,17 +864,19 @@ impl Connections {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(server = %server, error = %e, "reading the exchanged credentials");
-                return declined(settle(ConnectEvent::ExchangeFailed), resume);
+                return without_token(settle(ConnectEvent::ExchangeFailed), resume);
             }
         };
         let Some(token) = token else {
-            return declined(settle(ConnectEvent::ExchangeFailed), resume);
+            return without_token(settle(ConnectEvent::ExchangeFailed), resume);
         };
         use oauth2::TokenResponse as _;
         let resource = self.server(&server).and_then(|s| s.url());
         if let Some(url) = resource {
             if !audience_fits(token.access_token().secret(), url) {
-                let row = settle(ConnectEvent::WrongAudience).unwrap_or_else(|r| r);
+                let row = settle(ConnectEvent::WrongAudience)
+                    .map(|r| r.id)
+                    .unwrap_or_else(|r| r);
                 return refused(row, "the token was issued for another resource");
             }
         }
@@ -884,8 +898,13 @@ impl Connections {
             return refused("unknown".into(), "the credentials could not be written");
         };
         // The row first: what it forbids stores nothing.
-        if let Err(row) = settle(ConnectEvent::Exchanged) {
-            return refused(row, "refused by the connect table");
+        match settle(ConnectEvent::Exchanged) {
+            Err(row) => return refused(row, "refused by the connect table"),
+            Ok(Row {
+                effect: Some(ConnectEffect::StoreAndResume),
+                ..
+            }) => {}
+            Ok(row) => return without_token(Ok(row), resume),
         }
         let sealed = match self.key.seal(&owner, &server, &plain) {
             Ok(s) => s,
@@ -967,11 +986,20 @@ impl rmcp::transport::auth::CredentialStore for SealedCredentials {
     }
 }
 
-/// A callback that ends the flow without a token: its legal row answers
-/// the held call `decline`; a forbidden one refuses the request.
-fn declined(row: Result<String, String>, resume: Resume) -> CallbackOutcome {
+/// A callback that ends the flow without a token, as its row's effect
+/// says: `resume-declined` or `resume-failed` answers the held call
+/// `decline`; a forbidden row, or one whose effect answers nothing,
+/// refuses the request.
+fn without_token(row: Result<Row, String>, resume: Resume) -> CallbackOutcome {
     match row {
-        Ok(row) => CallbackOutcome::Declined { resume, row },
+        Ok(Row {
+            id,
+            effect: Some(ConnectEffect::ResumeDeclined | ConnectEffect::ResumeFailed),
+        }) => CallbackOutcome::Declined { resume, row: id },
+        Ok(Row { id, .. }) => CallbackOutcome::Refused {
+            row: id,
+            why: "the connect table's row answers no held call here".into(),
+        },
         Err(row) => CallbackOutcome::Refused {
             row,
             why: "refused by the connect table".into(),
@@ -979,20 +1007,25 @@ fn declined(row: Result<String, String>, resume: Resume) -> CallbackOutcome {
     }
 }
 
+/// A legal row taken: its id and its effect.
+struct Row {
+    id: String,
+    effect: Option<ConnectEffect>,
+}
+
 /// Fires `event`; the forbidden row's id (counted and logged), or `None`.
 fn fire(machine: &mut Typed<Connect>, event: ConnectEvent) -> Option<String> {
     fire_row(machine, event).err()
 }
 
-/// Fires `event`: the legal row's id, or the forbidden one's (counted and
-/// logged).
-fn fire_row(machine: &mut Typed<Connect>, event: ConnectEvent) -> Result<String, String> {
+/// Fires `event`: the legal row taken, or the forbidden one's id (counted
+/// and logged).
+fn fire_row(machine: &mut Typed<Connect>, event: ConnectEvent) -> Result<Row, String> {
     match machine.fire(event) {
-        Ok(t) => {
-            let effect: Option<ConnectEffect> = t.effect;
-            tracing::debug!(?effect, "connect row");
-            Ok(machine.row_id(t.row).to_string())
-        }
+        Ok(t) => Ok(Row {
+            id: machine.row_id(t.row).to_string(),
+            effect: t.effect,
+        }),
         Err(v) => {
             telemetry::violation(&v);
             Err(v.row_id.to_string())
