@@ -121,12 +121,7 @@ pub async fn ticket(
     };
     let url = format!("/v1/connections/start?ticket={ticket}");
     let body = json!({"url": url, "expires_in": crate::agent::connections::TICKET_TTL.as_secs()});
-    let mut response = Json(body).into_response();
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-store"),
-    );
-    Ok(caller.respond(response))
+    Ok(caller.respond(private(Json(body).into_response())))
 }
 
 #[derive(serde::Deserialize)]
@@ -155,19 +150,10 @@ pub async fn start(
         c.flow_ttl().as_secs()
     );
     let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, auth_url)]).into_response();
-    let headers = response.headers_mut();
     if let Ok(v) = header::HeaderValue::from_str(&cookie) {
-        headers.insert(header::SET_COOKIE, v);
+        response.headers_mut().insert(header::SET_COOKIE, v);
     }
-    headers.insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-store"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        header::HeaderValue::from_static("no-referrer"),
-    );
-    Ok(response)
+    Ok(private(response))
 }
 
 #[derive(serde::Deserialize)]
@@ -243,17 +229,7 @@ pub async fn callback(
          <p data-testid=connect-result>{}</p><p><a href=\"/\">Back to the chat</a></p>",
         escape(&text)
     );
-    let mut response = (StatusCode::OK, Html(page)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-store"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        header::HeaderValue::from_static("no-referrer"),
-    );
-    Ok(response)
+    Ok(private((StatusCode::OK, Html(page)).into_response()))
 }
 
 /// Answers the thread's Connect card for `resume.server` with `action`,
@@ -307,6 +283,21 @@ async fn resume_held(st: &AppState, resume: &Resume, action: &'static str) -> Re
     });
     tokio::spawn(async move { while rx.recv().await.is_some() {} });
     Ok(true)
+}
+
+/// A response that carries a one-time link, a flow cookie or a sign-in's
+/// outcome: never cached, and never named in a `Referer`.
+fn private(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    response
 }
 
 fn escape(s: &str) -> String {
