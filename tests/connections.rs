@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 use common::fake_openai::{Action, FakeOpenAi, Role};
 use common::frames::read_frames;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// 32 bytes as hex: the sealing key of these tests' deployments.
 const KEY: &str = "6b1f0c2d3e4f5a6b7c8d9eaf0b1c2d3e4f5a6b7c8d9eaf0b1c2d3e4f5a6b7c8d";
@@ -60,37 +59,17 @@ impl Stack {
             access_ttl,
         } = setup;
         let dir = common::needs::interop_dir();
-        common::needs::npm_file(&dir, "oidc-provider/package.json");
         let port = common::free_port();
         let base = format!("http://127.0.0.1:{port}");
         let callback = format!("{base}/v1/connections/callback");
-        let mut cmd = tokio::process::Command::new(common::needs::node());
-        cmd.arg(dir.join("oidc_as.mjs")).arg(&callback);
+        let mut args = vec![callback.clone()];
         if wrong_audience {
-            cmd.arg("--wrong-audience");
+            args.push("--wrong-audience".into());
         }
         if let Some(ttl) = access_ttl {
-            cmd.args(["--access-ttl", &ttl.to_string()]);
+            args.extend(["--access-ttl".to_string(), ttl.to_string()]);
         }
-        let mut child = cmd
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node runs the authorization server");
-        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(30), out.next_line())
-            .await
-            .expect("the authorization server starts")
-            .unwrap()
-            .expect("it prints its issuer");
-        tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
-        let issuer = serde_json::from_str::<Value>(&line).unwrap()["issuer"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let (child, issuer) = common::remote::oidc_provider("oidc_as.mjs", &args).await;
 
         let tmp = tempfile::tempdir().unwrap();
         let py_port = common::free_port();
@@ -162,10 +141,6 @@ impl Stack {
             dir: tmp,
             http,
         }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
     }
 
     /// How many times `list_notes` ran, per subject, as the server counts.
@@ -787,7 +762,6 @@ async fn a_token_for_another_audience_is_not_stored() {
         .await
         .unwrap();
     assert!(metrics.contains("token-for-another-audience"), "{metrics}");
-    let _ = stack.log();
     stack.stop().await;
 }
 

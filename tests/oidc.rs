@@ -10,12 +10,10 @@
 
 use crate::common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::server::TestServer;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const AUDIENCE: &str = "https://turnstile.test";
 
@@ -27,29 +25,8 @@ struct Provider {
 
 impl Provider {
     async fn start() -> Provider {
-        let dir = common::needs::interop_dir();
-        common::needs::npm_file(&dir, "oidc-provider/package.json");
-        let mut child = tokio::process::Command::new(common::needs::node())
-            .arg(dir.join("oidc_provider.mjs"))
-            .arg("0")
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("node runs the provider");
-        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(30), out.next_line())
-            .await
-            .expect("the provider starts")
-            .unwrap()
-            .expect("the provider prints its issuer");
-        tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
-        let issuer = serde_json::from_str::<Value>(&line).unwrap()["issuer"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let (child, issuer) =
+            common::remote::oidc_provider("oidc_provider.mjs", &["0".to_string()]).await;
         Provider {
             _child: child,
             issuer,

@@ -3,6 +3,37 @@
 
 use serde_json::{json, Value};
 
+/// Starts panva's `oidc-provider` (npm) through `script` in
+/// tests/interop with `args`, and reads the issuer it prints as its first
+/// line (`{"issuer": …}`); the rest of its output is drained.
+pub async fn oidc_provider(script: &str, args: &[String]) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = super::needs::interop_dir();
+    super::needs::npm_file(&dir, "oidc-provider/package.json");
+    let mut child = tokio::process::Command::new(super::needs::node())
+        .arg(dir.join(script))
+        .args(args)
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs the provider");
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(30), out.next_line())
+        .await
+        .expect("the provider starts")
+        .unwrap()
+        .expect("the provider prints its issuer");
+    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
+    let issuer = serde_json::from_str::<Value>(&line).unwrap()["issuer"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (child, issuer)
+}
+
 /// Sends SIGTERM to the process `pid` (a drain, ADR 0038).
 pub fn sigterm(pid: u32) {
     let pid = i32::try_from(pid).expect("a pid fits an i32");
